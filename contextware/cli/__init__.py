@@ -1,0 +1,133 @@
+"""Command-line front end: every script and the ``contextware`` command go through ``run``.
+
+``run`` is the one place where results become the JSON envelope on stdout, errors become
+``{"ok": false, "error": ...}`` with exit code 1 or 2, and ``--format text`` is rendered.
+Command modules only import the heavy parts of the package inside their handlers, so ``--help`` and
+bad usage answer in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, Callable, NoReturn, Sequence
+
+from ..errors import ContextwareError, UsageError
+
+# command name -> module under contextware.cli
+COMMANDS = {
+    "save": "save",
+    "recall": "recall",
+    "memory": "memory",
+}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises ``UsageError`` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message[0].upper() + message[1:].rstrip(".") + ".", code="usage")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("common options")
+    group.add_argument("--project-root", metavar="PATH", help="project whose memory to use (default: $CONTEXTWARE_PROJECT_ROOT, the git top level, or the working directory)")
+    group.add_argument("--format", choices=("json", "text"), default="json", help="json (default) for agents, text for people")
+    group.add_argument("--debug", action="store_true", help="print a traceback on stderr when something fails")
+
+
+def new_parser(prog: str, description: str) -> ArgumentParser:
+    return ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def read_content(value: str | None) -> str | None:
+    """The positional content, or standard input for ``-``."""
+    if value != "-":
+        return value
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("Standard input is not valid UTF-8 text; nothing was saved.", code="bad_encoding") from None
+
+
+def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
+    if fmt == "text":
+        text = render(result) if render else json.dumps(result, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write(text.rstrip("\n") + "\n")
+    else:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _wants_debug(argv: Sequence[str]) -> bool:
+    return "--debug" in argv
+
+
+def _wants_text(argv: Sequence[str]) -> bool:
+    args = list(argv)
+    return any(a == "--format=text" for a in args) or any(
+        a == "--format" and i + 1 < len(args) and args[i + 1] == "text" for i, a in enumerate(args)
+    )
+
+
+def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Parse, call and print one command; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    module = importlib.import_module(f"{__name__}.{COMMANDS[command]}")
+    fmt = "text" if _wants_text(argv) else "json"
+    try:
+        parser = module.build_parser(prog or command)
+        args = parser.parse_args(argv)
+        fmt = getattr(args, "format", fmt)
+        result = module.handle(args)
+        emit({"ok": True, **result}, fmt, getattr(module, "render_text", None))
+        return 0
+    except ContextwareError as exc:
+        return _fail(exc.to_dict(), exc.exit_code, fmt, argv)
+    except KeyboardInterrupt:
+        return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
+    except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        return _fail({"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first}"}, 1, fmt, argv)
+
+
+def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
+    if _wants_debug(argv):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+    if fmt == "text":
+        sys.stdout.write(f"error ({error['code']}): {error['message']}\n")
+    else:
+        sys.stdout.write(json.dumps({"ok": False, "error": error}, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return code
+
+
+def run_script(command: str) -> NoReturn:
+    """Entry point of ``scripts/<name>.py``."""
+    import os
+
+    raise SystemExit(run(command, prog=os.path.basename(sys.argv[0])))
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``contextware`` console command: ``contextware <command> [options]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = ", ".join(COMMANDS)
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(f"usage: contextware <command> [options]\n\ncommands: {names}\n"
+                         "Run `contextware <command> --help` for a command's options.\n")
+        raise SystemExit(0 if argv else 2)
+    if argv[0] not in COMMANDS:
+        raise SystemExit(_fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv))
+    raise SystemExit(run(argv[0], argv[1:], prog=f"contextware {argv[0]}"))
+
+
+def open_project(args: Any) -> Any:
+    from ..project import Project
+
+    return Project.open(getattr(args, "project_root", None))

@@ -1,0 +1,87 @@
+"""``memory.py``: look at, fix and clean up what was saved."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from . import add_common, new_parser, open_project
+
+DESCRIPTION = """Inspect and fix the project's memory.
+
+  list [--collection C] [--limit N]   newest first
+  get ID                              one memory
+  update ID [--text ...] [...]        change fields (re-embeds)
+  delete ID                           remove one memory
+  stats                               rows, disk, model, versions per table
+  reembed [--all]                     fill in missing vectors / rebuild for a new model
+  compact                             compact tables and drop old versions
+  repair                              make damaged tables readable again"""
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = new_parser(prog, DESCRIPTION)
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    ls = sub.add_parser("list", help="list memories, newest first")
+    ls.add_argument("--collection", help="facts, episodes or logs (default: all)")
+    ls.add_argument("--limit", type=int, default=20, help="most records to show (default 20)")
+    g = sub.add_parser("get", help="show one memory")
+    g.add_argument("id")
+    u = sub.add_parser("update", help="change fields of one memory (re-embeds it)")
+    u.add_argument("id")
+    u.add_argument("--text", help="new text (facts, logs); - reads standard input")
+    u.add_argument("--kind")
+    u.add_argument("--topics")
+    u.add_argument("--status", help="active or superseded (facts)")
+    u.add_argument("--goal")
+    u.add_argument("--result")
+    u.add_argument("--category")
+    u.add_argument("--summary", help="new summary (episodes); - reads standard input")
+    u.add_argument("--role")
+    d = sub.add_parser("delete", help="delete one memory")
+    d.add_argument("id")
+    sub.add_parser("stats", help="rows, disk size, model, last write and versions per table")
+    r = sub.add_parser("reembed", help="compute missing vectors, or all of them for a new model")
+    r.add_argument("--all", action="store_true", help="re-embed every row, not only the missing ones")
+    sub.add_parser("compact", help="compact every table and drop old versions")
+    sub.add_parser("repair", help="restore damaged tables to their newest readable version")
+    for action in sub.choices.values():
+        add_common(action)
+    add_common(p)
+    return p
+
+
+def handle(args: argparse.Namespace) -> dict:
+    from .. import maintenance, memory
+    from . import read_content
+
+    project = open_project(args)
+    action = args.action
+    if action == "list":
+        return memory.list_records(project, args.collection, args.limit)
+    if action == "get":
+        return memory.get(project, args.id)
+    if action == "update":
+        return memory.update(
+            project, args.id, text=read_content(args.text), kind=args.kind, topics=args.topics, status=args.status,
+            goal=args.goal, result=args.result, category=args.category, summary=read_content(args.summary), role=args.role,
+        )
+    if action == "delete":
+        return memory.delete(project, args.id)
+    if action == "stats":
+        return maintenance.stats(project)
+    if action == "reembed":
+        return maintenance.reembed(project, all_rows=args.all)
+    if action == "compact":
+        return maintenance.compact(project)
+    return maintenance.repair(project)
+
+
+def render_text(result: dict) -> str:
+    if "records" in result:
+        lines = [f"{result['count']} of {result['total']} memories"]
+        for r in result["records"]:
+            body = r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
+            lines.append(f"{r['id']}  {r.get('created_at', '')}  {body[:100]}")
+        return "\n".join(lines)
+    return json.dumps(result, indent=2, ensure_ascii=False, default=str)

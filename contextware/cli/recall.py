@@ -1,0 +1,64 @@
+"""``recall.py``: search the project's memory."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_common, new_parser, open_project
+
+DESCRIPTION = """Search the project's memory with a question in plain words.
+
+Retrieval is hybrid (meaning plus exact words); a question with no answer in memory returns no
+results rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = new_parser(prog, DESCRIPTION)
+    p.add_argument("--query", "-q", required=True, help="the question, e.g. \"how do we run the tests?\"")
+    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes or logs")
+    p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
+    p.add_argument("--mode", default="summary", help="summary (default: long texts shortened) or exact (full texts)")
+    p.add_argument("--since", metavar="DATE", help="only memories saved since DATE (YYYY-MM-DD, ISO 8601, or an age: 7d, 12h)")
+    p.add_argument("--topic", help="only facts and episodes with this topic")
+    p.add_argument("--kind", help="only facts of this kind")
+    p.add_argument("--result", help="only episodes with this result: success, failure or partial")
+    p.add_argument("--category", help="only episodes of this category")
+    p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
+    add_common(p)
+    return p
+
+
+def handle(args: argparse.Namespace) -> dict:
+    from ..embeddings import preload_in_background
+    from ..recall import recall
+
+    project = open_project(args)
+    preload_in_background(project.embedder)
+    return recall(
+        project, args.query, scope=args.scope, limit=args.limit, mode=args.mode, since=args.since, topic=args.topic,
+        kind=args.kind, result=args.result, category=args.category, include_superseded=args.include_superseded,
+    )
+
+
+def render_hit(hit: dict) -> str:
+    c = hit["collection"]
+    if c == "episodes":
+        line = f"[{hit.get('result', '').upper()}] [{hit.get('category', '').upper()}] Goal: {hit.get('goal')} | Summary: {hit.get('summary')}"
+    elif c == "facts":
+        flag = " (superseded)" if hit.get("status") == "superseded" else ""
+        line = f"[{hit.get('kind', 'note').upper()}]{flag} {hit.get('text')}"
+    elif c == "logs":
+        line = f"[LOG {hit.get('session_id')} {hit.get('role')}] {hit.get('text')}"
+    else:
+        line = str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")})
+    return f"- {line}  ({hit['id']}, {hit['score']:.2f})"
+
+
+def render_text(result: dict) -> str:
+    lines = []
+    if result.get("degraded"):
+        lines.append(f"(degraded: {result['degraded']})")
+    if not result["results"]:
+        lines.append("Nothing relevant in memory.")
+    lines += [render_hit(h) for h in result["results"]]
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""One project's memory: its root, data dir, database and settings, resolved once per command."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import paths
+from .config import load_config
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .db import Database
+    from .embeddings import Embedder
+
+GITIGNORE = "# Contextware memory: local to this machine unless you choose to share it.\n*\n"
+
+
+@dataclass
+class Project:
+    root: Path
+    data_dir: Path
+    db_uri: str
+    _embedder: Any = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, project_root: str | os.PathLike | None = None) -> "Project":
+        root = paths.resolve_project_root(project_root)
+        data_dir = paths.resolve_data_dir(root)
+        return cls(root=root, data_dir=data_dir, db_uri=paths.resolve_db_uri(data_dir))
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return load_config(self.data_dir)
+
+    def ensure_data_dir(self) -> Path:
+        """Create the data dir (with a .gitignore) on first write; refuse unwritable places."""
+        created = not self.data_dir.exists()
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            gitignore = self.data_dir / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text(GITIGNORE, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"Cannot create the data directory {self.data_dir}: {exc.strerror}.", code="not_writable"
+            ) from None
+        if not os.access(self.data_dir, os.W_OK | os.X_OK):
+            raise UsageError(f"The data directory {self.data_dir} is not writable.", code="not_writable")
+        if created:
+            register_project(self)
+        return self.data_dir
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.data_dir / "locks"
+
+    @cached_property
+    def db(self) -> "Database":
+        from .db import Database
+
+        return Database(self)
+
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            from .embeddings import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def relpath(self, path: Path) -> str:
+        return paths.relative_posix(path, self.root)
+
+
+def register_project(project: Project) -> None:
+    """Record the project in the per-user registry (used by ``--global`` searches). Best effort."""
+    home = paths.contextware_home()
+    registry = home / "projects.json"
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
+
+        with FileLock(str(registry) + ".lock", timeout=5):
+            try:
+                data = json.loads(registry.read_text(encoding="utf-8"))
+            except (FileNotFoundError, json.JSONDecodeError):
+                data = {}
+            data.setdefault("projects", {})[str(project.root)] = {
+                "data_dir": str(project.data_dir),
+                "db_uri": project.db_uri,
+                "registered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            tmp = registry.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+            tmp.replace(registry)
+    except Exception:  # noqa: BLE001 - the registry is a convenience; never fail a save over it
+        pass

@@ -1,0 +1,204 @@
+"""Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
+score with a relevance floor.
+
+score = cosine(query, row) + BM25_WEIGHT * bm25 / (bm25 + BM25_HALF)
+
+The cosine similarity carries paraphrase; the saturated BM25 term rewards rows that share rare words
+with the question (names, flags, error strings) without letting long rows win on length.  The floor
+drops rows that neither resembles nor shares words with the question, so a question with no answer
+in memory gets no results.  The constants are calibrated on bench/data/memory_eval.json
+(``uv run bench/recall_quality.py --tune``).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .errors import EmbeddingError, UsageError
+from .memory import FACT_KINDS, RESULTS, _choice, _slug, parse_topics, public_row
+from .schemas import FTS_COLUMN, MEMORY_TABLES
+from .textutil import parse_since, sql_str, truncate
+
+if TYPE_CHECKING:
+    from .project import Project
+
+BM25_WEIGHT = 0.35
+BM25_HALF = 4.0
+FLOOR = 0.42
+TIE = 0.01
+SUMMARY_CHARS = 320
+
+SCOPES: dict[str, tuple[str, ...]] = {
+    "all": MEMORY_TABLES,
+    "memory": ("facts",),
+    "facts": ("facts",),
+    "episodes": ("episodes",),
+    "logs": ("logs",),
+}
+
+
+def fuse(similarity: float | None, bm25: float) -> float:
+    lexical = BM25_WEIGHT * bm25 / (bm25 + BM25_HALF) if bm25 > 0 else 0.0
+    return (similarity if similarity is not None else 0.0) + lexical
+
+
+def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str | None, result: str | None,
+             category: str | None, include_superseded: bool) -> str | None:
+    parts: list[str] = []
+    if since is not None:
+        parts.append(f"created_at >= timestamp '{since.strftime('%Y-%m-%d %H:%M:%S')}'")
+    if topic and table in ("facts", "episodes"):
+        parts.append(f"array_has(topics, {sql_str(topic)})")
+    if table == "facts":
+        if not include_superseded:
+            parts.append("(status IS NULL OR status = 'active')")
+        if kind:
+            parts.append(f"kind = {sql_str(kind)}")
+    if table == "episodes":
+        if result:
+            parts.append(f"result = {sql_str(result)}")
+        if category:
+            parts.append(f"category = {sql_str(category)}")
+    return " AND ".join(parts) or None
+
+
+def _tables_for(scope: str, *, topic: str | None, kind: str | None, result: str | None, category: str | None) -> tuple[str, ...]:
+    if scope not in SCOPES:
+        raise UsageError(f"Unknown --scope {scope!r}: use one of {', '.join(SCOPES)}.", code="bad_scope")
+    tables = SCOPES[scope]
+    # A filter on a field only some collections have narrows the search to those collections.
+    if kind:
+        tables = tuple(t for t in tables if t == "facts")
+    if result or category:
+        tables = tuple(t for t in tables if t == "episodes")
+    if topic:
+        tables = tuple(t for t in tables if t in ("facts", "episodes"))
+    return tables
+
+
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
+
+
+def search_table(project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int) -> list[dict]:
+    """Candidates from one table with their fused score (not yet floored or sorted)."""
+    db = project.db
+    table = db.open_table(name)
+    if table is None:
+        return []
+    found: dict[str, dict] = {}
+    bm25: dict[str, float] = {}
+
+    def fts() -> list[dict]:
+        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).limit(candidates)
+        if where:
+            q = q.where(where, prefilter=True)
+        return q.to_list()
+
+    try:
+        for row in db.read(fts):
+            found[row["id"]] = row
+            bm25[row["id"]] = float(row.get("_score") or 0.0)
+    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
+        pass
+    if qvec is not None:
+        def vec() -> list[dict]:
+            q = table.search(qvec, vector_column_name="vector").distance_type("cosine").limit(candidates)
+            if where:
+                q = q.where(where, prefilter=True)
+            return q.to_list()
+
+        for row in db.read(vec):
+            found.setdefault(row["id"], row)
+    out = []
+    for rid, row in found.items():
+        sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else None
+        out.append({"row": row, "collection": name, "similarity": sim, "bm25": bm25.get(rid, 0.0),
+                    "score": fuse(sim, bm25.get(rid, 0.0))})
+    return out
+
+
+def _order(hits: list[dict]) -> list[dict]:
+    """Best score first; recency breaks ties; a superseding fact always precedes what it replaced."""
+    def created(h: dict) -> float:
+        value = h["row"].get("created_at")
+        return value.timestamp() if value is not None else 0.0
+
+    hits.sort(key=lambda h: (-math.floor(h["score"] / TIE), -created(h)))
+    position = {h["row"]["id"]: i for i, h in enumerate(hits)}
+    for h in list(hits):
+        old = h["row"].get("supersedes")
+        if old in position and position[old] < position[h["row"]["id"]]:
+            hits.remove(h)
+            hits.insert(hits.index(next(x for x in hits if x["row"]["id"] == old)), h)
+            position = {x["row"]["id"]: i for i, x in enumerate(hits)}
+    return hits
+
+
+def render_hit(hit: dict, mode: str) -> dict:
+    row = public_row(hit["row"], hit["collection"])
+    row.pop("has_vector", None)
+    out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
+    row.pop("collection", None)
+    if mode == "summary":
+        for key in ("text", "summary"):
+            if isinstance(row.get(key), str):
+                row[key] = truncate(row[key], SUMMARY_CHARS)
+        for key in ("source", "updated_at", "chunk_count"):
+            row.pop(key, None)
+    out.update({k: v for k, v in row.items() if v is not None})
+    return out
+
+
+def recall(
+    project: "Project",
+    query: str,
+    *,
+    scope: str = "all",
+    limit: int = 5,
+    mode: str = "summary",
+    since: str | None = None,
+    topic: str | None = None,
+    kind: str | None = None,
+    result: str | None = None,
+    category: str | None = None,
+    include_superseded: bool = False,
+) -> dict:
+    if query is None or not query.strip():
+        raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
+    if not 1 <= limit <= 100:
+        raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
+    if mode not in ("summary", "exact"):
+        raise UsageError(f"Unknown --mode {mode!r}: use summary or exact.", code="bad_mode")
+    kind = _choice(kind, FACT_KINDS, "--kind")
+    result = _choice(result, RESULTS, "--result")
+    category = _slug(category, "--category")
+    topics = parse_topics(topic)
+    topic_v = topics[0] if topics else None
+    since_dt = parse_since(since) if since else None
+    tables = _tables_for(scope, topic=topic_v, kind=kind, result=result, category=category)
+
+    embedder = project.embedder
+    degraded = None
+    qvec = None
+    present = [t for t in tables if project.db.open_table(t) is not None]
+    for name in present:
+        project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
+    if present:
+        try:
+            qvec = embedder.embed([query.strip()])[0]
+        except EmbeddingError as exc:
+            degraded = f"{exc.message} Answering from full-text search only."
+    candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
+    hits: list[dict] = []
+    for name in present:
+        where = _filters(name, since=since_dt, topic=topic_v, kind=kind, result=result, category=category,
+                         include_superseded=include_superseded)
+        hits += search_table(project, name, query.strip(), qvec, where, candidates)
+    floor = FLOOR if qvec is not None else BM25_WEIGHT * 0.5
+    hits = _order([h for h in hits if h["score"] >= floor])[:limit]
+    return {"query": query, "results": [render_hit(h, mode) for h in hits], "degraded": degraded}

@@ -1,0 +1,83 @@
+"""Every table's schema, in one place.
+
+Columns are only ever added (as nullable) between versions: ``db.Database`` adds the missing ones to
+tables written by an older version.  ``vector`` carries the embedding model id in its field metadata
+so that vectors of two models are never mixed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+MODEL_KEY = b"contextware.embedding_model"
+
+# Collections searched by recall, in the order results are listed when scores tie.
+MEMORY_TABLES = ("facts", "episodes", "logs")
+
+# Column holding the text the full-text index covers, per table.
+FTS_COLUMN = "search_text"
+
+# Id prefix per table, so `memory.py get ID` knows where to look.
+ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
+
+
+def _columns(name: str) -> list[tuple[str, str]]:
+    common_tail = [("text_hash", "string"), ("search_text", "string")]
+    if name == "facts":
+        return [
+            ("text", "string"),
+            ("kind", "string"),
+            ("topics", "list<string>"),
+            ("source", "string"),
+            ("created_at", "timestamp"),
+            ("updated_at", "timestamp"),
+            ("status", "string"),
+            ("supersedes", "string"),
+            ("superseded_by", "string"),
+            *common_tail,
+        ]
+    if name == "episodes":
+        return [
+            ("goal", "string"),
+            ("result", "string"),
+            ("category", "string"),
+            ("summary", "string"),
+            ("topics", "list<string>"),
+            ("source", "string"),
+            ("created_at", "timestamp"),
+            ("updated_at", "timestamp"),
+            *common_tail,
+        ]
+    if name == "logs":
+        return [
+            ("session_id", "string"),
+            ("role", "string"),
+            ("text", "string"),
+            ("chunk_index", "int32"),
+            ("chunk_count", "int32"),
+            ("source", "string"),
+            ("created_at", "timestamp"),
+            ("updated_at", "timestamp"),
+            *common_tail,
+        ]
+    raise KeyError(name)
+
+
+def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "list<string>": pa.list_(pa.string()),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        "int32": pa.int32(),
+    }
+    fields = [pa.field("id", pa.string(), nullable=False)]
+    fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]
+    fields.append(
+        pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()})
+    )
+    return pa.schema(fields)
