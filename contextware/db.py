@@ -164,10 +164,7 @@ class Database:
                 table = with_retries(lambda: self.conn.create_table(name, schema=schema, exist_ok=True))
             except Exception as exc:  # noqa: BLE001
                 raise StorageError(f"Cannot create the {name} table: {_first_line(exc)}.") from None
-            try:
-                table.set_unenforced_primary_key("id")
-            except Exception:  # noqa: BLE001 - already declared by a concurrent creator
-                pass
+            _declare_key_and_index(table)
         self._tables[name] = table
         return table
 
@@ -207,23 +204,24 @@ class Database:
 
     def _maintain(self, table: Any, force: bool = False) -> bool:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table
-        has accumulated enough writes.  Called with the write lock held."""
-        from lancedb.index import FTS
+        has accumulated enough writes.  Called with the write lock held.
+
+        Old versions are dropped at once (``cleanup_older_than=0``): our writers are serialised by the
+        lock, and a reader that loses a file to a concurrent cleanup retries (``Database.read``).
+        Keeping minutes of versions would let a burst of saves grow the table 25-fold."""
+        import warnings
 
         threshold = int(self.project.config.get("compact_after_fragments", 24))
-        try:
-            stats = table.stats()
-        except Exception:  # noqa: BLE001
-            return False
-        small = stats.get("fragment_stats", {}).get("num_small_fragments", 0) if isinstance(stats, dict) else 0
-        if stats.get("num_rows", 0) and stats.get("num_indices", 0) == 0:
+        if not force:
             try:
-                table.create_index(FTS_COLUMN, config=FTS(with_position=False))
-            except Exception:  # noqa: BLE001 - retried at the next write
-                pass
-        if not force and small < threshold:
-            return False
-        with_retries(lambda: table.optimize(cleanup_older_than=timedelta(0)))
+                stats = table.stats()
+            except Exception:  # noqa: BLE001
+                return False
+            if stats.get("fragment_stats", {}).get("num_small_fragments", 0) < threshold:
+                return False
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*cleanup_older_than.*")
+            with_retries(lambda: table.optimize(cleanup_older_than=timedelta(0)))
         return True
 
     def compact(self, name: str) -> dict:
@@ -254,6 +252,19 @@ class Database:
                 time.sleep(0.05)
                 return fn()
             raise
+
+
+def _declare_key_and_index(table: Any) -> None:
+    """The primary key makes concurrent ``merge_insert`` safe; the full-text index is created on
+    the empty table so that every later fragment is covered and compaction can merge them all."""
+    from lancedb.index import FTS
+
+    for step in (lambda: table.set_unenforced_primary_key("id"),
+                 lambda: table.create_index(FTS_COLUMN, config=FTS(with_position=False))):
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - done already by a concurrent creator
+            pass
 
 
 def _first_line(exc: BaseException) -> str:

@@ -46,7 +46,7 @@ def _install_lazy_package(name: str) -> None:
 def import_lancedb() -> types.ModuleType:
     if "lancedb" not in sys.modules:
         # Lance logs warnings (deprecations, "creating a new dataset") from Rust on stderr.
-        os.environ.setdefault("LANCE_LOG", "error")
+        os.environ.setdefault("LANCEDB_LOG", "error")
         try:
             _install_lazy_package(_LAZY_PACKAGE)
         except Exception:  # noqa: BLE001 - an optimisation only

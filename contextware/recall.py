@@ -199,6 +199,6 @@ def recall(
         where = _filters(name, since=since_dt, topic=topic_v, kind=kind, result=result, category=category,
                          include_superseded=include_superseded)
         hits += search_table(project, name, query.strip(), qvec, where, candidates)
-    floor = FLOOR if qvec is not None else BM25_WEIGHT * 0.5
+    floor = FLOOR if qvec is not None else 1e-9  # degraded: any full-text match
     hits = _order([h for h in hits if h["score"] >= floor])[:limit]
     return {"query": query, "results": [render_hit(h, mode) for h in hits], "degraded": degraded}

@@ -1,0 +1,389 @@
+"""The one wrapper around headless Gemini CLI (``gemini -p ... -o json``).
+
+Used by the code summariser and by research offloads.  Every failure is a :class:`GeminiError` whose
+``code`` says what went wrong (``auth``, ``untrusted_folder``, ``rate_limited``, ``timeout``, ...) and
+whose message is one sentence.  See DESIGN.md, "Gemini CLI facts", for the behaviour relied on here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextware.errors import GeminiError, UsageError
+
+TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
+MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
+DEFAULT_RATE_LIMIT_PER_MINUTE = 50
+RATE_WINDOW_SECONDS = 60.0
+KILL_GRACE_SECONDS = 3.0
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SESSION_LINE_RE = re.compile(r"^\s*(\d+)\.\s+(.*?)\s+\(([^()]*)\)\s+\[([^\]\s]+)\]\s*$")
+_NOISE_PREFIXES = ("Warning: 256-color", "Ripgrep is not available", "[STARTUP]", "at ", "}", "{")
+_EXIT_CODES = {41: "auth", 42: "bad_request", 44: "sandbox", 52: "config", 53: "turn_limit",
+               54: "tool_error", 55: "untrusted_folder", 173: "rate_limited"}
+_CODE_PREFIX = {
+    "auth": "Gemini CLI is not authenticated",
+    "bad_request": "Gemini CLI rejected the request",
+    "unknown_session": "Gemini CLI does not know that session",
+    "session_exists": "A Gemini CLI session with that id already exists",
+    "sandbox": "Gemini CLI's sandbox failed",
+    "config": "Gemini CLI's configuration is invalid",
+    "turn_limit": "Gemini CLI hit its session turn limit",
+    "tool_error": "A Gemini CLI tool failed",
+    "untrusted_folder": "Gemini CLI refused to run in an untrusted folder",
+    "rate_limited": "The Gemini API is rate limiting requests",
+    "api_error": "The Gemini API returned an error",
+    "gemini_failed": "Gemini CLI failed",
+}
+
+
+@dataclass
+class GeminiResult:
+    response: str
+    session_id: str | None
+    tokens: dict[str, int]
+    models: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.tokens.get("prompt", 0)
+
+
+@dataclass
+class GeminiSession:
+    index: int
+    title: str
+    age: str
+    session_id: str
+
+
+# -- binary -------------------------------------------------------------------------------------
+def _find_binary(binary: str | None) -> str | None:
+    candidate = binary or os.environ.get("CONTEXTWARE_GEMINI_BIN") or "gemini"
+    if os.sep in candidate or (os.altsep and os.altsep in candidate):
+        path = Path(candidate).expanduser()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(candidate)
+
+
+def resolve_binary(binary: str | None = None) -> str:
+    found = _find_binary(binary)
+    if not found:
+        wanted = binary or os.environ.get("CONTEXTWARE_GEMINI_BIN") or "gemini"
+        raise GeminiError(f"Gemini CLI was not found ({wanted}); install @google/gemini-cli or set "
+                          "CONTEXTWARE_GEMINI_BIN.", code="gemini_not_installed")
+    return found
+
+
+def gemini_available(binary: str | None = None) -> bool:
+    """True when the Gemini CLI binary can be found (no process is started)."""
+    return _find_binary(binary) is not None
+
+
+# -- output parsing -----------------------------------------------------------------------------
+def _json_objects(text: str) -> list[dict]:
+    """Top-level JSON objects embedded in ``text`` (other text around them is skipped)."""
+    decoder, out, pos = json.JSONDecoder(), [], 0
+    while (start := text.find("{", pos)) != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        pos = end
+    return out
+
+
+def _unwrap_message(message: Any) -> str:
+    """The innermost human message: API errors arrive as JSON inside the CLI's message string."""
+    for _ in range(4):
+        if not isinstance(message, str) or not message.strip().startswith(("{", "[")):
+            break
+        try:
+            inner = json.loads(message)
+        except ValueError:
+            break
+        if isinstance(inner, list) and inner:
+            inner = inner[0]
+        if isinstance(inner, dict) and isinstance(inner.get("error"), dict):
+            inner = inner["error"]
+        if not isinstance(inner, dict) or "message" not in inner:
+            break
+        message = inner["message"]
+    return _one_sentence(str(message))
+
+
+def _one_sentence(text: str, limit: int = 300) -> str:
+    text = _ANSI_RE.sub("", text).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    text = " ".join(lines[:2]) if lines else ""
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _stderr_error(stderr: str) -> tuple[str, Any]:
+    """(message, code field) from the error JSON on stderr, else the first meaningful line."""
+    tail = stderr[-65536:]
+    for obj in reversed(_json_objects(tail)):
+        err = obj.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return _unwrap_message(err["message"]), err.get("code")
+    lines = [_ANSI_RE.sub("", ln).strip() for ln in tail.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(_NOISE_PREFIXES)]
+    return (_one_sentence(lines[0]) if lines else ""), None
+
+
+def _http_status(exit_code: int, field_code: Any) -> int | None:
+    if isinstance(field_code, int) and 400 <= field_code <= 599:
+        return field_code
+    if 144 <= exit_code <= 255:  # the CLI exits with the HTTP status & 0xFF
+        return exit_code + 256
+    return None
+
+
+def _failure(exit_code: int, stdout: str, stderr: str) -> GeminiError:
+    message, field_code = _stderr_error(stderr)
+    code = _EXIT_CODES.get(exit_code)
+    details: dict[str, Any] = {"exit_code": exit_code}
+    if exit_code == 42 and "invalid session identifier" in message.lower():
+        code = "unknown_session"
+    elif exit_code == 42 and "already exists" in message.lower():
+        code = "session_exists"
+    elif code is None and exit_code == 1:
+        code = "api_error" if "Error when talking to Gemini API" in stderr else "gemini_failed"
+    elif code is None:
+        code = "api_error" if exit_code >= 128 else "gemini_failed"
+    status = _http_status(exit_code, field_code)
+    if status and code in ("api_error", "rate_limited"):
+        details["http_status"] = status
+    prefix = _CODE_PREFIX.get(code, "Gemini CLI failed")
+    if status and code == "api_error":
+        prefix += f" (HTTP {status})"
+    text = f"{prefix}: {message.rstrip('.')}." if message else f"{prefix} (exit code {exit_code})."
+    return GeminiError(text, code=code, details=details)
+
+
+def parse_output(stdout: str) -> GeminiResult:
+    """Parse a successful (exit 0) ``-o json`` run; raises GeminiError when it is not a success."""
+    if not stdout.strip():
+        raise GeminiError("Gemini CLI stopped without output (it was interrupted).", code="interrupted")
+    docs = [d for d in _json_objects(stdout) if {"response", "session_id", "error"} & d.keys()]
+    if not docs:
+        raise GeminiError("Gemini CLI printed no JSON result.", code="invalid_response",
+                          details={"stdout": _one_sentence(stdout)})
+    doc = docs[-1]
+    response = doc.get("response")
+    err = doc.get("error")
+    err_msg = _unwrap_message(err.get("message", "")) if isinstance(err, dict) else ""
+    if not isinstance(response, str) or not response.strip():
+        why = f": {err_msg.rstrip('.')}" if err_msg else ""
+        raise GeminiError(f"The model returned an empty response{why}.", code="empty_response")
+    if err is not None:
+        raise GeminiError(f"Gemini CLI reported an error: {(err_msg or str(err)).rstrip('.')}.",
+                          code="invalid_response")
+    tokens = dict.fromkeys(TOKEN_KEYS, 0)
+    models = (doc.get("stats") or {}).get("models") or {}
+    for stats in models.values():
+        for key, value in ((stats or {}).get("tokens") or {}).items():
+            if key in tokens and isinstance(value, (int, float)):
+                tokens[key] += int(value)
+    return GeminiResult(response=response, session_id=doc.get("session_id"), tokens=tokens,
+                        models=list(models), raw=doc)
+
+
+# -- process control ----------------------------------------------------------------------------
+def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left (the launcher ignores SIGTERM)."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:  # the leader is gone; make sure no group member survives
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return
+
+
+def _run(cmd: list[str], *, stdin_text: str | None, cwd: str | Path | None, env: dict[str, str],
+         timeout: float) -> tuple[int, str, str]:
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, start_new_session=True,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise GeminiError(f"Gemini CLI could not be started: {exc.strerror or exc}.",
+                          code="gemini_not_installed") from None
+    data = stdin_text.encode("utf-8") if stdin_text is not None else None
+    try:
+        out, err = proc.communicate(input=data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        raise GeminiError(f"Gemini CLI did not finish within {timeout:g} seconds and was stopped.",
+                          code="timeout", details={"timeout": timeout, "pid": proc.pid}) from None
+    except BaseException:
+        _kill_group(proc, grace=1.0)
+        raise
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+# -- rate limiting ------------------------------------------------------------------------------
+class RateLimiter:
+    """A sliding-window limit shared by every process using ``state_dir`` (file + file lock)."""
+
+    def __init__(self, state_dir: Path, per_minute: int, window: float | None = None) -> None:
+        self.state_dir = Path(state_dir)
+        self.limit = max(1, int(per_minute))
+        self.window = RATE_WINDOW_SECONDS if window is None else window
+        self.path = self.state_dir / "gemini_rate.json"
+        self.lock_path = self.state_dir / "gemini_rate.lock"
+
+    def _load(self) -> list[float]:
+        try:
+            stamps = json.loads(self.path.read_text())
+            return sorted(float(s) for s in stamps if isinstance(s, (int, float)))
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def acquire(self) -> float:
+        """Block until a call may start; returns the seconds waited."""
+        from filelock import FileLock
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        while True:
+            with FileLock(str(self.lock_path)):
+                now = time.time()
+                stamps = [s for s in self._load() if now - s < self.window and s <= now + 1]
+                if len(stamps) < self.limit:
+                    stamps.append(now)
+                    tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+                    tmp.write_text(json.dumps(stamps))
+                    os.replace(tmp, self.path)
+                    return time.monotonic() - started
+                wait = stamps[len(stamps) - self.limit] + self.window - now
+            time.sleep(min(max(wait, 0.01), 1.0))
+
+
+# -- public API ---------------------------------------------------------------------------------
+def build_command(binary: str, prompt: str, *, model: str | None = None,
+                  include_dirs: Sequence[str] = (), session_id: str | None = None,
+                  resume: str | None = None, trust_workspace: bool = True) -> list[str]:
+    cmd = [binary, "-o", "json"]
+    if trust_workspace:
+        cmd.append("--skip-trust")
+    if model:
+        cmd += ["-m", model]
+    if include_dirs:
+        cmd += ["--include-directories", ",".join(str(d) for d in include_dirs)]
+    if session_id:
+        cmd += ["--session-id", session_id]
+    if resume:
+        cmd += ["--resume", resume]
+    return cmd + ["-p", prompt]
+
+
+def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None = None,
+               include_dirs: Sequence[str] = (), session_id: str | None = None,
+               resume: str | None = None, cwd: str | Path | None = None, timeout: float = 300,
+               binary: str | None = None, extra_env: Mapping[str, str] | None = None,
+               rate_limit_per_minute: int | None = None, state_dir: Path | None = None,
+               rate_limit_retries: int = 2, rate_limit_backoff: float = 10.0,
+               rate_limit_max_wait: float = 60.0, trust_workspace: bool = True) -> GeminiResult:
+    """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError)."""
+    if not prompt or not prompt.strip():
+        raise UsageError("The prompt for Gemini CLI is empty.")
+    if session_id and resume:
+        raise UsageError("Give either a new session id or a session to resume, not both.")
+    if session_id and not _SESSION_ID_RE.match(session_id):
+        raise UsageError(f"Invalid Gemini session id {session_id!r}: use letters, digits, '-' or '_'.")
+    if stdin_text is not None and len(stdin_text.encode("utf-8")) > MAX_STDIN_BYTES:
+        raise GeminiError("The input for Gemini CLI is larger than its 8 MB limit.", code="input_too_large")
+    exe = resolve_binary(binary)
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    limiter = None
+    if state_dir is not None:
+        limiter = RateLimiter(Path(state_dir), rate_limit_per_minute or DEFAULT_RATE_LIMIT_PER_MINUTE)
+    waited, attempt = 0.0, 0
+    while True:
+        if limiter is not None:
+            limiter.acquire()
+        cmd = build_command(exe, prompt, model=model, include_dirs=include_dirs,
+                            session_id=session_id, resume=resume, trust_workspace=trust_workspace)
+        rc, out, err = _run(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout)
+        try:
+            if rc != 0:
+                raise _failure(rc, out, err)
+            return parse_output(out)
+        except GeminiError as exc:
+            if exc.code == "session_exists" and attempt > 0 and session_id:
+                # an earlier rate-limited attempt already created the session: continue it instead
+                session_id, resume = None, session_id
+                continue
+            delay = rate_limit_backoff * (2 ** attempt)
+            if (exc.code != "rate_limited" or attempt >= rate_limit_retries
+                    or waited + delay > rate_limit_max_wait):
+                raise
+            attempt += 1
+            waited += delay
+            time.sleep(delay)
+
+
+def list_sessions(cwd: str | Path | None = None, binary: str | None = None, timeout: float = 60,
+                  extra_env: Mapping[str, str] | None = None) -> list[GeminiSession]:
+    """The Gemini CLI sessions recorded for the project at ``cwd`` (oldest first)."""
+    env = {**os.environ, **(extra_env or {})}
+    rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--list-sessions"],
+                        stdin_text=None, cwd=cwd, env=env, timeout=timeout)
+    if rc != 0:
+        raise _failure(rc, out, err)
+    sessions = []
+    for line in _ANSI_RE.sub("", out).splitlines():
+        if m := _SESSION_LINE_RE.match(line):
+            sessions.append(GeminiSession(int(m[1]), m[2], m[3], m[4]))
+    return sessions
+
+
+def delete_session(id_or_index: str | int, cwd: str | Path | None = None, binary: str | None = None,
+                   timeout: float = 60, extra_env: Mapping[str, str] | None = None) -> None:
+    """Delete one session; the CLI always exits 0, so success is read from its output."""
+    env = {**os.environ, **(extra_env or {})}
+    rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
+                        stdin_text=None, cwd=cwd, env=env, timeout=timeout)
+    if rc != 0:
+        raise _failure(rc, out, err)
+    if "Deleted session" in out:
+        return
+    message, _ = _stderr_error(err)
+    lowered = message.lower()
+    code = "unknown_session" if ("invalid session identifier" in lowered
+                                 or "no sessions found" in lowered) else "delete_failed"
+    why = f": {message.rstrip('.')}" if message else ""
+    raise GeminiError(f"Gemini CLI could not delete session {id_or_index}{why}.", code=code)
+
+
+__all__ = ["GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",
+           "gemini_available", "list_sessions", "parse_output", "resolve_binary", "run_gemini"]

@@ -1,0 +1,95 @@
+"""pytest plugin: run the REAL Gemini CLI offline against ``tests/fake_gemini_api.py``.
+
+Fixtures:
+- ``fake_gemini_api``: a started :class:`FakeGeminiAPI` (stopped after the test);
+- ``gemini_cli_env``: an environment dict for the CLI (throwaway HOME and TMPDIR, API key, base URL
+  of the fake, telemetry / usage statistics / update checks off);
+- ``gemini_bin``: the installed real CLI (``.ci/install_gemini_cli.sh``); skipped when missing,
+  failed when ``CI`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fake_gemini_api import FakeGeminiAPI
+
+GEMINI_CLI_VERSION = "0.61.0"
+
+# Everything that keeps the CLI from calling out: usage statistics go to play.googleapis.com
+# (Clearcut) unless privacy.usageStatisticsEnabled is false; telemetry and update checks are off too.
+GEMINI_TEST_SETTINGS: dict = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False, "logPrompts": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+
+
+def installed_gemini_bin() -> str | None:
+    """Path of the real CLI: CONTEXTWARE_TEST_GEMINI_BIN, else the install script's cache folder."""
+    explicit = os.environ.get("CONTEXTWARE_TEST_GEMINI_BIN")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    cache = Path(os.environ.get("CONTEXTWARE_CACHE_DIR") or Path.home() / ".cache" / "contextware")
+    path = cache / f"gemini-cli-{GEMINI_CLI_VERSION}" / "node_modules" / ".bin" / "gemini"
+    return str(path) if os.access(path, os.X_OK) else None
+
+
+def write_gemini_home(home: Path, settings: dict | None = None) -> Path:
+    """Create ``home/.gemini/settings.json``; returns the home folder."""
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    data = GEMINI_TEST_SETTINGS if settings is None else settings
+    (home / ".gemini" / "settings.json").write_text(json.dumps(data, indent=2))
+    return home
+
+
+def make_gemini_env(home: Path, base_url: str, *, tmpdir: Path | None = None,
+                    api_key: str | None = "test-key") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GEMINI_", "GOOGLE_")) and k not in ("CONTEXTWARE_GEMINI_BIN",)}
+    env.update({
+        "HOME": str(home),
+        "GEMINI_CLI_HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": base_url,
+        "GEMINI_TELEMETRY_ENABLED": "false",
+        "NO_BROWSER": "true",
+        "NO_COLOR": "1",
+    })
+    if api_key is not None:
+        env["GEMINI_API_KEY"] = api_key
+    if tmpdir is not None:  # the CLI writes gemini-client-error-*.json reports to the temp folder
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmpdir)
+    return env
+
+
+@pytest.fixture
+def fake_gemini_api():
+    api = FakeGeminiAPI().start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+@pytest.fixture
+def gemini_cli_env(fake_gemini_api: FakeGeminiAPI, tmp_path: Path) -> dict[str, str]:
+    home = write_gemini_home(tmp_path / "gemini_home")
+    return make_gemini_env(home, fake_gemini_api.base_url, tmpdir=tmp_path / "gemini_tmp")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    path = installed_gemini_bin()
+    if path is None:
+        message = (f"the real Gemini CLI {GEMINI_CLI_VERSION} is not installed: run "
+                   "bash .ci/install_gemini_cli.sh (or set CONTEXTWARE_TEST_GEMINI_BIN)")
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
