@@ -170,6 +170,8 @@ def _failure(exit_code: int, stdout: str, stderr: str) -> GeminiError:
     if status and code in ("api_error", "rate_limited"):
         details["http_status"] = status
     prefix = _CODE_PREFIX.get(code, "Gemini CLI failed")
+    if code == "untrusted_folder":  # the CLI's text is a paragraph of advice; say it in one line
+        message = "pass --skip-trust or set GEMINI_CLI_TRUST_WORKSPACE=true to trust it"
     if status and code == "api_error":
         prefix += f" (HTTP {status})"
     text = f"{prefix}: {message.rstrip('.')}." if message else f"{prefix} (exit code {exit_code})."

@@ -32,6 +32,8 @@ class Project:
     def open(cls, project_root: str | os.PathLike | None = None) -> "Project":
         root = paths.resolve_project_root(project_root)
         data_dir = paths.resolve_data_dir(root)
+        if data_dir.exists() and not data_dir.is_dir():
+            raise UsageError(f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable")
         return cls(root=root, data_dir=data_dir, db_uri=paths.resolve_db_uri(data_dir))
 
     @cached_property

@@ -1,13 +1,11 @@
 """Local, model-free file summaries for the code index.
 
-Symbols come from tree-sitter (grammars bundled with tree-sitter-language-pack, imported lazily), with
-Python's ``ast`` as a fallback; the summary is a compact paragraph meant for search, not for reading
-fidelity. Nothing here raises on odd input: it degrades to whatever can be extracted.
+Symbols come from tree-sitter (bundled grammars, imported lazily), with Python's ``ast`` as a fallback; the
+summary is a compact paragraph for search. Nothing here raises on odd input: it degrades instead.
 
-Symbol names: members are qualified by their enclosing type with "." in every language (``Class.method``,
-Go ``Type.Method``, Rust ``Type.method`` for impl and trait methods, C++ ``Class::f`` becomes ``Class.f``).
-Namespaces (C++ namespaces, Rust and Ruby modules, TS namespaces) are symbols themselves but do not qualify
-the types inside them, because whole files are commonly wrapped in one.
+Members are qualified by their enclosing type with "." in every language (``Class.method``, Go ``Type.Method``,
+Rust ``Type.method``, C++ ``Class::f`` as ``Class.f``). Namespaces (C++ namespaces, Rust and Ruby modules, TS
+namespaces) are symbols but do not qualify what they contain: whole files are commonly wrapped in one.
 """
 
 from __future__ import annotations
@@ -24,31 +22,26 @@ _LEAD_LIMIT = 400
 _DOC_LIMIT = 160
 _MAX_PARSE_CHARS = 1_000_000
 
-LANGUAGES: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".pyw": "python", ".js": "javascript", ".mjs": "javascript",
-    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c", ".cc": "cpp",
-    ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
-    ".ipp": "cpp", ".inl": "cpp", ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".ru": "ruby",
-    ".sh": "bash", ".bash": "bash", ".zsh": "bash", ".ksh": "bash",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst", ".txt": "text",
-    ".json": "json", ".jsonc": "json", ".json5": "json", ".ipynb": "json", ".yaml": "yaml", ".yml": "yaml",
-    ".toml": "toml", ".ini": "ini", ".cfg": "ini", ".conf": "ini", ".env": "dotenv", ".xml": "xml",
-    ".html": "html", ".htm": "html", ".css": "css", ".scss": "scss", ".less": "less", ".sql": "sql",
-    ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".cs": "csharp", ".php": "php", ".scala": "scala",
-    ".lua": "lua", ".pl": "perl", ".pm": "perl", ".r": "r", ".dart": "dart", ".ex": "elixir",
-    ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".clj": "clojure", ".vue": "vue", ".svelte": "svelte",
-    ".tf": "hcl", ".hcl": "hcl", ".proto": "proto", ".graphql": "graphql", ".gql": "graphql",
-    ".dockerfile": "dockerfile", ".mk": "make", ".cmake": "cmake", ".gradle": "groovy", ".groovy": "groovy",
-    ".ps1": "powershell", ".bat": "batch", ".cmd": "batch", ".csv": "csv", ".zig": "zig", ".ml": "ocaml",
-    ".jl": "julia",
-    # special file names, matched on the whole base name
-    "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
-    "Containerfile": "dockerfile", "Rakefile": "ruby", "Gemfile": "ruby", "Vagrantfile": "ruby",
-    "Podfile": "ruby", "Brewfile": "ruby", "CMakeLists.txt": "cmake", "Jenkinsfile": "groovy",
-    "BUILD": "starlark", "BUILD.bazel": "starlark", "WORKSPACE": "starlark",
-    ".bashrc": "bash", ".bash_profile": "bash", ".zshrc": "bash", ".profile": "bash",
+_EXTENSIONS = {
+    "python": "py pyi pyw", "javascript": "js mjs cjs jsx", "typescript": "ts mts cts", "tsx": "tsx", "go": "go",
+    "rust": "rs", "java": "java", "c": "c h", "cpp": "cc cpp cxx c++ hpp hh hxx h++ ipp inl",
+    "ruby": "rb rake gemspec ru", "bash": "sh bash zsh ksh", "markdown": "md markdown mdx", "rst": "rst",
+    "text": "txt", "json": "json jsonc json5 ipynb", "yaml": "yaml yml", "toml": "toml", "ini": "ini cfg conf",
+    "dotenv": "env", "xml": "xml", "html": "html htm", "css": "css", "scss": "scss", "less": "less", "sql": "sql",
+    "kotlin": "kt kts", "swift": "swift", "csharp": "cs", "php": "php", "scala": "scala", "lua": "lua",
+    "perl": "pl pm", "r": "r", "dart": "dart", "elixir": "ex exs", "erlang": "erl", "haskell": "hs",
+    "clojure": "clj", "vue": "vue", "svelte": "svelte", "hcl": "tf hcl", "proto": "proto", "graphql": "graphql gql",
+    "dockerfile": "dockerfile", "make": "mk", "cmake": "cmake", "groovy": "gradle groovy", "powershell": "ps1",
+    "batch": "bat cmd", "csv": "csv", "zig": "zig", "ocaml": "ml", "julia": "jl",
 }
+LANGUAGES: dict[str, str] = {f".{ext}": lang for lang, exts in _EXTENSIONS.items() for ext in exts.split()}
+LANGUAGES.update({  # special file names, matched on the whole base name
+    "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
+    "Containerfile": "dockerfile", "Rakefile": "ruby", "Gemfile": "ruby", "Vagrantfile": "ruby", "Podfile": "ruby",
+    "Brewfile": "ruby", "CMakeLists.txt": "cmake", "Jenkinsfile": "groovy", "BUILD": "starlark",
+    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", ".bashrc": "bash", ".bash_profile": "bash",
+    ".zshrc": "bash", ".profile": "bash",
+})
 _GRAMMARS = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "bash"}
 _SHEBANGS = {"python": "python", "pypy": "python", "bash": "bash", "sh": "bash", "zsh": "bash", "dash": "bash",
              "ksh": "bash", "node": "javascript", "nodejs": "javascript", "bun": "javascript",
@@ -65,13 +58,9 @@ class LocalSummary:
 def detect_language(path: str, first_line: str | None = None) -> str | None:
     """Language from the file name, else from a shebang (read from the file when not given)."""
     name = os.path.basename(path)
-    if name in LANGUAGES:
-        return LANGUAGES[name]
-    if name.startswith(("Dockerfile.", "Containerfile.")):
-        return "dockerfile"
-    ext = os.path.splitext(name)[1].lower()
-    if ext in LANGUAGES:
-        return LANGUAGES[ext]
+    language = LANGUAGES.get(name) or LANGUAGES.get(os.path.splitext(name)[1].lower())
+    if language or name.startswith(("Dockerfile.", "Containerfile.")):
+        return language or "dockerfile"
     if first_line is None:
         try:
             with open(path, "rb") as f:
@@ -100,6 +89,9 @@ _LICENSE = r"(?i)copyright|licen[cs]ed?\b|spdx-license|all rights reserved"
 _SECTION = (r"^(@\w+|:param|:return|(Args|Arguments|Returns?|Raises|Parameters|Yields|Examples?"
             r"|Usage|Notes?|Attributes|See Also)\s*:?\s*$|-{3,}$)")
 _CONST = r"_*[A-Z][A-Z0-9_]+"
+_PREAMBLE = r"(#|import\b|from\b|package\b|use\b|require|using\b|extern\b|set\s+-|['\"]use strict)"
+_HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml", "ini", "dotenv", "make", "dockerfile", "perl", "r",
+                  "cmake", "starlark", "hcl", "powershell", "elixir", "graphql", "julia"}
 
 
 def _clean_comment(raw: str) -> str:
@@ -149,7 +141,6 @@ class _Def:
     doc: str | None = None
 
 
-_COMMENTS = {"comment", "line_comment", "block_comment"}
 _C_TYPES = {"struct_specifier": "struct", "class_specifier": "class", "union_specifier": "union",
             "enum_specifier": "enum"}
 _RUST_KINDS = {"function_item": "fn", "function_signature_item": "fn", "struct_item": "struct",
@@ -160,20 +151,14 @@ _JAVA_KINDS = {"class_declaration": "class", "interface_declaration": "interface
 _parsers = threading.local()  # a tree-sitter Parser must not be used by two threads at once
 
 
-def _end_row(node: Any) -> int:
-    row, col = node.end_point
-    return row - 1 if col == 0 and row > node.start_point[0] else row  # Rust line comments own their "\n"
-
-
 class _Extractor:
-    def __init__(self, grammar: str, src: bytes) -> None:
+    def __init__(self, grammar: str, text: str) -> None:
         cache = _parsers.__dict__.setdefault("cache", {})
         if grammar not in cache:
             from tree_sitter_language_pack import get_parser
-
             cache[grammar] = get_parser(grammar)
-        self.grammar, self.src = grammar, src
-        self.root = cache[grammar].parse(src).root_node
+        self.grammar, self.lines = grammar, text.split("\n")  # rows as tree-sitter counts them
+        self.root = cache[grammar].parse(text.encode("utf-8", "replace")).root_node
         self.defs: list[_Def] = []
 
     def text(self, node: Any) -> str:
@@ -192,49 +177,11 @@ class _Extractor:
         return _q(cont, name)
 
     def run(self) -> list[_Def]:
-        nodes = []  # definitions inside a top-level ERROR node (a syntax error) are still worth having
-        for n in self.root.named_children:
-            nodes.extend(n.named_children if n.type == "ERROR" else [n])
-        walker = {"python": self.python, "go": self.go, "rust": self.rust, "java": self.java, "ruby": self.ruby,
-                  "bash": self.bash, "c": self.c, "cpp": self.c}.get(self.grammar, self.js)
-        walker(nodes, None)
+        # definitions inside a top-level ERROR node (a syntax error) are still worth having
+        nodes = [c for n in self.root.named_children for c in (n.named_children if n.type == "ERROR" else [n])]
+        {"python": self.python, "go": self.go, "rust": self.rust, "java": self.java, "ruby": self.ruby,
+         "bash": self.bash, "c": self.c, "cpp": self.c}.get(self.grammar, self.js)(nodes, None)
         return self.defs
-
-    def doc_before(self, node: Any) -> str:
-        parts, cur, prev = [], node, node.prev_named_sibling
-        while prev is not None and prev.type in ("attribute_item", "decorator", "annotation"):
-            cur, prev = prev, prev.prev_named_sibling
-        while prev is not None and prev.type in _COMMENTS and _end_row(prev) >= cur.start_point[0] - 1:
-            text, before = self.text(prev), prev.prev_named_sibling
-            if text.startswith(("//!", "/*!")) or (
-                    before is not None and before.type not in _COMMENTS and _end_row(before) == prev.start_point[0]):
-                break  # a module doc comment, or the trailing comment of the previous statement
-            parts.append(text)
-            cur, prev = prev, before
-        return _clean_comment("\n".join(reversed(parts)))
-
-    def lead(self, first_def: Any) -> str:
-        """The file's leading comment block: before the first definition and not attached to it."""
-        limit = first_def.start_byte if first_def is not None else len(self.src)
-        runs: list[list[Any]] = [[]]
-        for top in self.root.named_children[:200]:
-            for n in top.named_children if top.type in ("preproc_ifdef", "preproc_if") else [top]:
-                if n.start_byte >= limit:
-                    break
-                if n.type not in _COMMENTS:
-                    runs.append([])
-                elif runs[-1] and n.start_point[0] > _end_row(runs[-1][-1]) + 1:
-                    runs.append([n])
-                else:
-                    runs[-1].append(n)
-        for run in filter(None, runs):
-            raw, text = "\n".join(map(self.text, run)), ""
-            attached = first_def is not None and first_def.start_point[0] <= _end_row(run[-1]) + 1
-            if not attached or raw.startswith(("//!", "/*!")):
-                text = _clean_comment(raw)
-            if text and not re.search(_LICENSE, text):
-                return text
-        return ""
 
     # -- Python
     def python(self, nodes: list[Any], cls: str | None) -> None:
@@ -256,7 +203,7 @@ class _Extractor:
 
     def py_docstring(self, node: Any) -> str | None:
         body = node.named_children if node.type == "module" else self.body(node)
-        first = next((c for c in body if c.type not in _COMMENTS), None)
+        first = next((c for c in body if c.type != "comment"), None)
         if first is not None and first.type == "expression_statement" and first.named_child_count:
             first = first.named_children[0]
         if first is None or first.type != "string":
@@ -368,7 +315,8 @@ class _Extractor:
             d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_child_count else None)
         if d is None or (want_function and not is_fn):
             return ""
-        return re.sub(r"<[^<>]*>", "", self.text(d)).replace("::", ".")
+        # "ns::Shape::area" defined outside its class is the member "Shape.area": keep Type.member only
+        return ".".join(re.sub(r"<[^<>]*>", "", self.text(d)).split("::")[-2:])
 
     def c(self, nodes: list[Any], cont: str | None) -> None:
         for n in nodes:
@@ -376,8 +324,8 @@ class _Extractor:
             if t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef",
                      "template_declaration", "declaration_list"):
                 self.c(n.named_children, cont)
-            elif t == "linkage_specification":
-                self.c(self.body(n), cont)
+            elif t == "linkage_specification":  # extern "C": the body is one declaration or a declaration_list
+                self.c([c for c in [n.child_by_field_name("body")] if c is not None], cont)
             elif t == "namespace_definition":
                 self.add(self.name(n).replace("::", "."), "namespace", n)
                 self.c(self.body(n), cont)
@@ -403,10 +351,8 @@ class _Extractor:
                         self.add(self.c_name(d, False), "typedef", n)
                     elif var and re.fullmatch(_CONST, var):
                         self.add(var, "const", n)
-            elif cont is None and t == "preproc_function_def":
-                self.add(self.name(n), "macro", n)
-            elif cont is None and t == "preproc_def" and n.child_by_field_name("value") is not None:
-                self.add(self.name(n), "const", n)  # a header guard has no value
+            elif cont is None and t in ("preproc_def", "preproc_function_def") and n.child_by_field_name("value"):
+                self.add(self.name(n), "macro" if "function" in t else "const", n)  # a header guard has no value
             elif t == "alias_declaration":
                 self.add(self.name(n), "using", n, cont)
 
@@ -447,26 +393,22 @@ class _Extractor:
 def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
     """The same Python extraction with the standard library, for when tree-sitter is missing or fails."""
     import ast
-
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines, defs = text.splitlines(), []
+    lines, defs = text.split("\n"), []
 
-    def comment_above(node: ast.stmt) -> str:
-        i, buf = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno]) - 2, []
-        while i >= 0 and lines[i].lstrip().startswith("#"):
-            buf.append(lines[i])
-            i -= 1
-        return _clean_comment("\n".join(reversed(buf)))
+    def start_row(node: ast.stmt) -> int:
+        return min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno]) - 1
 
     def walk(body: list[ast.stmt], cls: str | None) -> None:
         for n in body:
             if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 doc = ast.get_docstring(n, clean=False)
                 kind = "class" if isinstance(n, ast.ClassDef) else "def"
-                defs.append(_Def(_q(cls, n.name), kind, cls, doc=comment_above(n) if doc is None else doc))
+                doc = _comment_above(lines, start_row(n), ("#",)) if doc is None else doc
+                defs.append(_Def(_q(cls, n.name), kind, cls, doc=doc))
                 if kind == "class":
                     walk(n.body, _q(cls, n.name))
             elif cls is None and isinstance(n, (ast.Assign, ast.AnnAssign)):
@@ -480,29 +422,51 @@ def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
 
     walk(tree.body, None)
     lead = ast.get_docstring(tree, clean=False)
-    return (_lead_from_lines(lines, "#", r"(async\s+def|def|class|@)\b") if lead is None else lead), defs
+    first = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    return (_lead_comment(lines, ("#",), start_row(first) if first else None) if lead is None else lead), defs
 
 
-def _lead_from_lines(lines: list[str], marker: str | tuple[str, ...], def_start: str) -> str:
-    """The first comment block of a file, by lines; skipped when it documents a definition."""
+def _lead_comment(lines: list[str], markers: tuple[str, ...], first_def_row: int | None) -> str:
+    """The file's first comment block, skipping licences and the comment documenting the first definition."""
     run: list[str] = []
-    for line in lines[:300] + [""]:
+    block = False
+    for row, line in enumerate(lines[:300] + [""]):
         s = line.strip()
-        if s.startswith(marker):
+        if row != first_def_row and (block or s.startswith(markers) or (row == 0 and s.startswith("#!"))):
             run.append(s)
+            block = (block or s.startswith("/*")) and "*/" not in s
             continue
-        text = _clean_comment("\n".join(run))
-        if text and not re.search(_LICENSE, text) and not re.match(def_start, s):
+        attached = row == first_def_row and bool(run) and not run[0].startswith(("//!", "/*!"))
+        text = "" if attached else _clean_comment("\n".join(run))
+        if text and not re.search(_LICENSE, text):
             return text
-        if s:
-            return ""
+        if row == first_def_row or (s and not re.match(_PREAMBLE, s)):
+            return ""  # past the imports, includes and package lines that may precede a file comment
         run = []
     return ""
 
 
+def _comment_above(lines: list[str], row: int, markers: tuple[str, ...]) -> str:
+    """The comment lines right above a definition; Rust attributes (#[derive]) in between are stepped over."""
+    buf, i = [], row - 1
+    markers += ("*",) if "/*" in markers else ()
+    while i >= 0 and row - i < 100:
+        s = lines[i].strip()
+        if s.startswith(markers) and not s.startswith(("//!", "/*!")):
+            buf.append(s)
+        elif buf or not s.startswith("#[") or "#" in markers:
+            break
+        i -= 1
+    return _clean_comment("\n".join(reversed(buf)))
+
+
+def _markers(language: str | None) -> tuple[str, ...]:
+    return ("#",) if language in _HASH_COMMENTS else ("--",) if language in ("sql", "lua") else ("//", "/*")
+
+
 # ---------------------------------------------------------------- summaries
 
-def _compose(lead: str | None, defs: list[_Def], ex: _Extractor | None) -> str:
+def _compose(language: str, lead: str | None, defs: list[_Def], ex: _Extractor | None) -> str:
     parts = [_sentences(lead, 3, _LEAD_LIMIT)] if lead else []
     names, entries = {d.name for d in defs}, {}
     for d in defs:  # members appear only when their type is defined elsewhere (Go methods, C++ Foo::bar)
@@ -511,7 +475,7 @@ def _compose(lead: str | None, defs: list[_Def], ex: _Extractor | None) -> str:
         doc = d.doc
         if doc is None and ex is not None:
             doc = ex.py_docstring(d.inner) if ex.grammar == "python" else None
-            doc = ex.doc_before(d.node) if doc is None else doc
+            doc = _comment_above(ex.lines, d.node.start_point[0], _markers(language)) if doc is None else doc
         entries[d.name] = (f"{d.kind} {d.name}", _sentences(doc or "", 1, _DOC_LIMIT, first_paragraph=True))
     if entries:
         prefix = " ".join(parts + ["Defines: "])
@@ -529,56 +493,43 @@ def _compose(lead: str | None, defs: list[_Def], ex: _Extractor | None) -> str:
 
 def _markdown(text: str) -> str:
     """The title, the first paragraph's first sentences, then the other headings."""
-    lines, headings, para, fence, start, done = text.splitlines(), [], [], "", 0, False
-    if lines and lines[0].strip() == "---":  # front matter
-        start = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), 0)
-    underline = r"=+|-+|~+|\^+"
-    for i in range(start, len(lines)):
-        s = lines[i].strip()
-        if fence or s.startswith(("```", "~~~")):
-            fence = "" if fence and s.startswith(fence) else (fence or s[:3])
-            continue
-        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        atx = re.match(r"#{1,6}\s+(.+?)[\s#]*$", s)
-        if atx or (s and len(nxt) >= 3 and re.fullmatch(underline, nxt) and not s.startswith(("-", "*"))):
-            headings.append((atx.group(1) if atx else s).strip("*_` "))
-            done = done or bool(para)
-        elif s and not done and not re.fullmatch(underline, s) and not s.startswith(("<", "!", "|", ">", "[!")):
-            para.append(s)
-        else:
-            done = done or bool(para)
+    body = re.sub(r"(?ms)^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", "", text)  # fenced code
+    body = re.sub(r"(?s)\A---\n.*?\n(---|\.\.\.)\n", "", body)  # front matter
+    heading = r"^#{1,6}[ \t]+(.+?)[ \t#]*$|^([^\s*-].*)\n(?:={3,}|-{3,}|~{3,}|\^{3,})[ \t]*$"
+    headings = [(m.group(1) or m.group(2)).strip("*_` ") for m in re.finditer(heading, body, re.M)]
+    para = next((b for b in re.split(r"\n\s*\n", re.sub(heading, "\n\n", body, flags=re.M))
+                 if b.strip() and not b.lstrip().startswith(("<", "!", "|", ">", "[!", "---"))), "")
     parts = [headings[0].rstrip(".") + "."] if headings else []
     if para:  # links and emphasis reduced to their text
-        parts.append(_sentences(re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", " ".join(para)), 2, _LEAD_LIMIT))
+        parts.append(_sentences(re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", para), 2, _LEAD_LIMIT))
     if len(headings) > 1:
         parts.append("Sections: " + "; ".join(headings[1:]))
     return _cut(" ".join(parts), SUMMARY_LIMIT) if parts else _plain(text, None)
 
 
-_HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml", "ini", "dotenv", "make", "dockerfile", "perl", "r",
-                  "cmake", "starlark", "hcl", "powershell", "elixir", "graphql", "julia"}
+_KEYS = {"toml": ("Sections", r"^[ \t]*\[+[ \t]*([^\]\n]+?)[ \t]*\]+"), "ini": ("Sections", r"^[ \t]*\[([^\]\n]+)\]"),
+         "yaml": ("Keys", r"^([A-Za-z_][\w.-]*)[ \t]*:(?:\s|$)"), "dotenv": ("Keys", r"^(?:export\s+)?([A-Za-z_]\w*)="),
+         "make": ("Targets", r"^([A-Za-z_][\w./-]*)[ \t]*:(?![:=])")}
 
 
 def _plain(text: str, language: str | None, lead: str | None = None) -> str:
     """Files without definitions: the leading comment, then keys, sections or targets, else the first lines."""
-    prose = language in (None, "text", "csv")
-    markers = ("#",) if language in _HASH_COMMENTS else ("--",) if language in ("sql", "lua") else ("//", "/*", "*")
+    prose, markers = language in (None, "text", "csv"), _markers(language)
     if lead is None and not prose:
-        lead = _lead_from_lines(text.splitlines()[:300], markers, r"(?!)")
+        lead = _lead_comment(text.split("\n", 300), markers, None)
     parts = [_sentences(lead, 3, _LEAD_LIMIT)] if lead else []
     head, keys, label = text[:_MAX_PARSE_CHARS], [], "Keys"
-    if language == "json":
-        keys = re.findall(r'^\s{0,4}"((?:[^"\\]|\\.)*)"\s*:', head, re.M)  # pretty-printed top-level keys
-        keys = keys or re.findall(r'[{,]\s*"((?:[^"\\]|\\.)*)"\s*:', head[:2000])
-    elif language in ("toml", "ini"):
-        keys, label = re.findall(r"^\s*\[+\s*([^\]\n]+?)\s*\]+", head, re.M), "Sections"
-        keys = keys or re.findall(r"^([A-Za-z_][\w.-]*)\s*=", head, re.M)
-    elif language == "yaml":
-        keys = re.findall(r"^([A-Za-z_][\w.-]*)\s*:(?:\s|$)", head, re.M)
-    elif language == "dotenv":
-        keys = re.findall(r"^(?:export\s+)?([A-Za-z_]\w*)\s*=", head, re.M)
-    elif language == "make":
-        keys, label = re.findall(r"^([A-Za-z_][\w./-]*)\s*:(?![:=])", head, re.M), "Targets"
+    if language == "json" and head.lstrip().startswith("{"):
+        import json
+        try:
+            keys = [str(k) for k in json.loads(head)]
+        except ValueError:
+            pass
+    elif language in _KEYS:
+        label, pattern = _KEYS[language]
+        keys = re.findall(pattern, head, re.M)
+        if not keys and language in ("toml", "ini"):
+            label, keys = "Keys", re.findall(r"^([A-Za-z_][\w.-]*)[ \t]*=", head, re.M)
     if keys:
         parts.append(f"{label}: " + ", ".join(list(dict.fromkeys(keys))[:200]))
     else:
@@ -595,19 +546,17 @@ def _extract(language: str, text: str) -> tuple[str | None, list[_Def], _Extract
     if language == "c" and re.search(r"^\s*(class|namespace|template\s*<)\b", head, re.M):
         grammar = "cpp"  # a C++ header named .h
     try:
-        ex = _Extractor(grammar, head.encode("utf-8", "replace"))
+        ex = _Extractor(grammar, head)
         defs = ex.run()
     except Exception:
         if language != "python":
             raise
-    if language == "python" and (ex is None or ex.root.has_error):
-        fallback = _python_ast(head)
-        if fallback is not None:
-            return fallback[0], fallback[1], None
-    if ex is None:
-        return None, [], None
+    fallback = _python_ast(head) if language == "python" and (ex is None or ex.root.has_error) else None
+    if fallback is not None or ex is None:
+        return (fallback[0], fallback[1], None) if fallback else (None, [], None)
     lead = ex.py_docstring(ex.root) if grammar == "python" else None
-    return lead or ex.lead(defs[0].node if defs else None) or None, defs, ex
+    row = defs[0].node.start_point[0] if defs else None
+    return lead or _lead_comment(ex.lines, _markers(language), row) or None, defs, ex
 
 
 def summarize_local(path: str, text: str) -> LocalSummary:
@@ -632,6 +581,7 @@ def summarize_local(path: str, text: str) -> LocalSummary:
         except Exception:
             lead, defs, ex = None, [], None
         symbols = list(dict.fromkeys(d.name for d in defs))[:MAX_SYMBOLS]
-        return LocalSummary(language, _compose(lead, defs, ex) if defs else _plain(text, language, lead), symbols)
+        summary = _compose(language, lead, defs, ex) if defs else _plain(text, language, lead)
+        return LocalSummary(language, summary, symbols)
     except Exception:
         return LocalSummary(language, "", [])
