@@ -160,8 +160,11 @@ class Database:
         self.project.ensure_data_dir()
         schema = table_schema(name, dim, model_id)
         with self.write_lock(name):
+            table = self.open_table(name)  # a concurrent creator may have won the race
+            if table is not None:
+                return table
             try:
-                table = with_retries(lambda: self.conn.create_table(name, schema=schema, exist_ok=True))
+                table = with_retries(lambda: self.conn.create_table(name, schema=schema))
             except Exception as exc:  # noqa: BLE001
                 raise StorageError(f"Cannot create the {name} table: {_first_line(exc)}.") from None
             _declare_key_and_index(table)

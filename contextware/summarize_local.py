@@ -35,13 +35,10 @@ _EXTENSIONS = {
     "batch": "bat cmd", "csv": "csv", "zig": "zig", "ocaml": "ml", "julia": "jl",
 }
 LANGUAGES: dict[str, str] = {f".{ext}": lang for lang, exts in _EXTENSIONS.items() for ext in exts.split()}
-LANGUAGES.update({  # special file names, matched on the whole base name
-    "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
-    "Containerfile": "dockerfile", "Rakefile": "ruby", "Gemfile": "ruby", "Vagrantfile": "ruby", "Podfile": "ruby",
-    "Brewfile": "ruby", "CMakeLists.txt": "cmake", "Jenkinsfile": "groovy", "BUILD": "starlark",
-    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", ".bashrc": "bash", ".bash_profile": "bash",
-    ".zshrc": "bash", ".profile": "bash",
-})
+_NAMES = {"make": "Makefile makefile GNUmakefile", "dockerfile": "Dockerfile Containerfile", "groovy": "Jenkinsfile",
+          "ruby": "Rakefile Gemfile Vagrantfile Podfile Brewfile", "cmake": "CMakeLists.txt",
+          "starlark": "BUILD BUILD.bazel WORKSPACE", "bash": ".bashrc .bash_profile .zshrc .profile"}
+LANGUAGES.update({name: lang for lang, names in _NAMES.items() for name in names.split()})  # whole base names
 _GRAMMARS = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "bash"}
 _SHEBANGS = {"python": "python", "pypy": "python", "bash": "bash", "sh": "bash", "zsh": "bash", "dash": "bash",
              "ksh": "bash", "node": "javascript", "nodejs": "javascript", "bun": "javascript",
@@ -68,15 +65,11 @@ def detect_language(path: str, first_line: str | None = None) -> str | None:
         except OSError:
             return None
     m = re.match(r"#!\s*(\S+)(.*)", first_line.split("\n", 1)[0])
-    if not m:
-        return None
-    prog = os.path.basename(m.group(1))
+    prog = os.path.basename(m.group(1)) if m else ""
     if prog == "env":  # "#!/usr/bin/env -S node --flag": the first word that is not an option
         prog = next((w for w in m.group(2).split() if not w.startswith("-") and "=" not in w), "")
     return _SHEBANGS.get(re.sub(r"[\d.]+$", "", os.path.basename(prog)))
 
-
-# ---------------------------------------------------------------- text helpers
 
 # Patterns stay strings: compiling them at import costs milliseconds; re caches them on first use.
 _DIRECTIVE = (
@@ -85,11 +78,12 @@ _DIRECTIVE = (
     r"|(?-i:global)\s+\w+(\s*,\s*\w+)*\s*$|#(end)?region\b|clang-format|NOLINT|@flow|@jsx|istanbul ignore"
     r"|c8 ignore|nolint|rubocop:|fmt:\s*(on|off)|isort:|<reference\s|[-=*#~_+/ ]+$)"
 )
-_LICENSE = r"(?i)copyright|licen[cs]ed?\b|spdx-license|all rights reserved"
+_LICENSE = (r"(?i)copyright\b|spdx-license|all rights reserved|licen[cs]ed under|licen[cs]e(, version|:)|free software"
+            r"|permission is hereby granted|\(c\) \d{4}")
 _SECTION = (r"^(@\w+|:param|:return|(Args|Arguments|Returns?|Raises|Parameters|Yields|Examples?"
             r"|Usage|Notes?|Attributes|See Also)\s*:?\s*$|-{3,}$)")
 _CONST = r"_*[A-Z][A-Z0-9_]+"
-_PREAMBLE = r"(#|import\b|from\b|package\b|use\b|require|using\b|extern\b|set\s+-|['\"]use strict)"
+_PREAMBLE = r"(#|import\b|from\b|package\b|use\b|require|using\b|extern\b|set\s+-|['\"]use (strict|client|server))"
 _HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml", "ini", "dotenv", "make", "dockerfile", "perl", "r",
                   "cmake", "starlark", "hcl", "powershell", "elixir", "graphql", "julia"}
 
@@ -98,7 +92,7 @@ def _clean_comment(raw: str) -> str:
     out = []
     for line in raw.splitlines():
         s = re.sub(r"^(/\*+!?|\*+/|\*+(?!/)|//[/!]?|#+|--|;+|%+)", "", line.strip())
-        s = re.sub(r"\*+/$", "", s).strip()
+        s = re.sub(r"\*+/$|^[\\@](brief|file|fileoverview|overview|summary|module)\b", "", s.strip()).strip()
         if not (s and re.match(_DIRECTIVE, s)):
             out.append(s)
     return "\n".join(out).strip()
@@ -129,16 +123,13 @@ def _q(container: str | None, name: str) -> str:
     return f"{container}.{name}" if container else name
 
 
-# ---------------------------------------------------------------- tree-sitter extraction
-
 @dataclass
 class _Def:
     name: str
     kind: str  # "const" definitions are symbols only, never listed under "Defines"
     container: str | None  # the enclosing type; None at top level and inside namespaces
     node: Any = None  # outer node, where a preceding comment attaches
-    inner: Any = None  # the definition itself (Python docstrings live there)
-    doc: str | None = None
+    doc: str | None = None  # None: look for a comment above ``node``
 
 
 _C_TYPES = {"struct_specifier": "struct", "class_specifier": "class", "union_specifier": "union",
@@ -171,9 +162,9 @@ class _Extractor:
         child = node.child_by_field_name(field) if node is not None else None
         return child.named_children if child is not None else []
 
-    def add(self, name: str, kind: str, node: Any, cont: str | None = None, inner: Any = None) -> str:
+    def add(self, name: str, kind: str, node: Any, cont: str | None = None, doc: str | None = None) -> str:
         if name:
-            self.defs.append(_Def(_q(cont, name), kind, cont, node, inner))
+            self.defs.append(_Def(_q(cont, name), kind, cont, node, doc))
         return _q(cont, name)
 
     def run(self) -> list[_Def]:
@@ -189,13 +180,14 @@ class _Extractor:
             n = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
             t = n.type if n is not None else ""
             if t == "class_definition":
-                self.python(self.body(n), self.add(self.name(n), "class", outer, cls, n))
+                self.python(self.body(n), self.add(self.name(n), "class", outer, cls, self.py_docstring(n)))
             elif t == "function_definition":
-                self.add(self.name(n), "def", outer, cls, n)
+                self.add(self.name(n), "def", outer, cls, self.py_docstring(n))
             elif cls is None and t == "assignment":
-                left = n.child_by_field_name("left")
-                if left is not None and left.type == "identifier" and re.fullmatch(_CONST, self.text(left)):
-                    self.add(self.text(left), "const", n)
+                while n is not None and n.type == "assignment":  # A = B = 1 nests on the right
+                    left, n = n.child_by_field_name("left"), n.child_by_field_name("right")
+                    if left is not None and left.type == "identifier" and re.fullmatch(_CONST, self.text(left)):
+                        self.add(self.text(left), "const", outer)
             elif cls is None and t in ("if_statement", "try_statement", "with_statement"):
                 for c in n.named_children:  # definitions under "if TYPE_CHECKING:", "try: ... except ImportError:"
                     for block in [c] if c.type == "block" else [b for b in c.named_children if b.type == "block"]:
@@ -397,14 +389,14 @@ def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines, defs = text.split("\n"), []
+    lines, defs, definitions = text.split("\n"), [], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
     def start_row(node: ast.stmt) -> int:
         return min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno]) - 1
 
     def walk(body: list[ast.stmt], cls: str | None) -> None:
         for n in body:
-            if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(n, definitions):
                 doc = ast.get_docstring(n, clean=False)
                 kind = "class" if isinstance(n, ast.ClassDef) else "def"
                 doc = _comment_above(lines, start_row(n), ("#",)) if doc is None else doc
@@ -412,9 +404,9 @@ def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
                 if kind == "class":
                     walk(n.body, _q(cls, n.name))
             elif cls is None and isinstance(n, (ast.Assign, ast.AnnAssign)):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                if len(targets) == 1 and isinstance(targets[0], ast.Name) and re.fullmatch(_CONST, targets[0].id):
-                    defs.append(_Def(targets[0].id, "const", None, doc=""))
+                for target in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                    if isinstance(target, ast.Name) and re.fullmatch(_CONST, target.id):
+                        defs.append(_Def(target.id, "const", None, doc=""))
             elif cls is None and isinstance(n, (ast.If, ast.Try, ast.With)):
                 walk(n.body + getattr(n, "orelse", []) + getattr(n, "finalbody", []), None)
                 for handler in getattr(n, "handlers", []):
@@ -422,21 +414,24 @@ def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
 
     walk(tree.body, None)
     lead = ast.get_docstring(tree, clean=False)
-    first = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    return (_lead_comment(lines, ("#",), start_row(first) if first else None) if lead is None else lead), defs
+    row = next((start_row(n) for n in tree.body if isinstance(n, definitions)), None)
+    return (_lead_comment(lines, ("#",), row) if lead is None else lead), defs
 
 
 def _lead_comment(lines: list[str], markers: tuple[str, ...], first_def_row: int | None) -> str:
     """The file's first comment block, skipping licences and the comment documenting the first definition."""
     run: list[str] = []
-    block = False
+    block = False  # inside a /* ... */ comment
     for row, line in enumerate(lines[:300] + [""]):
-        s = line.strip()
+        s, closed = line.strip(), False
         if row != first_def_row and (block or s.startswith(markers) or (row == 0 and s.startswith("#!"))):
             run.append(s)
-            block = (block or s.startswith("/*")) and "*/" not in s
-            continue
-        attached = row == first_def_row and bool(run) and not run[0].startswith(("//!", "/*!"))
+            closed = (block or s.startswith("/*")) and "*/" in s  # a block comment ends a run (licence first)
+            block = (block or s.startswith("/*")) and not closed
+            if not closed:
+                continue
+            s = ""
+        attached = row + closed == first_def_row and bool(run) and not run[0].startswith(("//!", "/*!"))
         text = "" if attached else _clean_comment("\n".join(run))
         if text and not re.search(_LICENSE, text):
             return text
@@ -454,6 +449,8 @@ def _comment_above(lines: list[str], row: int, markers: tuple[str, ...]) -> str:
         s = lines[i].strip()
         if s.startswith(markers) and not s.startswith(("//!", "/*!")):
             buf.append(s)
+            if s.startswith("/*"):
+                break  # the start of the nearest block comment
         elif buf or not s.startswith("#[") or "#" in markers:
             break
         i -= 1
@@ -464,18 +461,18 @@ def _markers(language: str | None) -> tuple[str, ...]:
     return ("#",) if language in _HASH_COMMENTS else ("--",) if language in ("sql", "lua") else ("//", "/*")
 
 
-# ---------------------------------------------------------------- summaries
-
 def _compose(language: str, lead: str | None, defs: list[_Def], ex: _Extractor | None) -> str:
-    parts = [_sentences(lead, 3, _LEAD_LIMIT)] if lead else []
-    names, entries = {d.name for d in defs}, {}
+    parts = [p for p in [_sentences(lead or "", 3, _LEAD_LIMIT)] if p]
+    names, entries, size = {d.name for d in defs}, {}, 0
     for d in defs:  # members appear only when their type is defined elsewhere (Go methods, C++ Foo::bar)
         if d.kind == "const" or (d.container and d.container in names) or d.name in entries:
             continue
+        size += len(d.kind) + len(d.name) + 3
+        if size > SUMMARY_LIMIT:
+            break  # the rest would be cut anyway
         doc = d.doc
         if doc is None and ex is not None:
-            doc = ex.py_docstring(d.inner) if ex.grammar == "python" else None
-            doc = _comment_above(ex.lines, d.node.start_point[0], _markers(language)) if doc is None else doc
+            doc = _comment_above(ex.lines, d.node.start_point[0], _markers(language))
         entries[d.name] = (f"{d.kind} {d.name}", _sentences(doc or "", 1, _DOC_LIMIT, first_paragraph=True))
     if entries:
         prefix = " ".join(parts + ["Defines: "])
@@ -517,7 +514,7 @@ def _plain(text: str, language: str | None, lead: str | None = None) -> str:
     prose, markers = language in (None, "text", "csv"), _markers(language)
     if lead is None and not prose:
         lead = _lead_comment(text.split("\n", 300), markers, None)
-    parts = [_sentences(lead, 3, _LEAD_LIMIT)] if lead else []
+    parts = [_sentences(lead or "", 3, _LEAD_LIMIT)]
     head, keys, label = text[:_MAX_PARSE_CHARS], [], "Keys"
     if language == "json" and head.lstrip().startswith("{"):
         import json
@@ -533,8 +530,8 @@ def _plain(text: str, language: str | None, lead: str | None = None) -> str:
     if keys:
         parts.append(f"{label}: " + ", ".join(list(dict.fromkeys(keys))[:200]))
     else:
-        if "/*" in markers:
-            head = re.sub(r"(?s)/\*.*?\*/", "", head[:50000])
+        if "/*" in markers or language == "python":  # block comments and docstrings are not code lines
+            head = re.sub(r"(?s)/\*.*?\*/|(\"\"\"|''').*?\1", "", head[:50000])
         lines = [" ".join(ln.split())[:160] for ln in head.splitlines()[:400] if re.search(r"\w", ln)]
         lines = [ln for ln in lines if not re.match(_DIRECTIVE, ln) and (prose or not ln.startswith(markers))]
         parts.append((" " if prose else "; ").join(lines[:8]))
@@ -555,7 +552,7 @@ def _extract(language: str, text: str) -> tuple[str | None, list[_Def], _Extract
     if fallback is not None or ex is None:
         return (fallback[0], fallback[1], None) if fallback else (None, [], None)
     lead = ex.py_docstring(ex.root) if grammar == "python" else None
-    row = defs[0].node.start_point[0] if defs else None
+    row = next((d.node.start_point[0] for d in defs if d.kind != "const"), None)
     return lead or _lead_comment(ex.lines, _markers(language), row) or None, defs, ex
 
 
@@ -570,7 +567,7 @@ def summarize_local(path: str, text: str) -> LocalSummary:
         head = text[:8192]
         if not text.strip():
             return LocalSummary(language, "Empty file.", [])
-        if "\x00" in head or sum(ord(ch) < 32 and ch not in "\t\n\f\v\x1b" for ch in head) > len(head) / 10:
+        if "\x00" in head or len(re.findall(r"[\x01-\x08\x0e-\x1a\x1c-\x1f]", head)) > len(head) / 10:
             return LocalSummary(language, "Binary or non-text content.", [])
         if language in ("markdown", "rst"):
             return LocalSummary(language, _markdown(text), [])

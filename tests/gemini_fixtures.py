@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,27 @@ def write_gemini_home(home: Path, settings: dict | None = None) -> Path:
     data = GEMINI_TEST_SETTINGS if settings is None else settings
     (home / ".gemini" / "settings.json").write_text(json.dumps(data, indent=2))
     return home
+
+
+def update_gemini_settings(env: Mapping[str, str], changes: dict) -> dict:
+    """Deep-merge ``changes`` into the settings.json of ``env``'s HOME; returns the new settings.
+
+    ``update_gemini_settings(env, {"general": {"maxAttempts": 1}})`` makes the CLI fail at once on
+    a 429 or an empty reply instead of retrying (for minutes on a 429, ~7 s on an empty reply).
+    """
+    path = Path(env["HOME"]) / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text()) if path.exists() else {}
+
+    def merge(into: dict, new: dict) -> None:
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    merge(settings, changes)
+    write_gemini_home(Path(env["HOME"]), settings)
+    return settings
 
 
 def make_gemini_env(home: Path, base_url: str, *, tmpdir: Path | None = None,

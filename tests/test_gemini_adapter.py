@@ -1,8 +1,8 @@
 """contextware.gemini against the REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py.
 
 A fake ``gemini`` executable is used only where the real CLI cannot produce a case quickly (text
-before the JSON, a final 429 — the real CLI retries 429 for minutes —, parsing edge cases, and the
-cross-process rate limiter, where the point is the limiter and not the CLI).  Each real CLI start
+before the JSON, exit-code and parsing edge cases, counting retries, and the cross-process rate
+limiter, where the point is the limiter and not the CLI).  Each real CLI start
 costs ~1.5-2 s on 2 cores, so the real-CLI tests are few and each checks several things.
 """
 
@@ -21,7 +21,7 @@ import pytest
 from contextware import gemini
 from contextware.errors import GeminiError, UsageError
 from tests.fake_gemini_api import FakeGeminiAPI, Reply
-from tests.gemini_fixtures import make_gemini_env, write_gemini_home
+from tests.gemini_fixtures import update_gemini_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gemini-2.5-flash"
@@ -117,8 +117,10 @@ def test_malformed_stream_is_api_error(run, fake_gemini_api):
     assert "Traceback" not in info.value.message and "\n" not in info.value.message
 
 
-def test_empty_model_output_is_failure(run, fake_gemini_api):
-    """The CLI retries an empty reply 3 times (~7 s), then exits 0 with an INVALID_STREAM error."""
+def test_empty_model_output_is_failure(run, fake_gemini_api, gemini_cli_env):
+    """An empty reply ends in exit 0 with an INVALID_STREAM error (the CLI retries it 3 times over
+    ~7 s unless general.maxAttempts is 1)."""
+    update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
     fake_gemini_api.default_reply = Reply(text="")
     with pytest.raises(GeminiError) as info:
         run(model=MODEL)
@@ -135,6 +137,24 @@ def test_http_400_is_api_error_exit_144(run, fake_gemini_api):
     assert err.details == {"exit_code": 144, "http_status": 400}
     assert "Bad thing happened" in err.message and "HTTP 400" in err.message
     assert "{" not in err.message
+
+
+def test_http_429_is_rate_limited_and_retried(run, fake_gemini_api, gemini_cli_env):
+    """With general.maxAttempts 1 the real CLI exits 173 (429 & 0xFF) at once instead of retrying
+    for minutes; run_gemini then backs off and retries a bounded number of times."""
+    update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
+    fake_gemini_api.push(Reply(status=429, error_message="Quota exceeded."), "after the wait")
+    result = run(model=MODEL, rate_limit_retries=2, rate_limit_backoff=0.05)
+    assert result.response == "after the wait"
+    assert len(fake_gemini_api.chat_requests()) == 2
+
+    fake_gemini_api.default_reply = Reply(status=429, error_message="Quota exceeded.")
+    with pytest.raises(GeminiError) as info:
+        run(model=MODEL, rate_limit_retries=0)
+    err = info.value
+    assert err.code == "rate_limited"
+    assert err.details == {"exit_code": 173, "http_status": 429}
+    assert "Quota exceeded" in err.message
 
 
 @pytest.mark.parametrize("case", ["no_api_key", "no_settings"])
@@ -228,9 +248,9 @@ def test_text_before_json_and_arguments(fake_bin):
     assert argv[argv.index("--include-directories") + 1] == "a,b"
 
 
-def test_rate_limited_429_retries_then_fails(fake_bin):
-    """Exit 173 (429 & 0xFF) with the stderr error JSON twice, after other text: the real CLI only
-    gets there after retrying 429 for minutes, so a fake executable stands in."""
+def test_rate_limited_retries_are_bounded(fake_bin):
+    """Exit 173 with the stderr error JSON twice after other text; counting the retries needs a
+    fake executable (the real-CLI 429 case is test_http_429_is_rate_limited_and_retried)."""
     stderr = "Warning: noise\n" + _err_json(429, json.dumps(
         {"error": {"code": 429, "message": "Quota exceeded.", "status": "RESOURCE_EXHAUSTED"}}))
     step = {"stdout": "", "stderr": stderr + "\n" + stderr, "exit": 173}
