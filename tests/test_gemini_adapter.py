@@ -180,10 +180,11 @@ def test_untrusted_folder(run, fake_gemini_api):
 
 
 def test_timeout_kills_process_group(run, fake_gemini_api):
+    """With the real launcher (it ignores SIGTERM and waits for its node child)."""
     fake_gemini_api.default_reply = Reply(delay=60)
     start = time.monotonic()
     with pytest.raises(GeminiError) as info:
-        run(model=MODEL, timeout=4)
+        run(model=MODEL, timeout=4, env_drop=["GEMINI_CLI_NO_RELAUNCH"])
     elapsed = time.monotonic() - start
     assert info.value.code == "timeout"
     assert elapsed < 4 + gemini.KILL_GRACE_SECONDS + 2

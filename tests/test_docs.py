@@ -1,0 +1,63 @@
+"""SKILL.md and the README agree with the scripts' real options (checked against the parsers that
+produce `--help`)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from contextware.cli import COMMANDS
+from tests.conftest import REPO, SCRIPTS
+
+SKILL = (REPO / "SKILL.md").read_text()
+README = (REPO / "README.md").read_text()
+SCRIPT_COMMAND = {p.stem: re.search(r'run_script\("(\w+)"\)', p.read_text()).group(1) for p in SCRIPTS.glob("*.py")}
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    opts = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                opts |= _options(sub)
+        opts |= {o for o in action.option_strings if o.startswith("--") and o != "--help"}
+    return opts
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    import importlib
+
+    return importlib.import_module(f"contextware.cli.{COMMANDS[command]}").build_parser(command)
+
+
+def test_front_matter():
+    m = re.match(r"^---\nname: (\S+)\ndescription: (.+?)\n---\n", SKILL, re.S)
+    assert m and m.group(1) == "contextware" and len(m.group(2)) > 40
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPT_COMMAND))
+def test_every_script_and_option_is_in_skill_md(script):
+    assert f"<skill_dir>/scripts/{script}.py" in SKILL
+    missing = sorted(o for o in _options(_parser(SCRIPT_COMMAND[script])) if o not in SKILL)
+    assert not missing, f"SKILL.md does not mention {missing} of {script}.py"
+
+
+def test_skill_md_mentions_no_option_that_does_not_exist():
+    known = set().union(*(_options(_parser(c)) for c in COMMANDS))
+    mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", SKILL))
+    assert not mentioned - known, sorted(mentioned - known)
+
+
+@pytest.mark.parametrize("action", ["list", "get", "update", "delete", "stats", "reembed", "compact", "repair"])
+def test_memory_actions_are_documented(action):
+    assert f"scripts/memory.py {action}" in SKILL
+
+
+def test_readme_starts_with_the_two_setup_commands():
+    blocks = re.findall(r"```(?:sh|bash)?\n(.*?)```", README, re.S)
+    assert "scripts/save_fact.py" in blocks[0] and "&&" in blocks[0] and "scripts/recall.py" in blocks[0]
+    assert blocks[1].strip() == "uv run pytest"
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ci.strip().splitlines()[-1] == "uv run pytest"
