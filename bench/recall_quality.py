@@ -1,11 +1,19 @@
 """Retrieval quality of recall on bench/data/memory_eval.json: hybrid recall next to plain vector
 search and plain BM25 (the native full-text index alone).
 
-    uv run bench/recall_quality.py            # report on the held-out test split
-    uv run bench/recall_quality.py --tune     # grid-search the fusion constants on the tune split
+    uv run bench/recall_quality.py                # report on the held-out test split
+    uv run bench/recall_quality.py --split all    # or tune, or all
+    uv run bench/recall_quality.py --tune         # calibrate the constants on the tune split
+
+Every number comes from the real code path: memories are saved with ``memory.save_*`` (so the views
+of ``contextware/views.py`` are what is embedded and indexed), candidates come from
+``recall.search_table`` with recall's own filters, and hybrid results from ``recall.select`` (the
+fusion, floor, margin and ordering that ``recall()`` applies).  The baselines search the plain
+question: "vector" ranks by cosine similarity alone, "bm25" by the full-text score alone.
 
 recall@k: the share of answerable questions with an answer among the first k results.
-no-answer: the share of unanswerable questions for which recall returns nothing (the floor).
+no_answer_empty: the share of unanswerable questions for which nothing is returned (hybrid: the
+floor; vector: never; bm25: no word of the question is in the index).
 """
 
 from __future__ import annotations
@@ -23,8 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contextware import memory, recall as recall_mod  # noqa: E402
 from contextware.project import Project  # noqa: E402
+from contextware.views import expand_query  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
+TABLES = ("facts", "episodes")
+LIMIT = 5
+CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
+FLOOR_TOLERANCE = 0.03  # recall@3 the floor may cost on the tune split
 
 
 def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
@@ -39,86 +52,115 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
     return ids
 
 
-def candidates(project: Project, query: str) -> list[dict]:
-    qvec = project.embedder.embed([query])[0]
-    hits = []
-    for name in ("facts", "episodes"):
-        where = "(status IS NULL OR status = 'active')" if name == "facts" else None
-        hits += recall_mod.search_table(project, name, query, qvec, where, 30)
+def search(project: Project, query: str, qvec, plain=None) -> list[dict]:
+    hits: list[dict] = []
+    for name in TABLES:
+        where = recall_mod._filters(name, since=None, topic=None, kind=None, result=None, category=None,
+                                    include_superseded=False)
+        hits += recall_mod.search_table(project, name, query, qvec, where, CANDIDATES, plain)
     return hits
 
 
-def ranked(hits: list[dict], key: str, weight: float, half: float) -> list[tuple[float, str]]:
-    scored = []
-    for h in hits:
-        if key == "vector":
-            s = h["similarity"] if h["similarity"] is not None else -1
-        elif key == "bm25":
-            s = h["bm25"] if h["bm25"] > 0 else -1
-        else:
-            lex = weight * h["bm25"] / (h["bm25"] + half) if h["bm25"] > 0 else 0.0
-            s = (h["similarity"] or 0.0) + lex
-        if s >= 0:
-            scored.append((s, h["row"]["id"]))
-    return sorted(scored, reverse=True)
+def hybrid_candidates(project: Project, questions: list[str]) -> dict[str, list[dict]]:
+    """What recall() searches with: the widened question and the blended query vector."""
+    return {q: search(project, expand_query(q), *recall_mod.query_vectors(project.embedder, q, expand_query(q)))
+            for q in questions}
 
 
-def evaluate(cands: dict, questions: list[dict], no_answer: list[dict], ids: dict, method: str,
-             weight: float, half: float, floor: float) -> dict:
-    hits1 = hits3 = hits5 = 0
-    for q in questions:
-        order = [ids[i] for s, i in ranked(cands[q["q"]], method, weight, half) if method != "hybrid" or s >= floor]
-        answers = set(q["answers"])
-        hits1 += bool(answers & set(order[:1]))
-        hits3 += bool(answers & set(order[:3]))
-        hits5 += bool(answers & set(order[:5]))
-    empty = 0
+def plain_candidates(project: Project, questions: list[str]) -> dict[str, list[dict]]:
+    vecs = project.embedder.embed(questions)
+    return {q: search(project, q, v) for q, v in zip(questions, vecs)}
+
+
+def ranking(hits: list[dict], method: str, **params) -> list[str]:
     if method == "hybrid":
-        for q in no_answer:
-            empty += not [s for s, _ in ranked(cands[q["q"]], method, weight, half) if s >= floor]
+        return [h["row"]["id"] for h in recall_mod.select([dict(h) for h in hits], LIMIT, **params)]
+    key = "similarity" if method == "vector" else "bm25"
+    scored = [h for h in hits if h[key] is not None and (method == "vector" or h[key] > 0)]
+    return [h["row"]["id"] for h in sorted(scored, key=lambda h: -h[key])][:LIMIT]
+
+
+def evaluate(cands: dict, questions: list[dict], no_answer: list[dict], ids: dict, method: str, **params) -> dict:
+    hits = [0, 0, 0]
+    for q in questions:
+        order = [ids[i] for i in ranking(cands[q["q"]], method, **params)]
+        for j, k in enumerate((1, 3, 5)):
+            hits[j] += bool(set(q["answers"]) & set(order[:k]))
+    empty = sum(not ranking(cands[q["q"]], method, **params) for q in no_answer)
     n = len(questions)
-    return {"recall@1": round(hits1 / n, 3), "recall@3": round(hits3 / n, 3), "recall@5": round(hits5 / n, 3),
-            "no_answer_empty": round(empty / len(no_answer), 3) if method == "hybrid" else None}
+    return {"recall@1": round(hits[0] / n, 3), "recall@3": round(hits[1] / n, 3), "recall@5": round(hits[2] / n, 3),
+            "no_answer_empty": round(empty / len(no_answer), 3) if no_answer else None}
+
+
+def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
+    """Stage 1: expansion weight and BM25 weight/half for recall@3 (then @1, @5) with no floor.
+    Stage 2: the highest floor costing at most FLOOR_TOLERANCE of recall@3.  Stage 3: the tightest
+    margin costing no recall@5."""
+    texts = [q["q"] for q in qs + na]
+    saved = recall_mod.EXPANSION_WEIGHT
+    best = None
+    for lam in (0.0, 0.3, 0.5, 0.7, 1.0, 1.5):
+        recall_mod.EXPANSION_WEIGHT = lam
+        cands = hybrid_candidates(project, texts)
+        for weight, half in itertools.product((0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5), (1, 2, 4, 8, 16, 32)):
+            m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=-1.0, margin=9.0)
+            key = (m["recall@3"], m["recall@1"], m["recall@5"])
+            if best is None or key > best[0]:
+                best = (key, lam, weight, half, cands)
+    recall_mod.EXPANSION_WEIGHT = saved
+    (r3, _, r5), lam, weight, half, cands = best
+    curve, floor = [], -1.0
+    for f in [x / 200 for x in range(30, 91)]:
+        m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=f, margin=9.0)
+        curve.append((f, m["recall@3"], m["no_answer_empty"]))
+        if m["recall@3"] >= r3 - FLOOR_TOLERANCE - 1e-9:
+            floor = f
+    r5_floor = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=9.0)["recall@5"]
+    margin = 9.0
+    for mg in (0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04):
+        m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=mg)
+        if m["recall@5"] < r5_floor:
+            break
+        margin = mg
+    final = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=margin)
+    return {"tuned_on": "tune", "EXPANSION_WEIGHT": lam, "BM25_WEIGHT": weight, "BM25_HALF": half, "FLOOR": floor,
+            "MARGIN": margin, **final, "unfloored": {"recall@3": r3, "recall@5": r5},
+            "floor_curve (floor, recall@3, no_answer_empty)": curve}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tune", action="store_true", help="grid-search weight, half and floor on the tune split")
-    parser.add_argument("--split", default="test", help="split to report (test, tune or all)")
+    parser.add_argument("--tune", action="store_true", help="calibrate the constants on the tune split")
+    parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
+
+    def pick(rows: list[dict], split: str) -> list[dict]:
+        return rows if split == "all" else [r for r in rows if r.get("split") == split]
+
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CONTEXTWARE_HOME"] = str(Path(tmp) / "home")
         project = Project.open(tmp)
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0
-        allq = data["questions"] + data["no_answer"]
-        cands = {q["q"]: candidates(project, q["q"]) for q in allq}
-
-    def pick(rows: list[dict], split: str) -> list[dict]:
-        return rows if split == "all" else [r for r in rows if r.get("split") == split]
-
-    if args.tune:
-        qs, na = pick(data["questions"], "tune"), pick(data["no_answer"], "tune")
-        best = None
-        for weight, half, floor in itertools.product((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7), (1, 2, 4, 8),
-                                                     [x / 100 for x in range(20, 61, 2)]):
-            m = evaluate(cands, qs, na, ids, "hybrid", weight, half, floor)
-            # Recall first; among equals, the floor that silences the most unanswerable questions.
-            key = (m["recall@3"], m["no_answer_empty"] if m["recall@3"] >= 0.9 else 0, m["recall@1"])
-            if best is None or key > best[0]:
-                best = (key, weight, half, floor, m)
-        print(json.dumps({"tuned_on": "tune", "weight": best[1], "half": best[2], "floor": best[3], **best[4]}))
-        return
-    qs, na = pick(data["questions"], args.split), pick(data["no_answer"], args.split)
-    w, h, f = recall_mod.BM25_WEIGHT, recall_mod.BM25_HALF, recall_mod.FLOOR
+        if args.tune:
+            result = tune(project, pick(data["questions"], "tune"), pick(data["no_answer"], "tune"), ids)
+            print(json.dumps(result))
+            return
+        qs, na = pick(data["questions"], args.split), pick(data["no_answer"], args.split)
+        texts = [q["q"] for q in qs + na]
+        t0 = time.perf_counter()
+        hybrid = hybrid_candidates(project, texts)
+        per_query_ms = (time.perf_counter() - t0) * 1000 / len(texts)
+        plain = plain_candidates(project, texts)
     report = {
         "split": args.split, "questions": len(qs), "no_answer_questions": len(na), "memories": len(data["items"]),
-        "load_seconds": round(load_s, 2),
-        "hybrid": evaluate(cands, qs, na, ids, "hybrid", w, h, f),
-        "vector": evaluate(cands, qs, na, ids, "vector", w, h, f),
-        "bm25": evaluate(cands, qs, na, ids, "bm25", w, h, f),
+        "load_seconds": round(load_s, 2), "hybrid_search_ms_per_query": round(per_query_ms, 1),
+        "constants": {k: getattr(recall_mod, k) for k in ("EXPANSION_WEIGHT", "BM25_WEIGHT", "BM25_HALF", "FLOOR", "MARGIN")},
+        "hybrid": evaluate(hybrid, qs, na, ids, "hybrid"),
+        "vector": evaluate(plain, qs, na, ids, "vector"),
+        "bm25": evaluate(plain, qs, na, ids, "bm25"),
     }
     print(json.dumps(report, indent=2))
 

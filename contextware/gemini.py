@@ -45,6 +45,7 @@ _CODE_PREFIX = {
     "rate_limited": "The Gemini API is rate limiting requests",
     "api_error": "The Gemini API returned an error",
     "gemini_failed": "Gemini CLI failed",
+    "interrupted": "Gemini CLI was stopped by a signal",
 }
 
 
@@ -134,6 +135,13 @@ def _one_sentence(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
+def _sentence(prefix: str, detail: str) -> str:
+    detail = detail.strip()
+    if not detail:
+        return prefix + "."
+    return f"{prefix}: {detail}" + ("" if detail[-1] in ".!?" else ".")
+
+
 def _stderr_error(stderr: str) -> tuple[str, Any]:
     """(message, code field) from the error JSON on stderr, else the first meaningful line."""
     tail = stderr[-65536:]
@@ -154,14 +162,17 @@ def _http_status(exit_code: int, field_code: Any) -> int | None:
     return None
 
 
-def _failure(exit_code: int, stdout: str, stderr: str) -> GeminiError:
+def _failure(exit_code: int, stderr: str) -> GeminiError:
     message, field_code = _stderr_error(stderr)
     code = _EXIT_CODES.get(exit_code)
     details: dict[str, Any] = {"exit_code": exit_code}
-    if exit_code == 42 and "invalid session identifier" in message.lower():
+    lowered = message.lower()
+    if exit_code == 42 and ("invalid session identifier" in lowered or "no previous sessions" in lowered):
         code = "unknown_session"
-    elif exit_code == 42 and "already exists" in message.lower():
+    elif exit_code == 42 and "already exists" in lowered:
         code = "session_exists"
+    elif code is None and (exit_code < 0 or 128 < exit_code < 144):  # killed by a signal
+        code = "interrupted"
     elif code is None and exit_code == 1:
         code = "api_error" if "Error when talking to Gemini API" in stderr else "gemini_failed"
     elif code is None:
@@ -174,7 +185,7 @@ def _failure(exit_code: int, stdout: str, stderr: str) -> GeminiError:
         message = "pass --skip-trust or set GEMINI_CLI_TRUST_WORKSPACE=true to trust it"
     if status and code == "api_error":
         prefix += f" (HTTP {status})"
-    text = f"{prefix}: {message.rstrip('.')}." if message else f"{prefix} (exit code {exit_code})."
+    text = _sentence(prefix, message) if message else f"{prefix} (exit code {exit_code})."
     return GeminiError(text, code=code, details=details)
 
 
@@ -191,10 +202,10 @@ def parse_output(stdout: str) -> GeminiResult:
     err = doc.get("error")
     err_msg = _unwrap_message(err.get("message", "")) if isinstance(err, dict) else ""
     if not isinstance(response, str) or not response.strip():
-        why = f": {err_msg.rstrip('.')}" if err_msg else ""
-        raise GeminiError(f"The model returned an empty response{why}.", code="empty_response")
+        raise GeminiError(_sentence("The model returned an empty response", err_msg),
+                          code="empty_response")
     if err is not None:
-        raise GeminiError(f"Gemini CLI reported an error: {(err_msg or str(err)).rstrip('.')}.",
+        raise GeminiError(_sentence("Gemini CLI reported an error", err_msg or str(err)),
                           code="invalid_response")
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
     models = (doc.get("stats") or {}).get("models") or {}
@@ -338,7 +349,7 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
         rc, out, err = _run(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout)
         try:
             if rc != 0:
-                raise _failure(rc, out, err)
+                raise _failure(rc, err)
             return parse_output(out)
         except GeminiError as exc:
             if exc.code == "session_exists" and attempt > 0 and session_id:
@@ -361,7 +372,7 @@ def list_sessions(cwd: str | Path | None = None, binary: str | None = None, time
     rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--list-sessions"],
                         stdin_text=None, cwd=cwd, env=env, timeout=timeout)
     if rc != 0:
-        raise _failure(rc, out, err)
+        raise _failure(rc, err)
     sessions = []
     for line in _ANSI_RE.sub("", out).splitlines():
         if m := _SESSION_LINE_RE.match(line):
@@ -376,15 +387,14 @@ def delete_session(id_or_index: str | int, cwd: str | Path | None = None, binary
     rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
                         stdin_text=None, cwd=cwd, env=env, timeout=timeout)
     if rc != 0:
-        raise _failure(rc, out, err)
+        raise _failure(rc, err)
     if "Deleted session" in out:
         return
     message, _ = _stderr_error(err)
     lowered = message.lower()
     code = "unknown_session" if ("invalid session identifier" in lowered
                                  or "no sessions found" in lowered) else "delete_failed"
-    why = f": {message.rstrip('.')}" if message else ""
-    raise GeminiError(f"Gemini CLI could not delete session {id_or_index}{why}.", code=code)
+    raise GeminiError(_sentence(f"Gemini CLI could not delete session {id_or_index}", message), code=code)
 
 
 __all__ = ["GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",

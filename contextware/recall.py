@@ -1,13 +1,28 @@
 """Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
-score with a relevance floor.
+score, gated by a relevance floor.
 
-score = cosine(query, row) + BM25_WEIGHT * bm25 / (bm25 + BM25_HALF)
+1. The question is widened by ``views.expand_query`` (a generic engineering thesaurus: "ship" brings
+   "deploy release rollout ...").  The query vector is the normalised sum of the question's embedding
+   and EXPANSION_WEIGHT times the widened question's embedding (one batch of two), so synonyms pull
+   the vector toward the memory's wording without drowning the question.  The widened text is also
+   the full-text (BM25) query; the index stems and drops stop words.
+2. Each table gives its nearest ``candidates`` rows by vector and by BM25; every candidate gets
 
-The cosine similarity carries paraphrase; the saturated BM25 term rewards rows that share rare words
-with the question (names, flags, error strings) without letting long rows win on length.  The floor
-drops rows that neither resembles nor shares words with the question, so a question with no answer
-in memory gets no results.  The constants are calibrated on bench/data/memory_eval.json
-(``uv run bench/recall_quality.py --tune``).
+       score = cosine(query, row) + BM25_WEIGHT * bm25 / (bm25 + BM25_HALF)
+
+   The cosine carries paraphrase; the saturated BM25 term rewards rows that share words (names,
+   flags, error strings, synonyms) with the question without letting a long row win on length.
+3. ``select`` applies the floor: if the best cosine similarity between the *plain* question (not
+   widened: synonyms make every row look a little relevant) and any candidate is below FLOOR, nothing
+   in memory resembles the question and recall returns no results; otherwise it returns the rows
+   whose score is within MARGIN of the best, best first.  Without vectors (degraded mode)
+   recall keeps any full-text match (LEXICAL_FLOOR) and no margin applies.
+
+The constants are calibrated on the tune split of bench/data/memory_eval.json with
+``uv run bench/recall_quality.py --tune``: BM25_WEIGHT/BM25_HALF maximise recall@3; FLOOR is the
+highest floor that costs at most two points of answerable recall@3 (it silences most, not all,
+unanswerable questions: with this small model their best similarity overlaps that of hard
+paraphrases); MARGIN is the tightest that costs no recall@5.  ``--split test`` reports held-out numbers.
 """
 
 from __future__ import annotations
@@ -20,13 +35,17 @@ from .errors import EmbeddingError, UsageError
 from .memory import FACT_KINDS, RESULTS, _choice, _slug, parse_topics, public_row
 from .schemas import FTS_COLUMN, MEMORY_TABLES
 from .textutil import parse_since, sql_str, truncate
+from .views import expand_query
 
 if TYPE_CHECKING:
     from .project import Project
 
-BM25_WEIGHT = 0.35
-BM25_HALF = 4.0
-FLOOR = 0.42
+EXPANSION_WEIGHT = 0.7
+BM25_WEIGHT = 0.2
+BM25_HALF = 16.0
+FLOOR = 0.28
+MARGIN = 0.5
+LEXICAL_FLOOR = 1e-9  # degraded mode (no vectors): any full-text match
 TIE = 0.01
 SUMMARY_CHARS = 320
 
@@ -39,9 +58,24 @@ SCOPES: dict[str, tuple[str, ...]] = {
 }
 
 
-def fuse(similarity: float | None, bm25: float) -> float:
-    lexical = BM25_WEIGHT * bm25 / (bm25 + BM25_HALF) if bm25 > 0 else 0.0
+def fuse(similarity: float | None, bm25: float, weight: float | None = None, half: float | None = None) -> float:
+    weight = BM25_WEIGHT if weight is None else weight
+    half = BM25_HALF if half is None else half
+    lexical = weight * bm25 / (bm25 + half) if bm25 > 0 else 0.0
     return (similarity if similarity is not None else 0.0) + lexical
+
+
+def query_vectors(embedder: Any, query: str, expanded: str) -> tuple[Any, Any]:
+    """(search vector, plain vector): the question's embedding nudged toward its widened form, and
+    the question's own embedding, which the floor is judged on (see the module docstring)."""
+    import numpy as np
+
+    if expanded == query:
+        plain = embedder.embed([query])[0]
+        return plain, plain
+    plain, wide = embedder.embed([query, expanded])
+    vec = np.asarray(plain, dtype=np.float32) + EXPANSION_WEIGHT * np.asarray(wide, dtype=np.float32)
+    return vec / float(np.linalg.norm(vec) or 1.0), plain
 
 
 def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str | None, result: str | None,
@@ -84,8 +118,10 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def search_table(project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int) -> list[dict]:
-    """Candidates from one table with their fused score (not yet floored or sorted)."""
+def search_table(project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int,
+                 plain: Any = None) -> list[dict]:
+    """Candidates from one table with their fused score (not yet floored or sorted); ``relevance``
+    is the cosine similarity to ``plain`` (the unwidened question) when given."""
     db = project.db
     table = db.open_table(name)
     if table is None:
@@ -116,8 +152,10 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
             found.setdefault(row["id"], row)
     out = []
     for rid, row in found.items():
-        sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else None
-        out.append({"row": row, "collection": name, "similarity": sim, "bm25": bm25.get(rid, 0.0),
+        has_vec = qvec is not None and row.get("vector") is not None
+        sim = _cosine(qvec, row["vector"]) if has_vec else None
+        rel = _cosine(plain, row["vector"]) if has_vec and plain is not None else sim
+        out.append({"row": row, "collection": name, "similarity": sim, "relevance": rel, "bm25": bm25.get(rid, 0.0),
                     "score": fuse(sim, bm25.get(rid, 0.0))})
     return out
 
@@ -137,6 +175,26 @@ def _order(hits: list[dict]) -> list[dict]:
             hits.insert(hits.index(next(x for x in hits if x["row"]["id"] == old)), h)
             position = {x["row"]["id"]: i for i, x in enumerate(hits)}
     return hits
+
+
+def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float | None = None,
+           half: float | None = None, floor: float | None = None, margin: float | None = None) -> list[dict]:
+    """Fuse, floor and order the candidates of all tables: what recall returns.  The keyword
+    arguments override the module constants (the bench's calibration uses them)."""
+    if not hits:
+        return []
+    floor = FLOOR if floor is None else floor
+    margin = MARGIN if margin is None else margin
+    for h in hits:
+        h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
+    best = max(h["score"] for h in hits)
+    if vector:
+        if max((h["relevance"] for h in hits if h["relevance"] is not None), default=-1.0) < floor:
+            return []
+        hits = [h for h in hits if h["score"] >= best - margin]
+    else:
+        hits = [h for h in hits if h["score"] >= LEXICAL_FLOOR]
+    return _order(hits)[:limit]
 
 
 def render_hit(hit: dict, mode: str) -> dict:
@@ -184,13 +242,15 @@ def recall(
 
     embedder = project.embedder
     degraded = None
-    qvec = None
+    qvec = plain = None
     present = [t for t in tables if project.db.open_table(t) is not None]
     for name in present:
         project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
+    text = query.strip()
+    wide = expand_query(text)
     if present:
         try:
-            qvec = embedder.embed([query.strip()])[0]
+            qvec, plain = query_vectors(embedder, text, wide)
         except EmbeddingError as exc:
             degraded = f"{exc.message} Answering from full-text search only."
     candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
@@ -198,7 +258,6 @@ def recall(
     for name in present:
         where = _filters(name, since=since_dt, topic=topic_v, kind=kind, result=result, category=category,
                          include_superseded=include_superseded)
-        hits += search_table(project, name, query.strip(), qvec, where, candidates)
-    floor = FLOOR if qvec is not None else 1e-9  # degraded: any full-text match
-    hits = _order([h for h in hits if h["score"] >= floor])[:limit]
+        hits += search_table(project, name, wide, qvec, where, candidates, plain)
+    hits = select(hits, limit, vector=qvec is not None)  # degraded: any full-text match
     return {"query": query, "results": [render_hit(h, mode) for h in hits], "degraded": degraded}

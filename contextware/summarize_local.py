@@ -1,11 +1,9 @@
-"""Local, model-free file summaries for the code index.
+"""Local, model-free file summaries for the code index: language, symbols and a paragraph for search.
 
-Symbols come from tree-sitter (bundled grammars, imported lazily), with Python's ``ast`` as a fallback; the
-summary is a compact paragraph for search. Nothing here raises on odd input: it degrades instead.
-
-Members are qualified by their enclosing type with "." in every language (``Class.method``, Go ``Type.Method``,
-Rust ``Type.method``, C++ ``Class::f`` as ``Class.f``). Namespaces (C++ namespaces, Rust and Ruby modules, TS
-namespaces) are symbols but do not qualify what they contain: whole files are commonly wrapped in one.
+Symbols come from tree-sitter (bundled grammars, imported lazily), with Python's ``ast`` as a fallback.
+Members are qualified by their enclosing type with "." in every language (Go ``Type.Method``, Rust
+``Type.method``, C++ ``Class::f`` as ``Class.f``); namespaces (C++, Rust and Ruby modules, TS) are symbols
+but do not qualify what they contain, as whole files are commonly wrapped in one. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -40,9 +38,8 @@ _NAMES = {"make": "Makefile makefile GNUmakefile", "dockerfile": "Dockerfile Con
           "starlark": "BUILD BUILD.bazel WORKSPACE", "bash": ".bashrc .bash_profile .zshrc .profile"}
 LANGUAGES.update({name: lang for lang, names in _NAMES.items() for name in names.split()})  # whole base names
 _GRAMMARS = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "bash"}
-_SHEBANGS = {"python": "python", "pypy": "python", "bash": "bash", "sh": "bash", "zsh": "bash", "dash": "bash",
-             "ksh": "bash", "node": "javascript", "nodejs": "javascript", "bun": "javascript",
-             "deno": "typescript", "ruby": "ruby", "perl": "perl"}
+_SHEBANGS = {"python": "python", "pypy": "python", "bash": "bash", "sh": "bash", "zsh": "bash", "ksh": "bash",
+             "node": "javascript", "nodejs": "javascript", "bun": "javascript", "deno": "typescript", "ruby": "ruby"}
 
 
 @dataclass
@@ -132,8 +129,7 @@ class _Def:
     doc: str | None = None  # None: look for a comment above ``node``
 
 
-_C_TYPES = {"struct_specifier": "struct", "class_specifier": "class", "union_specifier": "union",
-            "enum_specifier": "enum"}
+_C_TYPES = {f"{kind}_specifier": kind for kind in ("struct", "class", "union", "enum")}
 _RUST_KINDS = {"function_item": "fn", "function_signature_item": "fn", "struct_item": "struct",
                "enum_item": "enum", "union_item": "union", "type_item": "type", "trait_item": "trait",
                "mod_item": "mod", "macro_definition": "macro", "const_item": "const", "static_item": "const"}
@@ -163,8 +159,8 @@ class _Extractor:
         return child.named_children if child is not None else []
 
     def add(self, name: str, kind: str, node: Any, cont: str | None = None, doc: str | None = None) -> str:
-        if name:
-            self.defs.append(_Def(_q(cont, name), kind, cont, node, doc))
+        if name:  # a qualified name outside its type (C++ "Shape::area") still belongs to the type
+            self.defs.append(_Def(_q(cont, name), kind, cont or (name.rpartition(".")[0] or None), node, doc))
         return _q(cont, name)
 
     def run(self) -> list[_Def]:
@@ -174,7 +170,6 @@ class _Extractor:
          "bash": self.bash, "c": self.c, "cpp": self.c}.get(self.grammar, self.js)(nodes, None)
         return self.defs
 
-    # -- Python
     def python(self, nodes: list[Any], cls: str | None) -> None:
         for outer in nodes:
             n = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
@@ -202,7 +197,6 @@ class _Extractor:
             return None
         return "".join(self.text(c) for c in first.named_children if c.type == "string_content") or None
 
-    # -- JavaScript, TypeScript, TSX
     def js(self, nodes: list[Any], _: Any) -> None:
         for outer in nodes:
             n = outer
@@ -240,7 +234,6 @@ class _Extractor:
                     and value.type in ("arrow_function", "function_expression")):
                 self.add(self.name(m) or self.name(m, "property"), "method", m, cls)
 
-    # -- Go
     def go(self, nodes: list[Any], _: Any) -> None:
         for n in nodes:
             t = n.type
@@ -264,7 +257,6 @@ class _Extractor:
                         if t == "const_declaration" or self.text(ident)[:1].isupper():  # exported vars only
                             self.add(self.text(ident), "const", n)
 
-    # -- Rust
     def rust(self, nodes: list[Any], cont: str | None) -> None:
         for n in nodes:
             t = n.type
@@ -278,16 +270,13 @@ class _Extractor:
                 elif t == "mod_item" and self.name(n) not in ("tests", "test"):
                     self.rust(self.body(n), None)
 
-    # -- Java
     def java(self, nodes: list[Any], cont: str | None) -> None:
         for n in nodes:
             t = n.type
             if t in _JAVA_KINDS:
                 name = self.add(self.name(n), _JAVA_KINDS[t], n, cont)
-                members = []
-                for m in self.body(n):
-                    members.extend(m.named_children if m.type == "enum_body_declarations" else [m])
-                self.java(members, name)
+                self.java([c for m in self.body(n)  # enum members sit in an enum_body_declarations node
+                           for c in (m.named_children if m.type == "enum_body_declarations" else [m])], name)
             elif cont and t in ("method_declaration", "constructor_declaration", "compact_constructor_declaration"):
                 self.add(self.name(n), "method", n, cont)
             elif cont and t in ("field_declaration", "constant_declaration"):
@@ -295,7 +284,6 @@ class _Extractor:
                     if re.fullmatch(_CONST, self.name(d)):
                         self.add(self.name(d), "const", n, cont)
 
-    # -- C, C++
     def c_name(self, d: Any, want_function: bool) -> str:
         """Follow a declarator chain down to its name; "" when a function is wanted and this is not one."""
         is_fn = False
@@ -324,10 +312,7 @@ class _Extractor:
             elif t in _C_TYPES:
                 self.c_type(n, cont, n)
             elif t == "function_definition":
-                name = self.c_name(n.child_by_field_name("declarator"), True)  # "Class::method" outside the class
-                self.add(name, "function", n, cont)
-                if not cont and "." in name:
-                    self.defs[-1].container = name.rpartition(".")[0]
+                self.add(self.c_name(n.child_by_field_name("declarator"), True), "function", n, cont)
             elif t in ("declaration", "field_declaration", "type_definition"):
                 ty = n.child_by_field_name("type")
                 spec = ty if ty is not None and ty.type in _C_TYPES and ty.child_by_field_name("body") else None
@@ -343,8 +328,9 @@ class _Extractor:
                         self.add(self.c_name(d, False), "typedef", n)
                     elif var and re.fullmatch(_CONST, var):
                         self.add(var, "const", n)
-            elif cont is None and t in ("preproc_def", "preproc_function_def") and n.child_by_field_name("value"):
-                self.add(self.name(n), "macro" if "function" in t else "const", n)  # a header guard has no value
+            elif cont is None and t in ("preproc_def", "preproc_function_def") and n.child_by_field_name("value") and (
+                    not re.search(r"_(H|HH|HPP|INCLUDED)_*$", self.name(n))):  # not a header guard
+                self.add(self.name(n), "macro" if "function" in t else "const", n)
             elif t == "alias_declaration":
                 self.add(self.name(n), "using", n, cont)
 
@@ -358,7 +344,6 @@ class _Extractor:
         if kind != "enum":
             self.c(self.body(spec), qualified)
 
-    # -- Ruby
     def ruby(self, nodes: list[Any], cont: str | None) -> None:
         for n in nodes:
             t = n.type
@@ -371,7 +356,6 @@ class _Extractor:
             elif t == "assignment" and getattr(n.child_by_field_name("left"), "type", "") == "constant":
                 self.add(self.name(n, "left"), "const", n, cont)
 
-    # -- shell
     def bash(self, nodes: list[Any], _: Any) -> None:
         for n in nodes:
             if n.type == "function_definition":
@@ -433,7 +417,9 @@ def _lead_comment(lines: list[str], markers: tuple[str, ...], first_def_row: int
             s = ""
         attached = row + closed == first_def_row and bool(run) and not run[0].startswith(("//!", "/*!"))
         text = "" if attached else _clean_comment("\n".join(run))
-        if text and not re.search(_LICENSE, text):
+        licence = re.search(_LICENSE, text)
+        text = text[: text.rfind("\n", 0, licence.start()) + 1].strip() if licence else text  # keep what precedes
+        if text:
             return text
         if row == first_def_row or (s and not re.match(_PREAMBLE, s)):
             return ""  # past the imports, includes and package lines that may precede a file comment

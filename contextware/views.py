@@ -1,16 +1,105 @@
-"""What of each memory is embedded and what is full-text indexed.
+"""What of each memory is embedded and what is full-text indexed, and how a question is widened
+before it is searched.
 
 These views decide retrieval quality as much as the fusion in ``recall.py`` does; both are measured
 by ``bench/recall_quality.py``.
+
+* ``embedding_text``: the row's topics lead its text ("testing, pytest: Run backend tests ...").  The
+  topics name what the memory is *about* in the words an agent asks with, which the body often only
+  implies; leading with them measurably pulls paraphrased questions closer.
+* ``search_text``: body plus kind/category/result/topics, stemmed and stop-worded by the index.
+* ``expand_query``: a small, generic software-engineering thesaurus (``FAMILIES``).  A question says
+  "ship", "build server" or "hangs" where the memory says "deploy", "CI" or "deadlock"; each word of
+  the question that belongs to a family brings the rest of its family along.  The families are
+  ordinary engineering vocabulary (concepts and the common tools that implement them), not words of
+  any one project; add families, never project names.
 """
 
 from __future__ import annotations
 
+import re
+
+# One family a line: words an engineer uses interchangeably for one concept, plus the common tools
+# that embody it.  Lower case, single words (the index stems, so "deploys" matches "deploy").
+FAMILIES = """
+format formatter formatting reformat prettier black style
+lint linter linting eslint flake8 ruff warning noqa
+type typing types annotation annotations typed mypy pyright typecheck checker
+test tests testing spec specs suite pytest jest vitest unittest
+ci pipeline workflow actions jenkins build
+deploy deployment deploys release releases ship shipping rollout publish
+production prod live
+staging preprod
+rollback revert
+hang hangs hung stuck freeze frozen froze deadlock deadlocked timeout stall stalled forever blocking lock
+crash crashes crashed dies died killed oom segfault
+slow latency performance speed faster
+database db datastore postgres postgresql mysql sqlite persistence
+migration migrations migrate alembic schema
+queue worker workers job jobs task tasks celery sidekiq broker rabbitmq
+cache caching memcached redis
+error errors exception exceptions traceback sentry rollbar
+log logs logging logger structlog
+secret secrets credential credentials password token key
+config configuration setting settings env environment variable
+commit commits hook hooks precommit
+branch branches pr merge review
+dependency dependencies package packages library libraries lockfile upgrade bump
+frontend ui web browser react client
+backend server api service endpoint
+container containers docker compose image kubernetes k8s pod ecs
+infrastructure terraform cloud aws iac provision
+auth authentication login signin sso oauth session
+permission permissions authorization access role tenant organization multitenant scope
+customer customers client clients account
+invoice invoices bill bills billing
+delete remove removal drop purge void
+duplicate duplicates twice idempotent idempotency dedupe deduplicate
+time clock timezone datetime utc freezegun
+mock mocks stub fake fixture fixtures factory seed
+coverage covered exercised
+doc docs documentation readme
+email emails mail smtp
+webhook webhooks callback event events
+pdf document render rendering
+id identifier number uuid
+local locally machine laptop dev development
+monitor monitoring alert alerts metrics dashboard
+query queries sql orm sqlalchemy
+schedule scheduled cron periodic nightly
+retry retries backoff
+memory ram oom
+port ports allocated
+"""
+
+_RELATED: dict[str, list[str]] = {}
+for _line in FAMILIES.strip().splitlines():
+    _words = _line.split()
+    for _w in _words:
+        _RELATED.setdefault(_w, []).extend(x for x in _words if x != _w)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def expand_query(query: str) -> str:
+    """The question followed by the other members of every family one of its words belongs to
+    (the question itself unchanged when none does)."""
+    words = _WORD.findall(query.lower())
+    seen, extra = set(words), []
+    for word in words:
+        key = word if word in _RELATED else word[:-1] if word.endswith("s") and word[:-1] in _RELATED else None
+        for other in _RELATED.get(key or "", ()):
+            if other not in seen:
+                seen.add(other)
+                extra.append(other)
+    return f"{query} {' '.join(extra)}" if extra else query
+
 
 def embedding_text(collection: str, row: dict) -> str:
+    topics = ", ".join(row.get("topics") or [])
+    lead = f"{topics}: " if topics else ""
     if collection == "episodes":
-        return f"{row.get('goal') or ''}. {row.get('summary') or ''}"
-    return row.get("text") or ""
+        return f"{lead}{row.get('goal') or ''}. {row.get('summary') or ''}"
+    return f"{lead}{row.get('text') or ''}"
 
 
 def search_text(collection: str, row: dict) -> str:

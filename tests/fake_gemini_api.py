@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -129,7 +130,7 @@ class FakeGeminiAPI:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "FakeGeminiAPI":
+    def start(self) -> FakeGeminiAPI:
         api = self
 
         class Handler(_Handler):
@@ -137,7 +138,8 @@ class FakeGeminiAPI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-gemini-api", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-gemini-api", daemon=True)
         self._thread.start()
         return self
 
@@ -151,7 +153,7 @@ class FakeGeminiAPI:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "FakeGeminiAPI":
+    def __enter__(self) -> FakeGeminiAPI:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

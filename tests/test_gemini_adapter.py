@@ -80,7 +80,8 @@ def test_success_sums_tokens_and_sends_stdin(run, fake_gemini_api: FakeGeminiAPI
     assert fake_gemini_api.utility_requests(), "the router call was expected without -m"
 
 
-def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini_bin, gemini_cli_env, project):
+def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini_bin, gemini_cli_env,
+                                                    project):
     fake_gemini_api.push("first answer", "second answer")
     sid = "cw_test1"  # no '-' in the first 8 characters: --delete-session cannot delete those
     first = run("first question", model=MODEL, session_id=sid)
@@ -231,7 +232,8 @@ def fake_bin(tmp_path: Path):
 
 
 def _err_json(code: int, message: str) -> str:
-    return json.dumps({"session_id": "x", "error": {"type": "Error", "message": message, "code": code}}, indent=2)
+    error = {"type": "Error", "message": message, "code": code}
+    return json.dumps({"session_id": "x", "error": error}, indent=2)
 
 
 def test_text_before_json_and_arguments(fake_bin):
@@ -279,6 +281,7 @@ def test_rate_limited_retries_are_bounded(fake_bin):
     ({"stdout": "", "stderr": _err_json(503, "Service unavailable."), "exit": 247}, "api_error"),
     ({"stdout": "", "stderr": _err_json(52, "Bad settings file."), "exit": 52}, "config"),
     ({"stdout": "", "stderr": "something broke\n", "exit": 1}, "gemini_failed"),
+    ({"stdout": "", "exit": 137}, "interrupted"),
 ])
 def test_failure_mapping(fake_bin, step, code):
     with pytest.raises(GeminiError) as info:
@@ -310,7 +313,8 @@ def test_list_sessions_parsing(fake_bin):
         gemini.GeminiSession(2, "Second [x]", "Just now", "123e4567-e89b-12d3-a456-426614174000"),
     ]
     with pytest.raises(GeminiError) as info:
-        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'}, fn=gemini.delete_session, args=(9,))
+        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'},
+                 fn=gemini.delete_session, args=(9,))
     assert info.value.code == "unknown_session"
 
 
@@ -327,7 +331,8 @@ def test_rate_limiter_across_two_processes(fake_bin, tmp_path):
     state, log = tmp_path / "state", tmp_path / "limit.log"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     start = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(state), str(log)], env=env) for _ in range(2)]
+    cmd = [sys.executable, "-c", script, str(state), str(log)]
+    procs = [subprocess.Popen(cmd, env=env) for _ in range(2)]
     assert [p.wait(timeout=30) for p in procs] == [0, 0]
     elapsed = time.monotonic() - start
     starts = sorted(json.loads(x)["t"] for x in log.read_text().splitlines())

@@ -76,6 +76,10 @@ except ImportError:
     JSON_FALLBACK = True
 '''
 
+PYTHON_SYMBOLS = ["MAX_RETRIES", "Invoice", "InvoiceStore", "InvoiceStore.__init__", "InvoiceStore.save",
+                  "InvoiceStore.size", "InvoiceStore.Page", "InvoiceStore.Page.next", "send_reminder",
+                  "JSON_FALLBACK"]
+
 JS_SRC = '''\
 /**
  * Client-side cart helpers.
@@ -101,11 +105,6 @@ export function formatPrice(cents) {
 
 export const debounce = (fn, ms) => fn;
 '''
-
-PYTHON_SYMBOLS = ["MAX_RETRIES", "Invoice", "InvoiceStore", "InvoiceStore.__init__", "InvoiceStore.save",
-                  "InvoiceStore.size", "InvoiceStore.Page", "InvoiceStore.Page.next", "send_reminder",
-                  "JSON_FALLBACK"]
-
 
 def check(path: str, src: str, symbols: list[str], *phrases: str) -> LocalSummary:
     result = summarize_local(path, src)
@@ -378,7 +377,7 @@ def test_c() -> None:
     src = '''\
 /* Ring buffer for sensor samples. */
 #ifndef RING_H
-#define RING_H
+#define RING_H 1
 
 #include <stddef.h>
 
@@ -564,6 +563,17 @@ def test_odd_text_never_raises() -> None:
     assert results[2].symbols == ["f", "A"]
     assert all(len(r.summary) <= SUMMARY_LIMIT for r in results)
     assert summarize_local("a.py", b"def from_bytes(): pass\n").symbols == ["from_bytes"]  # type: ignore[arg-type]
+
+
+def test_leading_comment_skips_licences_and_definition_docs() -> None:
+    licence_then_doc = "/* SPDX-License-Identifier: MIT */\n/* Ring buffers. */\n\nint f(void) { return 0; }\n"
+    assert summarize_local("a.c", licence_then_doc).summary == "Ring buffers. Defines: function f"
+    doc_then_copyright = "/*\n * float.h -- a dummy header.\n *\n * Copyright (c) 1993 The Regents.\n */\n"
+    assert summarize_local("float.h", doc_then_copyright).summary == "float.h -- a dummy header."
+    only_def_doc = "/** Doc of A. */\nclass A {}\n"
+    assert summarize_local("a.js", only_def_doc).summary == "Defines: class A — Doc of A."
+    file_overview = "/**\n * @fileoverview Cart helpers.\n */\n'use strict';\n\nfunction f() {}\n"
+    assert summarize_local("a.js", file_overview).summary == "Cart helpers. Defines: function f"
 
 
 def test_script_without_definitions_uses_comment_and_first_lines() -> None:
