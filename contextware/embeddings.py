@@ -212,6 +212,9 @@ def preload_in_background(embedder: Embedder) -> threading.Thread | None:
     load = getattr(embedder, "load", None)
     if load is None:
         return None
+    # numpy's C extension must finish initialising in one thread: imported from two threads at once
+    # (onnxruntime here, pyarrow in the main thread) it fails with "partially initialized module".
+    import numpy  # noqa: F401
 
     def run() -> None:
         try:

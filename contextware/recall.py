@@ -1,12 +1,12 @@
 """Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
-score, gated by a relevance floor.
+score, gated by a relevance floor.  What each row embeds and indexes is decided in ``views.py``.
 
 1. The question is widened by ``views.expand_query`` (a generic engineering thesaurus: "ship" brings
    "deploy release rollout ...").  The query vector is the normalised sum of the question's embedding
    and EXPANSION_WEIGHT times the widened question's embedding (one batch of two; at most
    EXPANSION_WORDS added words, to bound its cost), so synonyms pull the vector toward the memory's
-   wording without drowning the question.  The widened text is also
-   the full-text (BM25) query; the index stems and drops stop words.
+   wording without drowning the question.  The widened text is also the full-text (BM25) query; the
+   index stems and drops stop words.
 2. Each table gives its nearest ``candidates`` rows by vector and by BM25; every candidate gets
 
        score = cosine(query, row) + BM25_WEIGHT * bm25 / (bm25 + BM25_HALF)
@@ -16,17 +16,18 @@ score, gated by a relevance floor.
 3. ``select`` applies the floor: if the best cosine similarity between the *plain* question (not
    widened: synonyms make every row look a little relevant) and any candidate is below FLOOR, nothing
    in memory resembles the question and recall returns no results; otherwise it returns the rows
-   whose score is within MARGIN of the best, best first.  Without vectors (degraded mode)
-   recall keeps any full-text match (LEXICAL_FLOOR) and no margin applies.
+   whose score is within MARGIN of the best, best first.  Without vectors (degraded mode) recall
+   keeps any full-text match (LEXICAL_FLOOR) and no margin applies.
 
-The constants are calibrated on the tune split of bench/data/memory_eval.json with
-``uv run bench/recall_quality.py --tune``: EXPANSION_WEIGHT, BM25_WEIGHT and BM25_HALF maximise
-recall@3; FLOOR is two standard deviations below the mean best relevance of the answerable tune
-questions, a safety net that silences questions unlike anything in memory (off-topic prompts).  It
-cannot tell an unanswerable question *about the project* from a hard paraphrase: with this small
-model their best similarities overlap, and a floor tuned for that trade-off on the tune split (0.275:
-a third of them silenced for 4 points of recall@3) silenced none on the test split and cost 11
-points there; ``--tune`` prints the curve.  MARGIN is the tightest that costs no recall@5.  ``--split test`` reports held-out numbers.
+Calibration (``uv run bench/recall_quality.py --tune``, on the tune split of
+bench/data/memory_eval.json; ``--split test`` reports the held-out split): EXPANSION_WEIGHT,
+BM25_WEIGHT and BM25_HALF maximise recall@3.  FLOOR is two standard deviations below the mean best
+relevance of the answerable tune questions: a safety net against questions unlike anything in
+memory (off-topic prompts).  It cannot tell an unanswerable question *about the project* from a
+hard paraphrase: with this small model their similarities overlap.  A floor set for that trade-off
+on the tune split (~0.27: a third of them silenced for 4 points of recall@3) silenced none of the
+test split's and cost it ~10 points, so it was given up; ``--tune`` prints the tune curve.  MARGIN
+is the tightest that costs no recall@5.
 """
 
 from __future__ import annotations
