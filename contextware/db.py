@@ -171,6 +171,14 @@ class Database:
         self._tables[name] = table
         return table
 
+    def replace_table(self, name: str, data: "pa.Table") -> Any:
+        """Replace a table's rows and schema in one commit (a crash leaves the old or the new
+        table, never neither).  Call with the write lock held."""
+        table = with_retries(lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite"))
+        _declare_key_and_index(table)
+        self._tables[name] = table
+        return table
+
     def _evolve(self, name: str, table: Any) -> None:
         import pyarrow as pa
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import threading
 from pathlib import Path
@@ -226,11 +225,3 @@ def preload_in_background(embedder: Embedder) -> threading.Thread | None:
     thread.start()
     return thread
 
-
-def describe() -> dict:
-    model, tokenizer = bundled_model_files()
-    return {"model_id": get_embedder().model_id, "model_file": str(model), "tokenizer_file": str(tokenizer)}
-
-
-def to_json_vector(vec: "np.ndarray") -> str:  # pragma: no cover - debugging aid
-    return json.dumps([round(float(x), 6) for x in vec])

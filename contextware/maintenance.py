@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .db import _declare_key_and_index, vector_dim, vector_model, with_retries
+from .db import vector_dim, vector_model, with_retries
 from .errors import StorageError
 from .views import embedding_text
 from .paths import is_local_uri
@@ -88,10 +88,7 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
             if changed_model:
                 schema = table_schema(name, embedder.dim, embedder.model_id)
                 data = pa.Table.from_pylist(rows, schema=schema)
-                # One commit replaces the rows: a crash leaves either the old or the new vectors.
-                table = with_retries(lambda: db.conn.create_table(name, data=data, schema=schema, mode="overwrite"))
-                _declare_key_and_index(table)
-                db._tables[name] = table
+                table = db.replace_table(name, data)
             elif todo:
                 data = pa.Table.from_pylist(todo, schema=table.schema)
                 with_retries(lambda: table.merge_insert("id").when_matched_update_all().execute(data))

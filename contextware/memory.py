@@ -36,7 +36,7 @@ def _require_text(text: str | None, what: str) -> str:
     return text.strip()
 
 
-def _choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
+def check_choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
     if value is None:
         return None
     v = value.strip().lower()
@@ -45,7 +45,7 @@ def _choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
     return v
 
 
-def _slug(value: str | None, flag: str) -> str | None:
+def check_slug(value: str | None, flag: str) -> str | None:
     if value is None:
         return None
     v = value.strip().lower()
@@ -203,7 +203,7 @@ def save_fact(
     supersedes: str | None = None,
     source: str = "agent",
 ) -> dict:
-    kind = _choice(kind, FACT_KINDS, "--kind") or "note"
+    kind = check_choice(kind, FACT_KINDS, "--kind") or "note"
     topic_list = parse_topics(topics)
     if supersedes is not None:
         check_id(supersedes)
@@ -239,8 +239,8 @@ def save_episode(
         raise UsageError("An episode needs --goal: what the task set out to do.", code="missing_goal")
     if result is None:
         raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
-    outcome = _choice(result, RESULTS, "--result")
-    cat = _slug(category, "--category") or "general"
+    outcome = check_choice(result, RESULTS, "--result")
+    cat = check_slug(category, "--category") or "general"
     topic_list = parse_topics(topics)
     body, redactions = _prepare(summary, "episode summary")
     goal_text, goal_redactions = redact(goal.strip())
@@ -261,7 +261,7 @@ def save_episode(
 def save_log(project: "Project", text: str, *, session_id: str | None, role: str | None, source: str = "agent") -> dict:
     if session_id is None or not _SESSION.match(session_id):
         raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
-    role_v = _choice(role or "", ROLES, "--role") if role else None
+    role_v = check_choice(role or "", ROLES, "--role") if role else None
     if role_v is None:
         raise UsageError("A log needs --role user or agent.", code="missing_role")
     body, redactions = _prepare(text, "log text")
@@ -287,7 +287,7 @@ def save_log(project: "Project", text: str, *, session_id: str | None, role: str
 
 def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     """Dispatch on ``--type``; unknown options for a type are refused rather than ignored."""
-    type_ = _choice(type_, tuple(COLLECTIONS), "--type") or "fact"
+    type_ = check_choice(type_, tuple(COLLECTIONS), "--type") or "fact"
     allowed = {
         "fact": {"kind", "topics", "supersedes", "source"},
         "episode": {"goal", "result", "category", "topics", "source"},
@@ -312,7 +312,6 @@ def public_row(row: dict, collection: str) -> dict:
         if key in PUBLIC_DROP:
             continue
         out[key] = iso(value) if hasattr(value, "isoformat") else value
-    out["has_vector"] = row.get("vector") is not None
     return out
 
 
@@ -329,7 +328,7 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
 
 def get(project: "Project", record_id: str) -> dict:
     collection, _, row = _locate(project, record_id)
-    return {"record": public_row(row, collection)}
+    return {"record": {**public_row(row, collection), "has_vector": row.get("vector") is not None}}
 
 
 def list_records(project: "Project", collection: str | None = None, limit: int = 20, include_superseded: bool = True) -> dict:
@@ -345,10 +344,8 @@ def list_records(project: "Project", collection: str | None = None, limit: int =
         rows = project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
         if name == "facts" and not include_superseded:
             rows = [r for r in rows if r.get("status") != "superseded"]
-        records += [dict(public_row(r, name), has_vector=None) for r in rows]
+        records += [public_row(r, name) for r in rows]
     records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
-    for r in records:
-        r.pop("has_vector", None)
     return {"count": len(records[:limit]), "total": len(records), "records": records[:limit]}
 
 
@@ -383,15 +380,15 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
             given[key], found = redact(_require_text(given[key], key))
             redactions.update(found)
     if "kind" in given:
-        given["kind"] = _choice(given["kind"], FACT_KINDS, "--kind")
+        given["kind"] = check_choice(given["kind"], FACT_KINDS, "--kind")
     if "result" in given:
-        given["result"] = _choice(given["result"], RESULTS, "--result")
+        given["result"] = check_choice(given["result"], RESULTS, "--result")
     if "category" in given:
-        given["category"] = _slug(given["category"], "--category")
+        given["category"] = check_slug(given["category"], "--category")
     if "role" in given:
-        given["role"] = _choice(given["role"], ROLES, "--role")
+        given["role"] = check_choice(given["role"], ROLES, "--role")
     if "status" in given:
-        given["status"] = _choice(given["status"], ("active", "superseded"), "--status")
+        given["status"] = check_choice(given["status"], ("active", "superseded"), "--status")
     if "topics" in given:
         given["topics"] = parse_topics(given["topics"])
     new = {k: v for k, v in row.items() if not k.startswith("_")}

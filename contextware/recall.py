@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, UsageError
-from .memory import FACT_KINDS, RESULTS, _choice, _slug, parse_topics, public_row
+from .memory import FACT_KINDS, RESULTS, check_choice, check_slug, parse_topics, public_row
 from .schemas import FTS_COLUMN, MEMORY_TABLES
 from .textutil import parse_since, sql_str, truncate
 from .views import expand_query
@@ -127,8 +127,8 @@ def _cosine(a: Any, b: Any) -> float:
 
 def search_table(project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int,
                  plain: Any = None) -> list[dict]:
-    """Candidates from one table with their fused score (not yet floored or sorted); ``relevance``
-    is the cosine similarity to ``plain`` (the unwidened question) when given."""
+    """Candidates from one table with their similarity and BM25 score (``select`` fuses, floors and
+    orders them); ``relevance`` is the cosine similarity to ``plain`` (the unwidened question)."""
     db = project.db
     table = db.open_table(name)
     if table is None:
@@ -162,8 +162,7 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
         has_vec = qvec is not None and row.get("vector") is not None
         sim = _cosine(qvec, row["vector"]) if has_vec else None
         rel = _cosine(plain, row["vector"]) if has_vec and plain is not None else sim
-        out.append({"row": row, "collection": name, "similarity": sim, "relevance": rel, "bm25": bm25.get(rid, 0.0),
-                    "score": fuse(sim, bm25.get(rid, 0.0))})
+        out.append({"row": row, "collection": name, "similarity": sim, "relevance": rel, "bm25": bm25.get(rid, 0.0)})
     return out
 
 
@@ -206,7 +205,6 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
 
 def render_hit(hit: dict, mode: str) -> dict:
     row = public_row(hit["row"], hit["collection"])
-    row.pop("has_vector", None)
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
     row.pop("collection", None)
     if mode == "summary":
@@ -239,9 +237,9 @@ def recall(
         raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
     if mode not in ("summary", "exact"):
         raise UsageError(f"Unknown --mode {mode!r}: use summary or exact.", code="bad_mode")
-    kind = _choice(kind, FACT_KINDS, "--kind")
-    result = _choice(result, RESULTS, "--result")
-    category = _slug(category, "--category")
+    kind = check_choice(kind, FACT_KINDS, "--kind")
+    result = check_choice(result, RESULTS, "--result")
+    category = check_slug(category, "--category")
     topics = parse_topics(topic)
     topic_v = topics[0] if topics else None
     since_dt = parse_since(since) if since else None

@@ -51,8 +51,6 @@ container containers docker compose image kubernetes k8s pod ecs
 infrastructure terraform cloud aws iac provision
 auth authentication login signin sso oauth session
 permission permissions authorization access role tenant organization multitenant scope
-customer customers client clients account
-invoice invoices bill bills billing
 delete remove removal drop purge void
 duplicate duplicates twice idempotent idempotency dedupe deduplicate
 time clock timezone datetime utc freezegun
@@ -61,7 +59,6 @@ coverage covered exercised
 doc docs documentation readme
 email emails mail smtp
 webhook webhooks callback event events
-pdf document render rendering
 id identifier number uuid
 local locally machine laptop dev development
 monitor monitoring alert alerts metrics dashboard
@@ -69,7 +66,6 @@ query queries sql orm sqlalchemy
 schedule scheduled cron periodic nightly
 retry retries backoff
 memory ram oom
-port ports allocated
 """
 
 _RELATED: dict[str, list[str]] = {}
