@@ -17,6 +17,16 @@ DEFAULTS: dict[str, Any] = {
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,
+    # Code index
+    "summarizer": "auto",  # auto | gemini | local
+    "max_file_bytes": 1_000_000,
+    "crawl_jobs": 0,  # 0: one per CPU (at most 8)
+    # Gemini CLI (code summaries and offloads)
+    "gemini_model": "gemini-2.5-flash",
+    "gemini_timeout_s": 180,
+    "gemini_requests_per_minute": 50,  # the free tier allows 60
+    "gemini_batch_files": 8,
+    "gemini_batch_chars": 60_000,
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
 }

@@ -9,7 +9,7 @@ from .db import vector_dim, vector_model, with_retries
 from .errors import StorageError
 from .views import embedding_text
 from .paths import is_local_uri
-from .schemas import MEMORY_TABLES, table_schema
+from .schemas import VECTOR_TABLES, table_schema
 from .textutil import iso
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
     db = project.db
     embedder = project.embedder
     report: dict[str, Any] = {"model": embedder.model_id, "tables": {}}
-    for name in MEMORY_TABLES:
+    for name in VECTOR_TABLES:
         table = db.open_table(name)
         if table is None:
             continue

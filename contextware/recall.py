@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, UsageError
 from .memory import FACT_KINDS, RESULTS, check_choice, check_slug, parse_topics, public_row
-from .schemas import FTS_COLUMN, MEMORY_TABLES
+from .schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES
 from .textutil import parse_since, sql_str, truncate
 from .views import expand_query
 
@@ -51,12 +51,17 @@ BM25_WEIGHT = 0.2
 BM25_HALF = 8.0
 FLOOR = 0.21
 MARGIN = 0.2
+CODE_FLOOR = 0.1
+CODE_LEXICAL_FLOOR = BM25_HALF  # a file whose BM25 score is this high is relevant whatever its summary says
 LEXICAL_FLOOR = 1e-9  # degraded mode (no vectors): any full-text match
 TIE = 0.01
 SUMMARY_CHARS = 320
 
+DEFAULT_MAX_CHARS = 20_000
+
 SCOPES: dict[str, tuple[str, ...]] = {
-    "all": MEMORY_TABLES,
+    "all": (*MEMORY_TABLES, CODE_TABLE),
+    "code": (CODE_TABLE,),
     "memory": ("facts",),
     "facts": ("facts",),
     "episodes": ("episodes",),
@@ -89,7 +94,8 @@ def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str
              category: str | None, include_superseded: bool) -> str | None:
     parts: list[str] = []
     if since is not None:
-        parts.append(f"created_at >= timestamp '{since.strftime('%Y-%m-%d %H:%M:%S')}'")
+        column = "indexed_at" if table == CODE_TABLE else "created_at"
+        parts.append(f"{column} >= timestamp '{since.strftime('%Y-%m-%d %H:%M:%S')}'")
     if topic and table in ("facts", "episodes"):
         parts.append(f"array_has(topics, {sql_str(topic)})")
     if table == "facts":
@@ -183,6 +189,18 @@ def _order(hits: list[dict]) -> list[dict]:
     return hits
 
 
+def _relevant(hits: list[dict], floor: float) -> bool:
+    """Does anything clear the floor?  Memories must resemble the question; a source file may also
+    share enough words with it (code questions name identifiers and behaviour a summary omits)."""
+    for h in hits:
+        if h["collection"] == CODE_TABLE:
+            if (h["relevance"] or 0.0) >= CODE_FLOOR or h["bm25"] >= CODE_LEXICAL_FLOOR:
+                return True
+        elif h["relevance"] is not None and h["relevance"] >= floor:
+            return True
+    return False
+
+
 def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float | None = None,
            half: float | None = None, floor: float | None = None, margin: float | None = None) -> list[dict]:
     """Fuse, floor and order the candidates of all tables: what recall returns.  The keyword
@@ -195,7 +213,7 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
         h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
     best = max(h["score"] for h in hits)
     if vector:
-        if max((h["relevance"] for h in hits if h["relevance"] is not None), default=-1.0) < floor:
+        if not _relevant(hits, floor):
             return []
         hits = [h for h in hits if h["score"] >= best - margin]
     else:
@@ -203,7 +221,11 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
     return _order(hits)[:limit]
 
 
-def render_hit(hit: dict, mode: str) -> dict:
+def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
+    if hit["collection"] == CODE_TABLE and project is not None:
+        from .code_view import render_code_hit
+
+        return render_code_hit(project, hit, mode)
     row = public_row(hit["row"], hit["collection"])
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
     row.pop("collection", None)
@@ -230,6 +252,8 @@ def recall(
     result: str | None = None,
     category: str | None = None,
     include_superseded: bool = False,
+    refresh_stale: bool = False,
+    max_chars: int | None = None,
 ) -> dict:
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
@@ -237,6 +261,8 @@ def recall(
         raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
     if mode not in ("summary", "exact"):
         raise UsageError(f"Unknown --mode {mode!r}: use summary or exact.", code="bad_mode")
+    if max_chars is not None and max_chars < 1:
+        raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
     kind = check_choice(kind, FACT_KINDS, "--kind")
     result = check_choice(result, RESULTS, "--result")
     category = check_slug(category, "--category")
@@ -245,13 +271,39 @@ def recall(
     since_dt = parse_since(since) if since else None
     tables = _tables_for(scope, topic=topic_v, kind=kind, result=result, category=category)
 
+    text = query.strip()
+    hits, degraded = _search(project, text, tables, limit, since=since_dt, topic=topic_v, kind=kind, result=result,
+                             category=category, include_superseded=include_superseded)
+    results = [render_hit(h, mode, project) for h in hits]
+    refreshed: list[str] = []
+    if refresh_stale and any(r.get("stale") for r in results):
+        from .code_index import index_files
+
+        refreshed = [r["file_path"] for r in results if r.get("stale")]
+        index_files(project, [project.root / p for p in refreshed],
+                    summarizer=str(project.config.get("summarizer") or "auto"))
+        hits, degraded = _search(project, text, tables, limit, since=since_dt, topic=topic_v, kind=kind,
+                                 result=result, category=category, include_superseded=include_superseded)
+        results = [render_hit(h, mode, project) for h in hits]
+    if mode == "exact":
+        from .code_view import attach_content
+
+        attach_content(project, results, text, max_chars or DEFAULT_MAX_CHARS)
+    out = {"query": query, "results": results, "degraded": degraded}
+    if refreshed:
+        out["refreshed"] = refreshed
+    return out
+
+
+def _search(project: "Project", text: str, tables: tuple[str, ...], limit: int, *, since: datetime | None,
+            topic: str | None, kind: str | None, result: str | None, category: str | None,
+            include_superseded: bool) -> tuple[list[dict], str | None]:
     embedder = project.embedder
     degraded = None
     qvec = plain = None
     present = [t for t in tables if project.db.open_table(t) is not None]
     for name in present:
         project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
-    text = query.strip()
     wide = expand_query(text)
     if present:
         try:
@@ -261,8 +313,7 @@ def recall(
     candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
     hits: list[dict] = []
     for name in present:
-        where = _filters(name, since=since_dt, topic=topic_v, kind=kind, result=result, category=category,
+        where = _filters(name, since=since, topic=topic, kind=kind, result=result, category=category,
                          include_superseded=include_superseded)
         hits += search_table(project, name, wide, qvec, where, candidates, plain)
-    hits = select(hits, limit, vector=qvec is not None)  # degraded: any full-text match
-    return {"query": query, "results": [render_hit(h, mode) for h in hits], "degraded": degraded}
+    return select(hits, limit, vector=qvec is not None), degraded  # degraded: any full-text match

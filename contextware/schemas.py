@@ -20,6 +20,12 @@ MEMORY_TABLES = ("facts", "episodes", "logs")
 # Column holding the text the full-text index covers, per table.
 FTS_COLUMN = "search_text"
 
+# The code index: one row per source file, keyed by its project-relative path (id == file_path).
+CODE_TABLE = "code_index"
+
+# Tables whose rows carry a vector of the configured embedding model (re-embedded together).
+VECTOR_TABLES = (*MEMORY_TABLES, CODE_TABLE)
+
 # Id prefix per table, so `memory.py get ID` knows where to look.
 ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
 
@@ -63,6 +69,19 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
         ]
+    if name == CODE_TABLE:
+        return [
+            ("file_path", "string"),
+            ("language", "string"),
+            ("summary", "string"),
+            ("symbols", "list<string>"),
+            ("summarizer", "string"),
+            ("mtime", "float64"),
+            ("size", "int64"),
+            ("content_hash", "string"),
+            ("indexed_at", "timestamp"),
+            ("search_text", "string"),
+        ]
     raise KeyError(name)
 
 
@@ -74,6 +93,8 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
         "list<string>": pa.list_(pa.string()),
         "timestamp": pa.timestamp("us", tz="UTC"),
         "int32": pa.int32(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
     }
     fields = [pa.field("id", pa.string(), nullable=False)]
     fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]

@@ -74,6 +74,7 @@ for _line in FAMILIES.strip().splitlines():
     for _w in _words:
         _RELATED.setdefault(_w, []).extend(x for x in _words if x != _w)
 _WORD = re.compile(r"[a-z0-9]+")
+_IDENT_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def expand_query(query: str) -> str:
@@ -90,7 +91,29 @@ def expand_query(query: str) -> str:
     return f"{query} {' '.join(extra)}" if extra else query
 
 
+def identifier_words(text: str) -> str:
+    """``src/http_client.py`` -> "src http client py"; ``parseHTTPResponse`` -> "parse HTTP Response":
+    the words a question uses for a path or a symbol name."""
+    return " ".join(_IDENT_PART.findall(text))
+
+
+def code_embedding_text(row: dict) -> str:
+    """Path, summary, then symbol names: the summary says what the file is for in prose, the path
+    and names anchor it (the model reads ~256 tokens, so the longest part goes last)."""
+    symbols = ", ".join(identifier_words(s) for s in (row.get("symbols") or [])[:60])
+    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} Defines: {symbols}"
+
+
+def code_search_text(row: dict, content: str, limit: int) -> str:
+    """Path and symbol names split into words, the summary, and the file's content (up to ``limit``
+    characters): questions name behaviour that a summary leaves out."""
+    symbols = " ".join(identifier_words(s) for s in row.get("symbols") or [])
+    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {content[:limit]}"
+
+
 def embedding_text(collection: str, row: dict) -> str:
+    if collection == "code_index":
+        return code_embedding_text(row)
     topics = ", ".join(row.get("topics") or [])
     lead = f"{topics}: " if topics else ""
     if collection == "episodes":

@@ -40,13 +40,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = 1
 
 
+GEMINI_AUTH_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA",
+                    "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT")
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's own memory, registry or settings."""
+    """No test sees the developer's own memory, registry or settings, nor their Gemini login (the
+    `auto` summariser would otherwise call the real API)."""
     for name in list(os.environ):
         if name.startswith("CONTEXTWARE_") and name != "CONTEXTWARE_NETGUARD_LOG":
             monkeypatch.delenv(name)
+        elif name in GEMINI_AUTH_VARS:
+            monkeypatch.delenv(name)
     monkeypatch.setenv("CONTEXTWARE_HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path_factory.mktemp("gemini_home")))
 
 
 @pytest.fixture

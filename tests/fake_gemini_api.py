@@ -10,15 +10,19 @@ Point the CLI at it with ``GOOGLE_GEMINI_BASE_URL=<api.base_url>`` and ``GEMINI_
 - ``POST …:countTokens`` — ``{"totalTokens": N}``.
 
 Every request is recorded (:attr:`FakeGeminiAPI.requests`) so tests can assert what the CLI sent.
+
+:func:`summaries_responder` answers the code summariser's batch requests
+(``contextware.summarize_gemini``) with valid JSON per file; see its docstring.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -300,4 +304,125 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(answer).encode())
 
 
-__all__ = ["FakeGeminiAPI", "Reply", "RecordedRequest"]
+# -- the code summariser's requests ---------------------------------------------------------------
+# The delimiter lines of contextware.summarize_gemini, parsed independently of it on purpose.
+_FILE_HEADER_RE = re.compile(r"^===== FILE (?P<nonce>[A-Za-z0-9]+): (?P<path>.+) \((?P<info>[^()\n]*)\) =====$",
+                             re.M)
+_DEF_RE = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?P<kind>def|class)[ \t]+(?P<name>[A-Za-z_]\w*)", re.M)
+
+
+def _unescape_at(text: str) -> str:
+    return text.replace("\\@", "@")  # the summariser sends "@" as "\@" (the CLI expands @path)
+
+
+@dataclass
+class PromptFile:
+    """One file found in a summariser request (``path`` and ``text`` with ``\\@`` turned back into ``@``)."""
+
+    path: str
+    language: str
+    text: str
+    truncated: bool = False
+
+
+def parse_prompt_files(text: str) -> list[PromptFile]:
+    """The files delimited in a summariser request.  Only headers with the nonce of the first one
+    count, and each file runs to its own END line, so a file quoting delimiters cannot split itself."""
+    files: list[PromptFile] = []
+    nonce, pos = None, 0
+    while (header := _FILE_HEADER_RE.search(text, pos)) is not None:
+        pos = header.end()
+        nonce = nonce or header["nonce"]
+        if header["nonce"] != nonce:
+            continue
+        end_line = f"\n===== END FILE {nonce}: {header['path']} ====="
+        end = text.find(end_line, header.end())
+        if end < 0:
+            break
+        info = header["info"]
+        files.append(PromptFile(path=_unescape_at(header["path"]), language=info.split(",")[0].strip(),
+                                text=_unescape_at(text[header.end() + 1: end + 1]),
+                                truncated="truncated" in info))
+        pos = end + len(end_line)
+    return files
+
+
+def fake_symbols(text: str) -> list[str]:
+    """Names after ``def`` / ``class``; an indented def under a top-level class is ``Class.name``."""
+    symbols: list[str] = []
+    current_class = None
+    for m in _DEF_RE.finditer(text):
+        top = not m["indent"]
+        if top:
+            symbols.append(m["name"])
+            current_class = m["name"] if m["kind"] == "class" else None
+        elif current_class and m["kind"] == "def":
+            symbols.append(f"{current_class}.{m['name']}")
+    return list(dict.fromkeys(symbols))
+
+
+def fake_summary(path: str, text: str) -> str:
+    """``Summary of <path> by Gemini.`` plus the file's first non-empty line."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    summary = f"Summary of {path} by Gemini."
+    return f"{summary} It starts with: {first[:120]}" if first else summary
+
+
+@dataclass
+class SummariesResponder:
+    """Answers summariser requests like a well-behaved model; see :func:`summaries_responder`."""
+
+    overrides: dict[str, Any] = field(default_factory=dict)
+    reverse: bool = False
+    wrap: str = "{}"
+    other: Reply | str = "OK"
+    batches: list[list[str]] = field(default_factory=list)  # the paths of each request, in order
+
+    def __call__(self, request: RecordedRequest) -> Reply | str:
+        files = parse_prompt_files("\n".join(request.texts()))
+        if not files:
+            return self.other
+        self.batches.append([f.path for f in files])
+        for f in files:  # a whole-reply override (a Reply or str) of any file in the batch wins
+            if isinstance(self.overrides.get(f.path), (Reply, str)):
+                return self.overrides[f.path]
+        entries = []
+        for f in files:
+            if f.path in self.overrides and self.overrides[f.path] is None:
+                continue  # dropped from the reply
+            entry = {"path": f.path, "summary": fake_summary(f.path, f.text), "symbols": fake_symbols(f.text)}
+            entry.update(self.overrides.get(f.path) or {})
+            entries.append(entry)
+        if self.reverse:
+            entries.reverse()
+        return self.wrap.replace("{}", json.dumps({"files": entries}, indent=1), 1)
+
+    @property
+    def paths(self) -> list[str]:
+        """Every path summarised so far, over all requests."""
+        return [p for batch in self.batches for p in batch]
+
+
+def summaries_responder(overrides: Mapping[str, Any] | None = None, *, reverse: bool = False,
+                        wrap: str = "{}", other: Reply | str = "OK") -> SummariesResponder:
+    """A chat handler that answers the code summariser (``contextware.summarize_gemini``) with valid
+    JSON: for each delimited file ``{"path", "summary": "Summary of <path> by Gemini. It starts with:
+    <first line>", "symbols": <names after def/class, methods as Class.name>}``.
+
+    ``overrides`` maps a path to
+      - ``None``: leave that path out of the reply (the summariser reports ``missing_result``);
+      - a dict: fields merged into its entry, e.g. ``{"summary": ""}`` or ``{"symbols": "x"}``
+        (``invalid_result``);
+      - a :class:`Reply` or str: the answer to the WHOLE request whenever that path is in the batch,
+        e.g. ``"not json"`` (``invalid_response``) or ``Reply(status=400)`` (exit 144, ``api_error``).
+    ``reverse`` lists the entries in reverse order; ``wrap`` is a template whose ``{}`` receives the
+    JSON (e.g. ``"Sure!\\n```json\\n{}\\n```"``); requests without file delimiters get ``other``.
+    The responder records the paths of every request in ``.batches`` (``.paths`` flattens them).
+
+    Use: ``fake_gemini_api.handler = responder = summaries_responder({"b.py": None})``.
+    """
+    return SummariesResponder(dict(overrides or {}), reverse, wrap, other)
+
+
+__all__ = ["FakeGeminiAPI", "PromptFile", "Reply", "RecordedRequest", "SummariesResponder",
+           "fake_summary", "fake_symbols", "parse_prompt_files", "summaries_responder"]

@@ -57,7 +57,7 @@ def test_memory_actions_are_documented(action):
 
 def test_readme_starts_with_the_two_setup_commands():
     blocks = re.findall(r"```(?:sh|bash)?\n(.*?)```", README, re.S)
-    assert "scripts/save_fact.py" in blocks[0] and "&&" in blocks[0] and "scripts/recall.py" in blocks[0]
+    assert "scripts/crawl_project.py" in blocks[0] and "&&" in blocks[0] and "scripts/recall.py" in blocks[0]
     assert blocks[1].strip() == "uv run pytest"
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == "uv run pytest"

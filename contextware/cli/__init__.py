@@ -21,6 +21,9 @@ COMMANDS = {
     "save": "save",
     "recall": "recall",
     "memory": "memory",
+    "index": "index",
+    "crawl": "crawl",
+    "watch": "watch",
 }
 
 

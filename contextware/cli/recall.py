@@ -15,9 +15,11 @@ results rather than the nearest junk. Superseded facts are hidden unless --inclu
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
     p.add_argument("--query", "-q", required=True, help="the question, e.g. \"how do we run the tests?\"")
-    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes or logs")
+    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs or code")
     p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
-    p.add_argument("--mode", default="summary", help="summary (default: long texts shortened) or exact (full texts)")
+    p.add_argument("--mode", default="summary", help="summary (default: long texts shortened) or exact (full texts; code results carry their files' content)")
+    p.add_argument("--max-chars", type=int, metavar="N", help="exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges")
+    p.add_argument("--refresh-stale", action="store_true", help="re-index code results whose file changed since it was indexed, then answer")
     p.add_argument("--since", metavar="DATE", help="only memories saved since DATE (YYYY-MM-DD, ISO 8601, or an age: 7d, 12h)")
     p.add_argument("--topic", help="only facts and episodes with this topic")
     p.add_argument("--kind", help="only facts of this kind")
@@ -37,6 +39,7 @@ def handle(args: argparse.Namespace) -> dict:
     return recall(
         project, args.query, scope=args.scope, limit=args.limit, mode=args.mode, since=args.since, topic=args.topic,
         kind=args.kind, result=args.result, category=args.category, include_superseded=args.include_superseded,
+        refresh_stale=args.refresh_stale, max_chars=args.max_chars,
     )
 
 
@@ -47,6 +50,16 @@ def render_hit(hit: dict) -> str:
     elif c == "facts":
         flag = " (superseded)" if hit.get("status") == "superseded" else ""
         line = f"[{hit.get('kind', 'note').upper()}]{flag} {hit.get('text')}"
+    elif c == "code_index":
+        stale = " [STALE]" if hit.get("stale") else ""
+        symbols = ", ".join(hit.get("symbols") or [])
+        line = f"{hit['file_path']}{stale}: {hit.get('summary')}" + (f"\n    symbols: {symbols}" if symbols else "")
+        if hit.get("content") is not None:
+            line += "\n" + hit["content"]
+        for e in hit.get("excerpts") or []:
+            line += f"\n    --- lines {e['lines']} ---\n{e['text']}"
+        if hit.get("content_note"):
+            line += f"\n    ({hit['content_note']})"
     elif c == "logs":
         line = f"[LOG {hit.get('session_id')} {hit.get('role')}] {hit.get('text')}"
     else:

@@ -1,0 +1,115 @@
+"""watch.py as a real subprocess with real file changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from contextware.code_index import crawl
+from contextware.project import Project
+
+from tests.conftest import SCRIPTS
+
+
+class Watcher:
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SCRIPTS / "watch.py"), "--summarizer", "local", "--debounce-ms", "400"],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = 60) -> str:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no line with {text!r} within {timeout}s; saw: {self.seen}")
+
+    def drain(self, seconds: float) -> list[str]:
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                self.seen.append(self.lines.get(timeout=0.1))
+            except queue.Empty:
+                pass
+        return self.seen
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, dict]:
+        self.proc.send_signal(sig)
+        out, _ = self.proc.communicate(timeout=30)
+        return self.proc.returncode, json.loads(out)
+
+
+def indexed(root: Path) -> dict[str, list[str]]:
+    table = Project.open(root).db.open_table("code_index")
+    return {r["id"]: r["symbols"] for r in table.search().select(["id", "symbols"]).limit(None).to_list()}
+
+
+def test_watch_reindexes_changes_removes_deletions_and_stops_cleanly(project_dir: Path):
+    (project_dir / "app.py").write_text("def first():\n    pass\n")
+    (project_dir / "gone.py").write_text("def doomed():\n    pass\n")
+    (project_dir / ".gitignore").write_text("ignored/\n")
+    crawl(Project.open(project_dir), summarizer="local")
+    w = Watcher(project_dir)
+    try:
+        w.wait_for("watching")
+        time.sleep(0.5)
+        # a save storm: many writes of one file in quick succession are one re-index
+        for i in range(15):
+            (project_dir / "app.py").write_text(f"def first():\n    pass\n\ndef second_{i}():\n    pass\n")
+            time.sleep(0.01)
+        w.wait_for("indexed app.py")
+        (project_dir / "gone.py").unlink()
+        w.wait_for("removed gone.py")
+        (project_dir / "ignored").mkdir()
+        (project_dir / "ignored" / "skip.py").write_text("def hidden():\n    pass\n")
+        (project_dir / "new.py").write_text("def brand_new():\n    pass\n")
+        w.wait_for("indexed new.py")
+        seen = w.drain(1.0)
+        code, totals = w.stop()
+    finally:
+        if w.proc.poll() is None:
+            w.proc.kill()
+    assert code == 0 and totals["ok"] is True
+    assert sum("indexed app.py" in line for line in seen) == 1, seen
+    assert not any("skip.py" in line for line in seen)
+    assert not any("contextware_data" in line for line in seen)
+    rows = indexed(project_dir)
+    assert {"app.py", "new.py"} <= set(rows)
+    assert "second_14" in rows["app.py"]
+    assert "gone.py" not in rows and "ignored/skip.py" not in rows
+    assert totals["indexed"] >= 2 and totals["removed"] == 1
+
+
+def test_watch_stops_on_sigint_with_totals(project_dir: Path):
+    (project_dir / "a.py").write_text("x = 1\n")
+    w = Watcher(project_dir)
+    try:
+        w.wait_for("watching")
+        code, totals = w.stop(signal.SIGINT)
+    finally:
+        if w.proc.poll() is None:
+            w.proc.kill()
+    assert code == 0 and totals["ok"] is True and totals["batches"] == 0
+    assert "Traceback" not in "\n".join(w.seen)
+    assert os.path.isdir(project_dir / "contextware_data")
