@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 from .schemas import CODE_TABLE
 
+IGNORE_FILES = (".gitignore", ".contextwareignore")
+
 if TYPE_CHECKING:
     from .project import Project
 
@@ -45,7 +47,7 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
     log = log or _logger(sys.stderr)
     stop = stop_event or threading.Event()
     root = project.root.resolve()
-    rules = IgnoreRules.load(project.root, project.data_dir)
+    rules = [IgnoreRules.load(project.root, project.data_dir)]  # reloaded when an ignore file changes
     data_dir = project.data_dir.resolve()
     restore = _install_signals(stop)
     totals = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "failed": 0, "compactions": 0}
@@ -60,7 +62,9 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
             rel = p.relative_to(root).as_posix()
         except ValueError:
             return False
-        return rules.reason(rel, is_dir=p.is_dir()) is None
+        if p.name in IGNORE_FILES:
+            return True
+        return rules[0].reason(rel, is_dir=p.is_dir()) is None
 
     project.ensure_data_dir()
     log(f"watching {root} (summarizer {summarizer}); Ctrl-C to stop")
@@ -71,6 +75,10 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
                                      stop_event=stop, raise_interrupt=False, yield_on_timeout=True,
                                      rust_timeout=1000):
             if changes:
+                if any(Path(p).name in IGNORE_FILES for _, p in changes):
+                    # New rules change which files belong in the index, not only the changed ones.
+                    rules[0] = IgnoreRules.load(project.root, project.data_dir)
+                    dirty |= _recrawl(project, summarizer, totals, log)
                 paths = sorted({p for _, p in changes if not os.path.isdir(p)})
                 if paths:
                     dirty |= _reindex(project, paths, summarizer, totals, log, index_files)
@@ -111,6 +119,21 @@ def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict
     totals["removed"] += report["removed"]
     totals["skipped"] += report["skipped"]
     totals["failed"] += report["failed"]
+    return bool(report["indexed"] or report["removed"])
+
+
+def _recrawl(project: "Project", summarizer: str, totals: dict, log: Callable[[str], None]) -> bool:
+    from .code_index import crawl
+    from .errors import ContextwareError
+
+    try:
+        report = crawl(project, summarizer=summarizer)
+    except ContextwareError as exc:
+        log(f"error: {exc.message}")
+        return False
+    log(f"ignore rules changed: re-crawled, {report['indexed']} indexed, {report['removed']} removed")
+    totals["indexed"] += report["indexed"]
+    totals["removed"] += report["removed"]
     return bool(report["indexed"] or report["removed"])
 
 
