@@ -38,7 +38,8 @@ WRITE_BATCH = 32
 SEARCH_CONTENT_CHARS = 200_000
 META_COLUMNS = ["id", "mtime", "size", "content_hash", "summarizer"]
 # Gemini failures that will not go away within one crawl: stop asking, fall back (or fail) at once.
-_PERSISTENT = {"auth", "untrusted_folder", "config", "not_installed", "sandbox"}
+_PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "no_workdir"}
+NEUTRAL_DIR = "contextware-gemini-summaries"
 
 
 class CrawlInterrupted(ContextwareError):
@@ -137,6 +138,7 @@ class _Summarizer:
         self.report = report
         self.use_gemini = mode == "gemini" or (mode == "auto" and _gemini_ready())
         self.broken: GeminiError | None = None
+        self.lock = threading.Lock()
 
     def run(self, items: list[_Work], done: Callable[[_Work, "LocalSummary", str], None],
             failed: Callable[[_Work, str], None]) -> None:
@@ -176,6 +178,9 @@ class _Summarizer:
                 for f in pending:
                     f.cancel()
                 raise
+            finally:
+                if self.use_gemini:
+                    _forget_summary_chats()
 
     def _gemini(self, batch: list) -> dict[str, tuple[Any, str]]:
         from .summarize_gemini import summarize_batch
@@ -185,11 +190,18 @@ class _Summarizer:
             results = {f.path: self.broken for f in batch}
         else:
             cfg = self.project.config
-            results = summarize_batch(
-                batch, cwd=_neutral_dir(), model=cfg.get("gemini_model") or None,
-                timeout=float(cfg["gemini_timeout_s"]), state_dir=self.project.data_dir / "gemini",
-                rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
-            )
+            try:
+                cwd = _neutral_dir()
+            except OSError as exc:
+                error = GeminiError(f"Gemini's working folder could not be created: {exc.strerror or exc}.",
+                                    code="no_workdir")
+                results = {f.path: error for f in batch}
+            else:
+                results = summarize_batch(
+                    batch, cwd=cwd, model=cfg.get("gemini_model") or None,
+                    timeout=float(cfg["gemini_timeout_s"]), state_dir=self.project.data_dir / "gemini",
+                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
+                )
         out: dict[str, tuple[Any, str]] = {}
         for f in batch:
             result = results.get(f.path)
@@ -197,13 +209,15 @@ class _Summarizer:
                 out[f.path] = (result, "gemini")
                 continue
             err = result if isinstance(result, GeminiError) else GeminiError("Gemini returned nothing for this file.")
-            if err.code in _PERSISTENT and self.broken is None:
-                self.broken = err
-            self.report.gemini_error = err.message
+            with self.lock:
+                if err.code in _PERSISTENT and self.broken is None:
+                    self.broken = err
+                self.report.gemini_error = err.message
+                if self.mode != "gemini":
+                    self.report.fallbacks += 1
             if self.mode == "gemini":
                 out[f.path] = (None, err.message)
             else:
-                self.report.fallbacks += 1
                 out[f.path] = (_summarize_local(f.path, f.text), "local")
         return out
 
@@ -213,9 +227,19 @@ def _neutral_dir() -> Path:
     file tree and GEMINI.md to every request and list each call among the user's sessions."""
     from .paths import contextware_home
 
-    path = contextware_home() / "gemini-summaries"
+    path = contextware_home() / NEUTRAL_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _forget_summary_chats() -> None:
+    """The CLI records every call as a chat of the working folder; summary calls are not
+    conversations anyone will resume, so their records (which hold the sources) are removed."""
+    import shutil
+
+    from .gemini import gemini_home
+
+    shutil.rmtree(gemini_home() / ".gemini" / "tmp" / NEUTRAL_DIR / "chats", ignore_errors=True)
 
 
 def _gemini_ready() -> bool:

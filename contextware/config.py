@@ -27,8 +27,25 @@ DEFAULTS: dict[str, Any] = {
     "gemini_requests_per_minute": 50,  # the free tier allows 60
     "gemini_batch_files": 8,
     "gemini_batch_chars": 60_000,
+    # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary
+    "offload_model": "gemini-2.5-pro",  # the research call (1M-token context)
+    "offload_summary_model": "gemini-2.5-flash",  # a fast model for summaries
+    "offload_summarizer": "gemini",  # gemini (falls back to truncation) | truncate
+    "summary_max_tokens": 500,
+    "cache_ttl_days": 30,  # a cached answer older than this is re-queried; 0 or null: never
+    "offload_timeout_s": 600,
+    "offload_max_source_files": 5000,  # files tracked under --include-dirs
+    "offload_max_errors": 3,  # consecutive errors or timeouts before a session is dropped
+    "offload_retry_backoff_s": 10,  # wait error_count x this before a retry
+    "offload_session_max_tokens": 350_000,  # context (prompt tokens of the latest call) that starts a new session
+    "offload_recovery_days": 7,  # Gemini sessions this recent are considered when our state is lost
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
+    # Session store (scripts/store.py): limits enforced by eviction on every save.
+    "store_max_bytes": 10 * 1024 * 1024,  # JSON bytes of all values in the project
+    "store_max_keys_per_namespace": 50,
+    "store_eviction": "lru",  # lru (least recently loaded or saved first) | oldest (saved longest ago first)
+    "store_eviction_by_namespace": {},  # per-namespace override, e.g. {"baselines": "oldest"}
 }
 
 

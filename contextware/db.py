@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from .errors import ModelMismatchError, StorageError
 from .paths import is_local_uri
-from .schemas import FTS_COLUMN, MODEL_KEY, table_schema
+from .schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -152,13 +152,14 @@ class Database:
         self._tables[name] = table
         return table
 
-    def create_table(self, name: str, dim: int, model_id: str) -> Any:
-        """Open or create (under the lock) a table for vectors of ``model_id``."""
+    def create_table(self, name: str, dim: int | None = None, model_id: str | None = None) -> Any:
+        """Open or create (under the lock) a table for vectors of ``model_id``; without ``dim`` a
+        table of ``schemas.PLAIN_TABLES``, which has no vector."""
         table = self.open_table(name)
         if table is not None:
             return table
         self.project.ensure_data_dir()
-        schema = table_schema(name, dim, model_id)
+        schema = plain_table_schema(name) if dim is None else table_schema(name, dim, model_id or "")
         with self.write_lock(name):
             table = self.open_table(name)  # a concurrent creator may have won the race
             if table is not None:
@@ -203,9 +204,10 @@ class Database:
             )
 
     # -- writes ---------------------------------------------------------------------------------
-    def write(self, name: str, fn: Callable[[Any], T], *, dim: int, model_id: str) -> T:
+    def write(self, name: str, fn: Callable[[Any], T], *, dim: int | None = None, model_id: str | None = None) -> T:
         """Run ``fn(table)`` under the table's write lock, retrying commit conflicts, then keep the
-        table compact.  ``fn`` must do its own read-check-write inside (dedup, supersession)."""
+        table compact.  ``fn`` must do its own read-check-write inside (dedup, supersession).
+        ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)."""
         table = self.create_table(name, dim, model_id)
         with self.write_lock(name):
             table.checkout_latest()
@@ -270,8 +272,10 @@ def _declare_key_and_index(table: Any) -> None:
     the empty table so that every later fragment is covered and compaction can merge them all."""
     from lancedb.index import FTS
 
-    for step in (lambda: table.set_unenforced_primary_key("id"),
-                 lambda: table.create_index(FTS_COLUMN, config=FTS(with_position=False))):
+    steps = [lambda: table.set_unenforced_primary_key("id")]
+    if FTS_COLUMN in table.schema.names:  # tables without text to search (kv) have no FTS index
+        steps.append(lambda: table.create_index(FTS_COLUMN, config=FTS(with_position=False)))
+    for step in steps:
         try:
             step()
         except Exception:  # noqa: BLE001 - done already by a concurrent creator

@@ -23,11 +23,21 @@ FTS_COLUMN = "search_text"
 # The code index: one row per source file, keyed by its project-relative path (id == file_path).
 CODE_TABLE = "code_index"
 
+# Research offloads: one row per cached answer, session turn or session synthesis.  The files under
+# <data_dir>/offloads/ are the source of truth; this table is an index rebuilt from them (sync.py).
+OFFLOADS_TABLE = "offloads"
+
 # Tables whose rows carry a vector of the configured embedding model (re-embedded together).
-VECTOR_TABLES = (*MEMORY_TABLES, CODE_TABLE)
+VECTOR_TABLES = (*MEMORY_TABLES, CODE_TABLE, OFFLOADS_TABLE)
 
 # Id prefix per table, so `memory.py get ID` knows where to look.
 ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
+
+# The namespaced session store (scripts/store.py): one JSON value per row, id == "<namespace>/<key>".
+KV_TABLE = "kv"
+
+# Tables without a vector column: created without an embedding model, never re-embedded.
+PLAIN_TABLES = (KV_TABLE,)
 
 
 def _columns(name: str) -> list[tuple[str, str]]:
@@ -82,6 +92,37 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
         ]
+    if name == KV_TABLE:
+        return [
+            ("namespace", "string"),
+            ("key", "string"),
+            ("data", "string"),  # the value as compact JSON text
+            ("size", "int64"),  # bytes of `data` (UTF-8)
+            ("created_at", "timestamp"),
+            ("updated_at", "timestamp"),
+            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see store.py)
+        ]
+    if name == OFFLOADS_TABLE:
+        return [
+            ("prompt", "string"),
+            ("prompt_hash", "string"),
+            ("source_paths", "list<string>"),  # project-relative POSIX files and folders
+            ("source_hash", "string"),
+            ("source_type", "string"),
+            ("session_name", "string"),
+            ("turn_number", "int32"),
+            ("feature", "string"),
+            ("type", "string"),  # offload | research | synthesis
+            ("topics", "list<string>"),
+            ("model", "string"),
+            ("created_at", "timestamp"),
+            ("summary", "string"),
+            ("summary_method", "string"),  # gemini | truncated | full
+            ("response_file", "string"),  # relative to the data dir, POSIX
+            ("token_count", "int64"),
+            ("project", "string"),  # the project root
+            ("search_text", "string"),
+        ]
     raise KeyError(name)
 
 
@@ -102,3 +143,11 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
         pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()})
     )
     return pa.schema(fields)
+
+
+def plain_table_schema(name: str) -> "pa.Schema":
+    """The schema of a table of ``PLAIN_TABLES``: the columns without a vector."""
+    if name not in PLAIN_TABLES:
+        raise KeyError(f"{name} is a table with vectors: give its dimension and model")
+    schema = table_schema(name, 1, "")
+    return schema.remove(schema.get_field_index("vector"))

@@ -118,6 +118,8 @@ def embedding_text(collection: str, row: dict) -> str:
     lead = f"{topics}: " if topics else ""
     if collection == "episodes":
         return f"{lead}{row.get('goal') or ''}. {row.get('summary') or ''}"
+    if collection == "offloads":
+        return offload_embedding_text(row)
     return f"{lead}{row.get('text') or ''}"
 
 
@@ -127,4 +129,28 @@ def search_text(collection: str, row: dict) -> str:
         return f"{row['text']} {row.get('kind') or ''} {topics}".strip()
     if collection == "episodes":
         return f"{row['goal']} {row['summary']} {row.get('category') or ''} {row.get('result') or ''} {topics}".strip()
+    if collection == "offloads":
+        return offload_search_text(row)
     return row["text"]
+
+
+OFFLOAD_PROMPT_CHARS = 300
+
+
+def offload_embedding_text(row: dict) -> str:
+    """Topics, the question asked (its start: later questions resemble it) and the summary of the
+    answer (what was learned)."""
+    topics = ", ".join(row.get("topics") or [])
+    lead = f"{topics}: " if topics else ""
+    prompt = (row.get("prompt") or "").strip()
+    if len(prompt) > OFFLOAD_PROMPT_CHARS:
+        prompt = prompt[:OFFLOAD_PROMPT_CHARS].rsplit(" ", 1)[0]
+    return f"{lead}{prompt}\n{row.get('summary') or ''}".strip()
+
+
+def offload_search_text(row: dict) -> str:
+    """Prompt, summary, topics, session and feature names, and the source paths split into words."""
+    sources = " ".join(identifier_words(p) for p in row.get("source_paths") or [])
+    parts = [row.get("prompt"), row.get("summary"), " ".join(row.get("topics") or []),
+             row.get("session_name"), row.get("feature"), sources]
+    return " ".join(p for p in parts if p).strip()

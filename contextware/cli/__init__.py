@@ -24,6 +24,9 @@ COMMANDS = {
     "index": "index",
     "crawl": "crawl",
     "watch": "watch",
+    "store": "store",
+    "offload": "offload",
+    "sync": "sync",
 }
 
 
