@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stdlib_corpus import build_corpus  # noqa: E402
+from stdlib_corpus import build_corpus, select  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "code_eval.json"
 LIMIT = 5
@@ -132,9 +132,9 @@ def open_corpus(workspace: Path, *, crawl_again: bool = False, summarizer: str =
     root, marker = workspace / "corpus", workspace / MARKER
     _isolate(workspace / "home")
     done = json.loads(marker.read_text()) if marker.exists() else None
-    if done and done.get("python") != sys.version.split()[0]:
-        sys.exit(f"code_quality: {workspace} holds the corpus of Python {done.get('python')}; "
-                 f"this is {sys.version.split()[0]}. Use another --keep directory.")
+    if done and (done.get("python") != sys.version.split()[0] or done.get("files") != select()):
+        sys.exit(f"code_quality: {workspace} holds another corpus (Python {done.get('python')}, or an older "
+                 f"selection); this is {sys.version.split()[0]}. Delete it or use another --keep directory.")
     if done is None:
         shutil.rmtree(root, ignore_errors=True)
         files = build_corpus(root)

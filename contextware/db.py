@@ -107,7 +107,13 @@ class Database:
                 raise StorageError(f"Cannot open the database at {self.uri}: {_first_line(exc)}.") from None
         return self._conn
 
+    def _absent(self) -> bool:
+        """A local database that was never written: reads answer "nothing" without creating it."""
+        return self._conn is None and is_local_uri(self.uri) and not os.path.exists(self.uri)
+
     def table_names(self) -> list[str]:
+        if self._absent():
+            return []
         try:
             result = self.conn.list_tables()
             names = getattr(result, "tables", result)
@@ -137,6 +143,8 @@ class Database:
         schema has (schema evolution)."""
         if name in self._tables:
             return self._tables[name]
+        if self._absent():
+            return None
         try:
             table = self.conn.open_table(name)
         except ValueError:

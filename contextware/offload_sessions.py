@@ -277,7 +277,7 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         _save(sdir, state)
     rows = [turn_row(project, state, turn), synthesis_row(project, state, cumulative.text)]
     out: dict[str, Any] = {
-        "cached": False, "session": name, "feature": state.get("feature"), "turn": turn_no,
+        "cached": False, "session": name, "feature": state.get("feature"), "turn": turn_no, "id": rows[0]["id"],
         "summary": cumulative.text, "summary_method": cumulative.method, "turn_summary": own.text,
         "full_response_path": display_path(project, data_relative(project, sdir / fname)),
         "tokens": turn["token_count"], "session_tokens": state["tokens"].get("total", 0),

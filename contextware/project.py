@@ -76,6 +76,13 @@ class Project:
             self._embedder = get_embedder()
         return self._embedder
 
+    @property
+    def id(self) -> str:
+        """Stable across sessions and machines' checkouts of the same path: folder name plus a hash of the root."""
+        import hashlib
+
+        return f"{self.root.name}-{hashlib.sha1(str(self.root).encode()).hexdigest()[:8]}"
+
     def relpath(self, path: Path) -> str:
         return paths.relative_posix(path, self.root)
 

@@ -31,6 +31,9 @@ prompt = opt("-p") or ""
 with open(os.environ["FAKE_GEMINI_LOG"], "a") as f:
     f.write(json.dumps({{"argv": argv, "stdin": stdin, "cwd": os.getcwd(), "t": time.time()}}) + "\\n")
 time.sleep(float(os.environ.get("FAKE_GEMINI_DELAY") or 0))
+if opt("--session-id") and opt("--session-id") == os.environ.get("FAKE_GEMINI_EXISTING"):
+    sys.stderr.write('Error starting session: Session ID "%s" already exists.\\n' % opt("--session-id"))
+    sys.exit(42)
 sid = opt("--session-id") or opt("--resume") or str(uuid.uuid4())
 response = os.environ.get("FAKE_GEMINI_RESPONSE") or ("Answer to: " + prompt + ". It is final.")
 stats = {{"models": {{(opt("-m") or "gemini-fake"): {{"tokens": {{"prompt": 100, "candidates": 20, "total": 120}}}}}}}}

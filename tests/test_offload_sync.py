@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.offload import offload, registered_projects
+from contextware.offload import offload, registered_projects, sessions_command
 from contextware.offload_index import offload_where
 from contextware.offload_sync import sync
 from tests.conftest import SCRIPTS, run_script
@@ -124,6 +124,34 @@ def test_concurrent_offloads_of_one_key_ask_gemini_once(fake_gemini, make_projec
     entries = [p.name for p in (project.data_dir / "offloads" / "cache").iterdir()]
     assert len(entries) == 1 and not entries[0].startswith(".")
     assert len(table_rows(project)) == 1
+
+
+def test_session_state_survives_a_crash_mid_call(fake_gemini, make_project, monkeypatch):
+    """The Gemini session id is on disk before the call: after a crash while the CLI had already
+    created the session (it now exits 42 "already exists"), the next turn resumes it; a turn file
+    written just before a crash, but never recorded in session.json, is still a turn."""
+    project = make_project()
+    offload(project, "First question on routing.", session="routing")
+    state_path = project.data_dir / "offloads" / "sessions" / "routing" / "session.json"
+    state = json.loads(state_path.read_text())
+    state.update(gemini_session_id="cw_routing_feedbeef", gemini_started=False)  # as saved before the crash
+    state_path.write_text(json.dumps(state))
+    monkeypatch.setenv("FAKE_GEMINI_EXISTING", "cw_routing_feedbeef")
+    out = offload(project, "Second question on routing.", session="routing")
+    argvs = [c["argv"] for c in fake_gemini.calls()[-2:]]
+    assert argvs[0][argvs[0].index("--session-id") + 1] == "cw_routing_feedbeef"
+    assert argvs[1][argvs[1].index("--resume") + 1] == "cw_routing_feedbeef"
+    assert out["turn"] == 2 and out["gemini_session_id"] == "cw_routing_feedbeef"
+
+    orphan = project.data_dir / "offloads" / "sessions" / "routing" / "full_response-20990101T000000.000000Z.md"
+    orphan.write_text("An answer written just before a crash.")
+    shown = sessions_command(project, "show", "routing")["session"]
+    assert len(shown["turns"]) == 3 and shown["turns"][2]["full_response_path"].endswith(orphan.name)
+    assert sync(project, "check")["counts"]["missing"] == 1
+    sync(project, "rebuild")
+    assert "An answer written just before a crash." in {r["summary"] for r in table_rows(project)}
+    out = offload(project, "Third question.", session="routing")
+    assert out["turn"] == 4
 
 
 def test_offload_where_filters(fake_gemini, make_project):

@@ -27,6 +27,7 @@ COMMANDS = {
     "store": "store",
     "offload": "offload",
     "sync": "sync",
+    "context": "context",
 }
 
 

@@ -1,0 +1,31 @@
+"""``context.py``: what a fresh session needs to know, in one call."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_common, new_parser, open_project
+
+DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
+constraints and preferences (verbatim), recent failures and their lessons, code-index coverage and
+the most central files, open offload sessions, and the session store's namespaces.
+--format text gives markdown to paste into a prompt."""
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = new_parser(prog, DESCRIPTION)
+    p.add_argument("--budget-tokens", type=int, default=1500, metavar="N", help="most tokens the briefing may use (default 1500)")
+    add_common(p)
+    return p
+
+
+def handle(args: argparse.Namespace) -> dict:
+    from ..context import session_context
+
+    return session_context(open_project(args), args.budget_tokens)
+
+
+def render_text(result: dict) -> str:
+    from ..context import render_markdown
+
+    return render_markdown(result)

@@ -1,0 +1,88 @@
+"""context.py: the one-call briefing, its priorities and its token budget."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from contextware import memory, store
+from contextware.code_index import crawl
+from contextware.context import CHARS_PER_TOKEN, render_markdown, session_context
+from contextware.project import Project
+
+
+@pytest.fixture
+def briefed(project: Project) -> Project:
+    root = project.root
+    (root / "pkg").mkdir()
+    (root / "pkg" / "ledger.py").write_text('"""The ledger: posting and balancing entries."""\n\ndef post(entry):\n    pass\n')
+    for name in ("api", "reports", "billing"):
+        (root / "pkg" / f"{name}.py").write_text(f'"""The {name} module."""\nfrom pkg import ledger\n\nledger.post(1)\n')
+    crawl(project, summarizer="local")
+    memory.save_fact(project, "Never write to the production database from a migration test.", kind="constraint")
+    memory.save_fact(project, "Prefer plain SQL over the ORM for reports.", kind="preference")
+    memory.save_fact(project, "The ledger uses integer cents.", kind="note")
+    old = memory.save_fact(project, "Deploy on Fridays.", kind="constraint")
+    memory.save_fact(project, "Never deploy on Fridays.", kind="constraint", supersedes=old["id"])
+    for i in range(12):
+        memory.save_episode(project, f"Attempt {i} failed because the fixture leaked state; isolate it per test.",
+                            goal=f"Fix flaky test {i}", result="failure", category="test")
+    memory.save_episode(project, "Worked first time.", goal="Bump version", result="success", category="build")
+    memory.save_log(project, "hello", session_id="s1", role="user")
+    memory.save_log(project, "again", session_id="s2", role="user")
+    store.save(project, "baselines", "p95", {"ms": 120})
+    return Project.open(root)
+
+
+def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
+    ctx = session_context(briefed, 4000)
+    assert ctx["project"]["id"] == briefed.id and ctx["project"]["root"] == str(briefed.root)
+    assert ctx["project"]["session_count"] == 2 and ctx["project"]["last_session"]["id"] == "s2"
+    texts = [f["text"] for f in ctx["constraints"]]
+    assert "Never deploy on Fridays." in texts and "Deploy on Fridays." not in texts  # superseded is hidden
+    assert ctx["preferences"][0]["text"] == "Prefer plain SQL over the ORM for reports."
+    assert all(f["result"] == "failure" for f in ctx["failures"]) and len(ctx["failures"]) == 10
+    assert ctx["failures"][0]["goal"] == "Fix flaky test 11"  # most recent first
+    code = ctx["code_index"]
+    assert code["files_indexed"] == 4 and code["stale"] == 0 and code["last_crawl"]
+    assert code["central_files"][0]["file_path"] == "pkg/ledger.py" and code["central_files"][0]["mentioned_by"] == 3
+    assert ctx["store"] == [{"namespace": "baselines", "keys": 1}]
+    md = render_markdown(ctx)
+    assert md.index("Constraints") < md.index("Preferences") < md.index("failures") < md.index("Code index")
+    assert "The ledger uses integer cents." not in md  # notes are for recall, not the briefing
+
+
+@pytest.mark.parametrize("budget", [100, 150, 250, 400, 1500])
+def test_budget_is_never_exceeded_and_priorities_survive(briefed: Project, budget: int):
+    ctx = session_context(briefed, budget)
+    md = render_markdown(ctx)
+    assert len(md) <= budget * CHARS_PER_TOKEN and ctx["tokens"] <= budget
+    if budget >= 150:
+        assert ctx["constraints"], "constraints come first"
+    if "store" in ctx:
+        assert "constraints" in ctx and "failures" in ctx
+    assert ctx["truncated"] is (session_context(briefed, 100_000)["tokens"] > budget)
+
+
+def test_stale_files_are_counted(briefed: Project):
+    os.utime(briefed.root / "pkg" / "api.py", (1, 1))
+    (briefed.root / "pkg" / "billing.py").unlink()
+    assert session_context(briefed)["code_index"]["stale"] == 2
+
+
+def test_empty_project_and_bad_budget(project: Project, script):
+    ctx = session_context(project)
+    assert set(ctx) == {"project", "budget_tokens", "tokens", "truncated"}
+    assert not (project.data_dir / "lancedb").exists()  # briefing writes nothing
+    out = script("context", "--budget-tokens", "5")
+    assert out.returncode == 2 and out.json["error"]["code"] == "bad_budget"
+    text = script("context", "--format", "text")
+    assert text.returncode == 0 and text.stdout.startswith("# Project memory:")
+
+
+def test_context_script_json(briefed: Project, script):
+    out = script("context", "--budget-tokens", "300", cwd=Path(briefed.root))
+    data = out.json
+    assert data["ok"] is True and data["tokens"] <= 300 and data["constraints"]
