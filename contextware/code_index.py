@@ -466,6 +466,9 @@ def crawl(project: "Project", paths: Sequence[str | Path] | None = None, *, summ
     gone = sorted(p for p in existing if p not in present and _under(p, scope))
     _run(project, candidates, existing, report, summarizer=summarizer, force=force, upgrade=upgrade, jobs=jobs,
          progress=progress, removals=gone)
+    if report.indexed_files or report.removed_files:
+        # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
+        project.db.compact(CODE_TABLE)
     return report.to_dict(started)
 
 

@@ -5,7 +5,8 @@ This module is the entry point the command line, hooks and MCP server share: it 
 (every bad input is a UsageError before anything is written) and dispatches to
 
 - ``offload_cache``: one-shot offloads with a cache keyed by prompt, model and sources;
-- ``offload_sessions``: named sessions, feature sessions and ``--resume-id``;
+- ``offload_sessions``: named sessions, feature sessions and ``--resume-id``
+  (``offload_session_admin``: ``sessions list | show | delete``);
 - ``offload_sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
 - ``offload_index``: the table rows, the recall filters (``offload_where``) and
   ``registered_projects`` for ``--global``.
@@ -90,7 +91,7 @@ def offload(project: "Project", prompt: str | None, *, files: str | Sequence[str
 
 def sessions_command(project: "Project", action: str, name: str | None = None, *, keep_gemini: bool = False) -> dict:
     """``offload.py sessions list | show NAME | delete NAME``."""
-    from .offload_sessions import session_delete, session_list, session_show
+    from .offload_session_admin import session_delete, session_list, session_show
 
     if action not in SESSION_ACTIONS:
         raise UsageError(f"Unknown sessions action {action!r}: use list, show NAME or delete NAME.", code="bad_action")

@@ -22,7 +22,7 @@ from .offload_index import make_row, prompt_hash, row_id, write_rows
 from .offload_sources import Sources, build_stdin, stale_reason
 from .offload_store import (FULL_RESPONSE, METADATA, SUMMARY, cache_root, data_relative, display_path,
                             entry_lock, gemini_options, new_gemini_session_id, read_json, read_text,
-                            write_entry_dir, write_json)
+                            redact_texts, write_entry_dir, write_json)
 from .textutil import iso, utcnow
 
 if TYPE_CHECKING:
@@ -108,11 +108,13 @@ def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: di
         session_id = new_gemini_session_id("offload")
         result = run_gemini(prompt, stdin_text=stdin, model=model, include_dirs=[str(p) for p in sources.dir_paths],
                             session_id=session_id, cwd=project.root, **gemini_options(project))
-        summary_obj = summarize_response(project, result.response)
+        redacted: dict[str, int] = {}
+        stored_prompt, response = redact_texts(redacted, prompt, result.response)  # secrets never stored
+        summary_obj = summarize_response(project, response)
         now = utcnow()
         meta = {
             "version": FORMAT_VERSION, "key": key, "id": row_id("cache", key), "type": "offload",
-            "project": str(project.root), "prompt": prompt, "prompt_hash": prompt_hash(prompt),
+            "project": str(project.root), "prompt": stored_prompt, "prompt_hash": prompt_hash(prompt),
             "model": model, "models": result.models, "topics": list(topics),
             "files": [f.path for f in sources.files], "include_dirs": list(sources.dirs),
             "source_paths": sources.source_paths, "source_type": sources.source_type, "source_hash": source_hash,
@@ -124,12 +126,14 @@ def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: di
             "session_name": None, "turn_number": None, "feature": None,
         }
         write_entry_dir(entry, {METADATA: json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
-                                FULL_RESPONSE: result.response, SUMMARY: summary_obj.text})
+                                FULL_RESPONSE: response, SUMMARY: summary_obj.text})
     out = _answer(project, meta, summary_obj.text, cached=False)
     if reason:
         out["stale_reason"] = reason
     if summary_obj.error:
         out["summary_error"] = summary_obj.error
+    if redacted:
+        out["redacted"] = redacted
     out.update(write_rows(project, [entry_row(project, meta, summary_obj.text)]))
     return out
 

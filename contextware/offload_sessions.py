@@ -30,14 +30,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import GeminiError, NotFoundError, UsageError
-from .offload_index import delete_rows, make_row, prompt_hash, row_id, write_rows
+from .errors import GeminiError, UsageError
+from .offload_index import make_row, prompt_hash, row_id, write_rows
 from .offload_sources import Sources, build_stdin
 from .offload_store import (SESSION_STATE, SUMMARY, TURN_PREFIX, data_relative, display_path, entry_lock,
-                            gemini_id_prefix, gemini_options, is_temporary, new_gemini_session_id, read_json,
-                            read_text, remove_dir, session_dir, sessions_root, turn_file_name, turn_file_time,
-                            write_json, write_text)
-from .textutil import iso, sql_str, truncate, utcnow
+                            gemini_id_prefix, gemini_options, new_gemini_session_id, read_json, read_text,
+                            redact_texts, session_dir, turn_file_name, turn_file_time, write_json, write_text)
+from .textutil import iso, truncate, utcnow
 
 if TYPE_CHECKING:
     from .gemini import GeminiResult
@@ -255,12 +254,14 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
 
         now = utcnow()
         fname = turn_file_name(now)
-        write_text(sdir / fname, result.response)
+        redacted: dict[str, int] = {}
+        stored_prompt, response = redact_texts(redacted, prompt, result.response)  # secrets never stored
+        write_text(sdir / fname, response)
         turn_no = len(state["turns"]) + 1
-        own, cumulative = summarize_turn(project, previous=read_text(sdir / SUMMARY), prompt=prompt,
-                                         response=result.response, turn=turn_no)
+        own, cumulative = summarize_turn(project, previous=read_text(sdir / SUMMARY), prompt=stored_prompt,
+                                         response=response, turn=turn_no)
         turn = {
-            "turn": turn_no, "file": fname, "prompt": prompt, "prompt_hash": prompt_hash(prompt),
+            "turn": turn_no, "file": fname, "prompt": stored_prompt, "prompt_hash": prompt_hash(prompt),
             "created_at": iso(now), "model": model, "models": result.models,
             "gemini_session_id": state["gemini_session_id"], "new_gemini_session": info["new_gemini_session"],
             "tokens": result.tokens, "token_count": result.tokens.get("total", 0), "summary": own.text,
@@ -294,6 +295,8 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         out["retried_after"] = info["errors"]
     if cumulative.error:
         out["summary_error"] = cumulative.error
+    if redacted:
+        out["redacted"] = redacted
     out.update(write_rows(project, rows))
     return out
 
@@ -306,7 +309,8 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
     return make_row(
         project, id=row_id("turn", name, turn["file"]), prompt=turn.get("prompt") or "", type="research",
         summary=turn.get("summary") or "", summary_method=turn.get("summary_method") or "unknown",
-        response_file=f"offloads/sessions/{name}/{turn['file']}", created_at=parse_time(turn.get("created_at")) or utcnow(),
+        response_file=f"offloads/sessions/{name}/{turn['file']}",
+        created_at=parse_time(turn.get("created_at")) or utcnow(),
         model=turn.get("model"), source_paths=turn.get("source_paths") or [], source_hash=turn.get("source_hash"),
         source_type=turn.get("source_type"), session_name=name, turn_number=turn.get("turn"),
         feature=state.get("feature"), topics=turn.get("topics") or [], token_count=turn.get("token_count"),
@@ -328,81 +332,3 @@ def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
         topics=state.get("topics") or [], token_count=int((state.get("tokens") or {}).get("total") or 0),
         model=(state["turns"][-1].get("model") if state["turns"] else None),
     )
-
-
-# -- sessions list | show | delete ---------------------------------------------------------------
-def session_names(project: "Project") -> list[str]:
-    root = sessions_root(project)
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not is_temporary(p.name))
-
-
-def _brief(state: dict, summary: str | None) -> dict[str, Any]:
-    return {"name": state["name"], "feature": state.get("feature"), "turns": len(state["turns"]),
-            "tokens": int((state.get("tokens") or {}).get("total") or 0), "created_at": state.get("created_at"),
-            "updated_at": state.get("updated_at"), "gemini_session_id": state.get("gemini_session_id"),
-            "summary": truncate(summary or "", 300)}
-
-
-def session_list(project: "Project") -> dict[str, Any]:
-    sessions = []
-    for name in session_names(project):
-        sdir = session_dir(project, name)
-        state = load_state(sdir)
-        if state is not None:
-            sessions.append(_brief(state, read_text(sdir / SUMMARY)))
-    sessions.sort(key=lambda s: s.get("updated_at") or "", reverse=True)
-    return {"count": len(sessions), "sessions": sessions}
-
-
-def _require(project: "Project", name: str) -> tuple[Path, dict]:
-    sdir = session_dir(project, name)
-    state = load_state(sdir)
-    if state is None:
-        known = ", ".join(session_names(project)) or "none yet"
-        raise NotFoundError(f"No offload session is named {name!r} (sessions: {known}).", code="unknown_session")
-    return sdir, state
-
-
-def session_show(project: "Project", name: str) -> dict[str, Any]:
-    sdir, state = _require(project, name)
-    summary = read_text(sdir / SUMMARY)
-    out = _brief(state, summary)
-    out["summary"] = summary
-    out["gemini_sessions"] = state.get("gemini_sessions") or []
-    out["error_count"] = state.get("error_count") or 0
-    out["context_tokens"] = state.get("context_tokens") or 0
-    if state.get("last_error"):
-        out["last_error"] = state["last_error"]
-    out["turns"] = [{"turn": t["turn"], "created_at": t.get("created_at"), "prompt": truncate(t.get("prompt") or "", 300),
-                     "summary": t.get("summary"), "tokens": t.get("token_count"),
-                     "gemini_session_id": t.get("gemini_session_id"),
-                     "full_response_path": display_path(project, f"offloads/sessions/{name}/{t['file']}")}
-                    for t in state["turns"]]
-    return {"session": out}
-
-
-def session_delete(project: "Project", name: str, *, keep_gemini: bool = False) -> dict[str, Any]:
-    """Delete the session's files and index rows, and (unless ``keep_gemini``) its Gemini sessions."""
-    from .gemini import delete_session, gemini_available
-
-    with entry_lock(project, "session", name):
-        sdir, state = _require(project, name)
-        remove_dir(sdir)
-    out: dict[str, Any] = {"deleted": name, "turns": len(state["turns"])}
-    out.update(delete_rows(project, f"session_name = {sql_str(name)}"))
-    ids = list(dict.fromkeys(s["id"] for s in state.get("gemini_sessions") or [] if s.get("id")))
-    deleted, errors = [], []
-    if not keep_gemini and ids and gemini_available():
-        for sid in ids:
-            try:
-                delete_session(sid, cwd=project.root, timeout=float(project.config.get("gemini_timeout_s") or 60))
-                deleted.append(sid)
-            except GeminiError as exc:
-                if exc.code != "unknown_session":
-                    errors.append(exc.message)
-    out["gemini_sessions_deleted"] = deleted
-    if errors:
-        out["gemini_errors"] = errors
-    return out

@@ -262,7 +262,8 @@ def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> s
             body = escape_at(text.replace("\r\n", "\n"))
             if not body.endswith("\n"):
                 body += "\n"
-            parts.append(f"===== FILE {nonce}: {escape_at(path)} =====\n{body}===== END FILE {nonce}: {escape_at(path)} =====")
+            shown = escape_at(path)
+            parts.append(f"===== FILE {nonce}: {shown} =====\n{body}===== END FILE {nonce}: {shown} =====")
     if not parts:
         return None
     stdin = "\n\n".join(parts)

@@ -234,3 +234,16 @@ def new_gemini_session_id(name: str) -> str:
 def gemini_id_prefix(name: str) -> str:
     """The prefix of every id ``new_gemini_session_id(name)`` makes."""
     return new_gemini_session_id(name).rsplit("_", 1)[0] + "_"
+
+
+def redact_texts(counts: dict[str, int], *texts: str) -> list[str]:
+    """Mask obvious secrets (``redact.redact``) in texts about to be stored, adding to ``counts``."""
+    from .redact import redact
+
+    out = []
+    for text in texts:
+        clean, found = redact(text)
+        for kind, n in found.items():
+            counts[kind] = counts.get(kind, 0) + n
+        out.append(clean)
+    return out

@@ -35,7 +35,8 @@ _LIST_LIMIT = 100
 def file_rows(project: "Project") -> tuple[dict[str, dict], list[dict], list[dict]]:
     """(rows the files describe, by id; damaged entries; cache entries with their metadata)."""
     from .offload_cache import entry_row
-    from .offload_sessions import load_state, session_names, synthesis_row, turn_row
+    from .offload_session_admin import session_names
+    from .offload_sessions import load_state, synthesis_row, turn_row
     from .offload_summary import truncate_sentences
 
     rows: dict[str, dict] = {}
@@ -124,7 +125,8 @@ def check(project: "Project") -> dict[str, Any]:
     indexed_rows = indexed or {}
     out["rows"] = len(indexed_rows)
     missing = [_item(project, rows[i]) for i in sorted(rows) if i not in indexed_rows]
-    orphans = [_item(project, indexed_rows[i], reason="its file is gone") for i in sorted(indexed_rows) if i not in rows]
+    orphans = [_item(project, indexed_rows[i], reason="its file is gone")
+               for i in sorted(indexed_rows) if i not in rows]
     changed = []
     for i in sorted(set(rows) & set(indexed_rows)):
         fields = [f for f in COMPARED if _norm(rows[i].get(f)) != _norm(indexed_rows[i].get(f))]

@@ -28,6 +28,14 @@ hard paraphrase: with this small model their similarities overlap.  A floor set 
 on the tune split (~0.27: a third of them silenced for 4 points of recall@3) silenced none of the
 test split's and cost it ~10 points, so it was given up; ``--tune`` prints the tune curve.  MARGIN
 is the tightest that costs no recall@5.
+
+Code (``bench/code_quality.py``, the tune split of bench/data/code_eval.json over a copy of the
+standard library): files are searched with the plain question (the thesaurus widening cost 25 points
+of BM25 recall@5 there), and BM25 over path, symbols, summary and content carries much more weight
+(CODE_BM25_WEIGHT, CODE_BM25_HALF): questions name behaviour that a summary leaves out.  The fused
+score is scaled by CODE_SCALE into the memories' range so that ``--scope all`` can rank both; code
+results are not cut by MARGIN, and pass the floor at a lower similarity (CODE_FLOOR) or on a strong
+full-text match.  Per-definition vectors (docstrings of every function) were tried and did not help.
 """
 
 from __future__ import annotations
@@ -51,6 +59,9 @@ BM25_WEIGHT = 0.2
 BM25_HALF = 8.0
 FLOOR = 0.21
 MARGIN = 0.2
+CODE_BM25_WEIGHT = 1.5  # code: words shared with the file's content and names weigh far more (see below)
+CODE_BM25_HALF = 16.0
+CODE_SCALE = (1 + BM25_WEIGHT) / (1 + CODE_BM25_WEIGHT)  # keeps code scores comparable with memories'
 CODE_FLOOR = 0.1
 CODE_LEXICAL_FLOOR = BM25_HALF  # a file whose BM25 score is this high is relevant whatever its summary says
 LEXICAL_FLOOR = 1e-9  # degraded mode (no vectors): any full-text match
@@ -141,9 +152,10 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
         return []
     found: dict[str, dict] = {}
     bm25: dict[str, float] = {}
+    columns = [c for c in table.schema.names if c != FTS_COLUMN]  # a file's indexed text can be large
 
     def fts() -> list[dict]:
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).limit(candidates)
+        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(candidates)
         if where:
             q = q.where(where, prefilter=True)
         return q.to_list()
@@ -156,7 +168,8 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
         pass
     if qvec is not None:
         def vec() -> list[dict]:
-            q = table.search(qvec, vector_column_name="vector").distance_type("cosine").limit(candidates)
+            q = (table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns)
+                 .limit(candidates))
             if where:
                 q = q.where(where, prefilter=True)
             return q.to_list()
@@ -210,12 +223,16 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
     floor = FLOOR if floor is None else floor
     margin = MARGIN if margin is None else margin
     for h in hits:
-        h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
+        if h["collection"] == CODE_TABLE:
+            h["score"] = fuse(h["similarity"], h["bm25"], CODE_BM25_WEIGHT, CODE_BM25_HALF) * CODE_SCALE
+        else:
+            h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
     best = max(h["score"] for h in hits)
     if vector:
         if not _relevant(hits, floor):
             return []
-        hits = [h for h in hits if h["score"] >= best - margin]
+        # The margin drops memories far below the best answer; files are ranked, not filtered.
+        hits = [h for h in hits if h["collection"] == CODE_TABLE or h["score"] >= best - margin]
     else:
         hits = [h for h in hits if h["score"] >= LEXICAL_FLOOR]
     return _order(hits)[:limit]
@@ -315,5 +332,7 @@ def _search(project: "Project", text: str, tables: tuple[str, ...], limit: int, 
     for name in present:
         where = _filters(name, since=since, topic=topic, kind=kind, result=result, category=category,
                          include_superseded=include_superseded)
-        hits += search_table(project, name, wide, qvec, where, candidates, plain)
+        # Code is searched with the plain question: synonyms of the engineering thesaurus match
+        # too many files' words (calibrated on bench/data/code_eval.json).
+        hits += search_table(project, name, text if name == CODE_TABLE else wide, qvec, where, candidates, plain)
     return select(hits, limit, vector=qvec is not None), degraded  # degraded: any full-text match

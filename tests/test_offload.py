@@ -157,12 +157,12 @@ def test_script_envelope_stdin_and_bad_input(real_gemini, tmp_path, script, proj
         (("bogus",), "usage"),
     ]
     for argv, code in bad:
-        res = script("offload", *argv, cwd=other)
+        res = script("offload", *argv, cwd=other, input="")
         assert res.returncode == 2, (argv, res.stdout, res.stderr[-500:])
         assert res.json["error"]["code"] == code, argv
         assert "\n" not in res.json["error"]["message"]
     assert not (other / "contextware_data").exists()  # nothing written
-    listed = script("offload", "sessions", "list")
+    listed = script("offload", "sessions", "list", input="")
     assert listed.json == {"ok": True, "count": 0, "sessions": []}
 
 
@@ -204,3 +204,16 @@ def test_binary_file_is_bad_input(fake_gemini, make_project):
         offload(project, "q", files=str(project.root / "blob.bin"))
     assert info.value.code == "not_text" and fake_gemini.calls() == []
     assert not (project.data_dir / "offloads").exists()
+
+
+def test_secrets_are_redacted_before_storage(fake_gemini, make_project):
+    project = make_project()
+    out = offload(project, "Why does login with password=hunter2secret fail?")
+    assert out["redacted"] == {"password_assignment": 2}  # the prompt and its echo in the answer
+    assert "password=hunter2secret" in fake_gemini.calls()[0]["argv"][-1]  # Gemini gets the real prompt
+    entry = _entries(project)[0]
+    stored = [(entry / n).read_text() for n in ("metadata.json", "full_response.md", "summary.md")]
+    stored.append(json.dumps(table_rows(project), default=str))
+    assert all("hunter2secret" not in text for text in stored) and "[REDACTED]" in stored[1]
+    # the cache still finds it (the key is made from the prompt as given)
+    assert offload(project, "Why does login with password=hunter2secret fail?")["cached"] is True

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -94,7 +93,7 @@ def test_index_that_cannot_be_opened_does_not_stop_offloads(fake_gemini, make_pr
     for manifest in glob.glob(str(project.data_dir / "lancedb" / "offloads.lance" / "_versions" / "*")):
         Path(manifest).write_bytes(b"garbage")
 
-    res = run_script("offload", "--prompt", "What does util do?", "--files", "src/util.py", cwd=project.root)
+    res = run_script("offload", "--prompt", "What does util do?", "--files", "src/util.py", cwd=project.root, input="")
     assert res.returncode == 0, res.stdout + res.stderr[-1000:]
     doc = res.json
     assert doc["ok"] is True and doc["cached"] is False and doc["indexed"] is False
