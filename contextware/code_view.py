@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .textutil import iso
@@ -98,8 +99,9 @@ def attach_content(project: "Project", results: list[dict], query: str, max_char
     for r in results:
         if r.get("collection") != "code_index":
             continue
+        root = Path(r["project"]) if r.get("project") else project.root  # --global: the result's own project
         try:
-            text = (project.root / r["file_path"]).read_text(encoding="utf-8", errors="replace")
+            text = (root / r["file_path"]).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         if len(text) <= remaining:

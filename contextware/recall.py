@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import EmbeddingError, UsageError
 from .memory import FACT_KINDS, RESULTS, check_choice, check_slug, parse_topics, public_row
-from .schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES
+from .schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
 from .textutil import parse_since, sql_str, truncate
 from .views import expand_query
 
@@ -69,10 +69,12 @@ TIE = 0.01
 SUMMARY_CHARS = 320
 
 DEFAULT_MAX_CHARS = 20_000
+TOPIC_TABLES = ("facts", "episodes", OFFLOADS_TABLE)
 
 SCOPES: dict[str, tuple[str, ...]] = {
-    "all": (*MEMORY_TABLES, CODE_TABLE),
+    "all": (*MEMORY_TABLES, CODE_TABLE, OFFLOADS_TABLE),
     "code": (CODE_TABLE,),
+    "offloads": (OFFLOADS_TABLE,),
     "memory": ("facts",),
     "facts": ("facts",),
     "episodes": ("episodes",),
@@ -102,13 +104,19 @@ def query_vectors(embedder: Any, query: str, expanded: str) -> tuple[Any, Any]:
 
 
 def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str | None, result: str | None,
-             category: str | None, include_superseded: bool) -> str | None:
+             category: str | None, include_superseded: bool, source: str | None = None,
+             session: str | None = None, root: Any = None) -> str | None:
     parts: list[str] = []
     if since is not None:
         column = "indexed_at" if table == CODE_TABLE else "created_at"
         parts.append(f"{column} >= timestamp '{since.strftime('%Y-%m-%d %H:%M:%S')}'")
-    if topic and table in ("facts", "episodes"):
+    if topic and table in TOPIC_TABLES:
         parts.append(f"array_has(topics, {sql_str(topic)})")
+    if table == OFFLOADS_TABLE:
+        from .offload_index import offload_where
+
+        if where := offload_where(source=source, session=session, root=root):
+            parts.append(where)
     if table == "facts":
         if not include_superseded:
             parts.append("(status IS NULL OR status = 'active')")
@@ -122,7 +130,8 @@ def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str
     return " AND ".join(parts) or None
 
 
-def _tables_for(scope: str, *, topic: str | None, kind: str | None, result: str | None, category: str | None) -> tuple[str, ...]:
+def _tables_for(scope: str, *, topic: str | None, kind: str | None, result: str | None, category: str | None,
+                source: str | None = None, session: str | None = None) -> tuple[str, ...]:
     if scope not in SCOPES:
         raise UsageError(f"Unknown --scope {scope!r}: use one of {', '.join(SCOPES)}.", code="bad_scope")
     tables = SCOPES[scope]
@@ -132,7 +141,9 @@ def _tables_for(scope: str, *, topic: str | None, kind: str | None, result: str 
     if result or category:
         tables = tuple(t for t in tables if t == "episodes")
     if topic:
-        tables = tuple(t for t in tables if t in ("facts", "episodes"))
+        tables = tuple(t for t in tables if t in TOPIC_TABLES)
+    if source or session:
+        tables = tuple(t for t in tables if t == OFFLOADS_TABLE)
     return tables
 
 
@@ -239,10 +250,19 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
 
 
 def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
+    project = hit.get("project") or project
     if hit["collection"] == CODE_TABLE and project is not None:
         from .code_view import render_code_hit
 
         return render_code_hit(project, hit, mode)
+    if hit["collection"] == OFFLOADS_TABLE and project is not None:
+        from .offload_index import public_offload
+
+        out = {"collection": OFFLOADS_TABLE, "id": hit["row"]["id"], "score": round(hit["score"], 4),
+               **public_offload(project, hit["row"])}
+        if mode == "summary" and isinstance(out.get("summary"), str):
+            out["summary"] = truncate(out["summary"], SUMMARY_CHARS * 3)
+        return out
     row = public_row(hit["row"], hit["collection"])
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
     row.pop("collection", None)
@@ -271,6 +291,9 @@ def recall(
     include_superseded: bool = False,
     refresh_stale: bool = False,
     max_chars: int | None = None,
+    source: str | None = None,
+    session: str | None = None,
+    global_: bool = False,
 ) -> dict:
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
@@ -280,28 +303,58 @@ def recall(
         raise UsageError(f"Unknown --mode {mode!r}: use summary or exact.", code="bad_mode")
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
-    kind = check_choice(kind, FACT_KINDS, "--kind")
-    result = check_choice(result, RESULTS, "--result")
-    category = check_slug(category, "--category")
     topics = parse_topics(topic)
-    topic_v = topics[0] if topics else None
-    since_dt = parse_since(since) if since else None
-    tables = _tables_for(scope, topic=topic_v, kind=kind, result=result, category=category)
+    filters = {
+        "kind": check_choice(kind, FACT_KINDS, "--kind"),
+        "result": check_choice(result, RESULTS, "--result"),
+        "category": check_slug(category, "--category"),
+        "topic": topics[0] if topics else None,
+        "since": parse_since(since) if since else None,
+        "include_superseded": include_superseded,
+        "source": source.strip() if source and source.strip() else None,
+        "session": session.strip() if session and session.strip() else None,
+    }
+    tables = _tables_for(scope, topic=filters["topic"], kind=filters["kind"], result=filters["result"],
+                         category=filters["category"], source=filters["source"], session=filters["session"])
+    projects = [project]
+    if global_:
+        from .offload_index import registered_projects
+
+        known = {project.root.resolve()}
+        for other in registered_projects():
+            if other.root.resolve() not in known:
+                known.add(other.root.resolve())
+                projects.append(other)
 
     text = query.strip()
-    hits, degraded = _search(project, text, tables, limit, since=since_dt, topic=topic_v, kind=kind, result=result,
-                             category=category, include_superseded=include_superseded)
+
+    def search() -> tuple[list[dict], str | None]:
+        hits: list[dict] = []
+        degraded = None
+        vector = True
+        for proj in projects:
+            found, why = _candidates(proj, text, tables, limit, filters)
+            degraded = degraded or why
+            vector = vector and why is None
+            for h in found:
+                h["project"] = proj
+            hits += found
+        return select(hits, limit, vector=vector), degraded  # degraded: any full-text match
+
+    hits, degraded = search()
     results = [render_hit(h, mode, project) for h in hits]
     refreshed: list[str] = []
-    if refresh_stale and any(r.get("stale") for r in results):
+    if refresh_stale and any(r.get("stale") for r in results) and not global_:
         from .code_index import index_files
 
         refreshed = [r["file_path"] for r in results if r.get("stale")]
         index_files(project, [project.root / p for p in refreshed],
                     summarizer=str(project.config.get("summarizer") or "auto"))
-        hits, degraded = _search(project, text, tables, limit, since=since_dt, topic=topic_v, kind=kind,
-                                 result=result, category=category, include_superseded=include_superseded)
+        hits, degraded = search()
         results = [render_hit(h, mode, project) for h in hits]
+    if global_:
+        for h, r in zip(hits, results):
+            r["project"] = str(h["project"].root)
     if mode == "exact":
         from .code_view import attach_content
 
@@ -312,9 +365,9 @@ def recall(
     return out
 
 
-def _search(project: "Project", text: str, tables: tuple[str, ...], limit: int, *, since: datetime | None,
-            topic: str | None, kind: str | None, result: str | None, category: str | None,
-            include_superseded: bool) -> tuple[list[dict], str | None]:
+def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: int,
+                filters: dict[str, Any]) -> tuple[list[dict], str | None]:
+    """Candidates of every table of one project, and why vectors were not used (None if they were)."""
     embedder = project.embedder
     degraded = None
     qvec = plain = None
@@ -330,9 +383,8 @@ def _search(project: "Project", text: str, tables: tuple[str, ...], limit: int, 
     candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
     hits: list[dict] = []
     for name in present:
-        where = _filters(name, since=since, topic=topic, kind=kind, result=result, category=category,
-                         include_superseded=include_superseded)
+        where = _filters(name, root=project.root, **filters)
         # Code is searched with the plain question: synonyms of the engineering thesaurus match
         # too many files' words (calibrated on bench/data/code_eval.json).
         hits += search_table(project, name, text if name == CODE_TABLE else wide, qvec, where, candidates, plain)
-    return select(hits, limit, vector=qvec is not None), degraded  # degraded: any full-text match
+    return hits, degraded

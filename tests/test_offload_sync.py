@@ -192,7 +192,6 @@ def test_registered_projects_lists_every_project(fake_gemini, make_project):
 # global_=False, since=None, topic=None, limit=5, mode="summary") -> {"results": [...]} where an
 # offloads result carries collection "offloads", summary, source_paths, session_name,
 # full_response_path and, with global_, project.
-@pytest.mark.xfail(reason="recall wiring pending", strict=False)
 def test_recall_scope_offloads_with_filters(fake_gemini, make_project, monkeypatch):
     from contextware.recall import recall
 
@@ -214,7 +213,6 @@ def test_recall_scope_offloads_with_filters(fake_gemini, make_project, monkeypat
     assert recall(project, "payment retry backoff", scope="offloads", since="1d")["results"]
 
 
-@pytest.mark.xfail(reason="recall wiring pending", strict=False)
 def test_recall_global_over_two_projects(fake_gemini, make_project, monkeypatch):
     from contextware.recall import recall
 

@@ -15,7 +15,7 @@ results rather than the nearest junk. Superseded facts are hidden unless --inclu
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
     p.add_argument("--query", "-q", required=True, help="the question, e.g. \"how do we run the tests?\"")
-    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs or code")
+    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs, code or offloads")
     p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
     p.add_argument("--mode", default="summary", help="summary (default: long texts shortened) or exact (full texts; code results carry their files' content)")
     p.add_argument("--max-chars", type=int, metavar="N", help="exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges")
@@ -26,6 +26,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--result", help="only episodes with this result: success, failure or partial")
     p.add_argument("--category", help="only episodes of this category")
     p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
+    p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
+    p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
+    p.add_argument("--global", dest="global_", action="store_true", help="search every project registered on this machine; each result names its project")
     add_common(p)
     return p
 
@@ -39,7 +42,8 @@ def handle(args: argparse.Namespace) -> dict:
     return recall(
         project, args.query, scope=args.scope, limit=args.limit, mode=args.mode, since=args.since, topic=args.topic,
         kind=args.kind, result=args.result, category=args.category, include_superseded=args.include_superseded,
-        refresh_stale=args.refresh_stale, max_chars=args.max_chars,
+        refresh_stale=args.refresh_stale, max_chars=args.max_chars, source=args.source, session=args.session,
+        global_=args.global_,
     )
 
 
@@ -60,11 +64,15 @@ def render_hit(hit: dict) -> str:
             line += f"\n    --- lines {e['lines']} ---\n{e['text']}"
         if hit.get("content_note"):
             line += f"\n    ({hit['content_note']})"
+    elif c == "offloads":
+        where = f" [session {hit['session_name']}]" if hit.get("session_name") else ""
+        line = f"[OFFLOAD]{where} {hit.get('summary')}\n    full answer: {hit.get('full_response_path')}"
     elif c == "logs":
         line = f"[LOG {hit.get('session_id')} {hit.get('role')}] {hit.get('text')}"
     else:
         line = str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")})
-    return f"- {line}  ({hit['id']}, {hit['score']:.2f})"
+    project = f" [{hit['project']}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
+    return f"- {line}  ({hit['id']}, {hit['score']:.2f}){project}"
 
 
 def render_text(result: dict) -> str:
