@@ -121,6 +121,14 @@ def run_script(command: str) -> NoReturn:
     raise SystemExit(run(command, prog=os.path.basename(sys.argv[0])))
 
 
+def run_hook() -> NoReturn:
+    """Entry point of ``scripts/hook.py``: one Gemini CLI hook event on stdin, never a failed turn."""
+    from ..hooks import main as hook_main
+
+    hook_main()
+    raise SystemExit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``contextware`` console command: ``contextware <command> [options]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
