@@ -1,4 +1,5 @@
-"""Latency of save_fact and recall: cold processes (start to JSON out) and warm in-process calls.
+"""Latency of save_fact, recall, context and the BeforeAgent hook: cold processes (start to output)
+and warm in-process calls.
 
     uv run bench/latency.py [--runs 7] [--memories 300]
 
@@ -29,17 +30,28 @@ def _median_ms(samples: list[float]) -> float:
 
 
 def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
+    hook_event = json.dumps({"session_id": "bench", "transcript_path": "", "cwd": str(root),
+                             "hook_event_name": "BeforeAgent", "timestamp": "2026-01-01T00:00:00Z",
+                             "prompt": "when does the export job run?"})
     out = {}
-    for name, args in (("save_fact", ["Cold-start fact {i}: the export job runs nightly at {i} am."]),
-                       ("recall", ["--query", "when does the export job run?"])):
+    for name, script, args, stdin in (
+        ("save_fact", "save_fact", ["Cold-start fact {i}: the export job runs nightly at {i} am."], None),
+        ("recall", "recall", ["--query", "when does the export job run?"], None),
+        ("context", "context", [], None),
+        ("hook_before_agent", "hook", [], hook_event),
+    ):
         samples = []
         for i in range(runs):
             argv = [a.format(i=i) for a in args]
             t = time.perf_counter()
-            proc = subprocess.run([*cmd_prefix, str(REPO / "scripts" / f"{name}.py"), *argv], cwd=root,
-                                  capture_output=True, text=True)
+            proc = subprocess.run([*cmd_prefix, str(REPO / "scripts" / f"{script}.py"), *argv], cwd=root,
+                                  capture_output=True, text=True, input=stdin)
             samples.append(time.perf_counter() - t)
-            assert proc.returncode == 0 and json.loads(proc.stdout)["ok"], proc.stdout + proc.stderr
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            if script == "hook":
+                assert "hookSpecificOutput" in proc.stdout, proc.stdout + proc.stderr
+            else:
+                assert json.loads(proc.stdout)["ok"], proc.stdout + proc.stderr
         out[name] = _median_ms(samples)
     return out
 

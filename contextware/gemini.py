@@ -155,7 +155,7 @@ def gemini_ready(binary: str | None = None) -> bool:
 
 
 # -- output parsing -----------------------------------------------------------------------------
-def _json_objects(text: str) -> list[dict]:
+def json_objects(text: str) -> list[dict]:
     """Top-level JSON objects embedded in ``text`` (other text around them is skipped)."""
     decoder, out, pos = json.JSONDecoder(), [], 0
     while (start := text.find("{", pos)) != -1:
@@ -206,7 +206,7 @@ def _sentence(prefix: str, detail: str) -> str:
 def _stderr_error(stderr: str) -> tuple[str, Any]:
     """(message, code field) from the error JSON on stderr, else the first meaningful line."""
     tail = stderr[-65536:]
-    for obj in reversed(_json_objects(tail)):
+    for obj in reversed(json_objects(tail)):
         err = obj.get("error")
         if isinstance(err, dict) and err.get("message"):
             return _unwrap_message(err["message"]), err.get("code")
@@ -254,7 +254,7 @@ def parse_output(stdout: str) -> GeminiResult:
     """Parse a successful (exit 0) ``-o json`` run; raises GeminiError when it is not a success."""
     if not stdout.strip():
         raise GeminiError("Gemini CLI stopped without output (it was interrupted).", code="interrupted")
-    docs = [d for d in _json_objects(stdout) if {"response", "session_id", "error"} & d.keys()]
+    docs = [d for d in json_objects(stdout) if {"response", "session_id", "error"} & d.keys()]
     if not docs:
         raise GeminiError("Gemini CLI printed no JSON result.", code="invalid_response",
                           details={"stdout": _one_sentence(stdout)})
@@ -458,6 +458,35 @@ def delete_session(id_or_index: str | int, cwd: str | Path | None = None, binary
     raise GeminiError(_sentence(f"Gemini CLI could not delete session {id_or_index}", message), code=code)
 
 
-__all__ = ["GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",
+@dataclass
+class CliRun:
+    """The outcome of a non-prompt subcommand such as ``gemini extensions link DIR``."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def message(self) -> str:
+        """The CLI's last meaningful line (its error, or its confirmation), without noise."""
+        for text in (self.stderr, self.stdout):
+            lines = [_ANSI_RE.sub("", ln).strip() for ln in text.splitlines()]
+            lines = [ln for ln in lines if ln and not ln.startswith(_NOISE_PREFIXES)]
+            if lines:
+                return _one_sentence(lines[-1])
+        return ""
+
+
+def run_cli(args: Sequence[str], *, cwd: str | Path | None = None, binary: str | None = None,
+            timeout: float = 120, extra_env: Mapping[str, str] | None = None) -> CliRun:
+    """Run ``gemini ARGS...`` (a management subcommand, not a prompt) with stdin from /dev/null, in its
+    own process group, stopped after ``timeout`` seconds.  A non-zero exit is returned, not raised;
+    a missing binary (``gemini_not_installed``) or a timeout (``timeout``) raise GeminiError."""
+    env = {**os.environ, **(extra_env or {})}
+    rc, out, err = _run([resolve_binary(binary), *args], stdin_text=None, cwd=cwd, env=env, timeout=timeout)
+    return CliRun(rc, out, err)
+
+
+__all__ = ["CliRun", "GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",
            "gemini_auth_configured", "gemini_available", "gemini_home", "gemini_ready", "list_sessions",
-           "parse_output", "resolve_binary", "run_gemini"]
+           "parse_output", "resolve_binary", "run_cli", "run_gemini"]

@@ -10,7 +10,6 @@ call.  Tokens are estimated as characters / 4.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -142,16 +141,10 @@ def _append(previous: str, section: str, max_tokens: int) -> str:
 
 
 def _parse_turn_reply(text: str) -> tuple[str, str] | None:
-    decoder, pos = json.JSONDecoder(), 0
-    while (start := text.find("{", pos)) != -1:
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except ValueError:
-            pos = start + 1
-            continue
-        pos = end
-        if isinstance(obj, dict):
-            turn, summary = obj.get("turn_summary"), obj.get("summary")
-            if isinstance(turn, str) and isinstance(summary, str) and turn.strip() and summary.strip():
-                return turn.strip(), summary.strip()
+    from .gemini import json_objects
+
+    for obj in json_objects(text):
+        turn, summary = obj.get("turn_summary"), obj.get("summary")
+        if isinstance(turn, str) and isinstance(summary, str) and turn.strip() and summary.strip():
+            return turn.strip(), summary.strip()
     return None

@@ -26,6 +26,7 @@ from typing import Any
 
 from contextware.errors import GeminiError, UsageError
 from contextware.gemini import gemini_ready, run_gemini
+from contextware.textutil import cut_at_word
 from contextware.summarize_local import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary, detect_language
 
 FILE_CHARS_LIMIT = 100_000  # a file's text is cut to this in the prompt (~25k tokens)
@@ -191,12 +192,7 @@ def _norm_path(path: str) -> str:
 
 
 def _cut_summary(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if cut.rfind(" ") > limit * 0.6:
-        cut = cut[: cut.rfind(" ")]
-    return cut.rstrip(" ,;:-") + "…"
+    return cut_at_word(text, limit)
 
 
 def _clean_symbols(raw: list[Any]) -> list[str]:

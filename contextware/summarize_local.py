@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .textutil import cut_at_word as _cut
+
 SUMMARY_LIMIT = 1200
 MAX_SYMBOLS = 200
 _LEAD_LIMIT = 400
@@ -93,16 +95,6 @@ def _clean_comment(raw: str) -> str:
         if not (s and re.match(_DIRECTIVE, s)):
             out.append(s)
     return "\n".join(out).strip()
-
-
-def _cut(text: str, limit: int) -> str:
-    """Cut at a word boundary so that the result, ellipsis included, fits in ``limit``."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if cut.rfind(" ") > limit * 0.6:
-        cut = cut[: cut.rfind(" ")]
-    return cut.rstrip(" ,;:—-") + "…"
 
 
 def _sentences(text: str, count: int, limit: int, first_paragraph: bool = False) -> str:

@@ -89,6 +89,16 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def cut_at_word(text: str, limit: int) -> str:
+    """Cut at a word boundary so that the result, ellipsis included, fits in ``limit``."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if cut.rfind(" ") > limit * 0.6:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
 def sql_str(value: str) -> str:
     """A SQL string literal for LanceDB filters."""
     return "'" + value.replace("'", "''") + "'"
