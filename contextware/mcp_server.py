@@ -17,7 +17,8 @@ server's working directory, else that directory) and each project is opened once
 connection and the embedding model stay warm across calls.  The heavy libraries (lancedb, pyarrow,
 onnxruntime) load on the first tool call, never at start-up: ``initialize`` and ``tools/list`` are
 answered in about half a second.  Calls on one project are serialised (they take milliseconds once
-warm) except ``offload``, which can take minutes and runs alongside.
+warm) except ``offload``, which can take minutes and runs alongside.  A storage failure reopens the
+project (tables deleted or rebuilt under a long-lived server) and tries the call once more.
 """
 
 from __future__ import annotations
@@ -107,7 +108,11 @@ def current_project() -> Any:
     from .project import Project
 
     root = resolve_project_root(None)
-    if not os.environ.get("CONTEXTWARE_PROJECT_ROOT") and (root == Path.home().resolve() or root == root.parent):
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError):  # no home directory at all
+        home = None
+    if not os.environ.get("CONTEXTWARE_PROJECT_ROOT") and root in (home, root.parent):
         raise UsageError(
             f"The MCP server runs in {root}, which is not a project: start it from the project's folder or set "
             "CONTEXTWARE_PROJECT_ROOT in the client's server configuration.", code="no_project")
@@ -155,24 +160,51 @@ def error_result(error: dict) -> CallToolResult:
                           structured_content=envelope, is_error=True)
 
 
-def _call(work: Callable[[Any], dict], *, embeds: bool = False, serialise: bool = True,
+def _forget(project: Any) -> None:
+    with _registry_lock:
+        for key, cached in list(_projects.items()):
+            if cached is project:
+                del _projects[key]
+
+
+def _call(work: Callable[[Any], dict], *, embeds: bool = False, serialise: bool = True, retry: bool = True,
           text: Callable[[dict], str] | None = None) -> CallToolResult:
-    """Run one tool call on the current project and wrap its result or error in the envelope."""
-    try:
-        project = current_project()
-        _warm_up(project, embeds)
-        if serialise:
-            with _call_locks[str(project.root)]:
+    """Run one tool call on the current project and wrap its result or error in the envelope.
+
+    A storage failure or an unexpected error drops the cached project: its connection may hold
+    handles to tables that were deleted or rebuilt meanwhile (``rm -rf contextware_data``,
+    ``memory.py repair``), which a one-shot command never meets.  The call is then tried once more
+    on a fresh connection (``retry``; every tool but ``offload`` is safe to repeat)."""
+    from .errors import StorageError
+
+    for attempt in (1, 2):
+        project = None
+        try:
+            project = current_project()
+            _warm_up(project, embeds)
+            if serialise:
+                with _call_locks[str(project.root)]:
+                    result = work(project)
+            else:
                 result = work(project)
-        else:
-            result = work(project)
-        return _envelope_result(result, text(result) if text else None)
-    except ContextwareError as exc:
-        return error_result(exc.to_dict())
-    except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
-        log.exception("Unexpected error in a Contextware tool")
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        return error_result({"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first}"})
+            return _envelope_result(result, text(result) if text else None)
+        except ContextwareError as exc:
+            if not isinstance(exc, StorageError) or project is None:
+                return error_result(exc.to_dict())
+            _forget(project)
+            if not retry or attempt == 2:
+                return error_result(exc.to_dict())
+            log.warning("Storage error (%s); retrying on a fresh connection.", exc.message)
+        except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
+            if project is not None:
+                _forget(project)
+            if not retry or attempt == 2 or project is None:
+                log.exception("Unexpected error in a Contextware tool")
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                return error_result({"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first}"})
+            log.warning("Unexpected %s (%s); retrying on a fresh connection.", type(exc).__name__,
+                        (str(exc).strip().splitlines() or [""])[0][:200])
+    raise AssertionError("unreachable")
 
 
 def _under_root(project: Any, paths: Sequence[str], *, existing_only: bool = False) -> list[str]:
@@ -294,7 +326,7 @@ question about unchanged files is answered from the cache (cached: true)."""
         p, prompt, files=_under_root(p, _split(files), existing_only=True),
         include_dirs=_under_root(p, _split(include_dirs), existing_only=True),
         model=model, topic=topics, refresh=refresh, stdin_text=context, session=session, feature=feature,
-        resume_id=resume_id), serialise=False)
+        resume_id=resume_id), serialise=False, retry=False)
 
 
 def session_store(

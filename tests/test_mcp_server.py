@@ -69,9 +69,9 @@ def server_params(cwd: Path, env: dict[str, str] | None = None) -> StdioServerPa
 
 
 @asynccontextmanager
-async def serve(cwd: Path, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+async def serve(cwd: Path, env: dict[str, str] | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
     # mode="legacy": the initialize handshake, as Claude Code, Cursor and Gemini CLI speak it.
-    async with Client(server_params(cwd, env), mode="legacy", read_timeout_seconds=60) as client:
+    async with Client(server_params(cwd, env), mode=mode, read_timeout_seconds=60) as client:
         yield client
 
 
@@ -185,8 +185,7 @@ def test_stdout_carries_only_the_protocol(project_dir):
         send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
               "params": {"name": "recall", "arguments": {"query": "which CI do we use?"}}})
         lines.append(_readline(proc))
-        proc.stdin.close()
-        rest, _err = proc.communicate(timeout=30)
+        rest, _err = proc.communicate(timeout=30)  # closes stdin: the server exits
         lines += rest.decode().splitlines()
     finally:
         if proc.poll() is None:
@@ -216,7 +215,7 @@ def test_save_fact_then_recall(project_dir):
                 "content": "pytest -n auto deadlocked on the shared DB fixture; distributing by file fixed it."})
             assert episode["collection"] == "episodes"
 
-            found = await call(client, "recall", {"query": "how do we ship a release to production?"})
+            found = await call(client, "recall", {"query": "how do we deploy the app?"})
             assert found["results"][0]["id"] == saved["id"]
             assert found["results"][0]["kind"] == "decision" and found["degraded"] is None
             only = await call(client, "recall", {"query": "parallel tests", "scope": "episodes", "result": "failure"})
@@ -348,6 +347,51 @@ def test_offload_without_gemini_is_a_clear_error(project_dir):
             assert await error(client, "offload", {"prompt": " "}) == "empty_prompt"
             assert await error(client, "offload", {"prompt": "Review", "files": ["missing.py"]}) == "file_not_found"
             assert await error(client, "offload", {"prompt": "Review", "refresh": True, "session": "s-1"}) == "bad_option"
+
+    run(go)
+
+
+def test_parallel_first_calls(project_dir):
+    """Clients issue tool calls in parallel, the first ones while the heavy libraries are still loading
+    (here over the 2026 stateless protocol, which the SDK's client negotiates by default)."""
+    async def go() -> None:
+        async with serve(project_dir, mode="auto") as client:
+            out: dict[int, dict] = {}
+
+            async def one(i: int, tool: str, args: dict) -> None:
+                out[i] = await call(client, tool, args)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(4):
+                    tg.start_soon(one, i, "save_fact", {"content": f"Build step {i} runs `make target-{i}` before packaging."})
+                tg.start_soon(one, 10, "session_store", {"action": "save", "namespace": "n", "key": "k", "data": {"a": 1}})
+                tg.start_soon(one, 11, "load_session_context", {"format": "json"})
+                tg.start_soon(one, 12, "recall", {"query": "how is the package built?"})
+            assert len({out[i]["id"] for i in range(4)}) == 4
+            listed = await call(client, "recall", {"query": "which make target runs before packaging?", "limit": 10})
+            assert {out[i]["id"] for i in range(4)} <= {r["id"] for r in listed["results"]}
+
+    run(go)
+
+
+def test_the_long_lived_server_sees_other_writers_and_survives_a_reset(project_dir, script):
+    """A fact saved by the command line while the server runs is recalled by the server; after the
+    data folder is deleted under it, the next calls work on a fresh database."""
+    import shutil
+
+    async def go() -> None:
+        async with serve(project_dir) as client:
+            await call(client, "save_fact", {"content": "The staging database is Postgres 16 on port 5433.", "kind": "environment"})
+            cli = await anyio.to_thread.run_sync(lambda: script("save_fact", "Release notes live in docs/CHANGES.md.", "--kind", "convention"))
+            assert cli.returncode == 0, cli.stderr
+            found = await call(client, "recall", {"query": "where are the release notes kept?"})
+            assert found["results"][0]["id"] == cli.json["id"]
+
+            shutil.rmtree(project_dir / "contextware_data")
+            saved = await call(client, "save_fact", {"content": "Feature flags live in flags.yaml."})
+            found = await call(client, "recall", {"query": "where are feature flags configured?"})
+            assert [r["id"] for r in found["results"]] == [saved["id"]]
+            await call(client, "session_store", {"action": "save", "namespace": "n", "key": "k", "data": 1})
 
     run(go)
 

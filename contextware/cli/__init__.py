@@ -28,6 +28,7 @@ COMMANDS = {
     "offload": "offload",
     "sync": "sync",
     "context": "context",
+    "install": "install",
 }
 
 

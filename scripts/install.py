@@ -1,0 +1,5 @@
+#!/usr/bin/env python3
+"""Contextware `install` command: see `--help`."""
+from contextware.cli import run_script
+
+run_script("install")
