@@ -191,13 +191,17 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     if js.read_text(path) == text:
         return False
     missing = [p for p in path.parents if not p.exists()]
-    created_dirs.extend(str(p) for p in reversed(missing))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(text.encode("utf-8"))
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        created_dirs.extend(str(p) for p in reversed(missing))
+        tmp.write_bytes(text.encode("utf-8"))
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ContextwareError(f"Cannot write {path}: {exc.strerror or exc}.", code="not_writable") from None
     return True
 
 
@@ -208,7 +212,7 @@ def manifest_path() -> Path:
 
 @contextmanager
 def manifest(write: bool) -> Iterator[dict]:
-    """The manifest's ``installs`` mapping, saved on exit (under a lock) when ``write`` and changed."""
+    """The manifest's ``installs`` mapping, saved on exit (under a lock) when ``write`` and it changed."""
     path = manifest_path()
     if not write and not path.exists():
         yield {}
@@ -223,10 +227,12 @@ def manifest(write: bool) -> Iterator[dict]:
             doc = {}
         installs = doc.get("installs") if isinstance(doc.get("installs"), dict) else {}
         before = json.dumps(installs, sort_keys=True)
-        yield installs
-        if json.dumps(installs, sort_keys=True) != before:
-            put_text(path, json.dumps({"version": 1, "installs": installs}, indent=2) + "\n", [])
-            os.chmod(path, 0o600)  # it may hold a copy of a settings file
+        try:
+            yield installs
+        finally:  # saved even when the install failed half-way, so uninstall knows what was done
+            if json.dumps(installs, sort_keys=True) != before:
+                put_text(path, json.dumps({"version": 1, "installs": installs}, indent=2) + "\n", [])
+                os.chmod(path, 0o600)  # it may hold a copy of a settings file
 
 
 # -- Gemini CLI state ------------------------------------------------------------------------------

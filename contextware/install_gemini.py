@@ -50,24 +50,22 @@ def install_user(*, python: str | None, link: bool) -> dict:
                                    f"with `gemini extensions uninstall {NAME}` and run this again.",
                                    code="extension_conflict")
     sync_environment(runner)
-    created: list[str] = []
-    written = [str(ext / rel) for rel, text in extension_files(runner).items() if put_text(ext / rel, text, created)]
-    linked_now = False
-    if link and not already:
-        run = run_cli(["extensions", "link", str(ext), "--consent"], cwd=ext, binary=binary, timeout=CLI_TIMEOUT,
-                      extra_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"})  # else the CLI trusts the cwd for us
-        if run.returncode != 0 or not is_our_link(link_metadata(home)[1], ext):
-            raise GeminiError(f"gemini extensions link {ext} failed: {run.message or f'exit code {run.returncode}'}",
-                              code="link_failed", details={"exit_code": run.returncode})
-        linked_now = True
     with manifest(write=True) as installs:
         prev = installs.get(USER_KEY) or {}
-        entry = {"scope": "user", "extension_dir": str(ext),
-                 "gemini_home": str(home) if link or already else prev.get("gemini_home"),
-                 "linked": bool(link or already), "runner": runner.kind,
-                 "installed_at": prev.get("installed_at") or iso(utcnow())}
-        if written or linked_now or entry != {**prev, "installed_at": entry["installed_at"]}:
-            installs[USER_KEY] = entry
+        installs[USER_KEY] = {"scope": "user", "extension_dir": str(ext),
+                              "gemini_home": str(home) if link or already else prev.get("gemini_home"),
+                              "linked": bool(link or already), "runner": runner.kind,
+                              "installed_at": prev.get("installed_at") or iso(utcnow())}
+        written = [str(ext / rel) for rel, text in extension_files(runner).items() if put_text(ext / rel, text, [])]
+        linked_now = False
+        if link and not already:
+            run = run_cli(["extensions", "link", str(ext), "--consent"], cwd=ext, binary=binary, timeout=CLI_TIMEOUT,
+                          extra_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"})  # else the CLI trusts the cwd for us
+            if run.returncode != 0 or not is_our_link(link_metadata(home)[1], ext):
+                raise GeminiError(f"gemini extensions link {ext} failed: "
+                                  f"{run.message or f'exit code {run.returncode}'}",
+                                  code="link_failed", details={"exit_code": run.returncode})
+            linked_now = True
     return _result("install", "user", written=written, extension_dir=str(ext), linked=bool(link or already),
                    linked_now=linked_now, runner=runner.kind, hook_command=runner.command("hook.py"),
                    mcp_server=mcp_server(runner), warnings=warnings + _mcp_warning())
@@ -126,7 +124,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
     new_text = current if current is not None and new_data == data else js.dump_like(new_data, current)
     skill_new, skill_cur = skill_text(), js.read_text(skill_path)
     sync_environment(runner)
-    with manifest(write=True) as installs:
+    with manifest(write=True) as installs:  # recorded first: a write that fails half-way is still undone
         prev = installs.get(key) or {}
         prev_settings, prev_skill = prev.get("settings") or {}, prev.get("skill") or {}
         settings_rec = {**js.baseline(prev_settings, current, js.has_ours(data, NAME)),
@@ -135,14 +133,12 @@ def install_project(root: Path, *, python: str | None) -> dict:
                         "written_sha256": js.sha256_text(new_text)}
         skill_rec = {**js.baseline(prev_skill, skill_cur, _looks_like_our_skill(skill_cur)),
                      "written_sha256": js.sha256_text(skill_new)}
-        created_dirs = list(prev.get("created_dirs", []))
+        created_dirs = [d for d in prev.get("created_dirs", []) if Path(d).is_dir()]
+        installs[key] = {"scope": "project", "project_root": str(root), "settings": settings_rec, "skill": skill_rec,
+                         "created_dirs": created_dirs, "runner": runner.kind,
+                         "installed_at": prev.get("installed_at") or iso(utcnow())}
         written = [relative_posix(p, root) for p, text in ((settings_path, new_text), (skill_path, skill_new))
-                   if put_text(p, text, created_dirs)]
-        entry = {"scope": "project", "project_root": str(root), "settings": settings_rec, "skill": skill_rec,
-                 "created_dirs": list(dict.fromkeys(created_dirs)), "runner": runner.kind,
-                 "installed_at": prev.get("installed_at") or iso(utcnow())}
-        if entry != {**prev, "installed_at": entry["installed_at"]}:
-            installs[key] = entry
+                   if put_text(p, text, created_dirs)]  # created_dirs grows in place, inside the entry
     if folder_trusted(root) is not True:
         warnings.append(f"Gemini CLI reads .gemini/settings.json (so runs these hooks) only in trusted folders: accept "
                         f"its trust prompt when you start it in {root}, or set GEMINI_CLI_TRUST_WORKSPACE=true "
