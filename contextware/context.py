@@ -130,11 +130,11 @@ def _code(project: "Project") -> dict[str, Any] | None:
     summaries = {r["file_path"]: r.get("summary") or "" for r in rows}
     central = central_files(project, rows, tbl.version)
     for c in central:
-        c["summary"] = _first_sentence(summaries.get(c["file_path"], ""))
+        c["summary"] = first_sentence(summaries.get(c["file_path"], ""))
     return {"files_indexed": len(rows), "stale": stale, "last_crawl": iso(last), "central_files": central}
 
 
-def _first_sentence(text: str, limit: int = 160) -> str:
+def first_sentence(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     m = re.match(r"(.+?[.!?])(\s|$)", text)
     out = m.group(1) if m else text

@@ -51,7 +51,7 @@ def session_start(project: "Project", payload: dict) -> dict | None:
 
 
 def _line(hit: dict) -> str:
-    from .context import _first_sentence
+    from .context import first_sentence
 
     c = hit["collection"]
     if c == "facts":
@@ -60,9 +60,9 @@ def _line(hit: dict) -> str:
         return f"- [PAST {hit['result'].upper()}] {hit['goal']}: {hit['summary']}"
     if c == "code_index":
         stale = " (changed since indexed)" if hit.get("stale") else ""
-        return f"- file {hit['file_path']}{stale}: {_first_sentence(hit.get('summary') or '')}"
+        return f"- file {hit['file_path']}{stale}: {first_sentence(hit.get('summary') or '')}"
     if c == "offloads":
-        return f"- [RESEARCH] {_first_sentence(hit.get('summary') or '', 240)} (full: {hit.get('full_response_path')})"
+        return f"- [RESEARCH] {first_sentence(hit.get('summary') or '', 240)} (full: {hit.get('full_response_path')})"
     return ""
 
 
