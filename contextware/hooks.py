@@ -102,22 +102,36 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:
-    """(role, text) of the user and model messages of a Gemini CLI transcript (JSON or JSON lines)."""
+    """(role, text) of the user and model messages of a Gemini CLI transcript.
+
+    Gemini CLI 0.61 appends JSON lines: a metadata record (``messages: []``), ``{"$set": ...}``
+    updates, and message records ``{"id", "timestamp", "type": "user"|"gemini"|"info"|..., "content"}``
+    where a message re-appended under the same id replaces the earlier one.  A single JSON document
+    with a ``messages`` list (older versions) is read too."""
     raw = path.read_text(encoding="utf-8", errors="replace")
     try:
         docs: list[Any] = [json.loads(raw)]
     except ValueError:
-        docs = [json.loads(line) for line in raw.splitlines() if line.strip().startswith("{")]
-    messages: list[Any] = []
+        docs = []
+        for line in raw.splitlines():
+            try:
+                docs.append(json.loads(line))
+            except ValueError:
+                continue
+    by_id: dict[Any, dict] = {}
     for doc in docs:
-        messages += doc.get("messages", []) if isinstance(doc, dict) and "messages" in doc else [doc]
-    turns = []
-    for m in messages:
-        if not isinstance(m, dict):
+        if not isinstance(doc, dict):
             continue
+        for m in doc.get("messages", []) if "messages" in doc else [doc]:
+            if isinstance(m, dict) and ("type" in m or "role" in m):
+                by_id[m.get("id") or len(by_id)] = m
+    turns = []
+    for m in by_id.values():
         kind = str(m.get("type") or m.get("role") or "").lower()
         role = "user" if kind == "user" else "agent" if kind in ("gemini", "model", "assistant", "agent") else None
         content = m.get("content", m.get("text", m.get("parts")))
+        if isinstance(content, dict):
+            content = [content]
         if isinstance(content, list):
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
         if role and isinstance(content, str) and content.strip():

@@ -71,17 +71,24 @@ def test_after_agent_saves_both_sides_redacted(project: Project):
 
 
 def test_pre_compress_saves_transcript_turns_once(project: Project, tmp_path: Path):
-    transcript = tmp_path / "chat.json"
-    transcript.write_text(json.dumps({"sessionId": "sess_1", "messages": [
-        {"type": "user", "content": "please add retries to the webhook sender"},
-        {"type": "gemini", "content": "Added exponential backoff to send_webhook."},
-        {"type": "info", "content": "ignored"},
-    ]}))
+    # Gemini CLI 0.61's transcript: JSON lines of metadata, $set updates and messages; a message
+    # re-appended under its id replaces the earlier record.
+    transcript = tmp_path / "session.jsonl"
+    records = [
+        {"sessionId": "sess_1", "projectHash": "x", "startTime": "2026-11-21T07:00:00Z", "messages": []},
+        {"id": "m1", "timestamp": "t", "type": "user", "content": [{"text": "please add retries to the webhook sender"}]},
+        {"$set": {"lastUpdated": "2026-11-21T07:00:01Z"}},
+        {"id": "m2", "timestamp": "t", "type": "gemini", "content": "Added exponential"},
+        {"id": "m2", "timestamp": "t", "type": "gemini", "content": "Added exponential backoff to send_webhook."},
+        {"id": "m3", "timestamp": "t", "type": "info", "content": "ignored"},
+    ]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
     payload = event("PreCompress", project.root, trigger="auto")
     payload = json.dumps({**json.loads(payload), "transcript_path": str(transcript)})
     assert run_hook(payload) == "" and run_hook(payload) == ""
     logs = memory.list_records(Project.open(project.root), "logs")["records"]
-    assert sorted(r["role"] for r in logs) == ["agent", "user"]
+    assert sorted((r["role"], r["text"]) for r in logs) == [
+        ("agent", "Added exponential backoff to send_webhook."), ("user", "please add retries to the webhook sender")]
 
 
 def test_failures_print_nothing_exit_zero_and_are_logged(project: Project):
