@@ -272,3 +272,13 @@ def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
     rest = run_script("crawl_project", "--summarizer", "local", cwd=project_dir, timeout=240).json
     assert rest["indexed"] == len(files) - kept and rest["unchanged"] == kept
     assert len(rows(Project.open(project_dir))) == len(files)
+
+
+def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    fresh = Project.open(project.root)
+    for question in ("what is the capital of Australia?", "give me a recipe for pancakes"):
+        assert recall(fresh, question, scope="all")["results"] == []
+    # asked for code explicitly, the likeliest files are still ranked
+    assert recall(fresh, "give me a recipe for pancakes", scope="code")["results"]
