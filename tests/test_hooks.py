@@ -102,3 +102,18 @@ def test_failures_print_nothing_exit_zero_and_are_logged(project: Project):
     assert (garbage.returncode, garbage.stdout) == (0, "")
     unknown = hook_script(event("Notification", project.root), project.root)
     assert (unknown.returncode, unknown.stdout) == (0, "")
+
+
+def test_before_agent_names_the_relevant_files(project: Project):
+    from contextware.code_index import crawl
+
+    (project.root / "billing").mkdir()
+    (project.root / "billing" / "invoices.py").write_text(
+        '"""Invoice generation: totals, tax lines and PDF rendering of customer invoices."""\n\n'
+        "def render_invoice_pdf(invoice):\n    pass\n")
+    (project.root / "util.py").write_text('"""Small string helpers."""\n\ndef slugify(text):\n    pass\n')
+    crawl(project, summarizer="local")
+    ctx = context_of(run_hook(event("BeforeAgent", project.root, prompt="change how invoice PDFs show tax lines")),
+                     "BeforeAgent")
+    assert "file billing/invoices.py" in ctx and "util.py" not in ctx
+    assert run_hook(event("BeforeAgent", project.root, prompt="what is the capital of Australia?")) == ""
