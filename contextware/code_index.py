@@ -178,9 +178,6 @@ class _Summarizer:
                 for f in pending:
                     f.cancel()
                 raise
-            finally:
-                if self.use_gemini:
-                    _forget_summary_chats()
 
     def _gemini(self, batch: list) -> dict[str, tuple[Any, str]]:
         from .summarize_gemini import summarize_batch
@@ -230,16 +227,6 @@ def _neutral_dir() -> Path:
     path = contextware_home() / NEUTRAL_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _forget_summary_chats() -> None:
-    """The CLI records every call as a chat of the working folder; summary calls are not
-    conversations anyone will resume, so their records (which hold the sources) are removed."""
-    import shutil
-
-    from .gemini import gemini_home
-
-    shutil.rmtree(gemini_home() / ".gemini" / "tmp" / NEUTRAL_DIR / "chats", ignore_errors=True)
 
 
 def _gemini_ready() -> bool:

@@ -286,16 +286,33 @@ def _call(files: Sequence[SourceFile], *, cwd: Path, model: str | None, timeout:
           state_dir: Path | None, rate_limit_per_minute: int | None,
           binary: str | None) -> dict[str, LocalSummary | GeminiError]:
     prompt, stdin = build_request(files, secrets.token_hex(8))
+    # Our own session id, unique in its first 8 characters (the CLI names the chat file after them),
+    # so that exactly this call's chat record, which holds the sources, can be removed afterwards.
+    session_id = f"{secrets.token_hex(4)}_cw_summary"
     try:
         result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=cwd, timeout=timeout,
                             state_dir=state_dir, rate_limit_per_minute=rate_limit_per_minute,
-                            binary=binary)
+                            binary=binary, session_id=session_id)
     except GeminiError as exc:
         return {f.path: exc for f in files}
     except OSError as exc:  # e.g. the rate limiter's state folder cannot be written
         error = GeminiError(f"Gemini CLI could not be run: {exc.strerror or exc}.", code="gemini_failed")
         return {f.path: error for f in files}
+    finally:
+        forget_chat(session_id)
     return results_from_reply(files, result.response)
+
+
+def forget_chat(session_id: str) -> None:
+    """Delete the chat record Gemini CLI kept of one summary call (never a conversation anyone
+    resumes); other calls' records, even in the same folder, are left alone."""
+    from contextware.gemini import gemini_home
+
+    for path in (gemini_home() / ".gemini" / "tmp").glob(f"*/chats/session-*-{session_id[:8]}.json*"):
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 __all__ = ["FILE_CHARS_LIMIT", "SourceFile", "build_request", "gemini_ready", "parse_reply",
