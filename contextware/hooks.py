@@ -3,7 +3,8 @@
 - SessionStart: the session briefing (``context.py``) as ``additionalContext``.
 - BeforeAgent: the facts, lessons of similar episodes and top code files relevant to the prompt,
   within a small budget; nothing at all when nothing is relevant.
-- AfterAgent: the prompt and the response saved as ``logs`` rows (secrets redacted by ``memory``).
+- AfterAgent: the prompt and the response saved as ``logs`` rows (secrets redacted by ``memory``),
+  in projects that already use memory or are git repositories (never a stray folder elsewhere).
 - PreCompress: turns of the transcript that are not in the logs yet (a safety net for turns whose
   AfterAgent hook failed) are saved before the CLI compresses the history.
 
@@ -91,9 +92,19 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
     return _output("BeforeAgent", fence("\n".join(lines)))
 
 
+def _records_here(project: "Project") -> bool:
+    """Logs are written only where memory is already in use or in a git repository: a user-wide
+    install must not leave a data folder in every directory Gemini CLI is started in."""
+    if project.data_dir.is_dir():
+        return True
+    return (project.root / ".git").exists() and project.root != Path.home()
+
+
 def after_agent(project: "Project", payload: dict) -> dict | None:
     from .memory import save_log
 
+    if not _records_here(project):
+        return None
     session = str(payload.get("session_id") or "unknown")
     for role, key in (("user", "prompt"), ("agent", "prompt_response")):
         text = payload.get(key)
@@ -144,7 +155,7 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     from .memory import save_log
 
     path = payload.get("transcript_path")
-    if not path or not Path(path).is_file():
+    if not path or not Path(path).is_file() or not _records_here(project):
         return None
     session = str(payload.get("session_id") or "unknown")
     for role, text in _transcript_turns(Path(path))[-40:]:

@@ -61,6 +61,7 @@ def test_a_memory_cannot_close_the_fence(project: Project):
 
 
 def test_after_agent_saves_both_sides_redacted(project: Project):
+    (project.root / ".git").mkdir()  # a repository: logs start with its first turn
     key = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
     out = run_hook(event("AfterAgent", project.root, prompt="set up the payment client",
                          prompt_response=f"Done. I used the key {key} from your .env file."))
@@ -70,7 +71,13 @@ def test_after_agent_saves_both_sides_redacted(project: Project):
     assert not any(key in r["text"] for r in logs)
 
 
+def test_after_agent_leaves_no_data_folder_outside_projects(project: Project):
+    out = run_hook(event("AfterAgent", project.root, prompt="hi", prompt_response="hello"))
+    assert out == "" and not project.data_dir.exists()
+
+
 def test_pre_compress_saves_transcript_turns_once(project: Project, tmp_path: Path):
+    project.ensure_data_dir()
     # Gemini CLI 0.61's transcript: JSON lines of metadata, $set updates and messages; a message
     # re-appended under its id replaces the earlier record.
     transcript = tmp_path / "session.jsonl"
