@@ -82,7 +82,7 @@ def _stem(path: str) -> str:
     return (p.parent.name if p.stem == "__init__" else p.stem).lower()
 
 
-def central_files(project: "Project", rows: list[dict], version: int | None) -> list[dict]:
+def central_files(project: "Project", version: int | None) -> list[dict]:
     cache = project.data_dir / "cache" / "central_files.json"
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
@@ -90,6 +90,7 @@ def central_files(project: "Project", rows: list[dict], version: int | None) -> 
             return cached["files"]
     except (OSError, ValueError):
         pass
+    rows = _rows(project, CODE_TABLE, ["file_path", "search_text"])  # file contents: only on a cache miss
     by_stem: dict[str, list[str]] = {}
     for r in rows:
         stem = _stem(r["file_path"])
@@ -118,7 +119,7 @@ def _code(project: "Project") -> dict[str, Any] | None:
     tbl = project.db.open_table(CODE_TABLE)
     if tbl is None:
         return None
-    rows = _rows(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at", "summary", "search_text"])
+    rows = _rows(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at", "summary"])
     stale = 0
     for r in rows:
         try:
@@ -128,7 +129,7 @@ def _code(project: "Project") -> dict[str, Any] | None:
             stale += 1
     last = max((r["indexed_at"] for r in rows if r.get("indexed_at")), default=None)
     summaries = {r["file_path"]: r.get("summary") or "" for r in rows}
-    central = central_files(project, rows, tbl.version)
+    central = central_files(project, tbl.version)
     for c in central:
         c["summary"] = first_sentence(summaries.get(c["file_path"], ""))
     return {"files_indexed": len(rows), "stale": stale, "last_crawl": iso(last), "central_files": central}
