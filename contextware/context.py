@@ -7,8 +7,9 @@ of lower priority is shown in place of something more important: the project, ac
 offload sessions, and the session store's namespaces.  The JSON result holds exactly what the
 markdown shows.
 
-"Central" files are those whose module name the most other indexed files mention (a cheap stand-in
-for import in-degree that works in every language); the ranking is cached per table version.
+"Central" files are those whose module name appears in the import lines of the most other indexed
+files (import in-degree, approximated the same way in every language); the ranking is cached per
+table version.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ DEFAULT_BUDGET = 1500
 CHARS_PER_TOKEN = 4
 CENTRAL_FILES = 5
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+# Lines that import something, in most languages: a file is central when many others import it.
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from|#[ \t]*include|require|use|using|extern crate|library|source)\b.*$"
+                          r"|^.*\b(?:require|import)\(.*$", re.M)
 _GENERIC_STEMS = frozenset({"main", "index", "utils", "util", "test", "tests", "conftest", "setup", "init", "readme",
                             "config", "types", "common", "base", "core", "helpers", "constants", "models", "mod", "lib"})
 
@@ -98,7 +102,8 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
             by_stem.setdefault(stem, []).append(r["file_path"])
     mentions: Counter = Counter()
     for r in rows:
-        words = {w.lower() for w in _WORDS.findall(r.get("search_text") or "")}
+        imports = " ".join(_IMPORT_LINE.findall(r.get("search_text") or ""))
+        words = {w.lower() for w in _WORDS.findall(imports)}
         own = _stem(r["file_path"])
         for stem in words & by_stem.keys():
             if stem != own:
