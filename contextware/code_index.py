@@ -260,7 +260,7 @@ class _Writer:
         self.project = project
         self.report = report
         self.rows: list[dict] = []
-        self.touched: list[tuple["Candidate", dict]] = []
+        self.touched: list["Candidate"] = []  # same bytes, new stat: only mtime and size change
         self.removals: list[str] = []
 
     def add(self, w: _Work, summary: "LocalSummary", summarizer: str) -> None:
@@ -298,7 +298,7 @@ class _Writer:
 
             upserts = list(rows)
             if touched:
-                stats = {c.path: c for c, _ in touched}
+                stats = {c.path: c for c in touched}
                 for old in tbl.search().where(_in_list(sorted(stats))).limit(None).to_list():
                     c = stats[old["id"]]
                     upserts.append({**{k: v for k, v in old.items() if not k.startswith("_")},
@@ -339,7 +339,7 @@ def _run(project: "Project", candidates: Sequence["Candidate"], existing: dict[s
                 report.removed_files.append(c.path)
             continue
         if old is not None and not redo and old["content_hash"] == digest:
-            writer.touched.append((c, old))
+            writer.touched.append(c)
             report.unchanged += 1
             continue
         todo.append(_Work(c, text or "", digest or ""))
@@ -493,17 +493,6 @@ def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: 
     _run(project, list(candidates.values()), existing, report, summarizer=summarizer, force=force, upgrade=False,
          jobs=None, progress=False, removals=[*gone, *dropped])
     return report.to_dict(started)
-
-
-def remove_files(project: "Project", rel_paths: Sequence[str]) -> int:
-    """Drop the rows of these project-relative paths; returns how many existed."""
-    existing = _meta(project, rel_paths)
-    if not existing:
-        return 0
-    report = Report()
-    _run(project, [], existing, report, summarizer="local", force=False, upgrade=False, jobs=1, progress=False,
-         removals=sorted(existing))
-    return len(report.removed_files)
 
 
 def _require_gemini(flag: str) -> None:

@@ -39,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     "offload_retry_backoff_s": 10,  # wait error_count x this before a retry
     "offload_session_max_tokens": 350_000,  # context (prompt tokens of the latest call) that starts a new session
     "offload_recovery_days": 7,  # Gemini sessions this recent are considered when our state is lost
+    # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
+    "hook_session_tokens": 1000,
+    "hook_prompt_tokens": 400,
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
     # Session store (scripts/store.py): limits enforced by eviction on every save.

@@ -19,7 +19,7 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import UsageError
 from .schemas import CODE_TABLE
@@ -124,14 +124,10 @@ def _code(project: "Project") -> dict[str, Any] | None:
     tbl = project.db.open_table(CODE_TABLE)
     if tbl is None:
         return None
+    from .code_view import freshness
+
     rows = _rows(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at", "summary"])
-    stale = 0
-    for r in rows:
-        try:
-            st = os.stat(project.root / r["file_path"])
-            stale += st.st_mtime != r["mtime"] or st.st_size != r["size"]
-        except OSError:
-            stale += 1
+    stale = sum(freshness(project, r) is not None for r in rows)
     last = max((r["indexed_at"] for r in rows if r.get("indexed_at")), default=None)
     summaries = {r["file_path"]: r.get("summary") or "" for r in rows}
     central = central_files(project, tbl.version)
@@ -212,21 +208,26 @@ def _tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+# The briefing's sections in priority order, each with what reads it.
+_SOURCES: tuple[tuple[str, Callable[["Project"], Any]], ...] = (
+    ("constraints", lambda p: _facts(p, "constraint")),
+    ("preferences", lambda p: _facts(p, "preference")),
+    ("failures", _failures),
+    ("code_index", _code),
+    ("offload_sessions", _offload_sessions),
+    ("store", _store),
+)
+SECTIONS = tuple(name for name, _ in _SOURCES)
+
+
 def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict:
     if not 100 <= budget_tokens <= 100_000:
         raise UsageError("--budget-tokens must be between 100 and 100000.", code="bad_budget")
     head = {"id": project.id, "name": project.root.name, "root": str(project.root), **_sessions(project)}
-    candidates: list[tuple[str, Any]] = [
-        ("constraints", _facts(project, "constraint")),
-        ("preferences", _facts(project, "preference")),
-        ("failures", _failures(project)),
-        ("code_index", _code(project)),
-        ("offload_sessions", _offload_sessions(project)),
-        ("store", _store(project)),
-    ]
     ctx: dict[str, Any] = {"project": head}
     truncated = False
-    for name, value in candidates:
+    for name, read in _SOURCES:
+        value = read(project)  # read only when reached: a full budget stops before the costlier sections
         if not value:
             continue
         if isinstance(value, dict):  # the code index: its figures, then its central files

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from .errors import ModelMismatchError, StorageError
+from .errors import ModelMismatchError, StorageError, first_line
 from .paths import is_local_uri
 from .schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
 
@@ -104,7 +104,7 @@ class Database:
                     storage_options=None if is_local_uri(self.uri) else storage_options(),
                 )
             except Exception as exc:  # noqa: BLE001
-                raise StorageError(f"Cannot open the database at {self.uri}: {_first_line(exc)}.") from None
+                raise StorageError(f"Cannot open the database at {self.uri}: {first_line(exc)}.") from None
         return self._conn
 
     def _absent(self) -> bool:
@@ -119,7 +119,7 @@ class Database:
             names = getattr(result, "tables", result)
             return sorted(names)
         except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"Cannot list the tables at {self.uri}: {_first_line(exc)}.") from None
+            raise StorageError(f"Cannot list the tables at {self.uri}: {first_line(exc)}.") from None
 
     # -- locking --------------------------------------------------------------------------------
     @contextmanager
@@ -155,7 +155,7 @@ class Database:
             text = str(exc).lower()
             if "not found" in text or "does not exist" in text:
                 return None
-            raise StorageError(f"The {name} table is damaged ({_first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data") from None
+            raise StorageError(f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data") from None
         self._evolve(name, table)
         self._tables[name] = table
         return table
@@ -175,7 +175,7 @@ class Database:
             try:
                 table = with_retries(lambda: self.conn.create_table(name, schema=schema))
             except Exception as exc:  # noqa: BLE001
-                raise StorageError(f"Cannot create the {name} table: {_first_line(exc)}.") from None
+                raise StorageError(f"Cannot create the {name} table: {first_line(exc)}.") from None
             _declare_key_and_index(table)
         self._tables[name] = table
         return table
@@ -215,7 +215,8 @@ class Database:
     def write(self, name: str, fn: Callable[[Any], T], *, dim: int | None = None, model_id: str | None = None) -> T:
         """Run ``fn(table)`` under the table's write lock, retrying commit conflicts, then keep the
         table compact.  ``fn`` must do its own read-check-write inside (dedup, supersession).
-        ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)."""
+        ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)
+        or one that exists already (a delete needs no model)."""
         table = self.create_table(name, dim, model_id)
         with self.write_lock(name):
             table.checkout_latest()
@@ -288,8 +289,3 @@ def _declare_key_and_index(table: Any) -> None:
             step()
         except Exception:  # noqa: BLE001 - done already by a concurrent creator
             pass
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0].rstrip(".")[:300]

@@ -63,3 +63,14 @@ class GeminiError(ContextwareError):
     """A headless Gemini CLI run failed; ``code`` says how (auth, trust, rate_limit, timeout, ...)."""
 
     code = "gemini_error"
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's text (its type when empty), for one-sentence messages."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].rstrip(".")[:limit]
+
+
+def internal_error(exc: BaseException) -> dict:
+    """The error body for an exception that is not a ContextwareError (never a traceback)."""
+    return {"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first_line(exc)}."}

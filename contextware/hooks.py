@@ -43,10 +43,10 @@ def _output(event: str, context: str) -> dict:
 
 
 def session_start(project: "Project", payload: dict) -> dict | None:
-    from .context import render_markdown, session_context
+    from .context import SECTIONS, render_markdown, session_context
 
-    ctx = session_context(project, int(project.config.get("hook_session_tokens", 1000)))
-    if len(ctx) <= 4 and not ctx["project"].get("session_count"):  # nothing remembered yet
+    ctx = session_context(project, int(project.config["hook_session_tokens"]))
+    if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
         return None
     return _output("SessionStart", fence(render_markdown(ctx)))
 
@@ -73,7 +73,7 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
     prompt = (payload.get("prompt") or "").strip()
     if len(prompt) < 3:
         return None
-    budget = int(project.config.get("hook_prompt_tokens", 400)) * 4
+    budget = int(project.config["hook_prompt_tokens"]) * 4
     hits = recall(project, prompt[:2000], scope="all", limit=8)["results"]
     lines, files = [], 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)

@@ -39,7 +39,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from . import __version__
 from .code_index import SUMMARIZERS
-from .errors import ContextwareError, UsageError
+from .errors import ContextwareError, UsageError, first_line, internal_error
 from .memory import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
 from .recall import SCOPES
 
@@ -200,10 +200,8 @@ def _call(work: Callable[[Any], dict], *, embeds: bool = False, serialise: bool 
                 _forget(project)
             if not retry or attempt == 2 or project is None:
                 log.exception("Unexpected error in a Contextware tool")
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-                return error_result({"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first}"})
-            log.warning("Unexpected %s (%s); retrying on a fresh connection.", type(exc).__name__,
-                        (str(exc).strip().splitlines() or [""])[0][:200])
+                return error_result(internal_error(exc))
+            log.warning("Unexpected %s (%s); retrying on a fresh connection.", type(exc).__name__, first_line(exc))
     raise AssertionError("unreachable")
 
 

@@ -85,7 +85,7 @@ def collection_for_id(record_id: str) -> str | None:
 
 
 # -- embedding -----------------------------------------------------------------------------------
-def _embed(project: "Project", texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
+def embed_texts(project: "Project", texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
     """Vectors for ``texts``, or ``(None, why)`` when the model cannot load: saves still succeed and
     ``memory.py reembed`` fills the vectors in later."""
     try:
@@ -150,7 +150,7 @@ def _save_rows(
         if existing and supersedes is None:
             return {**result, "id": existing["id"], "duplicate_of": existing["id"], "written": 0}
 
-    vectors, degraded = _embed(project, [embedding_text(collection, r) for r in rows])
+    vectors, degraded = embed_texts(project, [embedding_text(collection, r) for r in rows])
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
@@ -399,7 +399,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     elif collection == "episodes":
         new["text_hash"] = text_hash(new["goal"], new["result"] or "", new["summary"])
     new[FTS_COLUMN] = search_text(collection, new)
-    vectors, degraded = _embed(project, [embedding_text(collection, new)])
+    vectors, degraded = embed_texts(project, [embedding_text(collection, new)])
     new["vector"] = vectors[0] if vectors else None
     embedder = project.embedder
 

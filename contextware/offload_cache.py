@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .offload_index import make_row, prompt_hash, row_id, write_rows
-from .offload_sources import Sources, build_stdin, stale_reason
+from .offload_index import make_row, row_id, write_rows
+from .offload_sources import Sources, build_stdin, stale_reason, text_sha256
 from .offload_store import (FULL_RESPONSE, METADATA, SUMMARY, cache_root, data_relative, display_path,
                             entry_lock, gemini_options, new_gemini_session_id, read_json, read_text,
                             redact_texts, write_entry_dir, write_json)
@@ -114,7 +114,7 @@ def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: di
         now = utcnow()
         meta = {
             "version": FORMAT_VERSION, "key": key, "id": row_id("cache", key), "type": "offload",
-            "project": str(project.root), "prompt": stored_prompt, "prompt_hash": prompt_hash(prompt),
+            "project": str(project.root), "prompt": stored_prompt, "prompt_hash": text_sha256(prompt),
             "model": model, "models": result.models, "topics": list(topics),
             "files": [f.path for f in sources.files], "include_dirs": list(sources.dirs),
             "source_paths": sources.source_paths, "source_type": sources.source_type, "source_hash": source_hash,

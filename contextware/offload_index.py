@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import ContextwareError, EmbeddingError
+from .errors import ContextwareError, first_line
+from .offload_sources import text_sha256
 from .offload_store import display_path
 from .schemas import FTS_COLUMN, OFFLOADS_TABLE
 from .textutil import iso, sql_str, truncate
@@ -26,7 +27,6 @@ from .views import embedding_text, search_text
 if TYPE_CHECKING:
     from .project import Project
 
-TYPES = ("offload", "research", "synthesis")
 REBUILD_HINT = "run `uv run scripts/sync.py rebuild` to restore the index from the files"
 
 
@@ -35,17 +35,13 @@ def row_id(kind: str, *parts: str) -> str:
     return "offload-" + hashlib.sha256(":".join([kind, *parts]).encode()).hexdigest()[:12]
 
 
-def prompt_hash(prompt: str) -> str:
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-
-
 def make_row(project: "Project", *, id: str, prompt: str, type: str, summary: str, summary_method: str,
              response_file: str, created_at: datetime, model: str | None = None,
              source_paths: Sequence[str] = (), source_hash: str | None = None, source_type: str | None = None,
              session_name: str | None = None, turn_number: int | None = None, feature: str | None = None,
              topics: Sequence[str] = (), token_count: int | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "id": id, "prompt": prompt, "prompt_hash": prompt_hash(prompt), "source_paths": list(source_paths),
+        "id": id, "prompt": prompt, "prompt_hash": text_sha256(prompt), "source_paths": list(source_paths),
         "source_hash": source_hash, "source_type": source_type, "session_name": session_name,
         "turn_number": turn_number, "feature": feature, "type": type, "topics": list(topics), "model": model,
         "created_at": created_at, "summary": summary, "summary_method": summary_method,
@@ -55,52 +51,64 @@ def make_row(project: "Project", *, id: str, prompt: str, type: str, summary: st
     return row
 
 
-def write_rows(project: "Project", rows: list[dict], *, delete_where: str | None = None) -> dict[str, Any]:
-    """Upsert ``rows`` (by id) and optionally delete other rows in the same commit sequence.
-    Returns ``{"indexed": True}`` or ``{"indexed": False, "index_error": ...}``; never raises a
-    storage error (the files already hold the offload)."""
+def embed_rows(project: "Project", rows: list[dict]) -> str | None:
+    """Give each row its vector (None for all when the model cannot load: then returns why)."""
+    from .memory import embed_texts
+
+    vectors, why = embed_texts(project, [embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else ([], None)
+    for row, vec in zip(rows, vectors or [None] * len(rows)):
+        row["vector"] = vec
+    return why
+
+
+def _index_write(fn: Any) -> dict[str, Any]:
+    """Run one write of the index; never raises a storage error (the files already hold the
+    offload): ``{"indexed": True}`` or ``{"indexed": False, "index_error": ...}``."""
+    try:
+        fn()
+    except ContextwareError as exc:
+        return {"indexed": False, "index_error": f"{exc.message.rstrip('.')}; {REBUILD_HINT}."}
+    except Exception as exc:  # noqa: BLE001 - lance raises plain errors for damaged tables
+        return {"indexed": False,
+                "index_error": f"The offloads index could not be written ({first_line(exc, 200)}); {REBUILD_HINT}."}
+    return {"indexed": True}
+
+
+def write_rows(project: "Project", rows: list[dict]) -> dict[str, Any]:
+    """Upsert ``rows`` (by id) with their vectors."""
     import pyarrow as pa
 
-    out: dict[str, Any] = {"indexed": True}
-    try:
+    degraded: list[str] = []
+
+    def write() -> None:
         embedder = project.embedder
-        try:
-            vectors = embedder.embed([embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else []
-            for row, vec in zip(rows, vectors):
-                row["vector"] = vec.tolist()
-        except EmbeddingError as exc:
-            out["degraded"] = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
-            for row in rows:
-                row["vector"] = None
+        if why := embed_rows(project, rows):
+            degraded.append(f"{why} Rows were saved without vectors; run `memory.py reembed` later.")
         db = project.db
         table = db.open_table(OFFLOADS_TABLE)
         if table is not None:
             db.check_model(OFFLOADS_TABLE, table, embedder.model_id, embedder.dim)
 
-        def write(tbl: Any) -> None:
-            if delete_where:
-                tbl.delete(delete_where)
+        def upsert(tbl: Any) -> None:
             if rows:
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
-        db.write(OFFLOADS_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
-    except ContextwareError as exc:
-        return {"indexed": False, "index_error": f"{exc.message.rstrip('.')}; {REBUILD_HINT}."}
-    except Exception as exc:  # noqa: BLE001 - lance raises plain errors for damaged tables
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200].rstrip(".")
-        return {"indexed": False, "index_error": f"The offloads index could not be written ({first}); {REBUILD_HINT}."}
+        db.write(OFFLOADS_TABLE, upsert, dim=embedder.dim, model_id=embedder.model_id)
+
+    out = _index_write(write)
+    if degraded and out["indexed"]:
+        out["degraded"] = degraded[0]
     return out
 
 
 def delete_rows(project: "Project", where: str) -> dict[str, Any]:
     """Delete the rows matching ``where`` (nothing to do when the table does not exist)."""
-    try:
-        if project.db.open_table(OFFLOADS_TABLE) is None:
-            return {"indexed": True}
-    except ContextwareError as exc:
-        return {"indexed": False, "index_error": f"{exc.message.rstrip('.')}; {REBUILD_HINT}."}
-    return write_rows(project, [], delete_where=where)
+    def delete() -> None:
+        if project.db.open_table(OFFLOADS_TABLE) is not None:
+            project.db.write(OFFLOADS_TABLE, lambda tbl: tbl.delete(where))  # deleting needs no model
+
+    return _index_write(delete)
 
 
 # -- recall filters ------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import GeminiError, UsageError
-from .offload_index import make_row, prompt_hash, row_id, write_rows
-from .offload_sources import Sources, build_stdin
+from .offload_index import make_row, row_id, write_rows
+from .offload_sources import Sources, build_stdin, text_sha256
 from .offload_store import (SESSION_STATE, SUMMARY, TURN_PREFIX, data_relative, display_path, entry_lock,
                             gemini_id_prefix, gemini_options, new_gemini_session_id, read_json, read_text,
                             redact_texts, session_dir, turn_file_name, turn_file_time, write_json, write_text)
@@ -171,13 +171,10 @@ def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sou
         sid, started = state["gemini_session_id"], bool(state.get("gemini_started"))
         lead = "" if (started or override) else _lead(sdir, state)
         stdin = build_stdin(sources, texts, lead=lead)
-        call_prompt = prompt
-        if lead and stdin is None:  # pragma: no cover - build_stdin returns the lead when it is given
-            call_prompt = f"{lead}\n\n{prompt}"
         if not override:
             _save(sdir, state)  # the id is on disk before the CLI creates the session
         try:
-            result = run_gemini(call_prompt, stdin_text=stdin, model=model,
+            result = run_gemini(prompt, stdin_text=stdin, model=model,
                                 include_dirs=[str(p) for p in sources.dir_paths],
                                 session_id=None if started else sid, resume=sid if started else None,
                                 cwd=project.root, **gemini_options(project))
@@ -261,7 +258,7 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         own, cumulative = summarize_turn(project, previous=read_text(sdir / SUMMARY), prompt=stored_prompt,
                                          response=response, turn=turn_no)
         turn = {
-            "turn": turn_no, "file": fname, "prompt": stored_prompt, "prompt_hash": prompt_hash(prompt),
+            "turn": turn_no, "file": fname, "prompt": stored_prompt, "prompt_hash": text_sha256(prompt),
             "created_at": iso(now), "model": model, "models": result.models,
             "gemini_session_id": state["gemini_session_id"], "new_gemini_session": info["new_gemini_session"],
             "tokens": result.tokens, "token_count": result.tokens.get("total", 0), "summary": own.text,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .errors import GeminiError, UsageError
 from .offload_store import escape_at, gemini_options
+from .textutil import cut_at_word
 
 if TYPE_CHECKING:
     from .project import Project
@@ -59,8 +60,7 @@ def truncate_sentences(text: str, max_tokens: int) -> str:
     ends = [m.end() for m in _SENTENCE_END.finditer(window) if m.end() <= limit]
     if ends and ends[-1] >= limit // 4:
         return window[: ends[-1]].strip()
-    cut = text[: limit - 1].rsplit(None, 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
-    return cut.rstrip(" ,;:") + "…"
+    return cut_at_word(text, limit)
 
 
 def _words(project: "Project") -> tuple[int, int]:

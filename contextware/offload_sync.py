@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ContextwareError, EmbeddingError, StorageError, UsageError
+from .errors import ContextwareError, StorageError, UsageError, first_line
 from .offload_store import (FULL_RESPONSE, METADATA, SUMMARY, cache_root, display_path, is_temporary, read_json,
                             read_text, session_dir)
 from .schemas import OFFLOADS_TABLE, table_schema
@@ -150,20 +150,14 @@ def rebuild(project: "Project") -> dict[str, Any]:
     """Re-index every offload file into a fresh table (one commit replaces the old table)."""
     import pyarrow as pa
 
-    from .views import embedding_text
+    from .offload_index import embed_rows
 
     rows, incomplete, _ = file_rows(project)
     embedder = project.embedder
     out: dict[str, Any] = {"indexed": len(rows), "incomplete": incomplete[:_LIST_LIMIT]}
     ordered = [rows[i] for i in sorted(rows)]
-    try:
-        vectors = embedder.embed([embedding_text(OFFLOADS_TABLE, r) for r in ordered]) if ordered else []
-        for row, vec in zip(ordered, vectors):
-            row["vector"] = vec.tolist()
-    except EmbeddingError as exc:
-        out["degraded"] = f"{exc.message} Rows were indexed without vectors; run `memory.py reembed` later."
-        for row in ordered:
-            row["vector"] = None
+    if why := embed_rows(project, ordered):
+        out["degraded"] = f"{why} Rows were indexed without vectors; run `memory.py reembed` later."
     data = pa.Table.from_pylist(ordered, schema=table_schema(OFFLOADS_TABLE, embedder.dim, embedder.model_id))
     project.ensure_data_dir()
     db = project.db
@@ -173,12 +167,12 @@ def rebuild(project: "Project") -> dict[str, Any]:
         except Exception as first:  # noqa: BLE001 - a damaged table cannot be overwritten in place
             moved = _move_aside(project)
             if moved is None:
-                raise StorageError(f"Cannot rebuild the offloads index: {_first_line(first)}.") from None
+                raise StorageError(f"Cannot rebuild the offloads index: {first_line(first)}.") from None
             out["moved_damaged_table_to"] = moved
             try:
                 db.replace_table(OFFLOADS_TABLE, data)
             except Exception as exc:  # noqa: BLE001
-                raise StorageError(f"Cannot rebuild the offloads index: {_first_line(exc)}.") from None
+                raise StorageError(f"Cannot rebuild the offloads index: {first_line(exc)}.") from None
     return out
 
 
@@ -203,13 +197,11 @@ def prune(project: "Project") -> dict[str, Any]:
     indexed = _indexed(project) or {}
     orphans = sorted(i for i in indexed if i not in rows)
     if orphans:
-        embedder = project.embedder
-
         def write(tbl: Any) -> None:
             for start in range(0, len(orphans), 500):
                 tbl.delete(f"id IN ({', '.join(sql_str(i) for i in orphans[start:start + 500])})")
 
-        project.db.write(OFFLOADS_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
+        project.db.write(OFFLOADS_TABLE, write)  # the table exists: deleting needs no model
     return {"pruned": len(orphans), "ids": orphans[:_LIST_LIMIT], "rows": len(indexed) - len(orphans)}
 
 
@@ -217,7 +209,3 @@ def sync(project: "Project", action: str) -> dict[str, Any]:
     if action not in ACTIONS:
         raise UsageError(f"Unknown action {action!r}: use check, rebuild or prune.", code="bad_action")
     return {"action": action, **{"check": check, "rebuild": rebuild, "prune": prune}[action](project)}
-
-
-def _first_line(exc: BaseException) -> str:
-    return ((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:300].rstrip(".")

@@ -36,11 +36,12 @@ of BM25 recall@5 there), and BM25 over path, symbols, summary and content carrie
 score is scaled by CODE_SCALE into the memories' range so that ``--scope all`` can rank both; code
 results are not cut by MARGIN.  With ``--scope code`` files are only ranked (whoever asks for code
 wants the likeliest files).  Mixed with memories (``--scope all``, the hooks), code answers a
-question at all only when its best file resembles
-the plain question (CODE_FLOOR: 95% of the set's questions have a file at 0.36 or more, nine of ten
-off-topic questions none above 0.24) or scores high (CODE_SCORE_FLOOR: the right first answers of
-the set score 0.47 and more, the best files for the off-topic questions 0.12-0.40).  BM25, hence the
-score, grows with the corpus; the similarity floor keeps small projects answerable.  Per-definition vectors (docstrings of every function) were tried and did not help.
+question at all only when its best file resembles the plain question (CODE_FLOOR: 95% of the set's
+questions have a file at 0.36 or more, nine of ten off-topic questions none above 0.24) or scores
+high (CODE_SCORE_FLOOR: the right first answers of the set score 0.47 and more, the best files for
+the off-topic questions 0.12-0.40).  BM25, hence the score, grows with the corpus; the similarity
+floor keeps small projects answerable.  Per-definition vectors, a separate BM25 over summaries and
+per-function BM25 were tried and did not help on the held-out split.
 """
 
 from __future__ import annotations
@@ -333,13 +334,14 @@ def recall(
                 projects.append(other)
 
     text = query.strip()
+    vectors: dict[str, Any] = {}  # the question is embedded once, for every project and a re-search
 
     def search() -> tuple[list[dict], str | None]:
         hits: list[dict] = []
         degraded = None
         vector = True
         for proj in projects:
-            found, why = _candidates(proj, text, tables, limit, filters)
+            found, why = _candidates(proj, text, tables, limit, filters, vectors)
             degraded = degraded or why
             vector = vector and why is None
             for h in found:
@@ -372,9 +374,10 @@ def recall(
     return out
 
 
-def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: int,
-                filters: dict[str, Any]) -> tuple[list[dict], str | None]:
-    """Candidates of every table of one project, and why vectors were not used (None if they were)."""
+def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: int, filters: dict[str, Any],
+                vectors: dict[str, Any]) -> tuple[list[dict], str | None]:
+    """Candidates of every table of one project, and why vectors were not used (None if they were).
+    ``vectors`` caches the question's vectors (or why they failed) across calls."""
     embedder = project.embedder
     degraded = None
     qvec = plain = None
@@ -383,10 +386,16 @@ def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: i
         project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
     wide = expand_query(text)
     if present:
-        try:
-            qvec, plain = query_vectors(embedder, text, wide)
-        except EmbeddingError as exc:
-            degraded = f"{exc.message} Answering from full-text search only."
+        if embedder.model_id not in vectors:
+            try:
+                vectors[embedder.model_id] = query_vectors(embedder, text, wide)
+            except EmbeddingError as exc:
+                vectors[embedder.model_id] = f"{exc.message} Answering from full-text search only."
+        cached = vectors[embedder.model_id]
+        if isinstance(cached, str):
+            degraded = cached
+        else:
+            qvec, plain = cached
     candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
     hits: list[dict] = []
     for name in present:

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
-from ..errors import ContextwareError, UsageError
+from ..errors import ContextwareError, UsageError, internal_error
 
 # command name -> module under contextware.cli
 COMMANDS = {
@@ -98,8 +98,7 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
     except KeyboardInterrupt:
         return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
     except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        return _fail({"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first}"}, 1, fmt, argv)
+        return _fail(internal_error(exc), 1, fmt, argv)
 
 
 def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
