@@ -12,7 +12,6 @@ concurrent indexers leave exactly one row per file.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ContextwareError, EmbeddingError, GeminiError, UsageError
+from .interrupts import stop_on_signals
 from .schemas import CODE_TABLE, FTS_COLUMN
 from .textutil import sql_str, utcnow
 from .views import code_embedding_text, code_search_text
@@ -39,7 +39,6 @@ SEARCH_CONTENT_CHARS = 200_000
 META_COLUMNS = ["id", "mtime", "size", "content_hash", "summarizer"]
 # Gemini failures that will not go away within one crawl: stop asking, fall back (or fail) at once.
 _PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "no_workdir"}
-NEUTRAL_DIR = "contextware-gemini-summaries"
 
 
 class CrawlInterrupted(ContextwareError):
@@ -187,8 +186,10 @@ class _Summarizer:
             results = {f.path: self.broken for f in batch}
         else:
             cfg = self.project.config
+            from .paths import gemini_workdir
+
             try:
-                cwd = _neutral_dir()
+                cwd = gemini_workdir()
             except OSError as exc:
                 error = GeminiError(f"Gemini's working folder could not be created: {exc.strerror or exc}.",
                                     code="no_workdir")
@@ -217,16 +218,6 @@ class _Summarizer:
             else:
                 out[f.path] = (_summarize_local(f.path, f.text), "local")
         return out
-
-
-def _neutral_dir() -> Path:
-    """An empty working folder for summary calls: in the project, Gemini CLI would add the project's
-    file tree and GEMINI.md to every request and list each call among the user's sessions."""
-    from .paths import contextware_home
-
-    path = contextware_home() / NEUTRAL_DIR
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _gemini_ready() -> bool:
@@ -358,7 +349,9 @@ def _run(project: "Project", candidates: Sequence["Candidate"], existing: dict[s
             bar.step()
 
     stop = threading.Event()
-    restore = _defer_signals(stop)
+    # A signal only sets ``stop``: the pipeline stops between files and writes what it finished
+    # (a signal in the middle of a write would lose the batch).
+    restore = stop_on_signals(stop)
     try:
         _Summarizer(project, "gemini" if upgrade else summarizer, workers, report, stop).run(todo, done, failed)
     except KeyboardInterrupt:
@@ -375,23 +368,6 @@ def _run(project: "Project", candidates: Sequence["Candidate"], existing: dict[s
     writer.flush()
     if bar:
         bar.close()
-
-
-def _defer_signals(stop: threading.Event) -> Callable[[], None]:
-    """While summarising, SIGINT/SIGTERM only set ``stop``: the pipeline then stops between files,
-    writes what it finished and reports the interruption (a signal in the middle of a write would
-    lose the batch).  Only the main thread can install handlers; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in previous:
-        signal.signal(s, lambda _signum, _frame: stop.set())
-
-    def restore() -> None:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-    return restore
 
 
 class _Progress:
@@ -413,18 +389,6 @@ class _Progress:
         sys.stderr.flush()
 
 
-def _rel_prefixes(project: "Project", paths: Sequence[str | Path]) -> list[str]:
-    out = []
-    root = project.root.resolve()
-    for p in paths:
-        try:
-            rel = Path(os.path.abspath(p)).resolve().relative_to(root).as_posix()
-        except ValueError:
-            continue
-        out.append("" if rel == "." else rel)
-    return out
-
-
 def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(not p or path == p or path.startswith(p + "/") for p in prefixes)
 
@@ -433,7 +397,7 @@ def crawl(project: "Project", paths: Sequence[str | Path] | None = None, *, summ
           jobs: int | None = None, force: bool = False, upgrade: bool = False, progress: bool = False) -> dict:
     """Index the project (or the given files and folders): new and changed files are summarised,
     unchanged ones skipped, rows of deleted or newly ignored files removed."""
-    from .source_files import list_project_files
+    from .source_files import IgnoreRules, list_project_files
 
     started = time.monotonic()
     summarizer = check_summarizer(summarizer)
@@ -449,7 +413,11 @@ def crawl(project: "Project", paths: Sequence[str | Path] | None = None, *, summ
         report.skipped[reason].append(rel)
     existing = _meta(project)
     present = {c.path for c in candidates}
-    scope = _rel_prefixes(project, paths) if paths else [""]
+    if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
+        rules = IgnoreRules.load(project.root, project.data_dir)
+        scope = [rel for rel in map(rules.relative, paths) if rel is not None]
+    else:
+        scope = [""]
     gone = sorted(p for p in existing if p not in present and _under(p, scope))
     _run(project, candidates, existing, report, summarizer=summarizer, force=force, upgrade=upgrade, jobs=jobs,
          progress=progress, removals=gone)

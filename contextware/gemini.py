@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -20,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
+from contextware.procs import KILL_GRACE_SECONDS, run_in_group
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
 DEFAULT_RATE_LIMIT_PER_MINUTE = 50
 RATE_WINDOW_SECONDS = 60.0
-KILL_GRACE_SECONDS = 3.0
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SESSION_LINE_RE = re.compile(r"^\s*(\d+)\.\s+(.*?)\s+\(([^()]*)\)\s+\[([^\]\s]+)\]\s*$")
@@ -279,48 +278,17 @@ def parse_output(stdout: str) -> GeminiResult:
 
 
 # -- process control ----------------------------------------------------------------------------
-def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left (the launcher ignores SIGTERM)."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        if sig == signal.SIGTERM:  # the leader is gone; make sure no group member survives
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        return
-
-
 def _run(cmd: list[str], *, stdin_text: str | None, cwd: str | Path | None, env: dict[str, str],
          timeout: float) -> tuple[int, str, str]:
     try:
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, start_new_session=True,
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
+        return run_in_group(cmd, stdin=stdin_text.encode("utf-8") if stdin_text is not None else None,
+                            cwd=cwd, env=env, timeout=timeout)
     except OSError as exc:
         raise GeminiError(f"Gemini CLI could not be started: {exc.strerror or exc}.",
                           code="gemini_not_installed") from None
-    data = stdin_text.encode("utf-8") if stdin_text is not None else None
-    try:
-        out, err = proc.communicate(input=data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.communicate()
+    except subprocess.TimeoutExpired as exc:
         raise GeminiError(f"Gemini CLI did not finish within {timeout:g} seconds and was stopped.",
-                          code="timeout", details={"timeout": timeout, "pid": proc.pid}) from None
-    except BaseException:
-        _kill_group(proc, grace=1.0)
-        raise
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+                          code="timeout", details={"timeout": timeout, "pid": getattr(exc, "pid", None)}) from None
 
 
 # -- rate limiting ------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -72,24 +71,15 @@ class Runner:
 
 def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> tuple[int, str, str]:
     """Run a helper program in its own process group; killed with its children after ``timeout``."""
+    from .procs import run_in_group
+
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        return run_in_group(cmd, cwd=cwd, timeout=timeout)
     except OSError as exc:
         raise ContextwareError(f"Cannot run {cmd[0]}: {exc.strerror or exc}.", code="tool_failed") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException as exc:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.communicate()
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise ContextwareError(f"{Path(cmd[0]).name} {cmd[1]} did not finish within {timeout:g} seconds "
-                                   "and was stopped; nothing was installed.", code="timeout") from None
-        raise
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        raise ContextwareError(f"{Path(cmd[0]).name} {cmd[1]} did not finish within {timeout:g} seconds "
+                               "and was stopped; nothing was installed.", code="timeout") from None
 
 
 def _last_line(text: str) -> str:

@@ -77,11 +77,11 @@ def _use_gemini(project: "Project") -> bool:
 
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
-    from .code_index import _neutral_dir
+    from .paths import gemini_workdir
     from .gemini import run_gemini
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
-    result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=_neutral_dir(),
+    result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=gemini_workdir(),
                         **gemini_options(project, timeout_key="gemini_timeout_s"))
     return result.response.strip()
 

@@ -63,3 +63,15 @@ def relative_posix(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+GEMINI_WORKDIR = "contextware-gemini-summaries"
+
+
+def gemini_workdir() -> Path:
+    """An empty working folder for Gemini calls that need no project (file summaries, summaries of
+    answers): run in the project, Gemini CLI would add the project's file tree and GEMINI.md to every
+    request and list each call among the user's sessions."""
+    path = contextware_home() / GEMINI_WORKDIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -11,13 +11,13 @@ is compacted.  SIGINT and SIGTERM stop the loop between batches.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
+from .interrupts import stop_on_signals
 from .schemas import CODE_TABLE
 
 IGNORE_FILES = (".gitignore", ".contextwareignore")
@@ -49,7 +49,7 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
     root = project.root.resolve()
     rules = [IgnoreRules.load(project.root, project.data_dir)]  # reloaded when an ignore file changes
     data_dir = project.data_dir.resolve()
-    restore = _install_signals(stop)
+    restore = stop_on_signals(stop)
     totals = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "failed": 0, "compactions": 0}
     started = time.monotonic()
     last_compact, dirty = time.monotonic(), False
@@ -135,22 +135,3 @@ def _recrawl(project: "Project", summarizer: str, totals: dict, log: Callable[[s
     totals["indexed"] += report["indexed"]
     totals["removed"] += report["removed"]
     return bool(report["indexed"] or report["removed"])
-
-
-def _install_signals(stop: threading.Event) -> Callable[[], None]:
-    """Make SIGINT/SIGTERM set ``stop`` (only possible in the main thread); returns the undo."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def handler(_signum: int, _frame: object) -> None:
-        stop.set()
-
-    for s in previous:
-        signal.signal(s, handler)
-
-    def restore() -> None:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-    return restore

@@ -282,3 +282,13 @@ def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
         assert recall(fresh, question, scope="all")["results"] == []
     # asked for code explicitly, the likeliest files are still ranked
     assert recall(fresh, "give me a recipe for pancakes", scope="code")["results"]
+
+
+def test_a_symlink_given_to_crawl_never_removes_its_targets_rows(project: Project):
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    (project.root / "linkdir").symlink_to(project.root / "src", target_is_directory=True)
+    (project.root / "src" / "alias.py").symlink_to(project.root / "src" / "models.py")
+    crawl(project, [project.root / "linkdir"], summarizer="local")
+    crawl(project, [project.root / "src" / "alias.py"], summarizer="local")
+    assert {"src/models.py", "src/http_client.py"} <= set(rows(project))
