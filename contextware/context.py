@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import UsageError
+from .paths import write_atomic
 from .schemas import CODE_TABLE
 from .textutil import iso
 
@@ -111,12 +112,9 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
                     mentions[path] += 1
     files = [{"file_path": p, "mentioned_by": n} for p, n in mentions.most_common(CENTRAL_FILES)]
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": version, "files": files}), encoding="utf-8")
-        os.replace(tmp, cache)
+        write_atomic(cache, json.dumps({"version": version, "files": files}))
     except OSError:
-        pass
+        pass  # a cache: the next briefing computes it again
     return files
 
 
@@ -167,13 +165,12 @@ def _offload_sessions(project: "Project") -> list[dict]:
 
 
 def _store(project: "Project") -> list[dict]:
+    """Namespaces and their key counts: one column read (the store's limits and access log are not
+    needed here, and a bad store setting must not cost the session its briefing)."""
     from .schemas import KV_TABLE
 
-    if project.db.open_table(KV_TABLE) is None:
-        return []
-    from .store import stats
-
-    return [{"namespace": n["namespace"], "keys": n["keys"]} for n in stats(project).get("namespaces", [])]
+    counts = Counter(r["namespace"] for r in _rows(project, KV_TABLE, ["namespace"]))
+    return [{"namespace": n, "keys": k} for n, k in sorted(counts.items())]
 
 
 # -- rendering within the budget -----------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
+from contextware.paths import write_atomic
 from contextware.procs import KILL_GRACE_SECONDS, run_in_group
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
@@ -321,9 +322,7 @@ class RateLimiter:
                 stamps = [s for s in self._load() if now - s < self.window and s <= now + 1]
                 if len(stamps) < self.limit:
                     stamps.append(now)
-                    tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-                    tmp.write_text(json.dumps(stamps))
-                    os.replace(tmp, self.path)
+                    write_atomic(self.path, json.dumps(stamps))
                     return time.monotonic() - started
                 wait = stamps[len(stamps) - self.limit] + self.window - now
             time.sleep(min(max(wait, 0.01), 1.0))

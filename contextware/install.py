@@ -30,7 +30,7 @@ from . import __version__
 from . import install_settings as js
 from .errors import ContextwareError, UsageError
 from .gemini import gemini_home
-from .paths import contextware_home, resolve_project_root
+from .paths import contextware_home, resolve_project_root, write_atomic
 
 NAME = "contextware"
 HOOK_EVENTS = {  # event -> (timeout in ms, description)
@@ -181,16 +181,11 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     if js.read_text(path) == text:
         return False
     missing = [p for p in path.parents if not p.exists()]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         created_dirs.extend(str(p) for p in reversed(missing))
-        tmp.write_bytes(text.encode("utf-8"))
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
+        write_atomic(path, text, keep_mode=True)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ContextwareError(f"Cannot write {path}: {exc.strerror or exc}.", code="not_writable") from None
     return True
 

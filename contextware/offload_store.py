@@ -101,16 +101,11 @@ def turn_file_time(name: str) -> datetime | None:
 # -- atomic writes -------------------------------------------------------------------------------
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{_TMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    from .paths import write_atomic
+
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
-        _unlink(tmp)
         raise StorageError(f"Cannot write {path}: {exc.strerror or exc}.", code="not_writable") from None
 
 

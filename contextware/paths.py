@@ -75,3 +75,25 @@ def gemini_workdir() -> Path:
     path = contextware_home() / GEMINI_WORKDIR
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new content, never a part:
+    a uniquely named temporary file in the same folder, flushed to disk, then renamed.  Raises
+    OSError (the temporary file is removed)."""
+    import secrets
+    import shutil
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if keep_mode and path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise

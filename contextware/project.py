@@ -105,8 +105,6 @@ def register_project(project: Project) -> None:
                 "db_uri": project.db_uri,
                 "registered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
-            tmp = registry.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-            tmp.replace(registry)
+            paths.write_atomic(registry, json.dumps(data, indent=2))
     except Exception:  # noqa: BLE001 - the registry is a convenience; never fail a save over it
         pass

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotFoundError, StorageError, UsageError
+from .paths import write_atomic
 from .schemas import KV_TABLE
 from .textutil import iso, sql_str, utcnow
 
@@ -237,9 +238,7 @@ def _fold_access_log(project: "Project", column: dict[str, int]) -> None:
             return
         with _access_lock(project):
             keep = [[rid, when] for rid, when in _read_access(project).items() if when > column.get(rid, when)]
-            tmp = path.with_name(ACCESS_LOG + ".tmp")
-            tmp.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in keep), encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in keep))
     except Exception:  # noqa: BLE001 - the log only refines LRU order
         pass
 

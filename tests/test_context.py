@@ -86,3 +86,9 @@ def test_context_script_json(briefed: Project, script):
     out = script("context", "--budget-tokens", "300", cwd=Path(briefed.root))
     data = out.json
     assert data["ok"] is True and data["tokens"] <= 300 and data["constraints"]
+
+
+def test_a_bad_store_setting_does_not_cost_the_briefing(briefed: Project):
+    (briefed.data_dir / "config.json").write_text('{"store_eviction": "LRU"}')
+    ctx = session_context(Project.open(briefed.root), 4000)
+    assert ctx["store"] == [{"namespace": "baselines", "keys": 1}] and ctx["constraints"]
