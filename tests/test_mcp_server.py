@@ -239,7 +239,7 @@ def test_bad_input_is_a_tool_error_with_the_code(project_dir):
             assert await error(client, "recall", {"query": "tests", "scope": "everything"}) == "bad_scope"
             assert await error(client, "recall", {"query": "tests", "mode": "full"}) == "bad_mode"
             assert await error(client, "recall", {"query": "tests", "limit": 0}) == "bad_limit"
-            assert await error(client, "recall", {"query": "tests", "since": "last tuesday"})
+            assert await error(client, "recall", {"query": "tests", "since": "last tuesday"}) == "bad_since"
             # What the SDK would reject in its own words comes back in the envelope too.
             assert await error(client, "recall", {"query": "tests", "limit": "many"}) == "bad_arguments"
             assert await error(client, "recall", {}) == "bad_arguments"

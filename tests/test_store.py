@@ -106,8 +106,9 @@ def test_bad_keys_are_refused(project, key):
     with pytest.raises(UsageError) as err:
         store.save(project, "ns", key, 1)
     assert err.value.code == "bad_key"
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError) as err:  # a NotFoundError is a UsageError too: check the code
         store.load(project, "ns", key)
+    assert err.value.code == "bad_key"
 
 
 @pytest.mark.parametrize("text, where", [
@@ -276,6 +277,7 @@ def test_script_errors_exit_2_and_write_nothing(script, project_dir):
     assert "line 1, column 12" in bad.json["error"]["message"]
     missing_file = script("store", "save", "--namespace", "ns", "--key", "k", "--data", "@nope.json")
     assert missing_file.returncode == 2 and "nope.json" in missing_file.json["error"]["message"]
+    assert missing_file.json["error"]["code"] == "file_not_found"
     name = script("store", "save", "--namespace", "a b", "--key", "k", "--data", "1")
     assert name.returncode == 2 and name.json["error"]["code"] == "bad_namespace"
     assert not (project_dir / "contextware_data").exists()  # nothing was written, not even the data dir
