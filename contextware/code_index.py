@@ -443,6 +443,7 @@ def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: 
     max_bytes = int(project.config["max_file_bytes"])
     candidates: dict[str, "Candidate"] = {}
     missing: list[str] = []
+    rules.ask_git(rel for rel in map(rules.relative, paths) if rel)  # one git process, not one per file
     for p in paths:
         rel, cand, reason = check_file(project.root, project.data_dir, p, max_bytes=max_bytes, rules=rules)
         if cand is not None and reason is None:

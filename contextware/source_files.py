@@ -177,6 +177,7 @@ class IgnoreRules:
         self._static_dirs: dict[str, str | None] = {}
         self._ignored_dirs: dict[str, bool] = {}
         self._gitignores: dict[str, GitIgnoreSpec | None] = {}
+        self._git_verdicts: dict[str, bool] = {}  # rel -> ignored, from ``ask_git``
 
     @classmethod
     def load(cls, root: Path, data_dir: Path) -> "IgnoreRules":
@@ -197,6 +198,11 @@ class IgnoreRules:
         if static:
             return static
         return "ignored" if self._ignored(rel, is_dir) else None
+
+    def builtin_reason(self, rel_path: str, is_dir: bool = False) -> str | None:
+        """``reason`` without the .gitignore rules: cheap enough for every file-system event."""
+        rel = _clean_rel(rel_path)
+        return self._static_path_reason(rel, is_dir) if rel else None
 
     # paths: where things are
     def relative(self, path: str | os.PathLike[str]) -> str | None:
@@ -254,10 +260,28 @@ class IgnoreRules:
         return self._walk_ignored_path(rel, is_dir)
 
     def _git_check_ignore(self, rel: str) -> bool | None:
+        if rel in self._git_verdicts:
+            return self._git_verdicts[rel]
         proc = self._git(["check-ignore", "-q", "--", rel])
         if proc is None or proc.returncode not in (0, 1):
+            self.git = False  # git fails here (e.g. "dubious ownership"): use the walk's rules
             return None
         return proc.returncode == 0
+
+    def ask_git(self, rel_paths: Iterable[str]) -> None:
+        """Ask ``git check-ignore`` about many paths at once (one process per 500), so that
+        ``reason``/``check_file`` on them start no process of their own (watch and index_file)."""
+        if not self.git:
+            return
+        rels = sorted({r for r in map(_clean_rel, rel_paths) if r and r not in self._git_verdicts})
+        for start in range(0, len(rels), 500):
+            chunk = rels[start:start + 500]
+            proc = self._git(["check-ignore", "-z", "--", *chunk])
+            if proc is None or proc.returncode not in (0, 1):
+                self.git = False
+                return
+            ignored = {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+            self._git_verdicts.update((r, r in ignored) for r in chunk)
 
     def _walk_ignored_path(self, rel: str, is_dir: bool) -> bool:
         """Walk-mode verdict: a file under an ignored folder stays ignored, whatever the negations."""

@@ -64,7 +64,9 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
             return False
         if p.name in IGNORE_FILES:
             return True
-        return rules[0].reason(rel, is_dir=p.is_dir()) is None
+        # Built-in exclusions only: .gitignore rules are checked per batch by index_files (with
+        # git that is one process per batch instead of one per event).
+        return rules[0].builtin_reason(rel, is_dir=p.is_dir()) is None
 
     project.ensure_data_dir()
     log(f"watching {root} (summarizer {summarizer}); Ctrl-C to stop")
@@ -111,7 +113,7 @@ def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict
     for path in report["removed_files"]:
         log(f"removed {path}")
     for s in report["skipped_files"]:
-        if s["reason"] != "missing":
+        if s["reason"] not in ("missing", "ignored"):  # an ignored file's change is not news
             log(f"skipped {s['path']} ({s['reason']})")
     for f in report["failures"]:
         log(f"failed {f['path']}: {f['error']}")

@@ -440,3 +440,22 @@ def test_import_is_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "False"
+
+
+@needs_git
+def test_one_git_process_answers_for_a_batch_of_paths(project_dir: Path) -> None:
+    """watch and index_file ask git about a whole batch at once; the verdicts match git's own, a
+    tracked file is never ignored, and asking about each path afterwards starts no process."""
+    write(project_dir, ".gitignore", "*.log\n")
+    for rel in ("a.py", "b.log", "kept.log", "sub/c.py"):
+        write(project_dir, rel)
+    git(project_dir, "init", "-q")
+    git(project_dir, "add", "-f", ".gitignore", "a.py", "kept.log")
+    rules = IgnoreRules.load(project_dir, project_dir / "contextware_data")
+    rels = ["a.py", "b.log", "kept.log", "sub/c.py"]
+    rules.ask_git(rels)
+    calls = []
+    real_git = rules._git
+    rules._git = lambda args: calls.append(args) or real_git(args)
+    assert {r: rules.reason(r) for r in rels} == {"a.py": None, "b.log": "ignored", "kept.log": None, "sub/c.py": None}
+    assert calls == []
