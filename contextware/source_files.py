@@ -260,28 +260,26 @@ class IgnoreRules:
         return self._walk_ignored_path(rel, is_dir)
 
     def _git_check_ignore(self, rel: str) -> bool | None:
-        if rel in self._git_verdicts:
-            return self._git_verdicts[rel]
-        proc = self._git(["check-ignore", "-q", "--", rel])
-        if proc is None or proc.returncode not in (0, 1):
-            self.git = False  # git fails here (e.g. "dubious ownership"): use the walk's rules
-            return None
-        return proc.returncode == 0
+        if rel not in self._git_verdicts:
+            self.ask_git([rel])
+        return self._git_verdicts.get(rel)
 
     def ask_git(self, rel_paths: Iterable[str]) -> None:
-        """Ask ``git check-ignore`` about many paths at once (one process per 500), so that
+        """Ask ``git check-ignore`` about many paths at once (one process), so that
         ``reason``/``check_file`` on them start no process of their own (watch and index_file)."""
         if not self.git:
             return
         rels = sorted({r for r in map(_clean_rel, rel_paths) if r and r not in self._git_verdicts})
-        for start in range(0, len(rels), 500):
-            chunk = rels[start:start + 500]
-            proc = self._git(["check-ignore", "-z", "--", *chunk])
-            if proc is None or proc.returncode not in (0, 1):
-                self.git = False
-                return
-            ignored = {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
-            self._git_verdicts.update((r, r in ignored) for r in chunk)
+        if not rels:
+            return
+        # Paths on stdin: check-ignore refuses --literal-pathspecs, and stdin has no length limit.
+        proc = self._git(["check-ignore", "--stdin", "-z"], stdin=b"\0".join(os.fsencode(r) for r in rels),
+                         literal=False)
+        if proc is None or proc.returncode not in (0, 1):
+            self.git = False  # git fails here (e.g. "dubious ownership"): use the walk's rules
+            return
+        ignored = {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+        self._git_verdicts.update((r, r in ignored) for r in rels)
 
     def _walk_ignored_path(self, rel: str, is_dir: bool) -> bool:
         """Walk-mode verdict: a file under an ignored folder stays ignored, whatever the negations."""
@@ -455,16 +453,19 @@ class IgnoreRules:
         # Unmerged entries are listed once per stage; nested repositories as "dir/".
         return list(dict.fromkeys(os.fsdecode(p).rstrip("/") for p in proc.stdout.split(b"\0") if p))
 
-    def _git(self, args: list[str]) -> CompletedProcess[bytes] | None:
-        """``git`` run from the root, or None when it is missing, hangs or cannot start."""
+    def _git(self, args: list[str], stdin: bytes | None = None, literal: bool = True) -> CompletedProcess[bytes] | None:
+        """``git`` run from the root, or None when it is missing, hangs or cannot start.
+        ``literal=False`` for commands that refuse pathspec magic (``check-ignore``)."""
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
         env["GIT_OPTIONAL_LOCKS"] = "0"
+        flags = ["--literal-pathspecs"] if literal else []
         try:
             return subprocess.run(
-                ["git", "--literal-pathspecs", "-c", "core.quotepath=off", *args], cwd=self._root_str, env=env,
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=GIT_TIMEOUT,
+                ["git", *flags, "-c", "core.quotepath=off", *args], cwd=self._root_str, env=env,
+                input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True,
+                timeout=GIT_TIMEOUT,
             )
         except (OSError, subprocess.SubprocessError):
             return None

@@ -459,3 +459,5 @@ def test_one_git_process_answers_for_a_batch_of_paths(project_dir: Path) -> None
     rules._git = lambda args: calls.append(args) or real_git(args)
     assert {r: rules.reason(r) for r in rels} == {"a.py": None, "b.log": "ignored", "kept.log": None, "sub/c.py": None}
     assert calls == []
+    fresh = IgnoreRules.load(project_dir, project_dir / "contextware_data")  # one path at a time
+    assert fresh.reason("kept.log") is None and fresh.reason("b.log") == "ignored" and fresh.git
