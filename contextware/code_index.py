@@ -221,7 +221,7 @@ class _Summarizer:
 
 
 def _gemini_ready() -> bool:
-    from .summarize_gemini import gemini_ready
+    from .gemini import gemini_ready
 
     return gemini_ready()
 

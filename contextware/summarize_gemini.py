@@ -191,10 +191,6 @@ def _norm_path(path: str) -> str:
     return path
 
 
-def _cut_summary(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    return cut_at_word(text, limit)
-
-
 def _clean_symbols(raw: list[Any]) -> list[str]:
     seen: dict[str, None] = {}
     for item in raw:
@@ -221,7 +217,7 @@ def validate_entry(file: SourceFile, entry: dict) -> LocalSummary | GeminiError:
         return GeminiError(f"Gemini's result for {file.path} {problem}.", code="invalid_result",
                            details={"path": file.path})
     text = " ".join(summary.replace("\\@", "@").split())
-    return LocalSummary(file.language, _cut_summary(text), _clean_symbols(symbols or []))
+    return LocalSummary(file.language, cut_at_word(text, SUMMARY_LIMIT), _clean_symbols(symbols or []))
 
 
 def results_from_reply(files: Sequence[SourceFile], text: str) -> dict[str, LocalSummary | GeminiError]:

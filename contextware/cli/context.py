@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..context import DEFAULT_BUDGET
 from . import add_common, new_parser, open_project
 
 DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
@@ -14,7 +15,8 @@ the most central files, open offload sessions, and the session store's namespace
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument("--budget-tokens", type=int, default=1500, metavar="N", help="most tokens the briefing may use (default 1500)")
+    p.add_argument("--budget-tokens", type=int, default=DEFAULT_BUDGET, metavar="N",
+                   help=f"most tokens the briefing may use (default {DEFAULT_BUDGET})")
     add_common(p)
     return p
 
