@@ -124,3 +124,15 @@ def gemini_bin() -> str:
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture
+def gemini_process_env(gemini_cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This test process's environment becomes the fake API's (for code that spawns the CLI with
+    the inherited environment, such as the summariser)."""
+    for name in list(os.environ):
+        if name.startswith(("GEMINI_", "GOOGLE_")) and name not in gemini_cli_env:
+            monkeypatch.delenv(name)
+    for name, value in gemini_cli_env.items():
+        monkeypatch.setenv(name, value)
+    return gemini_cli_env

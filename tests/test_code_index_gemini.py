@@ -48,16 +48,11 @@ FOUR = {
 
 # ---------------------------------------------------------------- fixtures and helpers
 @pytest.fixture
-def gemini_env(gemini_cli_env: dict[str, str], gemini_bin: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """This process's environment becomes the fake API's, with CONTEXTWARE_GEMINI_BIN = the real CLI
+def gemini_env(gemini_process_env: dict[str, str], gemini_bin: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This process's environment is the fake API's, with CONTEXTWARE_GEMINI_BIN = the real CLI
     (so ``gemini_ready()`` is true and the code index runs it)."""
-    env = {**gemini_cli_env, "CONTEXTWARE_GEMINI_BIN": gemini_bin}
-    for name in list(os.environ):
-        if name.startswith(("GEMINI_", "GOOGLE_")) and name not in env:
-            monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    return env
+    monkeypatch.setenv("CONTEXTWARE_GEMINI_BIN", gemini_bin)
+    return {**gemini_process_env, "CONTEXTWARE_GEMINI_BIN": gemini_bin}
 
 
 def open_project(root: Path, files: dict[str, str], **config) -> Project:

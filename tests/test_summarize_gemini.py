@@ -56,14 +56,9 @@ THREE = _files(("src/parser.py", PARSER_PY, "python"), ("web/util.js", UTIL_JS, 
 
 # ---------------------------------------------------------------- fixtures
 @pytest.fixture
-def cli_env(gemini_cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Make this process's environment the fake API's (summarize_batch takes no extra_env)."""
-    for name in list(os.environ):
-        if name.startswith(("GEMINI_", "GOOGLE_")) and name not in gemini_cli_env:
-            monkeypatch.delenv(name)
-    for name, value in gemini_cli_env.items():
-        monkeypatch.setenv(name, value)
-    return gemini_cli_env
+def cli_env(gemini_process_env: dict[str, str]) -> dict[str, str]:
+    """This process's environment is the fake API's (summarize_batch takes no extra_env)."""
+    return gemini_process_env
 
 
 @pytest.fixture
