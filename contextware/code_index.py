@@ -43,6 +43,7 @@ _PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sa
 
 class CrawlInterrupted(ContextwareError):
     code = "interrupted"
+    exit_code = 130  # as for any command stopped by Ctrl-C
 
 
 @dataclass
@@ -165,6 +166,8 @@ class _Summarizer:
                         outcome = future.result()
                         for w in futures[future]:
                             summary, name = outcome[w.candidate.path]
+                            if summary is None and self.stop.is_set():
+                                continue  # stopped in the middle, not a failure of the file
                             if summary is None:
                                 failed(w, name)
                             else:
@@ -198,7 +201,7 @@ class _Summarizer:
                 results = summarize_batch(
                     batch, cwd=cwd, model=cfg.get("gemini_model") or None,
                     timeout=float(cfg["gemini_timeout_s"]), state_dir=self.project.data_dir / "gemini",
-                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
+                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]), cancel=self.stop,
                 )
         out: dict[str, tuple[Any, str]] = {}
         for f in batch:
@@ -207,6 +210,9 @@ class _Summarizer:
                 out[f.path] = (result, "gemini")
                 continue
             err = result if isinstance(result, GeminiError) else GeminiError("Gemini returned nothing for this file.")
+            if err.code == "interrupted":  # the crawl is stopping: neither a Gemini failure nor a fallback
+                out[f.path] = (None, err.message)
+                continue
             with self.lock:
                 if err.code in _PERSISTENT and self.broken is None:
                     self.broken = err
@@ -454,9 +460,11 @@ def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: 
             report.skipped[reason or "skipped"].append(rel)
     existing = _meta(project, [*candidates, *missing, *(r for rs in report.skipped.values() for r in rs)])
     gone = [m for m in missing if m in existing]
-    for m in missing:
-        if m not in existing:
-            report.skipped["missing"].append(m)
+    if folders := [m for m in missing if m and m not in existing]:
+        # A folder deleted or moved away arrives as one path (watch sees a single event): its rows go.
+        under = sorted(p for p in _meta(project) if _under(p, folders))
+        gone += under
+        report.skipped["missing"] += [m for m in folders if not any(_under(p, [m]) for p in under)]
     # A file that became too large, binary or ignored leaves the index.
     dropped = [r for rs in report.skipped.values() for r in rs if r in existing]
     _run(project, list(candidates.values()), existing, report, summarizer=summarizer, force=force, upgrade=False,

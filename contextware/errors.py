@@ -2,7 +2,7 @@
 
 Every failure a user can meet is a ``ContextwareError``; ``cli.run_command`` turns it into the JSON
 error envelope and the exit code in one place.  ``exit_code`` 2 means bad input or usage (nothing was
-written), 1 a runtime failure.
+written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations

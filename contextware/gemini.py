@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 
 from contextware.errors import GeminiError, UsageError
 from contextware.paths import write_atomic
-from contextware.procs import KILL_GRACE_SECONDS, run_in_group
+from contextware.procs import KILL_GRACE_SECONDS, Cancelled, run_in_group
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
@@ -280,16 +281,30 @@ def parse_output(stdout: str) -> GeminiResult:
 
 # -- process control ----------------------------------------------------------------------------
 def _run(cmd: list[str], *, stdin_text: str | None, cwd: str | Path | None, env: dict[str, str],
-         timeout: float) -> tuple[int, str, str]:
+         timeout: float, cancel: threading.Event | None = None) -> tuple[int, str, str]:
     try:
         return run_in_group(cmd, stdin=stdin_text.encode("utf-8") if stdin_text is not None else None,
-                            cwd=cwd, env=env, timeout=timeout)
+                            cwd=cwd, env=env, timeout=timeout, cancel=cancel)
+    except Cancelled:
+        raise _cancelled() from None
     except OSError as exc:
         raise GeminiError(f"Gemini CLI could not be started: {exc.strerror or exc}.",
                           code="gemini_not_installed") from None
     except subprocess.TimeoutExpired as exc:
         raise GeminiError(f"Gemini CLI did not finish within {timeout:g} seconds and was stopped.",
                           code="timeout", details={"timeout": timeout, "pid": getattr(exc, "pid", None)}) from None
+
+
+def _cancelled() -> GeminiError:
+    return GeminiError("Gemini CLI was stopped because the run was interrupted.", code="interrupted")
+
+
+def _pause(seconds: float, cancel: threading.Event | None) -> bool:
+    """Sleep; True when ``cancel`` was set meanwhile."""
+    if cancel is None:
+        time.sleep(seconds)
+        return False
+    return cancel.wait(seconds)
 
 
 # -- rate limiting ------------------------------------------------------------------------------
@@ -310,8 +325,8 @@ class RateLimiter:
         except (OSError, ValueError, TypeError):
             return []
 
-    def acquire(self) -> float:
-        """Block until a call may start; returns the seconds waited."""
+    def acquire(self, cancel: threading.Event | None = None) -> float:
+        """Block until a call may start (or ``cancel`` is set: GeminiError); returns the seconds waited."""
         from filelock import FileLock
 
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -325,7 +340,8 @@ class RateLimiter:
                     write_atomic(self.path, json.dumps(stamps))
                     return time.monotonic() - started
                 wait = stamps[len(stamps) - self.limit] + self.window - now
-            time.sleep(min(max(wait, 0.01), 1.0))
+            if _pause(min(max(wait, 0.01), 1.0), cancel):
+                raise _cancelled()
 
 
 # -- public API ---------------------------------------------------------------------------------
@@ -352,8 +368,11 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
                binary: str | None = None, extra_env: Mapping[str, str] | None = None,
                rate_limit_per_minute: int | None = None, state_dir: Path | None = None,
                rate_limit_retries: int = 2, rate_limit_backoff: float = 10.0,
-               rate_limit_max_wait: float = 60.0, trust_workspace: bool = True) -> GeminiResult:
-    """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError)."""
+               rate_limit_max_wait: float = 60.0, trust_workspace: bool = True,
+               cancel: threading.Event | None = None) -> GeminiResult:
+    """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError).  Setting
+    ``cancel`` from another thread stops the call, or the wait before it, within a fraction of a
+    second (GeminiError ``interrupted``)."""
     if not prompt or not prompt.strip():
         raise UsageError("The prompt for Gemini CLI is empty.")
     if session_id and resume:
@@ -371,10 +390,10 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
     waited, attempt = 0.0, 0
     while True:
         if limiter is not None:
-            limiter.acquire()
+            limiter.acquire(cancel)
         cmd = build_command(exe, prompt, model=model, include_dirs=include_dirs,
                             session_id=session_id, resume=resume, trust_workspace=trust_workspace)
-        rc, out, err = _run(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout)
+        rc, out, err = _run(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout, cancel=cancel)
         try:
             if rc != 0:
                 raise _failure(rc, err)
@@ -390,7 +409,8 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
                 raise
             attempt += 1
             waited += delay
-            time.sleep(delay)
+            if _pause(delay, cancel):
+                raise _cancelled() from None
 
 
 def list_sessions(cwd: str | Path | None = None, binary: str | None = None, timeout: float = 60,

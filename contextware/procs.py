@@ -6,10 +6,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 KILL_GRACE_SECONDS = 3.0
+CANCEL_POLL_SECONDS = 0.2
+
+
+class Cancelled(Exception):
+    """``run_in_group``'s ``cancel`` event was set: the group was stopped before it finished."""
 
 
 def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
@@ -32,22 +39,40 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> Non
 
 
 def run_in_group(cmd: list[str], *, timeout: float, stdin: bytes | None = None, cwd: str | Path | None = None,
-                 env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+                 env: Mapping[str, str] | None = None, cancel: threading.Event | None = None) -> tuple[int, str, str]:
     """(exit code, stdout, stderr).  Raises OSError when the program cannot start and
     ``subprocess.TimeoutExpired`` (with the group's ``pid``) after stopping the group when it runs
-    past ``timeout``; an
-    interruption (Ctrl-C) stops the group too."""
+    past ``timeout``.  An interruption (Ctrl-C) stops the group too, and so does setting ``cancel``
+    (from another thread: a crawl's worker threads cannot receive signals), which raises Cancelled."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
     try:
-        out, err = proc.communicate(input=stdin, timeout=timeout)
+        while True:
+            if cancel is not None and cancel.is_set():
+                kill_group(proc, grace=1.0)
+                proc.communicate()
+                raise Cancelled(f"stopped {cmd[0]} on request")
+            left = deadline - time.monotonic()
+            try:
+                # communicate() may be called again after a timeout without losing output (the
+                # input is given once: the retry goes on sending what is left of it)
+                out, err = proc.communicate(input=stdin, timeout=max(0.0, min(left, CANCEL_POLL_SECONDS)
+                                                                     if cancel is not None else left))
+                break
+            except subprocess.TimeoutExpired:
+                stdin = None
+                if time.monotonic() < deadline:
+                    continue
+                raise
     except subprocess.TimeoutExpired as exc:
         kill_group(proc)
         proc.communicate()
         exc.pid = proc.pid  # type: ignore[attr-defined]  # lets callers check that the group is gone
         raise
     except BaseException:
-        kill_group(proc, grace=1.0)
+        if proc.poll() is None:
+            kill_group(proc, grace=1.0)
         raise
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")

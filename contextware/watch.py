@@ -38,7 +38,7 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
           compact_every_s: float = 600.0, stop_event: threading.Event | None = None,
           log: Callable[[str], None] | None = None, ready: Callable[[], None] | None = None) -> dict:
     """Watch until ``stop_event`` is set (or SIGINT/SIGTERM in the main thread); returns totals."""
-    from watchfiles import watch as watch_changes
+    from watchfiles import Change, watch as watch_changes
 
     from .code_index import check_summarizer, index_files
     from .source_files import IgnoreRules
@@ -80,10 +80,14 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
                 if any(Path(p).name in IGNORE_FILES for _, p in changes):
                     # New rules change which files belong in the index, not only the changed ones.
                     rules[0] = IgnoreRules.load(project.root, project.data_dir)
-                    dirty |= _recrawl(project, summarizer, totals, log)
+                    dirty |= _recrawl(project, summarizer, totals, log, stop)
                 paths = sorted({p for _, p in changes if not os.path.isdir(p)})
                 if paths:
-                    dirty |= _reindex(project, paths, summarizer, totals, log, index_files)
+                    dirty |= _reindex(project, paths, summarizer, totals, log, index_files, stop)
+                # A folder moved in arrives as one event for the folder alone: crawl it.
+                folders = sorted({p for change, p in changes if change == Change.added and os.path.isdir(p)})
+                if folders and not stop.is_set():
+                    dirty |= _recrawl(project, summarizer, totals, log, stop, folders)
             if dirty and time.monotonic() - last_compact >= compact_every_s:
                 project.db.compact(CODE_TABLE)
                 totals["compactions"] += 1
@@ -98,12 +102,16 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
 
 
 def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict, log: Callable[[str], None],
-             index_files: Callable[..., dict]) -> bool:
+             index_files: Callable[..., dict], stop: threading.Event) -> bool:
+    from .code_index import CrawlInterrupted
     from .errors import ContextwareError
 
     totals["batches"] += 1
     try:
         report = index_files(project, paths, summarizer=summarizer)
+    except CrawlInterrupted:  # the signal reached the batch's own handler: it means stop watching
+        stop.set()
+        return True
     except ContextwareError as exc:
         log(f"error: {exc.message}")
         totals["failed"] += len(paths)
@@ -124,16 +132,25 @@ def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict
     return bool(report["indexed"] or report["removed"])
 
 
-def _recrawl(project: "Project", summarizer: str, totals: dict, log: Callable[[str], None]) -> bool:
-    from .code_index import crawl
+def _recrawl(project: "Project", summarizer: str, totals: dict, log: Callable[[str], None],
+             stop: threading.Event, folders: list[str] | None = None) -> bool:
+    """The whole project when ignore rules changed, else the given folders."""
+    from .code_index import CrawlInterrupted, crawl
     from .errors import ContextwareError
 
     try:
-        report = crawl(project, summarizer=summarizer)
+        report = crawl(project, folders, summarizer=summarizer)
+    except CrawlInterrupted:
+        stop.set()
+        return True
     except ContextwareError as exc:
         log(f"error: {exc.message}")
         return False
-    log(f"ignore rules changed: re-crawled, {report['indexed']} indexed, {report['removed']} removed")
+    if folders:
+        for path in report["indexed_files"]:
+            log(f"indexed {path}")
+    else:
+        log(f"ignore rules changed: re-crawled, {report['indexed']} indexed, {report['removed']} removed")
     totals["indexed"] += report["indexed"]
     totals["removed"] += report["removed"]
     return bool(report["indexed"] or report["removed"])

@@ -262,7 +262,7 @@ def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
     assert proc.poll() is None, "the crawl finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0
+    assert proc.returncode == 130
     error = json.loads(out)["error"]
     assert error["code"] == "interrupted" and "Traceback" not in err
     kept = len(rows(Project.open(project_dir)))

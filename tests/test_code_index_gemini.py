@@ -270,3 +270,52 @@ def test_crawl_script_with_gemini_runs_the_cli_outside_the_project(project_dir: 
     assert not any(neutral.iterdir())
     chats = Path(os.environ["GEMINI_CLI_HOME"]) / ".gemini" / "tmp" / "contextware-gemini-summaries" / "chats"
     assert chats.is_dir() and not any(chats.iterdir())  # the CLI recorded the calls; each record was removed
+
+
+def _summary_processes() -> list[str]:
+    """Command lines of live processes running a summary call (their session ids end in _cw_summary)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "_cw_summary" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(project_dir: Path, gemini_env,
+                                                                   fake_gemini_api: FakeGeminiAPI):
+    """The CLI waits on a stalled API (the timeout is 120 s): SIGINT kills it and the crawl stops
+    within seconds, with the interrupted error, no CLI process left and no local fallback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import SCRIPTS
+
+    open_project(project_dir, FOUR, gemini_timeout_s=120)
+    fake_gemini_api.default_reply = Reply(delay=100)
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "crawl_project.py"), "--summarizer", "auto"],
+                            cwd=project_dir, env={**os.environ, **gemini_env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not fake_gemini_api.chat_requests() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert fake_gemini_api.chat_requests(), "the CLI never reached the API"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        stopped_after = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    error = json.loads(out)["error"]
+    assert error["code"] == "interrupted" and "Traceback" not in err
+    assert stopped_after < 8, stopped_after
+    assert _summary_processes() == []
+    assert rows(Project.open(project_dir)) == {}  # nothing summarised locally behind the user's back

@@ -115,3 +115,50 @@ def test_watch_stops_on_sigint_with_totals(project_dir: Path):
     assert code == 0 and totals["ok"] is True and totals["batches"] == 0
     assert "Traceback" not in "\n".join(w.seen)
     assert os.path.isdir(project_dir / "contextware_data")
+
+
+def test_watch_follows_folders_moved_out_of_and_into_the_project(project_dir: Path):
+    """A folder moved away (or in) is one event for the folder alone, none for its files."""
+    pkg = project_dir / "pkg"
+    pkg.mkdir()
+    (pkg / "one.py").write_text("def one():\n    pass\n")
+    (pkg / "sub").mkdir()
+    (pkg / "sub" / "two.py").write_text("def two():\n    pass\n")
+    (project_dir / "keep.py").write_text("def keep():\n    pass\n")
+    crawl(Project.open(project_dir), summarizer="local")
+    outside = project_dir.parent / "elsewhere"
+    arriving = project_dir.parent / "arriving"
+    arriving.mkdir()
+    (arriving / "three.py").write_text("def three():\n    pass\n")
+    w = Watcher(project_dir)
+    try:
+        w.wait_for("watching")
+        time.sleep(0.5)
+        os.rename(pkg, outside)
+        w.wait_for("removed pkg/sub/two.py")
+        os.rename(arriving, project_dir / "lib")
+        w.wait_for("indexed lib/three.py")
+        code, totals = w.stop()
+    finally:
+        if w.proc.poll() is None:
+            w.proc.kill()
+    assert code == 0 and totals["ok"] is True
+    assert any("removed pkg/one.py" in line for line in w.seen), w.seen
+    assert set(indexed(project_dir)) == {"keep.py", "lib/three.py"}
+
+
+def test_index_file_on_a_vanished_folder_removes_its_rows_only(project_dir: Path):
+    from contextware.code_index import index_files
+
+    (project_dir / "pkg").mkdir()
+    (project_dir / "pkg" / "a.py").write_text("A = 1\n")
+    (project_dir / "pkgs.py").write_text("B = 2\n")  # shares the prefix, not the folder
+    project = Project.open(project_dir)
+    crawl(project, summarizer="local")
+    (project_dir / "pkg" / "a.py").unlink()
+    (project_dir / "pkg").rmdir()
+    report = index_files(project, [project_dir / "pkg", project_dir / "nothing_here"], summarizer="local")
+    assert report["removed_files"] == ["pkg/a.py"]
+    assert [s for s in report["skipped_files"] if s["reason"] == "missing"] == [
+        {"path": "nothing_here", "reason": "missing"}]
+    assert set(indexed(project_dir)) == {"pkgs.py"}
