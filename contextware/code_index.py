@@ -26,7 +26,7 @@ from .errors import ContextwareError, EmbeddingError, GeminiError, UsageError
 from .interrupts import stop_on_signals
 from .schemas import CODE_TABLE, FTS_COLUMN
 from .textutil import sql_str, utcnow
-from .views import code_embedding_text, code_search_text
+from .views import code_embedding_text, code_search_text, import_words
 
 if TYPE_CHECKING:
     from .project import Project
@@ -268,6 +268,7 @@ class _Writer:
             "content_hash": w.digest, "indexed_at": utcnow(),
         }
         row[FTS_COLUMN] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)
+        row["imports"] = import_words(w.text[:SEARCH_CONTENT_CHARS])
         self.rows.append(row)
         self.report.indexed_files.append(c.path)
         self.report.summarizers[summarizer] += 1

@@ -32,10 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_BUDGET = 1500
 CHARS_PER_TOKEN = 4
 CENTRAL_FILES = 5
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
-# Lines that import something, in most languages: a file is central when many others import it.
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from|#[ \t]*include|require|use|using|extern crate|library|source)\b.*$"
-                          r"|^.*\b(?:require|import)\(.*$", re.M)
 _GENERIC_STEMS = frozenset({"main", "index", "utils", "util", "test", "tests", "conftest", "setup", "init", "readme",
                             "config", "types", "common", "base", "core", "helpers", "constants", "models", "mod", "lib"})
 
@@ -95,7 +91,15 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
             return cached["files"]
     except (OSError, ValueError):
         pass
-    rows = _rows(project, CODE_TABLE, ["file_path", "search_text"])  # file contents: only on a cache miss
+    from .views import import_words
+
+    rows = _rows(project, CODE_TABLE, ["file_path", "imports"])
+    if any(r["imports"] is None for r in rows):  # indexed before the column existed: read the text
+        texts = {r["file_path"]: r["search_text"] for r in _rows(project, CODE_TABLE, ["file_path", "search_text"],
+                                                                 "imports IS NULL")}
+        for r in rows:
+            if r["imports"] is None:
+                r["imports"] = import_words(texts.get(r["file_path"]) or "")
     by_stem: dict[str, list[str]] = {}
     for r in rows:
         stem = _stem(r["file_path"])
@@ -103,10 +107,8 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
             by_stem.setdefault(stem, []).append(r["file_path"])
     mentions: Counter = Counter()
     for r in rows:
-        imports = " ".join(_IMPORT_LINE.findall(r.get("search_text") or ""))
-        words = {w.lower() for w in _WORDS.findall(imports)}
         own = _stem(r["file_path"])
-        for stem in words & by_stem.keys():
+        for stem in set(r["imports"]) & by_stem.keys():
             if stem != own:
                 for path in by_stem[stem]:
                     mentions[path] += 1

@@ -91,6 +91,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("content_hash", "string"),
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
+            ("imports", "list<string>"),  # views.import_words of the content
         ]
     if name == KV_TABLE:
         return [

@@ -91,6 +91,19 @@ def expand_query(query: str) -> str:
     return f"{query} {' '.join(extra)}" if extra else query
 
 
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+# Lines that import something, in most languages.
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from|#[ \t]*include|require|use|using|extern crate|library|source)\b.*$"
+                          r"|^.*\b(?:require|import)\(.*$", re.M)
+
+
+def import_words(text: str) -> list[str]:
+    """The words (4+ characters, lower case) of a file's import lines: the briefing ranks a file
+    as central when many others name its module there (stored per row, so that it never re-reads
+    file contents)."""
+    return sorted({w.lower() for w in _WORDS.findall(" ".join(_IMPORT_LINE.findall(text)))})
+
+
 def identifier_words(text: str) -> str:
     """``src/http_client.py`` -> "src http client py"; ``parseHTTPResponse`` -> "parse HTTP Response":
     the words a question uses for a path or a symbol name."""

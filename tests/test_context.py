@@ -54,6 +54,17 @@ def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
     assert "The ledger uses integer cents." not in md  # notes are for recall, not the briefing
 
 
+def test_central_files_of_rows_indexed_before_the_imports_column(briefed: Project):
+    """Rows written by a version without ``imports`` (null there) are ranked from their indexed text;
+    rows with the column are ranked without reading any text."""
+    table = briefed.db.open_table("code_index")
+    stored = {r["id"]: r["imports"] for r in table.search().select(["id", "imports"]).limit(None).to_list()}
+    assert "ledger" in stored["pkg/api.py"] and stored["pkg/ledger.py"] == []
+    table.update(where="id != 'pkg/reports.py'", values={"imports": None})  # as an older version left them
+    code = session_context(Project.open(briefed.root), 4000)["code_index"]
+    assert code["central_files"][0] == {**code["central_files"][0], "file_path": "pkg/ledger.py", "mentioned_by": 3}
+
+
 @pytest.mark.parametrize("budget", [100, 150, 250, 400, 1500])
 def test_budget_is_never_exceeded_and_priorities_survive(briefed: Project, budget: int):
     ctx = session_context(briefed, budget)
