@@ -39,6 +39,8 @@ SEARCH_CONTENT_CHARS = 200_000
 META_COLUMNS = ["id", "mtime", "size", "content_hash", "summarizer"]
 # Gemini failures that will not go away within one crawl: stop asking, fall back (or fail) at once.
 _PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "no_workdir"}
+# Timeouts in a row after which the API is taken to be down for this crawl (each costs gemini_timeout_s).
+TIMEOUTS_IN_A_ROW = 2
 
 
 class CrawlInterrupted(ContextwareError):
@@ -138,6 +140,7 @@ class _Summarizer:
         self.report = report
         self.use_gemini = mode == "gemini" or (mode == "auto" and _gemini_ready())
         self.broken: GeminiError | None = None
+        self.timeouts = 0  # in a row
         self.lock = threading.Lock()
 
     def run(self, items: list[_Work], done: Callable[[_Work, "LocalSummary", str], None],
@@ -204,6 +207,9 @@ class _Summarizer:
                     rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]), cancel=self.stop,
                 )
         out: dict[str, tuple[Any, str]] = {}
+        timed_out = any(isinstance(r, GeminiError) and r.code == "timeout" for r in results.values())
+        with self.lock:
+            self.timeouts = self.timeouts + 1 if timed_out else 0
         for f in batch:
             result = results.get(f.path)
             if result is not None and not isinstance(result, Exception):
@@ -214,7 +220,7 @@ class _Summarizer:
                 out[f.path] = (None, err.message)
                 continue
             with self.lock:
-                if err.code in _PERSISTENT and self.broken is None:
+                if self.broken is None and (err.code in _PERSISTENT or self.timeouts >= TIMEOUTS_IN_A_ROW):
                     self.broken = err
                 self.report.gemini_error = err.message
                 if self.mode != "gemini":

@@ -159,7 +159,7 @@ def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs:
         sources.dirs.append(shown)
         sources.dir_paths.append(path)
         sources.dir_files += list_dir_files(project, path)
-        if len(sources.dir_files) >= limit:
+        if len(sources.dir_files) > limit:
             raise UsageError(f"--include-dirs covers more than {limit} files; give narrower folders "
                              "(or raise offload_max_source_files in config.json).", code="too_many_files")
     return sources

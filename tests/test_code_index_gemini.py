@@ -178,6 +178,24 @@ def test_auto_with_a_failing_api_falls_back_for_every_file(project_dir: Path, ge
     assert set(summarizers(project).values()) == {"local"}
 
 
+def test_auto_stops_asking_a_hanging_api_after_two_timeouts_in_a_row(project_dir: Path, gemini_env,
+                                                                    fake_gemini_api: FakeGeminiAPI):
+    """Every call would wait out gemini_timeout_s: after two in a row the rest go local at once."""
+    import time
+
+    project = open_project(project_dir, FOUR, gemini_batch_files=1, gemini_timeout_s=6)  # four batches
+    fake_gemini_api.default_reply = Reply(delay=100)
+    started = time.monotonic()
+    out = crawl(project, summarizer="auto", jobs=1)
+    elapsed = time.monotonic() - started
+
+    assert out["indexed"] == 4 and out["summarizers"] == {"local": 4} and out["gemini_fallbacks"] == 4
+    assert "did not finish within 6 seconds" in out["gemini_error"]
+    calls = json.loads((project.data_dir / "gemini" / "gemini_rate.json").read_text())  # one stamp per call
+    assert len(calls) == 2 and len(fake_gemini_api.chat_requests()) <= 2
+    assert elapsed < 2 * (6 + 3) + 5, elapsed
+
+
 def test_gemini_with_a_failing_api_reports_failures_and_keeps_old_rows(project_dir: Path, gemini_env,
                                                                         fake_gemini_api: FakeGeminiAPI):
     project = open_project(project_dir, FOUR)
