@@ -144,9 +144,11 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
 
 def _offload_sessions(project: "Project") -> list[dict]:
-    root = project.data_dir / "offloads" / "sessions"
+    from .offload_store import SESSION_STATE, SUMMARY, sessions_root
+
+    root = sessions_root(project)
     out = []
-    for meta in sorted(root.glob("*/session.json")) if root.is_dir() else []:
+    for meta in sorted(root.glob(f"*/{SESSION_STATE}")) if root.is_dir() else []:
         try:
             data = json.loads(meta.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -154,7 +156,7 @@ def _offload_sessions(project: "Project") -> list[dict]:
         if data.get("closed") or data.get("status") == "closed":
             continue
         try:
-            summary = (meta.parent / "summary.md").read_text(encoding="utf-8")
+            summary = (meta.parent / SUMMARY).read_text(encoding="utf-8")
         except OSError:
             summary = ""
         lines = [ln.strip() for ln in summary.splitlines() if ln.strip() and not ln.startswith("#")][:2]

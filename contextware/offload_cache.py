@@ -62,7 +62,7 @@ def entry_row(project: "Project", meta: dict, summary: str) -> dict:
     return make_row(
         project, id=meta.get("id") or row_id("cache", meta["key"]), prompt=meta.get("prompt") or "",
         type=meta.get("type") or "offload", summary=summary, summary_method=meta.get("summary_method") or "full",
-        response_file=meta.get("response_file") or f"offloads/cache/{meta['key']}/{FULL_RESPONSE}",
+        response_file=meta.get("response_file") or data_relative(project, cache_root(project) / meta["key"] / FULL_RESPONSE),
         created_at=parse_time(meta.get("created_at")) or utcnow(), model=meta.get("model"),
         source_paths=meta.get("source_paths") or [], source_hash=meta.get("source_hash"),
         source_type=meta.get("source_type"), topics=meta.get("topics") or [], token_count=meta.get("token_count"),

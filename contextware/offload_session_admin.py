@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import GeminiError, NotFoundError
 from .offload_index import delete_rows
 from .offload_sessions import load_state
-from .offload_store import (SUMMARY, display_path, entry_lock, is_temporary, read_text, remove_dir, session_dir,
+from .offload_store import (SUMMARY, entry_lock, is_temporary, read_text, remove_dir, session_dir,
                             sessions_root)
 from .textutil import sql_str, truncate
 
@@ -69,7 +69,7 @@ def session_show(project: "Project", name: str) -> dict[str, Any]:
                      "prompt": truncate(t.get("prompt") or "", 300),
                      "summary": t.get("summary"), "tokens": t.get("token_count"),
                      "gemini_session_id": t.get("gemini_session_id"),
-                     "full_response_path": display_path(project, f"offloads/sessions/{name}/{t['file']}")}
+                     "full_response_path": project.relpath(session_dir(project, name) / t["file"])}
                     for t in state["turns"]]
     return {"session": out}
 
