@@ -204,7 +204,8 @@ class _Summarizer:
                 results = summarize_batch(
                     batch, cwd=cwd, model=cfg.get("gemini_model") or None,
                     timeout=float(cfg["gemini_timeout_s"]), state_dir=self.project.data_dir / "gemini",
-                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]), cancel=self.stop,
+                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
+                    rate_limit_backoff=float(cfg["gemini_rate_limit_backoff_s"]), cancel=self.stop,
                 )
         out: dict[str, tuple[Any, str]] = {}
         timed_out = any(isinstance(r, GeminiError) and r.code == "timeout" for r in results.values())

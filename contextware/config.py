@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "gemini_model": "gemini-2.5-flash",
     "gemini_timeout_s": 180,
     "gemini_requests_per_minute": 50,  # the free tier allows 60
+    "gemini_rate_limit_backoff_s": 10,  # a rate-limited call is retried twice, after this and twice this
     "gemini_batch_files": 8,
     "gemini_batch_chars": 60_000,
     # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary

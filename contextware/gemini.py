@@ -387,7 +387,7 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
     limiter = None
     if state_dir is not None:
         limiter = RateLimiter(Path(state_dir), rate_limit_per_minute or DEFAULT_RATE_LIMIT_PER_MINUTE)
-    waited, attempt = 0.0, 0
+    waited, attempt, new_id = 0.0, 0, session_id
     while True:
         if limiter is not None:
             limiter.acquire(cancel)
@@ -399,16 +399,17 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
                 raise _failure(rc, err)
             return parse_output(out)
         except GeminiError as exc:
-            if exc.code == "session_exists" and attempt > 0 and session_id:
-                # an earlier rate-limited attempt already created the session: continue it instead
-                session_id, resume = None, session_id
-                continue
             delay = rate_limit_backoff * (2 ** attempt)
             if (exc.code != "rate_limited" or attempt >= rate_limit_retries
                     or waited + delay > rate_limit_max_wait):
                 raise
             attempt += 1
             waited += delay
+            if new_id:
+                # The refused attempt left a session holding only the prompt: the CLI will neither
+                # start that id again ("already exists") nor resume it (it lists no such session).
+                # A new id that keeps the first 8 characters (chat files are named after them).
+                session_id = f"{new_id}_r{attempt}"
             if _pause(delay, cancel):
                 raise _cancelled() from None
 

@@ -211,8 +211,8 @@ def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sou
                             else None))
         state.update(gemini_started=True, error_count=0, session_errors=0, last_error=None, rotate=None,
                      context_tokens=result.prompt_tokens)
-        if override and result.session_id and state.get("gemini_session_id") != result.session_id:
-            state["gemini_session_id"] = result.session_id
+        if result.session_id and state.get("gemini_session_id") != result.session_id:
+            state["gemini_session_id"] = result.session_id  # --resume-id, or a new id after a refused try
         limit = int(cfg.get("offload_session_max_tokens") or 350_000)
         if result.prompt_tokens > limit and not override:
             state["rotate"] = f"the context reached {result.prompt_tokens} tokens (limit {limit})"
@@ -306,7 +306,7 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
     return make_row(
         project, id=row_id("turn", name, turn["file"]), prompt=turn.get("prompt") or "", type="research",
         summary=turn.get("summary") or "", summary_method=turn.get("summary_method") or "unknown",
-        response_file=f"offloads/sessions/{name}/{turn['file']}",
+        response_file=data_relative(project, session_dir(project, name) / turn["file"]),
         created_at=parse_time(turn.get("created_at")) or utcnow(),
         model=turn.get("model"), source_paths=turn.get("source_paths") or [], source_hash=turn.get("source_hash"),
         source_type=turn.get("source_type"), session_name=name, turn_number=turn.get("turn"),
@@ -323,7 +323,7 @@ def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
     return make_row(
         project, id=row_id("synthesis", name), prompt=truncate(prompts, 2000) or f"Session {name}",
         type="synthesis", summary=summary, summary_method=state.get("summary_method") or "unknown",
-        response_file=f"offloads/sessions/{name}/{SUMMARY}",
+        response_file=data_relative(project, session_dir(project, name) / SUMMARY),
         created_at=parse_time(state.get("updated_at")) or utcnow(), source_paths=sources,
         session_name=name, turn_number=len(state["turns"]), feature=state.get("feature"),
         topics=state.get("topics") or [], token_count=int((state.get("tokens") or {}).get("total") or 0),

@@ -209,6 +209,7 @@ def gemini_options(project: "Project", *, timeout_key: str = "offload_timeout_s"
         "timeout": float(cfg.get(timeout_key) or cfg.get("gemini_timeout_s") or 180),
         "state_dir": project.data_dir / "gemini",
         "rate_limit_per_minute": int(cfg.get("gemini_requests_per_minute") or 50),
+        "rate_limit_backoff": float(cfg.get("gemini_rate_limit_backoff_s", 10)),
     }
 
 

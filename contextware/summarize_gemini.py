@@ -258,7 +258,8 @@ def _check_batch(files: Sequence[SourceFile]) -> None:
 
 def summarize_batch(files: Sequence[SourceFile], *, cwd: Path, model: str | None = None,
                     timeout: float = 180, state_dir: Path | None = None,
-                    rate_limit_per_minute: int | None = None, binary: str | None = None,
+                    rate_limit_per_minute: int | None = None, rate_limit_backoff: float = 10.0,
+                    binary: str | None = None,
                     cancel: threading.Event | None = None) -> dict[str, LocalSummary | GeminiError]:
     """One Gemini call for the batch. Every input path gets an entry: a LocalSummary (language from the
     input, summary a non-empty str of at most ~1,200 chars, symbols a de-duplicated list of non-empty
@@ -276,13 +277,14 @@ def summarize_batch(files: Sequence[SourceFile], *, cwd: Path, model: str | None
     sendable = [f for f in files if f.path not in unsendable]
     if sendable:
         results.update(_call(sendable, cwd=cwd, model=model, timeout=timeout, state_dir=state_dir,
-                             rate_limit_per_minute=rate_limit_per_minute, binary=binary, cancel=cancel))
+                             rate_limit_per_minute=rate_limit_per_minute, rate_limit_backoff=rate_limit_backoff,
+                             binary=binary, cancel=cancel))
     return {f.path: results[f.path] for f in files}
 
 
 def _call(files: Sequence[SourceFile], *, cwd: Path, model: str | None, timeout: float,
-          state_dir: Path | None, rate_limit_per_minute: int | None, binary: str | None,
-          cancel: threading.Event | None) -> dict[str, LocalSummary | GeminiError]:
+          state_dir: Path | None, rate_limit_per_minute: int | None, rate_limit_backoff: float,
+          binary: str | None, cancel: threading.Event | None) -> dict[str, LocalSummary | GeminiError]:
     prompt, stdin = build_request(files, secrets.token_hex(8))
     # Our own session id, unique in its first 8 characters (the CLI names the chat file after them),
     # so that exactly this call's chat record, which holds the sources, can be removed afterwards.
@@ -290,7 +292,8 @@ def _call(files: Sequence[SourceFile], *, cwd: Path, model: str | None, timeout:
     try:
         result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=cwd, timeout=timeout,
                             state_dir=state_dir, rate_limit_per_minute=rate_limit_per_minute,
-                            binary=binary, session_id=session_id, cancel=cancel)
+                            rate_limit_backoff=rate_limit_backoff, binary=binary, session_id=session_id,
+                            cancel=cancel)
     except GeminiError as exc:
         return {f.path: exc for f in files}
     except OSError as exc:  # e.g. the rate limiter's state folder cannot be written
