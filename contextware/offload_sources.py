@@ -146,6 +146,7 @@ def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs:
         if tracked.path not in {f.path for f in sources.files}:
             sources.files.append(tracked)
     limit = int(project.config.get("offload_max_source_files") or 5000)
+    listed: set[str] = set()
     for raw in include_dirs:
         path = _locate(project, raw)
         if not path.exists():
@@ -158,7 +159,10 @@ def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs:
             continue
         sources.dirs.append(shown)
         sources.dir_paths.append(path)
-        sources.dir_files += list_dir_files(project, path)
+        for f in list_dir_files(project, path):  # folders may overlap: each file counts once
+            if f.path not in listed:
+                listed.add(f.path)
+                sources.dir_files.append(f)
         if len(sources.dir_files) > limit:
             raise UsageError(f"--include-dirs covers more than {limit} files; give narrower folders "
                              "(or raise offload_max_source_files in config.json).", code="too_many_files")
