@@ -10,10 +10,7 @@ was written: no cache entry, no session turn, no row in the ``offloads`` table.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,29 +18,10 @@ import pytest
 from contextware.errors import UsageError
 from contextware.offload_sources import resolve_sources
 from contextware.project import Project
-from tests.conftest import SCRIPTS, ScriptResult, run_script
+from tests.conftest import ScriptResult, run_script
 from tests.fake_gemini_api import Reply
 from tests.gemini_fixtures import update_gemini_settings
 from tests.offload_helpers import TEST_CONFIG, real_gemini, table_rows, write_sources  # noqa: F401
-
-# Runs scripts/offload.py in a subprocess exactly as an agent does, except that the back-off waits
-# of contextware.gemini.run_gemini (10 s, then 20 s on a 429; not settable in config.json) are
-# recorded in $CW_TEST_PAUSE_LOG instead of slept.
-_PAUSE_RECORDING_RUNNER = """\
-import json, os, runpy, sys
-import contextware.gemini as gemini
-
-def _pause(seconds, cancel):
-    with open(os.environ["CW_TEST_PAUSE_LOG"], "a") as log:
-        log.write(json.dumps(seconds) + "\\n")
-    return False
-
-gemini._pause = _pause
-script = sys.argv[1]
-sys.argv = sys.argv[1:]
-runpy.run_path(script, run_name="__main__")
-"""
-
 
 def _project(root: Path, **config) -> Project:
     """A project with a few sources and test settings in its config.json (read by the subprocess)."""
@@ -64,10 +42,10 @@ def _offloads_table(project: Project):
     return Project.open(project.root).db.open_table("offloads")  # a fresh handle: the subprocess wrote
 
 
-def _assert_clean_error(res: ScriptResult, exit_code: int, code: str) -> str:
+def _assert_clean_error(res: ScriptResult, exit_code: int, code: str | None) -> str:
     assert res.returncode == exit_code, (res.stdout, res.stderr[-2000:])
     doc = res.json  # exactly one JSON line on stdout
-    assert doc["ok"] is False and doc["error"]["code"] == code, doc
+    assert doc["ok"] is False and doc["error"]["code"] == (code or doc["error"]["code"]), doc
     message = doc["error"]["message"]
     assert "\n" not in message and "Traceback" not in message and "{" not in message
     assert re.fullmatch(r"\S[^\n]*[.]", message), message  # one sentence, no line breaks
@@ -76,71 +54,60 @@ def _assert_clean_error(res: ScriptResult, exit_code: int, code: str) -> str:
 
 
 # ---------------------------------------------------------------- rate limit
-# BUG (contextware/gemini.py, run_gemini, the `session_exists` branch): a one-shot offload starts its
-# Gemini session with `--session-id`; a 429 on that first try leaves a session file holding only the
-# user turn, so the retry's `--session-id` exits 42 "already exists", and the `--resume` that
-# run_gemini then switches to exits 42 "No previous sessions found": the offload fails with
-# `unknown_session` after a single 429 and never retries against the API.
-RATE_LIMIT_BUG = ("run_gemini turns the retry after a 429 into --resume of a session the CLI cannot "
-                  "resume: the offload fails with unknown_session (see the comment above)")
-
-
-def _run_offload_recording_pauses(project: Project, pauses: Path, *args: str) -> ScriptResult:
-    proc = subprocess.run([sys.executable, "-c", _PAUSE_RECORDING_RUNNER, str(SCRIPTS / "offload.py"), *args],
-                          cwd=project.root, env={**os.environ, "CW_TEST_PAUSE_LOG": str(pauses)},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    return ScriptResult(proc)
-
-
-def _pauses(path: Path) -> list[float]:
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+BACKOFF = 0.2  # gemini_rate_limit_backoff_s: the retries wait 0.2 s, then 0.4 s
 
 
 def test_rate_limit_until_retries_are_used_up_fails_cleanly_and_writes_nothing(
         real_gemini, gemini_cli_env, tmp_path):
     # The CLI itself would retry a 429 for minutes; with maxAttempts 1 it exits 173 at once, so the
-    # retries under test are ours (run_gemini: 2 retries, backing off 10 s then 20 s).
+    # retries under test are ours (run_gemini: 2 retries).
     update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
     real_gemini.default_reply = Reply(status=429, error_message="Quota exceeded for requests per minute.")
-    project = _project(tmp_path / "proj")
-    pauses = tmp_path / "pauses.log"
+    project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
 
-    res = _run_offload_recording_pauses(project, pauses, "--prompt", "How are requests routed?",
-                                        "--files", "src/app.py", "--include-dirs", "docs")
+    res = run_script("offload", "--prompt", "How are requests routed?", "--files", "src/app.py",
+                     "--include-dirs", "docs", cwd=project.root)
 
     # a runtime failure in one sentence, no traceback; nothing cached, nothing indexed
-    _assert_clean_error(res, 1, res.json["error"]["code"])
+    _assert_clean_error(res, 1, "rate_limited")
+    error = res.json["error"]
+    assert error["message"] == "The Gemini API is rate limiting requests: Quota exceeded for requests per minute."
+    assert error["details"] == {"exit_code": 173, "http_status": 429}
     assert _offloads_written(project) == []
     assert _offloads_table(project) is None
     chats = real_gemini.chat_requests()
-    assert chats and all("How are requests routed?" in "\n".join(c.texts()) for c in chats)
-    if res.json["error"]["code"] == "unknown_session":
-        pytest.xfail(RATE_LIMIT_BUG)
-
-    error = res.json["error"]
-    assert error["code"] == "rate_limited", error
-    assert error["message"] == "The Gemini API is rate limiting requests: Quota exceeded for requests per minute."
-    assert error["details"] == {"exit_code": 173, "http_status": 429}
-    # the retries were used up: the first try and 2 retries, backing off 10 s then 20 s
-    assert len(chats) == 3, [c.path for c in chats]
-    assert _pauses(pauses) == [10.0, 20.0]
+    assert len(chats) == 3, [c.path for c in chats]  # the first try and 2 retries
+    assert all("How are requests routed?" in "\n".join(c.texts()) for c in chats)
 
 
-@pytest.mark.xfail(strict=True, reason=RATE_LIMIT_BUG)
 def test_one_rate_limited_try_is_retried_and_answered(real_gemini, gemini_cli_env, tmp_path):
-    """The bug's everyday face: a single 429, then the API answers; the offload should succeed."""
+    """A single 429, then the API answers: the retry starts a new Gemini session (the refused try
+    left one the CLI can neither start again nor resume), and its id is the one recorded."""
     update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
     real_gemini.push(Reply(status=429, error_message="Quota exceeded for requests per minute."),
                      "Requests go through handler, then route.")
-    project = _project(tmp_path / "proj")
-    pauses = tmp_path / "pauses.log"
-    res = _run_offload_recording_pauses(project, pauses, "--prompt", "How are requests routed?")
-    assert res.returncode == 0, res.stdout
+    project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
+    res = run_script("offload", "--prompt", "How are requests routed?", cwd=project.root)
+    assert res.returncode == 0, res.stdout + res.stderr[-2000:]
     assert res.json["summary"] == "Requests go through handler, then route."
-    assert len(real_gemini.chat_requests()) == 2 and _pauses(pauses) == [10.0]
+    assert len(real_gemini.chat_requests()) == 2
+    assert res.json["gemini_session_id"].endswith("_r1")
 
 
-# ---------------------------------------------------------------- feature_mismatch
+def test_a_session_turn_after_a_rate_limited_try_continues_in_the_new_gemini_session(
+        real_gemini, gemini_cli_env, tmp_path):
+    update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
+    real_gemini.push(Reply(status=429, error_message="Quota exceeded for requests per minute."),
+                     "First answer.", "Second answer.")
+    project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
+    first = run_script("offload", "--prompt", "How are requests routed?", "--session", "routing", cwd=project.root)
+    assert first.returncode == 0, first.stdout + first.stderr[-2000:]
+    second = run_script("offload", "--prompt", "And errors?", "--session", "routing", cwd=project.root)
+    assert second.returncode == 0, second.stdout + second.stderr[-2000:]
+    assert second.json["gemini_session_id"] == first.json["gemini_session_id"]
+    assert first.json["gemini_session_id"].endswith("_r1") and second.json["new_gemini_session"] is False
+
+
 def test_session_of_another_feature_is_feature_mismatch(real_gemini, tmp_path):
     project = _project(tmp_path / "proj")
     real_gemini.push("Auth uses JWT tokens signed with RS256.")
@@ -198,10 +165,21 @@ def test_include_dirs_over_the_configured_limit_counts_every_folder(real_gemini,
 
     # the boundary: exactly the limit is accepted, one more is refused (no Gemini call either way)
     project = Project.open(project.root)
-    assert len(resolve_sources(project, [], ["src"]).dir_files) == 2
+    src, docs = str(project.root / "src"), str(project.root / "docs")
+    assert len(resolve_sources(project, [], [src]).dir_files) == 2
     project.config["offload_max_source_files"] = 3
-    assert len(resolve_sources(project, [], ["src", "docs"]).tracked) == 3
+    assert len(resolve_sources(project, [], [src, docs]).tracked) == 3
     project.config["offload_max_source_files"] = 2
     with pytest.raises(UsageError) as info:
-        resolve_sources(project, [], ["src", "docs"])
+        resolve_sources(project, [], [src, docs])
     assert info.value.code == "too_many_files"
+
+
+def test_overlapping_include_dirs_count_each_file_once(tmp_path):
+    project = _project(tmp_path / "proj", offload_max_source_files=3)  # the project holds 3 source files
+    project = Project.open(project.root)
+    root = str(project.root)
+    assert len(resolve_sources(project, [], [root]).tracked) == 3
+    # the root and src, a folder inside it, cover the same 3 files: within the limit
+    sources = resolve_sources(project, [], [root, str(project.root / "src")])
+    assert len(sources.tracked) == 3
