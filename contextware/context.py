@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import UsageError
+from .errors import ContextwareError, UsageError
 from .paths import write_atomic
 from .schemas import CODE_TABLE
 from .textutil import iso
@@ -202,6 +202,8 @@ def render_markdown(ctx: dict) -> str:
         lines += [f"- {s['name']} ({s['turns']} turns): {s['summary']}" for s in ctx["offload_sessions"]]
     if ctx.get("store"):
         lines += ["", "## Session store: " + ", ".join(f"{s['namespace']} ({s['keys']})" for s in ctx["store"])]
+    if ctx.get("unavailable"):
+        lines += ["", "## Unavailable"] + [f"- {name}: {message}" for name, message in ctx["unavailable"].items()]
     return "\n".join(lines)
 
 
@@ -227,8 +229,13 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
     head = {"id": project.id, "name": project.root.name, "root": str(project.root), **_sessions(project)}
     ctx: dict[str, Any] = {"project": head}
     truncated = False
+    unavailable: dict[str, str] = {}
     for name, read in _SOURCES:
-        value = read(project)  # read only when reached: a full budget stops before the costlier sections
+        try:
+            value = read(project)  # read only when reached: a full budget stops before the costlier sections
+        except ContextwareError as exc:  # a damaged table costs its own section, not the briefing
+            unavailable[name] = exc.message
+            continue
         if not value:
             continue
         if isinstance(value, dict):  # the code index: its figures, then its central files
@@ -251,4 +258,6 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
             del ctx[name]
         if truncated:  # what did not fit outranks everything after it: stop here
             break
+    if unavailable:
+        ctx["unavailable"] = unavailable
     return {**ctx, "budget_tokens": budget_tokens, "tokens": _tokens(render_markdown(ctx)), "truncated": truncated}

@@ -29,6 +29,8 @@ T = TypeVar("T")
 LOCK_TIMEOUT_S = 120.0
 _RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
 RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
+# What Lance says when a data file is not one it wrote (truncated, overwritten, foreign).
+_DAMAGE_SIGNS = ("not appear to be a lance file", "invalid magic", "lanceerror(io)", "corrupt")
 
 
 def storage_options() -> dict[str, str]:
@@ -218,7 +220,7 @@ class Database:
         ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)
         or one that exists already (a delete needs no model)."""
         table = self.create_table(name, dim, model_id)
-        with self.write_lock(name):
+        with self.write_lock(name), _damage_reported():
             table.checkout_latest()
             result = with_retries(lambda: fn(table))
             self._maintain(table)
@@ -266,14 +268,27 @@ class Database:
     # -- reads ----------------------------------------------------------------------------------
     def read(self, fn: Callable[[], T]) -> T:
         """Run a query, retrying once if a concurrent compaction removed a file under it."""
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001
-            text = str(exc).lower()
-            if "not found" in text or "no such file" in text or "object at location" in text:
-                time.sleep(0.05)
+        with _damage_reported():
+            try:
                 return fn()
-            raise
+            except Exception as exc:  # noqa: BLE001
+                text = str(exc).lower()
+                if "not found" in text or "no such file" in text or "object at location" in text:
+                    time.sleep(0.05)
+                    return fn()
+                raise
+
+
+@contextmanager
+def _damage_reported() -> Iterator[None]:
+    """A data file that is not what Lance wrote becomes a StorageError naming the recovery command."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        if any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS):
+            raise StorageError(f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.",
+                               code="damaged_data") from None
+        raise
 
 
 def _declare_key_and_index(table: Any) -> None:

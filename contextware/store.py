@@ -285,7 +285,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
     limits = settings(project)
     if size > limits["max_bytes"]:
         raise UsageError(
-            f"The value is {_human(size)} ({size} bytes), more than the whole store may hold "
+            f"The value is {_human(size)}{f' ({size} bytes)' if size >= 1024 else ''}, more than the whole store may hold "
             f"({_human(limits['max_bytes'])}, store_max_bytes in config.json); nothing was saved.",
             code="value_too_large",
             details={"size": size, "max_bytes": limits["max_bytes"]},

@@ -1,18 +1,18 @@
-"""The MCP server meets an unexpected exception inside a tool: the call comes back as the tool's JSON
-error envelope with code ``internal_error`` and one sentence, the server keeps running and answers the
-next calls.
+"""Failures inside an MCP tool: the call comes back as the tool's JSON error envelope with one
+sentence, the server keeps running and answers the next calls.
 
-The exception is provoked for real, with no mock: the session store's data files are overwritten
-with bytes that are not a Lance file (a damaged disk or a bad copy), under a server that has already
-used them.  The table's manifest is intact, so the table opens; reading its rows raises LanceDB's
-own exception (a ValueError), which is no ContextwareError."""
+A damaged table is provoked for real: the session store's data files are overwritten with bytes that
+are not a Lance file (a damaged disk or a bad copy) under a server that has already used them.  The
+table's manifest is intact, so it opens; reading its rows fails, which is ``damaged_data`` naming the
+repair command.  A bug of ours (an exception we did not foresee) has no realistic trigger, since every
+known failure is mapped, so the raw-protocol test plants one: the server runs with
+``contextware.store.load`` replaced by a function that raises."""
 
 from __future__ import annotations
 
 import json
 import re
 import selectors
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +31,14 @@ def _damage_store(project_dir: Path) -> list[Path]:
     return files
 
 
+def _assert_damaged(envelope: dict) -> str:
+    assert envelope == {"ok": False, "error": {"code": "damaged_data", "message": envelope["error"]["message"]}}
+    message = envelope["error"]["message"]
+    assert "Lance" in message and "memory.py repair" in message, message  # the cause and the cure
+    assert "\n" not in message and "Traceback" not in message and len(message) < 400, message
+    return message
+
+
 def _assert_internal_error(envelope: dict) -> str:
     assert envelope == {"ok": False, "error": {"code": "internal_error", "message": envelope["error"]["message"]}}
     message = envelope["error"]["message"]
@@ -47,7 +55,7 @@ async def _tool_error(client, tool: str, args: dict) -> dict:  # noqa: ANN001
     return envelope
 
 
-def test_an_unexpected_exception_in_a_tool_is_an_internal_error_and_the_server_goes_on(project_dir: Path):
+def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_on(project_dir: Path):
     async def go() -> None:
         async with serve(project_dir) as client:
             await call(client, "session_store", {"action": "save", "namespace": "baselines", "key": "GET /users", "data": {"p95_ms": 120}})
@@ -55,12 +63,14 @@ def test_an_unexpected_exception_in_a_tool_is_an_internal_error_and_the_server_g
             _damage_store(project_dir)
 
             # Every store action now reads a damaged file: each is a tool error in our envelope.
-            first = _assert_internal_error(await _tool_error(client, "session_store", {"action": "list"}))
-            assert "Lance" in first  # the cause, in one line
+            _assert_damaged(await _tool_error(client, "session_store", {"action": "list"}))
             for args in ({"action": "load", "namespace": "baselines", "key": "GET /users"},
                          {"action": "save", "namespace": "baselines", "key": "GET /items", "data": 1},
                          {"action": "stats"}):
-                _assert_internal_error(await _tool_error(client, "session_store", args))
+                _assert_damaged(await _tool_error(client, "session_store", args))
+            # The briefing loses only its store section.
+            brief = await call(client, "load_session_context", {"format": "json"})
+            assert "memory.py repair" in brief["unavailable"]["store"] and "store" not in brief
 
             # The same server answers the next calls: another tool works, bad input still gets its code.
             saved = await call(client, "save_fact", {"content": "The session store lives in the kv table."})
@@ -92,11 +102,24 @@ def _read_message(proc: subprocess.Popen, timeout: float = 60) -> dict:
     return json.loads(line)  # every stdout line is a JSON-RPC message, also around the error
 
 
+_BUGGY_LOAD = """\
+import runpy, sys
+import contextware.store as store
+
+def load(*args, **kwargs):
+    raise RuntimeError("a bug planted by the test")
+
+store.load = load
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_stderr(project_dir: Path):
     """Raw JSON-RPC, as a client sends it: the failing call gets its own answer (a result with isError,
     not a JSON-RPC error and not silence), the process stays alive and answers the next request, and
     the traceback is logged on stderr only."""
-    proc = subprocess.Popen([sys.executable, str(SERVER)], cwd=project_dir, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", _BUGGY_LOAD, str(SERVER)], cwd=project_dir, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -112,17 +135,15 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
             return answer["result"]
 
         assert store(2, action="save", namespace="n", key="k", data={"a": 1})["structuredContent"]["ok"] is True
-        _damage_store(project_dir)
         failed = store(3, action="load", namespace="n", key="k")
         assert failed["isError"] is True
         _assert_internal_error(failed["structuredContent"])
         assert json.loads(failed["content"][0]["text"]) == failed["structuredContent"]
         assert proc.poll() is None  # still running
 
-        shutil.rmtree(project_dir / "contextware_data" / "lancedb" / "kv.lance")  # thrown away: the next save starts afresh
         again = store(4, action="save", namespace="n", key="k", data={"a": 2})
-        assert again.get("isError") is not True and again["structuredContent"]["created"] is True
-        assert store(5, action="load", namespace="n", key="k")["structuredContent"]["data"] == {"a": 2}
+        assert again.get("isError") is not True and again["structuredContent"]["created"] is False
+        assert store(5, action="list", namespace="n")["structuredContent"]["ok"] is True
 
         rest, err = proc.communicate(timeout=30)  # closing stdin ends the server normally
     finally:

@@ -137,6 +137,7 @@ def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_di
     assert err["code"] == "value_too_large"
     _one_sentence(err["message"])
     assert "nothing was saved" in err["message"] and "store_max_bytes" in err["message"]
+    assert err["message"].startswith("The value is 101 bytes, more than the whole store may hold (100 bytes,")
     assert "Traceback" not in res.stderr
 
     assert _version(project) == version  # not even an empty commit
