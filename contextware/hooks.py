@@ -74,12 +74,14 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
     if len(prompt) < 3:
         return None
     budget = int(project.config["hook_prompt_tokens"]) * 4
-    hits = recall(project, prompt[:2000], scope="all", limit=8)["results"]
+    if project.data_dir.is_dir():  # memory to search: load the model while lancedb is imported
+        from .embeddings import preload_in_background
+
+        preload_in_background(project.embedder)
+    hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",))["results"]
     lines, files = [], 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)
     for hit in hits:
-        if hit["collection"] == "logs":
-            continue
         if hit["collection"] == "code_index":
             if hit["score"] < CODE_RELATIVE * best_file or files >= MAX_CODE_FILES:
                 continue
@@ -106,6 +108,9 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     if not _records_here(project):
         return None
     session = str(payload.get("session_id") or "unknown")
+    from .embeddings import preload_in_background
+
+    preload_in_background(project.embedder)
     for role, key in (("user", "prompt"), ("agent", "prompt_response")):
         text = payload.get(key)
         if isinstance(text, str) and text.strip():

@@ -301,7 +301,10 @@ def recall(
     source: str | None = None,
     session: str | None = None,
     global_: bool = False,
+    without: tuple[str, ...] = (),
 ) -> dict:
+    """``without`` leaves collections out of the scope (the prompt hook searches no logs: past
+    prompts would fill its slots and set the margin for the memories it shows)."""
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
     if not 1 <= limit <= 100:
@@ -323,6 +326,7 @@ def recall(
     }
     tables = _tables_for(scope, topic=filters["topic"], kind=filters["kind"], result=filters["result"],
                          category=filters["category"], source=filters["source"], session=filters["session"])
+    tables = tuple(t for t in tables if t not in without)
     projects = [project]
     if global_:
         from .offload_index import registered_projects
@@ -396,7 +400,7 @@ def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: i
             degraded = cached
         else:
             qvec, plain = cached
-    candidates = max(int(project.config.get("recall_candidates", 30)), limit * 3)
+    candidates = max(int(project.config["recall_candidates"]), limit * 3)
     hits: list[dict] = []
     for name in present:
         where = _filters(name, root=project.root, **filters)
