@@ -175,7 +175,7 @@ class _Summarizer:
                                 failed(w, name)
                             else:
                                 done(w, summary, name)
-                            if self.stop.is_set():
+                            if self.stop.is_set():  # done() embeds and writes: stop between files
                                 raise KeyboardInterrupt
                     if self.stop.is_set():
                         raise KeyboardInterrupt
@@ -242,8 +242,7 @@ def _gemini_ready() -> bool:
 def _language(w: _Work) -> str | None:
     from .summarize_local import detect_language
 
-    first = w.text.split("\n", 1)[0] if w.text.startswith("#!") else ""
-    return detect_language(w.candidate.path, first)
+    return detect_language(w.candidate.path, w.text[:256])
 
 
 def _summarize_local(path: str, text: str) -> "LocalSummary":
@@ -472,7 +471,8 @@ def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: 
         # A folder deleted or moved away arrives as one path (watch sees a single event): its rows go.
         under = sorted(p for p in _meta(project) if _under(p, folders))
         gone += under
-        report.skipped["missing"] += [m for m in folders if not any(_under(p, [m]) for p in under)]
+        if vanished := [m for m in folders if not any(_under(p, [m]) for p in under)]:
+            report.skipped["missing"] += vanished
     # A file that became too large, binary or ignored leaves the index.
     dropped = [r for rs in report.skipped.values() for r in rs if r in existing]
     _run(project, list(candidates.values()), existing, report, summarizer=summarizer, force=force, upgrade=False,

@@ -235,7 +235,7 @@ class Database:
         Keeping minutes of versions would let a burst of saves grow the table 25-fold."""
         import warnings
 
-        threshold = int(self.project.config.get("compact_after_fragments", 24))
+        threshold = int(self.project.config["compact_after_fragments"])
         if not force:
             try:
                 stats = table.stats()

@@ -307,6 +307,12 @@ def _pause(seconds: float, cancel: threading.Event | None) -> bool:
     return cancel.wait(seconds)
 
 
+def escape_at(text: str) -> str:
+    """Gemini CLI expands ``@path`` anywhere in its input but skips an ``@`` preceded by a
+    backslash.  Applied to file content and piped context, never to the user's prompt."""
+    return text.replace("@", "\\@")
+
+
 # -- rate limiting ------------------------------------------------------------------------------
 class RateLimiter:
     """A sliding-window limit shared by every process using ``state_dir`` (file + file lock)."""

@@ -150,7 +150,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
                    warnings=warnings + _mcp_warning(), next=f"Start gemini in {root}.")
 
 
-def _restore(path: Path, rec: dict, current: str) -> str:
+def _restore(path: Path, rec: dict) -> str:
     """Put back the text from before our first write ('written'), or delete the file we created ('removed')."""
     if rec.get("original") is None:
         path.unlink()
@@ -170,7 +170,7 @@ def uninstall_project(root: Path) -> dict:
         current = js.read_text(settings_path)
         if current is not None:
             if entry and "original" in rec and js.sha256_text(current) == rec.get("written_sha256"):
-                out[_restore(settings_path, rec, current)].append(relative_posix(settings_path, root))
+                out[_restore(settings_path, rec)].append(relative_posix(settings_path, root))
             else:
                 data = js.parse_settings(settings_path, current)
                 if js.has_ours(data, NAME):
@@ -185,7 +185,7 @@ def uninstall_project(root: Path) -> dict:
         current = js.read_text(skill_path)
         if current is not None:
             if js.sha256_text(current) == rec.get("written_sha256") or (not entry and current == skill_text()):
-                out[_restore(skill_path, rec, current)].append(relative_posix(skill_path, root))
+                out[_restore(skill_path, rec)].append(relative_posix(skill_path, root))
             elif entry:
                 out["kept"].append(relative_posix(skill_path, root))
                 warnings.append(f"{skill_path} was changed after it was installed: left in place.")

@@ -110,7 +110,7 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
     table = project.db.open_table(collection)
     if table is None:
         return []
-    threshold = float(project.config.get("similar_threshold", 0.8))
+    threshold = float(project.config["similar_threshold"])
     query = table.search(vector).distance_type("cosine").limit(5)
     if collection == "facts":
         query = query.where("status = 'active'", prefilter=True)
@@ -351,7 +351,7 @@ def list_records(project: "Project", collection: str | None = None, limit: int =
 
 def _collection_arg(value: str) -> str:
     v = value.strip().lower()
-    aliases = {"fact": "facts", "episode": "episodes", "log": "logs", "memory": "facts"}
+    aliases = {**COLLECTIONS, "memory": "facts"}
     v = aliases.get(v, v)
     if v not in MEMORY_TABLES:
         raise UsageError(f"Unknown collection {value!r}: use one of {', '.join(MEMORY_TABLES)}.", code="bad_collection")
@@ -399,9 +399,10 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     elif collection == "episodes":
         new["text_hash"] = text_hash(new["goal"], new["result"] or "", new["summary"])
     new[FTS_COLUMN] = search_text(collection, new)
+    embedder = project.embedder
+    project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
     vectors, degraded = embed_texts(project, [embedding_text(collection, new)])
     new["vector"] = vectors[0] if vectors else None
-    embedder = project.embedder
 
     def write(tbl: Any) -> None:
         if not tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list():
@@ -409,7 +410,6 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
         data = pa.Table.from_pylist([new], schema=tbl.schema)
         tbl.merge_insert("id").when_matched_update_all().execute(data)
 
-    project.db.check_model(collection, table, embedder.model_id, embedder.dim)
     project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
     out: dict[str, Any] = {"id": record_id, "collection": collection, "updated": sorted(given), "record": public_row(new, collection)}
     if redactions:
@@ -420,8 +420,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
 
 
 def delete(project: "Project", record_id: str) -> dict:
-    collection, table, row = _locate(project, record_id)
-    embedder = project.embedder
+    collection, _table, row = _locate(project, record_id)
 
     def write(tbl: Any) -> None:
         tbl.delete(f"id = {sql_str(record_id)}")
@@ -430,7 +429,7 @@ def delete(project: "Project", record_id: str) -> dict:
             tbl.update(where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
                        values={"status": "active", "superseded_by": None})
 
-    project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
+    project.db.write(collection, write)  # the table exists: a delete needs no model
     out = {"id": record_id, "collection": collection, "deleted": True}
     if collection == "facts" and row.get("supersedes"):
         out["reactivated"] = row["supersedes"]

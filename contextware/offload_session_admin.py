@@ -69,7 +69,7 @@ def session_show(project: "Project", name: str) -> dict[str, Any]:
                      "prompt": truncate(t.get("prompt") or "", 300),
                      "summary": t.get("summary"), "tokens": t.get("token_count"),
                      "gemini_session_id": t.get("gemini_session_id"),
-                     "full_response_path": project.relpath(session_dir(project, name) / t["file"])}
+                     "full_response_path": project.relpath(sdir / t["file"])}
                     for t in state["turns"]]
     return {"session": out}
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import UsageError
 from .gemini import MAX_STDIN_BYTES
-from .offload_store import escape_at
+from .gemini import escape_at
 
 if TYPE_CHECKING:
     from .project import Project
@@ -185,7 +185,6 @@ def list_dir_files(project: "Project", path: Path) -> list[TrackedFile]:
 def current_files(project: "Project", manifest: Sequence[dict], dirs: Sequence[str]) -> list[TrackedFile] | str:
     """Stat the files an entry depends on now: its given files (from the manifest) plus a fresh
     listing of its folders.  A string when a file is gone (the stale reason)."""
-    dir_prefixes = [d for d in dirs]
     out: dict[str, TrackedFile] = {}
     for d in dirs:
         path = Path(d) if os.path.isabs(d) else project.root / d
@@ -195,7 +194,7 @@ def current_files(project: "Project", manifest: Sequence[dict], dirs: Sequence[s
             out[f.path] = f
     for m in manifest:
         p = m["path"]
-        if p in out or _under_any(p, dir_prefixes):
+        if p in out or _under_any(p, dirs):
             continue
         path = Path(p) if os.path.isabs(p) else project.root / p
         try:

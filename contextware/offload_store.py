@@ -173,13 +173,6 @@ def is_temporary(name: str) -> bool:
     return name.startswith(_TMP_PREFIX) or name.startswith(".")
 
 
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
-
-
 # -- locks ---------------------------------------------------------------------------------------
 @contextmanager
 def entry_lock(project: "Project", kind: str, name: str) -> Iterator[None]:
@@ -211,12 +204,6 @@ def gemini_options(project: "Project", *, timeout_key: str = "offload_timeout_s"
         "rate_limit_per_minute": int(cfg.get("gemini_requests_per_minute") or 50),
         "rate_limit_backoff": float(cfg.get("gemini_rate_limit_backoff_s", 10)),
     }
-
-
-def escape_at(text: str) -> str:
-    """Gemini CLI expands ``@path`` anywhere in its input; ``\\@`` is left alone (see
-    summarize_gemini).  Applied to file content and piped context, never to the user's prompt."""
-    return text.replace("@", "\\@")
 
 
 def new_gemini_session_id(name: str) -> str:

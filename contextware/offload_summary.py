@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import GeminiError, UsageError
-from .offload_store import escape_at, gemini_options
+from .gemini import escape_at
+from .offload_store import gemini_options
 from .textutil import cut_at_word
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ContextwareError, StorageError, UsageError, first_line
-from .offload_store import (FULL_RESPONSE, METADATA, SUMMARY, cache_root, display_path, is_temporary, read_json,
-                            read_text, session_dir)
+from .offload_store import (FULL_RESPONSE, METADATA, SUMMARY, cache_root, data_relative, display_path, is_temporary,
+                            read_json, read_text, session_dir)
 from .schemas import OFFLOADS_TABLE, table_schema
 from .textutil import sql_str
 
@@ -52,7 +52,7 @@ def file_rows(project: "Project") -> tuple[dict[str, dict], list[dict], list[dic
                                "summary.md or full_response.md"})
             continue
         meta.setdefault("key", d.name)
-        meta["response_file"] = f"offloads/cache/{d.name}/{FULL_RESPONSE}"
+        meta["response_file"] = data_relative(project, d / FULL_RESPONSE)
         row = entry_row(project, meta, summary)
         rows[row["id"]] = row
         entries.append(meta)

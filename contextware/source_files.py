@@ -436,11 +436,12 @@ class IgnoreRules:
                 return
             self.git = False
         for f in files:
-            cand = None if self._walk_ignored_path(f, False) else self._candidate(f)
+            ignored = self._walk_ignored_path(f, False)
+            cand = None if ignored else self._candidate(f)
             if cand is not None:
                 found[f] = cand
             else:
-                skipped[f] = "ignored" if self._walk_ignored_path(f, False) else "missing"
+                skipped[f] = "ignored" if ignored else "missing"
 
     # git
     def _git_ls(self, pathspecs: Sequence[str]) -> list[str] | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
-from contextware.gemini import gemini_ready, run_gemini
+from contextware.gemini import escape_at, run_gemini
 from contextware.textutil import cut_at_word
 from contextware.summarize_local import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary, detect_language
 
@@ -89,11 +89,6 @@ def plan_batches(files: Sequence[SourceFile], *, max_files: int = DEFAULT_MAX_FI
 
 
 # -- the request --------------------------------------------------------------------------------
-def _escape(text: str) -> str:
-    """Hide ``@`` from the CLI's ``@path`` expansion (it skips an ``@`` preceded by a backslash)."""
-    return text.replace("@", "\\@")
-
-
 def _cut_text(text: str, limit: int) -> str:
     """The first ``limit`` characters, ending at a line break when one is near the end."""
     if len(text) <= limit:
@@ -111,8 +106,8 @@ def _file_block(file: SourceFile, nonce: str) -> str:
         info += f", truncated: first {len(shown)} of {len(text)} characters"
     if shown and not shown.endswith("\n"):
         shown += "\n"
-    path = _escape(file.path)
-    return (f"===== FILE {nonce}: {path} ({info}) =====\n{_escape(shown)}"
+    path = escape_at(file.path)
+    return (f"===== FILE {nonce}: {path} ({info}) =====\n{escape_at(shown)}"
             f"===== END FILE {nonce}: {path} =====\n")
 
 
@@ -316,5 +311,5 @@ def forget_chat(session_id: str) -> None:
             pass
 
 
-__all__ = ["FILE_CHARS_LIMIT", "SourceFile", "build_request", "gemini_ready", "parse_reply",
+__all__ = ["FILE_CHARS_LIMIT", "SourceFile", "build_request", "parse_reply",
            "plan_batches", "results_from_reply", "summarize_batch", "validate_entry"]

@@ -40,7 +40,7 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
     """Watch until ``stop_event`` is set (or SIGINT/SIGTERM in the main thread); returns totals."""
     from watchfiles import Change, watch as watch_changes
 
-    from .code_index import check_summarizer, index_files
+    from .code_index import check_summarizer
     from .source_files import IgnoreRules
 
     summarizer = check_summarizer(summarizer)
@@ -83,7 +83,7 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
                     dirty |= _recrawl(project, summarizer, totals, log, stop)
                 paths = sorted({p for _, p in changes if not os.path.isdir(p)})
                 if paths:
-                    dirty |= _reindex(project, paths, summarizer, totals, log, index_files, stop)
+                    dirty |= _reindex(project, paths, summarizer, totals, log, stop)
                 # A folder moved in arrives as one event for the folder alone: crawl it.
                 folders = sorted({p for change, p in changes if change == Change.added and os.path.isdir(p)})
                 if folders and not stop.is_set():
@@ -102,8 +102,8 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
 
 
 def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict, log: Callable[[str], None],
-             index_files: Callable[..., dict], stop: threading.Event) -> bool:
-    from .code_index import CrawlInterrupted
+             stop: threading.Event) -> bool:
+    from .code_index import CrawlInterrupted, index_files
     from .errors import ContextwareError
 
     totals["batches"] += 1

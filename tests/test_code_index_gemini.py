@@ -17,7 +17,7 @@ import pytest
 from contextware.code_index import crawl, index_files
 from contextware.errors import UsageError
 from contextware.project import Project
-from contextware.summarize_gemini import gemini_ready
+from contextware.gemini import gemini_ready
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
 from tests.gemini_fixtures import GEMINI_TEST_SETTINGS, write_gemini_home

@@ -42,10 +42,10 @@ def _offloads_table(project: Project):
     return Project.open(project.root).db.open_table("offloads")  # a fresh handle: the subprocess wrote
 
 
-def _assert_clean_error(res: ScriptResult, exit_code: int, code: str | None) -> str:
+def _assert_clean_error(res: ScriptResult, exit_code: int, code: str) -> str:
     assert res.returncode == exit_code, (res.stdout, res.stderr[-2000:])
     doc = res.json  # exactly one JSON line on stdout
-    assert doc["ok"] is False and doc["error"]["code"] == (code or doc["error"]["code"]), doc
+    assert doc["ok"] is False and doc["error"]["code"] == code, doc
     message = doc["error"]["message"]
     assert "\n" not in message and "Traceback" not in message and "{" not in message
     assert re.fullmatch(r"\S[^\n]*[.]", message), message  # one sentence, no line breaks

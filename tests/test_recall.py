@@ -33,7 +33,9 @@ def test_filters_narrow_the_search(filled):
     assert set(_ids(recall(project, "how did deploying the api go?", category="deploy"))) == {ids["deploy_ok"], ids["deploy_bad"]}
     assert _ids(recall(project, "what must I run before committing, and which database?", kind="constraint")) == [ids["db"]]
     assert _ids(recall(project, "what must I run before committing, and which database?", topic="lint")) == [ids["lint"]]
-    assert all(r["collection"] == "episodes" for r in recall(project, "deploy", scope="episodes")["results"])
+    episodes = recall(project, "deploy", scope="episodes")["results"]
+    assert {ids["deploy_ok"], ids["deploy_bad"]} <= {r["id"] for r in episodes}
+    assert all(r["collection"] == "episodes" for r in episodes)
     assert _ids(recall(project, "which database?", since="1d"))[0] == ids["db"]
     tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d")
     assert recall(project, "which database?", since=tomorrow)["results"] == []

@@ -456,7 +456,7 @@ def test_one_git_process_answers_for_a_batch_of_paths(project_dir: Path) -> None
     rules.ask_git(rels)
     calls = []
     real_git = rules._git
-    rules._git = lambda args: calls.append(args) or real_git(args)
+    rules._git = lambda *a, **k: calls.append(a) or real_git(*a, **k)
     assert {r: rules.reason(r) for r in rels} == {"a.py": None, "b.log": "ignored", "kept.log": None, "sub/c.py": None}
     assert calls == []
     fresh = IgnoreRules.load(project_dir, project_dir / "contextware_data")  # one path at a time

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from contextware import gemini
+from contextware.gemini import gemini_ready
 from contextware.errors import GeminiError, UsageError
 from contextware.summarize_gemini import (
     FILE_CHARS_LIMIT,
     SourceFile,
     build_request,
-    gemini_ready,
     parse_reply,
     plan_batches,
     results_from_reply,
@@ -351,4 +351,3 @@ def test_gemini_ready_prefers_gemini_cli_home(bare_env, monkeypatch, tmp_path):
     (other / ".gemini" / "settings.json").write_text(
         json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
     assert gemini_ready() is True
-    assert gemini.gemini_ready is gemini_ready
