@@ -107,12 +107,12 @@ def bm25_index(root: Path, files: Iterable[str]) -> BM25:
 
 def _import_api():
     try:
-        from contextware.code_index import crawl
-        from contextware.project import Project
-        from contextware.recall import recall
+        from contextware.codeindex.indexer import crawl
+        from contextware.storage.project import Project
+        from contextware.memory.recall import recall
     except ImportError as exc:  # the code index is not there (yet), or is broken
         sys.exit(f"code_quality: cannot import the code-index API ({exc}). It needs "
-                 "contextware.code_index.crawl(project, summarizer=...) and recall(..., scope='code'); "
+                 "contextware.codeindex.indexer.crawl(project, summarizer=...) and recall(..., scope='code'); "
                  "use --baseline-only for the BM25 numbers alone.")
     return crawl, Project, recall
 
@@ -166,7 +166,7 @@ def _rel(path: str, root: Path) -> str:
 
 
 def rank_ours(project, query: str, limit: int = LIMIT) -> list[str]:
-    from contextware.recall import recall
+    from contextware.memory.recall import recall
 
     results = recall(project, query, scope="code", limit=limit)["results"]
     return [_rel(r["file_path"], project.root) for r in results]

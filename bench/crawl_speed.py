@@ -59,10 +59,10 @@ def _new_corpus(tmp: Path) -> tuple[Path, list[str]]:
 
 def run_in_process(tmp: Path, run: int) -> tuple[dict, dict]:
     try:
-        from contextware.code_index import crawl
-        from contextware.project import Project
+        from contextware.codeindex.indexer import crawl
+        from contextware.storage.project import Project
     except ImportError as exc:
-        sys.exit(f"crawl_speed: cannot import contextware.code_index.crawl ({exc}); the code index is needed.")
+        sys.exit(f"crawl_speed: cannot import contextware.codeindex.indexer.crawl ({exc}); the code index is needed.")
     os.environ["CONTEXTWARE_HOME"] = str(tmp / "home")
     root, files = _new_corpus(tmp)
     project = Project.open(root)

@@ -57,16 +57,16 @@ def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
 
 
 def warm(root: Path, runs: int) -> dict:
-    from contextware import memory
-    from contextware.project import Project
-    from contextware.recall import recall
+    from contextware.memory import records
+    from contextware.storage.project import Project
+    from contextware.memory.recall import recall
 
     project = Project.open(root)
     recall(project, "warm up")
     saves, recalls = [], []
     for i in range(runs * 5):
         t = time.perf_counter()
-        memory.save_fact(project, f"Warm fact {i}: worker {i} drains queue {i % 13}.")
+        records.save_fact(project, f"Warm fact {i}: worker {i} drains queue {i % 13}.")
         saves.append(time.perf_counter() - t)
         t = time.perf_counter()
         recall(project, f"which worker drains queue {i % 13}?")
@@ -83,12 +83,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ["CONTEXTWARE_HOME"] = str(root / ".home")
-        from contextware import memory
-        from contextware.project import Project
+        from contextware.memory import records
+        from contextware.storage.project import Project
 
         project = Project.open(root)
         for i in range(args.memories):
-            memory.save_fact(project, f"Seed fact {i}: service s{i} is owned by team t{i % 17} and deploys on day {i % 7}.")
+            records.save_fact(project, f"Seed fact {i}: service s{i} is owned by team t{i % 17} and deploys on day {i % 7}.")
         report = {
             "memories": args.memories,
             "cold_uv_run_ms": cold([uv, "run", "--project", str(REPO)], root, args.runs) if uv else None,

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextware import memory, recall as recall_mod  # noqa: E402
-from contextware.project import Project  # noqa: E402
-from contextware.views import expand_query  # noqa: E402
+from contextware.memory import records, recall as recall_mod  # noqa: E402
+from contextware.storage.project import Project  # noqa: E402
+from contextware.storage.embedded_text import expand_query  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
@@ -43,9 +43,9 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
     ids: dict[str, str] = {}
     for item in items:
         if item["type"] == "fact":
-            out = memory.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"))
+            out = records.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"))
         else:
-            out = memory.save_episode(project, item["summary"], goal=item["goal"], result=item["result"],
+            out = records.save_episode(project, item["summary"], goal=item["goal"], result=item["result"],
                                       category=item["category"], topics=item.get("topics"))
         ids[out["id"]] = item["key"]
     return ids

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
-from contextware.paths import write_atomic
-from contextware.procs import KILL_GRACE_SECONDS, Cancelled, run_in_group
+from contextware.system import contextware_home, write_atomic
+from contextware.system import Cancelled, run_in_group
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
@@ -481,6 +481,19 @@ def run_cli(args: Sequence[str], *, cwd: str | Path | None = None, binary: str |
     return CliRun(rc, out, err)
 
 
+
+GEMINI_WORKDIR = "contextware-gemini-summaries"
+
+
+def gemini_workdir() -> Path:
+    """An empty working folder for Gemini calls that need no project (file summaries, summaries of
+    answers): run in the project, Gemini CLI would add the project's file tree and GEMINI.md to every
+    request and list each call among the user's sessions."""
+    path = contextware_home() / GEMINI_WORKDIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 __all__ = ["CliRun", "GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",
-           "gemini_auth_configured", "gemini_available", "gemini_home", "gemini_ready", "list_sessions",
+           "gemini_auth_configured", "gemini_available", "gemini_home", "gemini_ready", "gemini_workdir", "list_sessions",
            "parse_output", "resolve_binary", "run_cli", "run_gemini"]

@@ -66,7 +66,7 @@ def project_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def project(project_dir: Path) -> Any:
-    from contextware.project import Project
+    from contextware.storage.project import Project
 
     return Project.open(project_dir)
 

@@ -12,7 +12,7 @@ Point the CLI at it with ``GOOGLE_GEMINI_BASE_URL=<api.base_url>`` and ``GEMINI_
 Every request is recorded (:attr:`FakeGeminiAPI.requests`) so tests can assert what the CLI sent.
 
 :func:`summaries_responder` answers the code summariser's batch requests
-(``contextware.summarize_gemini``) with valid JSON per file; see its docstring.
+(``contextware.codeindex.gemini_summary``) with valid JSON per file; see its docstring.
 """
 
 from __future__ import annotations
@@ -305,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- the code summariser's requests ---------------------------------------------------------------
-# The delimiter lines of contextware.summarize_gemini, parsed independently of it on purpose.
+# The delimiter lines of contextware.codeindex.gemini_summary, parsed independently of it on purpose.
 _FILE_HEADER_RE = re.compile(r"^===== FILE (?P<nonce>[A-Za-z0-9]+): (?P<path>.+) \((?P<info>[^()\n]*)\) =====$",
                              re.M)
 _DEF_RE = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?P<kind>def|class)[ \t]+(?P<name>[A-Za-z_]\w*)", re.M)
@@ -405,7 +405,7 @@ class SummariesResponder:
 
 def summaries_responder(overrides: Mapping[str, Any] | None = None, *, reverse: bool = False,
                         wrap: str = "{}", other: Reply | str = "OK") -> SummariesResponder:
-    """A chat handler that answers the code summariser (``contextware.summarize_gemini``) with valid
+    """A chat handler that answers the code summariser (``contextware.codeindex.gemini_summary``) with valid
     JSON: for each delimited file ``{"path", "summary": "Summary of <path> by Gemini. It starts with:
     <first line>", "symbols": <names after def/class, methods as Class.name>}``.
 

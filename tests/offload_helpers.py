@@ -84,7 +84,7 @@ def write_sources(root: Path) -> Path:
 
 @pytest.fixture
 def make_project(tmp_path: Path):
-    from contextware.project import Project
+    from contextware.storage.project import Project
 
     def _make(name: str = "proj", **config: Any) -> Project:
         root = write_sources(tmp_path / name)

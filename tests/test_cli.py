@@ -50,10 +50,10 @@ def test_project_root_resolution(tmp_path, script):
 
 
 def _rows(project_dir: Path) -> int:
-    from contextware import memory
-    from contextware.project import Project
+    from contextware.memory import records
+    from contextware.storage.project import Project
 
-    return memory.list_records(Project.open(project_dir), limit=1000)["total"]
+    return records.list_records(Project.open(project_dir), limit=1000)["total"]
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware.code_index import crawl, index_files
-from contextware.project import Project
-from contextware.recall import recall
+from contextware.codeindex.indexer import crawl
+from contextware.storage.project import Project
+from contextware.memory.recall import recall
 
 from tests.conftest import SCRIPTS, run_script
 
@@ -180,7 +180,7 @@ def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project
 
 
 def test_all_scope_mixes_code_and_memory(project: Project):
-    from contextware.memory import save_fact
+    from contextware.memory.records import save_fact
 
     make_tree(project.root)
     crawl(project, summarizer="local")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware.code_index import crawl, index_files
+from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
-from contextware.project import Project
+from contextware.storage.project import Project
 from contextware.gemini import gemini_ready
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder

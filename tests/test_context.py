@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contextware import memory, store
-from contextware.code_index import crawl
-from contextware.context import CHARS_PER_TOKEN, render_markdown, session_context
-from contextware.project import Project
+from contextware.memory import records, kvstore
+from contextware.codeindex.indexer import crawl
+from contextware.memory.briefing import CHARS_PER_TOKEN, render_markdown, session_context
+from contextware.storage.project import Project
 
 
 @pytest.fixture
@@ -21,18 +21,18 @@ def briefed(project: Project) -> Project:
     for name in ("api", "reports", "billing"):
         (root / "pkg" / f"{name}.py").write_text(f'"""The {name} module."""\nfrom pkg import ledger\n\nledger.post(1)\n')
     crawl(project, summarizer="local")
-    memory.save_fact(project, "Never write to the production database from a migration test.", kind="constraint")
-    memory.save_fact(project, "Prefer plain SQL over the ORM for reports.", kind="preference")
-    memory.save_fact(project, "The ledger uses integer cents.", kind="note")
-    old = memory.save_fact(project, "Deploy on Fridays.", kind="constraint")
-    memory.save_fact(project, "Never deploy on Fridays.", kind="constraint", supersedes=old["id"])
+    records.save_fact(project, "Never write to the production database from a migration test.", kind="constraint")
+    records.save_fact(project, "Prefer plain SQL over the ORM for reports.", kind="preference")
+    records.save_fact(project, "The ledger uses integer cents.", kind="note")
+    old = records.save_fact(project, "Deploy on Fridays.", kind="constraint")
+    records.save_fact(project, "Never deploy on Fridays.", kind="constraint", supersedes=old["id"])
     for i in range(12):
-        memory.save_episode(project, f"Attempt {i} failed because the fixture leaked state; isolate it per test.",
+        records.save_episode(project, f"Attempt {i} failed because the fixture leaked state; isolate it per test.",
                             goal=f"Fix flaky test {i}", result="failure", category="test")
-    memory.save_episode(project, "Worked first time.", goal="Bump version", result="success", category="build")
-    memory.save_log(project, "hello", session_id="s1", role="user")
-    memory.save_log(project, "again", session_id="s2", role="user")
-    store.save(project, "baselines", "p95", {"ms": 120})
+    records.save_episode(project, "Worked first time.", goal="Bump version", result="success", category="build")
+    records.save_log(project, "hello", session_id="s1", role="user")
+    records.save_log(project, "again", session_id="s2", role="user")
+    kvstore.save(project, "baselines", "p95", {"ms": 120})
     return Project.open(root)
 
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from contextware import embeddings
+from contextware.storage import embeddings
 from contextware.errors import EmbeddingError
 
 TEXTS = [

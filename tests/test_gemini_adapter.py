@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from contextware.system import KILL_GRACE_SECONDS
 from contextware import gemini
 from contextware.errors import GeminiError, UsageError
 from tests.fake_gemini_api import FakeGeminiAPI, Reply
@@ -188,7 +189,7 @@ def test_timeout_kills_process_group(run, fake_gemini_api):
         run(model=MODEL, timeout=4, env_drop=["GEMINI_CLI_NO_RELAUNCH"])
     elapsed = time.monotonic() - start
     assert info.value.code == "timeout"
-    assert elapsed < 4 + gemini.KILL_GRACE_SECONDS + 2
+    assert elapsed < 4 + KILL_GRACE_SECONDS + 2
     with pytest.raises(ProcessLookupError):
         os.killpg(info.value.details["pid"], 0)  # nothing of the group is left
 

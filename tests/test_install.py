@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware import memory
-from contextware.hooks import FENCE_CLOSE, FENCE_OPEN
-from contextware.project import Project
+from contextware.memory import records
+from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
+from contextware.storage.project import Project
 from tests.conftest import REPO, SCRIPTS, run_script
 
 PY = ("--python", sys.executable)
@@ -106,7 +106,7 @@ def test_project_uninstall_after_the_user_edited_settings_removes_only_ours(proj
 
 @pytest.mark.parametrize("layout", ["tabs-crlf", "compact"])
 def test_project_merge_keeps_the_files_layout_and_a_replaced_mcp_server_comes_back(project_dir: Path, layout: str):
-    from contextware.install import install, uninstall
+    from contextware.hosts.install import install, uninstall
 
     mine = {"ui": {"theme": "Dracula"}, "mcpServers": {"contextware": {"command": "my-old-memory-server"}}}
     original = (json.dumps(mine, indent="\t").replace("\n", "\r\n") + "\r\n" if layout == "tabs-crlf"
@@ -209,13 +209,13 @@ def _assert_memory_round_trip(project: Project, proc: subprocess.CompletedProces
     fences = re.findall(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", sent.replace("&lt;", "<").replace("&gt;", ">"), re.S)
     assert len(fences) == 2, sent[-3000:]  # the SessionStart briefing and the BeforeAgent recall
     assert all(FACT in fence for fence in fences)
-    logs = memory.list_records(Project.open(project.root), "logs")["records"]  # AfterAgent saved the turn
+    logs = records.list_records(Project.open(project.root), "logs")["records"]  # AfterAgent saved the turn
     assert any(r["role"] == "user" and PROMPT in r["text"] for r in logs)
 
 
 @pytest.fixture
 def remembering_project(project: Project) -> Project:
-    memory.save_fact(project, FACT, kind="constraint", topics=["deploy"])
+    records.save_fact(project, FACT, kind="constraint", topics=["deploy"])
     return project
 
 

@@ -15,7 +15,7 @@ from tests.conftest import REPO, SCRIPTS
 HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
 SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
 # Scripts go through contextware.cli, except the MCP server: a long-lived stdio server, not a command.
-FRONT_END = {"mcp_server": "contextware.mcp_server"}
+FRONT_END = {"mcp_server": "contextware.hosts.mcp_server"}
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from contextware import maintenance, memory
+from contextware.memory import maintenance, records
 from contextware.errors import ModelMismatchError, NotFoundError, UsageError
-from contextware.recall import recall
+from contextware.memory.recall import recall
 
 
 def test_save_fact_then_recall_it(project):
-    out = memory.save_fact(project, "We use ruff format with line length 100; never black.", kind="convention", topics="lint,format")
+    out = records.save_fact(project, "We use ruff format with line length 100; never black.", kind="convention", topics="lint,format")
     assert out["collection"] == "facts" and out["id"].startswith("fact-") and out["written"] == 1
     got = recall(project, "which formatter and line length do we use?")
     assert got["results"][0]["id"] == out["id"]
@@ -19,15 +19,15 @@ def test_save_fact_then_recall_it(project):
 
 
 def test_exact_duplicate_writes_nothing(project):
-    first = memory.save_fact(project, "Deploys go out through GitHub Actions only.")
-    again = memory.save_fact(project, "  deploys GO out through   github actions only. ")
+    first = records.save_fact(project, "Deploys go out through GitHub Actions only.")
+    again = records.save_fact(project, "  deploys GO out through   github actions only. ")
     assert again["duplicate_of"] == first["id"] and again["written"] == 0
-    assert memory.list_records(project, "facts")["total"] == 1
+    assert records.list_records(project, "facts")["total"] == 1
 
 
 def test_near_duplicate_is_saved_and_listed_as_similar(project):
-    first = memory.save_fact(project, "Run the unit tests with pytest -n auto before every push.")
-    second = memory.save_fact(project, "Before every push, run the unit tests using pytest -n auto.")
+    first = records.save_fact(project, "Run the unit tests with pytest -n auto before every push.")
+    second = records.save_fact(project, "Before every push, run the unit tests using pytest -n auto.")
     assert second["id"] != first["id"] and second["written"] == 1
     assert [s["id"] for s in second["similar"]] == [first["id"]]
     assert 0.8 <= second["similar"][0]["score"] <= 1.0
@@ -36,20 +36,20 @@ def test_near_duplicate_is_saved_and_listed_as_similar(project):
 def test_secrets_are_redacted_before_storage(project):
     text = ("Staging DB is postgres://app:hunter2secret@db.internal:5432/app and the CI token is "
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB; AWS key AKIAABCDEFGHIJKLMNOP.")
-    out = memory.save_fact(project, text, kind="environment")
+    out = records.save_fact(project, text, kind="environment")
     assert out["redacted"] == {"url_password": 1, "github_token": 1, "aws_access_key": 1}
-    stored = memory.get(project, out["id"])["record"]["text"]
+    stored = records.get(project, out["id"])["record"]["text"]
     for secret in ("hunter2secret", "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "AKIAABCDEFGHIJKLMNOP"):
         assert secret not in stored
     assert "postgres://app:[REDACTED]@db.internal" in stored
 
 
 def test_supersede_hides_old_fact_and_keeps_it_for_audit(project):
-    old = memory.save_fact(project, "We format Python code with black.", kind="decision", topics="format")
-    new = memory.save_fact(project, "We format Python code with ruff format, not black.", kind="decision",
+    old = records.save_fact(project, "We format Python code with black.", kind="decision", topics="format")
+    new = records.save_fact(project, "We format Python code with ruff format, not black.", kind="decision",
                            topics="format", supersedes=old["id"])
     assert new["superseded"] == old["id"]
-    old_row = memory.get(project, old["id"])["record"]
+    old_row = records.get(project, old["id"])["record"]
     assert old_row["status"] == "superseded" and old_row["superseded_by"] == new["id"]
     ids = [r["id"] for r in recall(project, "which tool formats python code?")["results"]]
     assert ids == [new["id"]]
@@ -58,82 +58,82 @@ def test_supersede_hides_old_fact_and_keeps_it_for_audit(project):
 
 
 def test_supersede_errors_write_nothing(project):
-    a = memory.save_fact(project, "Use Node 18.")
-    b = memory.save_fact(project, "Use Node 20.", supersedes=a["id"])
+    a = records.save_fact(project, "Use Node 18.")
+    b = records.save_fact(project, "Use Node 20.", supersedes=a["id"])
     with pytest.raises(UsageError, match="already superseded"):
-        memory.save_fact(project, "Use Node 22.", supersedes=a["id"])
+        records.save_fact(project, "Use Node 22.", supersedes=a["id"])
     with pytest.raises(NotFoundError):
-        memory.save_fact(project, "Use Node 22.", supersedes="fact-000000000000")
+        records.save_fact(project, "Use Node 22.", supersedes="fact-000000000000")
     with pytest.raises(UsageError, match="fact id"):
-        memory.save_fact(project, "Use Node 22.", supersedes="episode-000000000000")
-    assert memory.list_records(project, "facts")["total"] == 2
-    assert memory.get(project, b["id"])["record"]["status"] == "active"
+        records.save_fact(project, "Use Node 22.", supersedes="episode-000000000000")
+    assert records.list_records(project, "facts")["total"] == 2
+    assert records.get(project, b["id"])["record"]["status"] == "active"
 
 
 def test_deleting_the_superseding_fact_reactivates_the_old_one(project):
-    a = memory.save_fact(project, "Staging runs on Heroku.")
-    b = memory.save_fact(project, "Staging runs on Fly.io.", supersedes=a["id"])
-    out = memory.delete(project, b["id"])
+    a = records.save_fact(project, "Staging runs on Heroku.")
+    b = records.save_fact(project, "Staging runs on Fly.io.", supersedes=a["id"])
+    out = records.delete(project, b["id"])
     assert out["reactivated"] == a["id"]
-    assert memory.get(project, a["id"])["record"]["status"] == "active"
+    assert records.get(project, a["id"])["record"]["status"] == "active"
     with pytest.raises(NotFoundError):
-        memory.get(project, b["id"])
+        records.get(project, b["id"])
 
 
 def test_episode_and_log(project):
-    ep = memory.save_episode(project, "pytest-xdist deadlocked on the shared Postgres fixture; --dist loadfile fixed it.",
+    ep = records.save_episode(project, "pytest-xdist deadlocked on the shared Postgres fixture; --dist loadfile fixed it.",
                              goal="Run the test suite in parallel", result="partial", category="test", topics="pytest")
     assert ep["collection"] == "episodes"
-    row = memory.get(project, ep["id"])["record"]
+    row = records.get(project, ep["id"])["record"]
     assert (row["goal"], row["result"], row["category"]) == ("Run the test suite in parallel", "partial", "test")
     long_text = " ".join(f"Sentence number {i} about the migration plan." for i in range(200))
-    log = memory.save_log(project, long_text, session_id="sess-1", role="user")
+    log = records.save_log(project, long_text, session_id="sess-1", role="user")
     assert log["chunks"] > 1 and len(log["ids"]) == log["chunks"]
-    rows = memory.list_records(project, "logs", limit=100)["records"]
+    rows = records.list_records(project, "logs", limit=100)["records"]
     assert sorted(r["chunk_index"] for r in rows) == list(range(log["chunks"]))
     assert " ".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"])) == long_text
-    assert memory.save_log(project, long_text, session_id="sess-1", role="user")["duplicate_of"] == log["ids"][0]
+    assert records.save_log(project, long_text, session_id="sess-1", role="user")["duplicate_of"] == log["ids"][0]
 
 
 def test_update_reembeds_and_changes_fields(project):
-    out = memory.save_fact(project, "The API listens on port 8000.", kind="environment")
-    memory.update(project, out["id"], text="The API listens on port 9090 behind nginx.", topics="network")
-    row = memory.get(project, out["id"])["record"]
+    out = records.save_fact(project, "The API listens on port 8000.", kind="environment")
+    records.update(project, out["id"], text="The API listens on port 9090 behind nginx.", topics="network")
+    row = records.get(project, out["id"])["record"]
     assert row["text"].startswith("The API listens on port 9090") and row["topics"] == ["network"]
     assert recall(project, "what port does the api use? 9090")["results"][0]["id"] == out["id"]
     with pytest.raises(UsageError, match="cannot be changed"):
-        memory.update(project, out["id"], goal="x")
+        records.update(project, out["id"], goal="x")
     with pytest.raises(UsageError, match="Nothing to update"):
-        memory.update(project, out["id"])
+        records.update(project, out["id"])
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda p: memory.save_fact(p, "   \n "), "empty"),
-    (lambda p: memory.save_fact(p, "x" * 5000), "limit"),
-    (lambda p: memory.save_fact(p, "ok", kind="opinion"), "Unknown --kind"),
-    (lambda p: memory.save(p, "memo", "ok"), "Unknown --type"),
-    (lambda p: memory.save(p, "fact", "ok", goal="g"), "does not apply"),
-    (lambda p: memory.save_episode(p, "did it", goal="g", result="meh"), "Unknown --result"),
-    (lambda p: memory.save_episode(p, "did it", goal=None, result="success"), "--goal"),
-    (lambda p: memory.save_log(p, "hello", session_id=None, role="user"), "--session"),
-    (lambda p: memory.save_log(p, "hello", session_id="s", role="robot"), "Unknown --role"),
-    (lambda p: memory.get(p, "fact-nothere"), "No memory"),
-    (lambda p: memory.delete(p, "fact-0123456789ab"), "No memory"),
+    (lambda p: records.save_fact(p, "   \n "), "empty"),
+    (lambda p: records.save_fact(p, "x" * 5000), "limit"),
+    (lambda p: records.save_fact(p, "ok", kind="opinion"), "Unknown --kind"),
+    (lambda p: records.save(p, "memo", "ok"), "Unknown --type"),
+    (lambda p: records.save(p, "fact", "ok", goal="g"), "does not apply"),
+    (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown --result"),
+    (lambda p: records.save_episode(p, "did it", goal=None, result="success"), "--goal"),
+    (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "--session"),
+    (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown --role"),
+    (lambda p: records.get(p, "fact-nothere"), "No memory"),
+    (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),
 ])
 def test_bad_input_is_refused_and_writes_nothing(project, call, message):
     with pytest.raises(UsageError, match=message) as info:
         call(project)
     assert info.value.exit_code == 2
     assert not (project.data_dir / "lancedb").exists() or not project.db.table_names() or \
-        memory.list_records(project)["total"] == 0
+        records.list_records(project)["total"] == 0
 
 
 def test_degraded_save_then_reembed(project, monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_DISABLE_EMBEDDINGS", "1")
-    from contextware import embeddings
+    from contextware.storage import embeddings
 
     embeddings._CACHE.clear()
-    out = memory.save_fact(project, "Feature flags live in LaunchDarkly.")
+    out = records.save_fact(project, "Feature flags live in LaunchDarkly.")
     assert "disabled" in out["degraded"] and out["written"] == 1
     got = recall(project, "where do feature flags live?")
     assert got["degraded"] and got["results"][0]["id"] == out["id"]
@@ -147,8 +147,8 @@ def test_degraded_save_then_reembed(project, monkeypatch):
 
 
 def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
-    memory.save_fact(project, "The default branch is main.")
-    from contextware import embeddings
+    records.save_fact(project, "The default branch is main.")
+    from contextware.storage import embeddings
 
     monkeypatch.setenv("CONTEXTWARE_EMBED_MODEL", "BAAI/bge-small-en-v1.5")
     embeddings._CACHE.clear()
@@ -156,13 +156,13 @@ def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
     with pytest.raises(ModelMismatchError, match="reembed"):
         recall(project, "default branch?")
     with pytest.raises(ModelMismatchError, match="reembed"):
-        memory.save_fact(project, "Releases are tagged vX.Y.Z.")
+        records.save_fact(project, "Releases are tagged vX.Y.Z.")
     embeddings._CACHE.clear()
 
 
 def test_stats_and_compact(project):
     for i in range(5):
-        memory.save_fact(project, f"Service {i} owns the billing queue number {i}.")
+        records.save_fact(project, f"Service {i} owns the billing queue number {i}.")
     s = maintenance.stats(project)
     assert s["tables"]["facts"]["rows"] == 5 and s["tables"]["facts"]["model"] == project.embedder.model_id
     assert s["disk_bytes"] > 0 and s["last_write"].endswith("Z")

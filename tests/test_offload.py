@@ -1,4 +1,4 @@
-"""One-shot offloads (contextware.offload / scripts/offload.py) against the REAL Gemini CLI talking to
+"""One-shot offloads (contextware.offload.run / scripts/offload.py) against the REAL Gemini CLI talking to
 the local fake API: cache hits, staleness by edit and by TTL, errors never cached, the summary and
 its fallback, the script's envelope and bad input.  Each real CLI run costs ~2 s, so each test
 checks several things.  Sessions: test_offload_sessions.py; sync, --global and concurrency (with a
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from contextware.errors import GeminiError, UsageError
-from contextware.offload import offload
-from contextware.offload_summary import approx_tokens, truncate_sentences
-from contextware.textutil import iso, utcnow
+from contextware.offload.run import offload
+from contextware.offload.summary import approx_tokens, truncate_sentences
+from contextware.text import iso, utcnow
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import (fake_gemini, make_project, real_gemini, table_rows, user_text,  # noqa: F401
                                    varied_text, write_sources)
@@ -176,8 +176,8 @@ def test_truncate_sentences():
 
 
 def test_cache_key_covers_prompt_model_paths_and_piped_context(make_project):
-    from contextware.offload_cache import cache_key
-    from contextware.offload_sources import resolve_sources
+    from contextware.offload.cache import cache_key
+    from contextware.offload.sources import resolve_sources
 
     project = make_project()
     base = resolve_sources(project, ["src/app.py"], ["docs"])
@@ -188,7 +188,7 @@ def test_cache_key_covers_prompt_model_paths_and_piped_context(make_project):
     assert cache_key("q", "m", resolve_sources(project, ["src/app.py"], [])) != key
     assert cache_key("q", "m", resolve_sources(project, ["src/app.py"], ["docs"], "piped")) != key
     # the entry records every file's content hash: an edit under a folder, or a new file, is stale
-    from contextware.offload_sources import stale_reason
+    from contextware.offload.sources import stale_reason
 
     manifest = base.manifest()
     (project.root / "docs" / "design.md").write_text("# Design v2\n")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from contextware.errors import UsageError
-from contextware.offload_sources import resolve_sources
-from contextware.project import Project
+from contextware.offload.sources import resolve_sources
+from contextware.storage.project import Project
 from tests.conftest import ScriptResult, run_script
 from tests.fake_gemini_api import Reply
 from tests.gemini_fixtures import update_gemini_settings

@@ -1,4 +1,4 @@
-"""Named sessions, feature sessions and --resume-id (contextware.offload_sessions) against the REAL
+"""Named sessions, feature sessions and --resume-id (contextware.offload.sessions) against the REAL
 Gemini CLI and the local fake API: turns and resume, the cumulative summary, sessions
 list/show/delete, the 3-error policy with its back-off, rotation at the context limit, and recovery
 after our state is lost.
@@ -11,12 +11,13 @@ import shutil
 
 import pytest
 
-from contextware import gemini, offload_sessions
+from contextware import gemini
+from contextware.offload import sessions as offload_sessions
 from contextware.errors import UsageError
 from contextware.gemini import GeminiSession
-from contextware.offload import offload, sessions_command
-from contextware.offload_sessions import age_minutes, find_recoverable
-from contextware.project import Project
+from contextware.offload.run import offload, sessions_command
+from contextware.offload.sessions import age_minutes, find_recoverable
+from contextware.storage.project import Project
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
 

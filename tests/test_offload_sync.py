@@ -14,11 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-from contextware.offload import offload, registered_projects, sessions_command
-from contextware.offload_index import offload_where
-from contextware.offload_sync import sync
+from contextware.offload.run import offload, registered_projects, sessions_command
+from contextware.offload.table import offload_where
+from contextware.offload.sync import sync
 from tests.conftest import SCRIPTS, run_script
 from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
 
@@ -187,13 +186,13 @@ def test_registered_projects_lists_every_project(fake_gemini, make_project):
     assert [p.root for p in registered_projects()] == [one.root]
 
 
-# ---------------------------------------------------------------- recall wiring (contextware.recall)
+# ---------------------------------------------------------------- recall wiring (contextware.memory.recall)
 # Assumed signature: recall(project, query, *, scope="offloads"|"all", source=None, session=None,
 # global_=False, since=None, topic=None, limit=5, mode="summary") -> {"results": [...]} where an
 # offloads result carries collection "offloads", summary, source_paths, session_name,
 # full_response_path and, with global_, project.
 def test_recall_scope_offloads_with_filters(fake_gemini, make_project, monkeypatch):
-    from contextware.recall import recall
+    from contextware.memory.recall import recall
 
     monkeypatch.setenv("FAKE_GEMINI_RESPONSE", "The payment retry policy uses exponential backoff with jitter.")
     project = make_project()
@@ -214,7 +213,7 @@ def test_recall_scope_offloads_with_filters(fake_gemini, make_project, monkeypat
 
 
 def test_recall_global_over_two_projects(fake_gemini, make_project, monkeypatch):
-    from contextware.recall import recall
+    from contextware.memory.recall import recall
 
     monkeypatch.setenv("FAKE_GEMINI_RESPONSE", "Deployments go through the blue-green pipeline.")
     one, two = make_project("one"), make_project("two")

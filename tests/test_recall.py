@@ -6,18 +6,18 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from contextware import memory
-from contextware.recall import SUMMARY_CHARS, _order, recall
+from contextware.memory import records
+from contextware.memory.recall import SUMMARY_CHARS, _order, recall
 
 
 @pytest.fixture
 def filled(project):
     ids = {
-        "lint": memory.save_fact(project, "Run ruff check before every commit.", kind="convention", topics="lint")["id"],
-        "db": memory.save_fact(project, "Postgres 16 is the only supported database.", kind="constraint", topics="db")["id"],
-        "deploy_ok": memory.save_episode(project, "Deploying with fly deploy worked after raising the memory limit.",
+        "lint": records.save_fact(project, "Run ruff check before every commit.", kind="convention", topics="lint")["id"],
+        "db": records.save_fact(project, "Postgres 16 is the only supported database.", kind="constraint", topics="db")["id"],
+        "deploy_ok": records.save_episode(project, "Deploying with fly deploy worked after raising the memory limit.",
                                          goal="Deploy the API", result="success", category="deploy", topics="deploy")["id"],
-        "deploy_bad": memory.save_episode(project, "Deploy failed: the release migration timed out on a locked table.",
+        "deploy_bad": records.save_episode(project, "Deploy failed: the release migration timed out on a locked table.",
                                           goal="Deploy the API", result="failure", category="deploy", topics="deploy")["id"],
     }
     return project, ids
@@ -48,7 +48,7 @@ def test_an_off_topic_question_returns_nothing(filled):
 
 def test_summary_mode_shortens_long_texts_and_exact_mode_does_not(project):
     body = "The nightly export job writes CSV files to the reports bucket. " * 20
-    out = memory.save_log(project, body, session_id="s1", role="agent")
+    out = records.save_log(project, body, session_id="s1", role="agent")
     assert out["chunks"] == 1
     short = recall(project, "where does the nightly export write its files?", scope="logs")["results"][0]["text"]
     full = recall(project, "where does the nightly export write its files?", scope="logs", mode="exact")["results"][0]["text"]

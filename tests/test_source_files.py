@@ -4,7 +4,6 @@ paths, symlinks and reading."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -13,13 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.source_files import (
-    Candidate,
-    IgnoreRules,
-    check_file,
-    list_project_files,
-    read_source,
-)
+from contextware.codeindex.files import Candidate, IgnoreRules, check_file, list_project_files, read_source
 
 HAVE_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
@@ -436,7 +429,7 @@ def test_listing_2000_files_is_fast(project_dir: Path, mode: str) -> None:
 
 def test_import_is_light() -> None:
     """Importing the module (the watch process and hooks do) must not pull in pathspec or git."""
-    code = "import sys, contextware.source_files as m; print('pathspec' in sys.modules)"
+    code = "import sys, contextware.codeindex.files as m; print('pathspec' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "False"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,20 +10,20 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from contextware import memory
-from contextware.db import vector_model
-from contextware.project import Project
-from contextware.recall import recall
+from contextware.memory import records
+from contextware.storage.database import vector_model
+from contextware.storage.project import Project
+from contextware.memory.recall import recall
 
 WRITER = textwrap.dedent("""
     import sys
-    from contextware.project import Project
-    from contextware import memory
+    from contextware.storage.project import Project
+    from contextware.memory import records
     root, worker, count, same = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "same"
     project = Project.open(root)
     for i in range(count):
         text = f"Shared rule {i}: never push to main." if same else f"Worker {worker} fact {i}: service {worker}-{i} owns queue q{worker}{i}."
-        memory.save_fact(project, text, topics="load")
+        records.save_fact(project, text, topics="load")
 """)
 
 
@@ -59,7 +58,7 @@ def test_concurrent_exact_duplicates_are_saved_once(project_dir):
 
 
 def test_a_long_lived_connection_sees_other_processes_writes(project):
-    memory.save_fact(project, "First fact, written in this process.")
+    records.save_fact(project, "First fact, written in this process.")
     assert len(_ids(project)) == 1
     _spawn_writers(project.root, workers=1, count=3, same=False)
     assert len(_ids(project)) == 4  # same Database object, no reopen
@@ -68,7 +67,7 @@ def test_a_long_lived_connection_sees_other_processes_writes(project):
 
 
 def test_primary_key_is_declared_and_non_nullable(project):
-    memory.save_fact(project, "The id column is the key.")
+    records.save_fact(project, "The id column is the key.")
     field = project.db.open_table("facts").schema.field("id")
     assert not field.nullable
     assert any(b"primary-key" in k for k in (field.metadata or {}))
@@ -78,7 +77,7 @@ def test_primary_key_is_declared_and_non_nullable(project):
 def test_schema_evolution_adds_missing_nullable_columns(project):
     """A table written by an older version (without `superseded_by`, `search_text` and `updated_at`)
     opens, gains the columns, and keeps working."""
-    from contextware.schemas import table_schema
+    from contextware.storage.schemas import table_schema
 
     project.ensure_data_dir()
     full = table_schema("facts", project.embedder.dim, project.embedder.model_id)
@@ -91,8 +90,8 @@ def test_schema_evolution_adds_missing_nullable_columns(project):
     reopened = Project.open(project.root)
     names = reopened.db.open_table("facts").schema.names
     assert {"superseded_by", "updated_at", "search_text"} <= set(names)
-    assert memory.get(reopened, "fact-00000000beef")["record"]["text"] == "Old fact from version 0.0.1."
-    new = memory.save_fact(reopened, "New fact after the upgrade.")
+    assert records.get(reopened, "fact-00000000beef")["record"]["text"] == "Old fact from version 0.0.1."
+    new = records.save_fact(reopened, "New fact after the upgrade.")
     assert new["written"] == 1
     assert recall(reopened, "old fact from version 0.0.1", limit=1)["results"][0]["id"] == "fact-00000000beef"
 

@@ -1,4 +1,4 @@
-"""The session store at its byte limit: replacing an existing key (scripts/store.py, contextware/store.py).
+"""The session store at its byte limit: replacing an existing key (scripts/store.py, contextware/memory/kvstore.py).
 
 The replaced value's own bytes are freed by the replace, so a new value that fits once the old one
 is gone evicts nothing, and one that needs more room evicts just enough other values, by policy, in
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware import store
-from contextware.project import Project
-from contextware.schemas import KV_TABLE
+from contextware.memory import kvstore
+from contextware.storage.project import Project
+from contextware.storage.schemas import KV_TABLE
 
 MAX_BYTES = 100
 OLD_DOC = "d" * 38  # 40 bytes of JSON with its quotes
@@ -36,10 +36,10 @@ def _full_store(root: Path, **config) -> Project:
     (data / "config.json").write_text(json.dumps({"store_max_bytes": MAX_BYTES, **config}))
     project = Project.open(root)
     for ns, key in OTHERS:
-        assert store.save(project, ns, key, _value(20, key[-1]))["evicted"] == []
-    assert store.save(project, "t", "doc", OLD_DOC)["evicted"] == []
-    store.load(project, "a", "v0")
-    assert store.stats(project)["bytes"] == MAX_BYTES
+        assert kvstore.save(project, ns, key, _value(20, key[-1]))["evicted"] == []
+    assert kvstore.save(project, "t", "doc", OLD_DOC)["evicted"] == []
+    kvstore.load(project, "a", "v0")
+    assert kvstore.stats(project)["bytes"] == MAX_BYTES
     return project
 
 
@@ -73,25 +73,25 @@ def test_a_replace_that_fits_once_the_old_value_is_gone_evicts_nothing(project_d
     project = _full_store(project_dir)
     before = _snapshot(project)
 
-    same = store.save(project, "t", "doc", _value(40, "e"))
+    same = kvstore.save(project, "t", "doc", _value(40, "e"))
     assert same["created"] is False and same["size"] == 40 and same["evicted"] == []
-    smaller = store.save(project, "t", "doc", _value(30, "f"))
+    smaller = kvstore.save(project, "t", "doc", _value(30, "f"))
     assert smaller["created"] is False and smaller["evicted"] == []
 
     after = _snapshot(project)
     assert sorted(after) == sorted(before)  # one row per key, none gone
     assert {k: v for k, v in after.items() if k != "t/doc"} == {k: v for k, v in before.items() if k != "t/doc"}
-    assert store.load(project, "t", "doc")["data"] == _value(30, "f")
-    assert store.stats(project)["bytes"] == MAX_BYTES - 10
+    assert kvstore.load(project, "t", "doc")["data"] == _value(30, "f")
+    assert kvstore.stats(project)["bytes"] == MAX_BYTES - 10
 
 
 def test_a_replace_of_exactly_the_limit_evicts_every_other_value(project_dir):
     project = _full_store(project_dir)
-    out = store.save(project, "t", "doc", _value(MAX_BYTES, "g"))
+    out = kvstore.save(project, "t", "doc", _value(MAX_BYTES, "g"))
     assert out["created"] is False
     assert sorted((e["namespace"], e["key"]) for e in out["evicted"]) == sorted(OTHERS)
     assert set(_snapshot(project)) == {"t/doc"}
-    assert store.load(project, "t", "doc")["data"] == _value(MAX_BYTES, "g")
+    assert kvstore.load(project, "t", "doc")["data"] == _value(MAX_BYTES, "g")
 
 
 @pytest.mark.parametrize("policy, victim", [("lru", ("a", "v1")), ("oldest", ("a", "v0"))])
@@ -116,7 +116,7 @@ def test_a_growing_replace_evicts_exactly_what_is_needed_in_the_same_commit(proj
     assert set(after) == set(before) - {gone}
     assert after["t/doc"] == json.dumps(new_doc)
     assert {k: v for k, v in after.items() if k != "t/doc"} == {k: v for k, v in before.items() if k not in (gone, "t/doc")}
-    assert store.stats(project)["bytes"] == MAX_BYTES
+    assert kvstore.stats(project)["bytes"] == MAX_BYTES
 
     assert _version(project) == version + 1  # one commit ...
     assert _rows_at(project, version) == before  # ... right after the untouched store
@@ -128,7 +128,7 @@ def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_di
     value, every other key and the table's version are as they were."""
     project = _full_store(project_dir)
     before, version = _snapshot(project), _version(project)
-    listed = store.list_keys(project)["keys"]
+    listed = kvstore.list_keys(project)["keys"]
 
     res = script("store", "save", "--namespace", "t", "--key", "doc", "--data", json.dumps(_value(MAX_BYTES + 1, "z")))
     assert res.returncode == 2, res.stdout + res.stderr[-2000:]
@@ -142,8 +142,8 @@ def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_di
 
     assert _version(project) == version  # not even an empty commit
     assert _snapshot(project) == before  # the old value is still there, nothing was evicted
-    assert store.load(project, "t", "doc")["data"] == OLD_DOC
-    assert [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in store.list_keys(project)["keys"]] == \
+    assert kvstore.load(project, "t", "doc")["data"] == OLD_DOC
+    assert [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in kvstore.list_keys(project)["keys"]] == \
         [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in listed]
 
     loaded = script("store", "load", "--namespace", "t", "--key", "doc")  # and the CLI sees it too

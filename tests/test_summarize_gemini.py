@@ -1,4 +1,4 @@
-"""contextware.summarize_gemini: batching, the tolerant reply parser, and whole batches through the
+"""contextware.codeindex.gemini_summary: batching, the tolerant reply parser, and whole batches through the
 REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py (``summaries_responder``).
 
 Each real CLI start costs ~1.5 s, so every real-CLI test checks several things at once.
@@ -14,19 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from contextware import gemini
+from contextware.system import KILL_GRACE_SECONDS
 from contextware.gemini import gemini_ready
 from contextware.errors import GeminiError, UsageError
-from contextware.summarize_gemini import (
-    FILE_CHARS_LIMIT,
-    SourceFile,
-    build_request,
-    parse_reply,
-    plan_batches,
-    results_from_reply,
-    summarize_batch,
-)
-from contextware.summarize_local import LocalSummary
+from contextware.codeindex.gemini_summary import FILE_CHARS_LIMIT, SourceFile, build_request, parse_reply, plan_batches, results_from_reply, summarize_batch
+from contextware.codeindex.local_summary import LocalSummary
 from tests.fake_gemini_api import FakeGeminiAPI, RecordedRequest, Reply, parse_prompt_files, summaries_responder
 
 MODEL = "gemini-2.5-flash"
@@ -159,7 +151,7 @@ def test_timeout_kills_the_process_group(summarize, fake_gemini_api, monkeypatch
     fake_gemini_api.default_reply = Reply(delay=60)
     start = time.monotonic()
     results = summarize(THREE[:2], timeout=4)
-    assert time.monotonic() - start < 4 + gemini.KILL_GRACE_SECONDS + 2
+    assert time.monotonic() - start < 4 + KILL_GRACE_SECONDS + 2
     assert _codes(results) == dict.fromkeys(results, "timeout")
     with pytest.raises(ProcessLookupError):
         os.killpg(results["src/parser.py"].details["pid"], 0)

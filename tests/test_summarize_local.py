@@ -8,15 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from contextware.summarize_local import (
-    LANGUAGES,
-    SUMMARY_LIMIT,
-    LocalSummary,
-    _compose,
-    _python_ast,
-    detect_language,
-    summarize_local,
-)
+from contextware.codeindex.local_summary import LANGUAGES, SUMMARY_LIMIT, LocalSummary, _compose, _python_ast, detect_language, summarize_local
 
 PYTHON_SRC = '''\
 #!/usr/bin/env python3
@@ -700,7 +692,7 @@ def _timed(path: str, text: str) -> float:
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, contextware.summarize_local as m; "
+    code = ("import sys, contextware.codeindex.local_summary as m; "
             "print(any(name.startswith(('tree_sitter', 'json')) for name in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

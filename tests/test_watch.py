@@ -12,8 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from contextware.code_index import crawl
-from contextware.project import Project
+from contextware.codeindex.indexer import crawl
+from contextware.storage.project import Project
 
 from tests.conftest import SCRIPTS
 
@@ -148,7 +148,7 @@ def test_watch_follows_folders_moved_out_of_and_into_the_project(project_dir: Pa
 
 
 def test_index_file_on_a_vanished_folder_removes_its_rows_only(project_dir: Path):
-    from contextware.code_index import index_files
+    from contextware.codeindex.indexer import index_files
 
     (project_dir / "pkg").mkdir()
     (project_dir / "pkg" / "a.py").write_text("A = 1\n")

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
-from ..errors import ContextwareError, UsageError, internal_error
+from contextware.errors import ContextwareError, UsageError, internal_error
 
 # command name -> module under contextware.cli
 COMMANDS = {
@@ -123,7 +123,7 @@ def run_script(command: str) -> NoReturn:
 
 def run_hook() -> NoReturn:
     """Entry point of ``scripts/hook.py``: one Gemini CLI hook event on stdin, never a failed turn."""
-    from ..hooks import main as hook_main
+    from contextware.hosts.hooks import main as hook_main
 
     hook_main()
     raise SystemExit(0)
@@ -143,6 +143,6 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def open_project(args: Any) -> Any:
-    from ..project import Project
+    from contextware.storage.project import Project
 
     return Project.open(getattr(args, "project_root", None))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..context import DEFAULT_BUDGET
-from . import add_common, new_parser, open_project
+from contextware.memory.briefing import DEFAULT_BUDGET
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
 constraints and preferences (verbatim), recent failures and their lessons, code-index coverage and
@@ -22,12 +22,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..context import session_context
+    from contextware.memory.briefing import session_context
 
     return session_context(open_project(args), args.budget_tokens)
 
 
 def render_text(result: dict) -> str:
-    from ..context import render_markdown
+    from contextware.memory.briefing import render_markdown
 
     return render_markdown(result)

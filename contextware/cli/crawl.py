@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Index the project's source files: a summary and the symbols of each file, searchable with
 `recall.py --scope code`.
@@ -29,7 +29,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..code_index import crawl
+    from contextware.codeindex.indexer import crawl
 
     project = open_project(args)
     return crawl(project, args.paths or None, summarizer=args.summarizer or project.config.get("summarizer"),

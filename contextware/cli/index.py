@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project
-from .crawl import render_text  # noqa: F401 - same report as a crawl
+from contextware.cli import add_common, new_parser, open_project
+from contextware.cli.crawl import render_text  # noqa: F401 - same report as a crawl
 
 DESCRIPTION = """(Re)index the given files in the code index. Safe to run many at once in the background
 (`uv run scripts/index_file.py src/app.py &`). Binary, too large (over max_file_bytes, default 1 MB),
@@ -23,7 +23,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..code_index import index_files
+    from contextware.codeindex.indexer import index_files
 
     project = open_project(args)
     return index_files(project, args.paths, summarizer=args.summarizer or project.config.get("summarizer"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser
+from contextware.cli import add_common, new_parser
 
 DESCRIPTION = """Install Contextware into Gemini CLI, or remove it again.
 
@@ -53,7 +53,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..install import install, uninstall
+    from contextware.hosts.install import install, uninstall
 
     scope = args.scope or "user"
     if args.action == "gemini":

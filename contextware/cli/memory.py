@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Inspect and fix the project's memory.
 
@@ -52,22 +52,22 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from .. import maintenance, memory
-    from . import read_content
+    from contextware.memory import maintenance, records
+    from contextware.cli import read_content
 
     project = open_project(args)
     action = args.action
     if action == "list":
-        return memory.list_records(project, args.collection, args.limit)
+        return records.list_records(project, args.collection, args.limit)
     if action == "get":
-        return memory.get(project, args.id)
+        return records.get(project, args.id)
     if action == "update":
-        return memory.update(
+        return records.update(
             project, args.id, text=read_content(args.text), kind=args.kind, topics=args.topics, status=args.status,
             goal=args.goal, result=args.result, category=args.category, summary=read_content(args.summary), role=args.role,
         )
     if action == "delete":
-        return memory.delete(project, args.id)
+        return records.delete(project, args.id)
     if action == "stats":
         return maintenance.stats(project)
     if action == "reembed":

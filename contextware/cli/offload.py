@@ -7,7 +7,7 @@ import os
 import stat
 import sys
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Hand a context-heavy research task to Gemini (1M-token context) and get back only a
 summary; the full answer is saved under contextware_data/offloads/ and indexed for recall.
@@ -48,7 +48,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def _piped_stdin() -> str | None:
     """Standard input when it is a pipe or a file (never waits on a terminal; waits at most
     STDIN_WAIT_S for a pipe whose writer has not written yet)."""
-    from ..errors import UsageError
+    from contextware.errors import UsageError
 
     try:
         mode = os.fstat(sys.stdin.fileno()).st_mode
@@ -71,7 +71,7 @@ def _piped_stdin() -> str | None:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..errors import UsageError
+    from contextware.errors import UsageError
 
     words = args.words
     if words:
@@ -86,7 +86,7 @@ def handle(args: argparse.Namespace) -> dict:
             raise UsageError(f"{', '.join(given)} does not apply to sessions {' '.join(words[1:2])}.", code="bad_option")
         if len(words) < 2:
             raise UsageError("sessions needs an action: list, show NAME or delete NAME.", code="usage")
-        from ..offload import sessions_command
+        from contextware.offload.run import sessions_command
 
         return sessions_command(open_project(args), words[1], words[2] if len(words) > 2 else None,
                                 keep_gemini=args.keep_gemini)
@@ -94,7 +94,7 @@ def handle(args: argparse.Namespace) -> dict:
         raise UsageError("--keep-gemini applies to sessions delete only.", code="bad_option")
     if args.prompt is None:
         raise UsageError("Give the research task with --prompt (or use sessions list|show|delete).", code="empty_prompt")
-    from ..offload import offload
+    from contextware.offload.run import offload
 
     return offload(open_project(args), args.prompt, files=args.files, include_dirs=args.include_dirs,
                    model=args.model, topic=args.topic, refresh=args.refresh, stdin_text=_piped_stdin(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Search the project's memory with a question in plain words.
 
@@ -34,8 +34,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..embeddings import preload_in_background
-    from ..recall import recall
+    from contextware.storage.embeddings import preload_in_background
+    from contextware.memory.recall import recall
 
     project = open_project(args)
     preload_in_background(project.embedder)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project, read_content
+from contextware.cli import add_common, new_parser, open_project, read_content
 
 DESCRIPTION = """Save a fact (default), an episode or a conversation log to the project's memory.
 
@@ -32,8 +32,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..embeddings import preload_in_background
-    from ..memory import save
+    from contextware.storage.embeddings import preload_in_background
+    from contextware.memory.records import save
 
     content = read_content(args.content)
     project = open_project(args)

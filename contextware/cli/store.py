@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from . import add_common, new_parser, open_project
-from ..errors import UsageError
+from contextware.cli import add_common, new_parser, open_project
+from contextware.errors import UsageError
 
 DESCRIPTION = """Keep structured state between sessions: JSON values under a namespace and a key
 (baselines, inferred API schemas, noise rules, ...).
@@ -84,25 +84,25 @@ def read_data(value: str) -> tuple[str, str]:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from .. import store
+    from contextware.memory import kvstore
 
     action = args.action
     if action == "save":
         # Validate everything before touching the database: bad input writes nothing.
-        store.check_namespace(args.namespace)
-        store.check_key(args.key)
+        kvstore.check_namespace(args.namespace)
+        kvstore.check_key(args.key)
         text, source = read_data(args.data)
-        value = store.parse_json(text, source)
-        return store.save(open_project(args), args.namespace, args.key, value)
+        value = kvstore.parse_json(text, source)
+        return kvstore.save(open_project(args), args.namespace, args.key, value)
     if action == "load":
-        store.check_namespace(args.namespace)
-        store.check_key(args.key)
-        return store.load(open_project(args), args.namespace, args.key)
+        kvstore.check_namespace(args.namespace)
+        kvstore.check_key(args.key)
+        return kvstore.load(open_project(args), args.namespace, args.key)
     if action == "list":
-        return store.list_keys(open_project(args), args.namespace)
+        return kvstore.list_keys(open_project(args), args.namespace)
     if action == "delete":
-        return store.delete(open_project(args), args.namespace, args.key)
-    return store.stats(open_project(args), args.namespace)
+        return kvstore.delete(open_project(args), args.namespace, args.key)
+    return kvstore.stats(open_project(args), args.namespace)
 
 
 def render_text(result: dict) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """The offload files (contextware_data/offloads/) are the source of truth; the offloads table
 is an index of them.
@@ -22,7 +22,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..offload_sync import sync
+    from contextware.offload.sync import sync
 
     project = open_project(args)
     return sync(project, args.action)

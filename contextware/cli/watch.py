@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_common, new_parser, open_project
+from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Watch the project and keep the code index fresh: changed files are re-indexed, deleted
 files removed, with the same ignore rules as crawl_project.py. A burst of changes (an editor's save,
@@ -21,8 +21,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from ..errors import UsageError
-    from ..watch import watch
+    from contextware.errors import UsageError
+    from contextware.codeindex.watch import watch
 
     if not 50 <= args.debounce_ms <= 60_000:
         raise UsageError("--debounce-ms must be between 50 and 60000.", code="bad_debounce")

@@ -1,0 +1,8 @@
+"""Code index: one row per source file of the project, kept fresh.
+
+Owns which files count (ignore rules, binaries, generated files: ``files``), the summarisers
+(``local_summary`` with tree-sitter, ``gemini_summary`` through Gemini CLI), the index writer and crawl
+(``indexer``), how code hits are shown (``hits``: freshness, exact content) and watch mode (``watch``).
+
+May import: ``storage`` and the shared helpers (errors, text, system, gemini).
+"""

@@ -1,0 +1,122 @@
+"""How code-index hits are shown to an agent: freshness against the file on disk, and in exact mode
+the files' content within a character budget (the most relevant line ranges of a file too large
+for it)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextware.text import iso
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+STALE_NOTE = "[STALE] File changed since it was indexed; read it directly."
+DELETED_NOTE = "[STALE] File was deleted since it was indexed."
+SUMMARY_SYMBOLS = 40
+CONTEXT_LINES = 6
+MIN_USEFUL_CHARS = 200
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_STOP = frozenset("the and for with from that this what where which when how does into are our can its not "
+                  "use used using via all any who why was were has have had been will file files code".split())
+
+
+def freshness(project: "Project", row: dict) -> str | None:
+    """None when the file's mtime and size still match its row, else the note to show."""
+    try:
+        st = os.stat(project.root / row["file_path"])
+    except OSError:
+        return DELETED_NOTE
+    if st.st_mtime != row.get("mtime") or st.st_size != row.get("size"):
+        return STALE_NOTE
+    return None
+
+
+def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
+    row = hit["row"]
+    symbols = list(row.get("symbols") or [])
+    note = freshness(project, row)
+    out: dict[str, Any] = {
+        "collection": hit["collection"], "id": row["id"], "score": round(hit["score"], 4),
+        "file_path": row["file_path"], "language": row.get("language"), "summary": row.get("summary"),
+        "symbols": symbols if mode == "exact" else symbols[:SUMMARY_SYMBOLS],
+        "summarizer": row.get("summarizer"), "indexed_at": iso(row.get("indexed_at")), "stale": note is not None,
+    }
+    if mode != "exact" and len(symbols) > SUMMARY_SYMBOLS:
+        out["symbols_total"] = len(symbols)
+    if note:
+        out["note"] = note
+    return out
+
+
+def _terms(query: str) -> set[str]:
+    words = {w.lower() for w in _WORD.findall(query)}
+    return {w[:5] if len(w) > 5 else w for w in words if len(w) >= 3 and w not in _STOP}
+
+
+def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int, int]]:
+    """1-based inclusive line ranges around the lines that share the most words with the query,
+    best first until ``budget`` characters are used, returned in file order."""
+    terms = _terms(query)
+    scored = []
+    for i, line in enumerate(lines):
+        words = {w.lower()[:5] for w in _WORD.findall(line)}
+        hits = len(terms & words)
+        if hits:
+            scored.append((-hits, i))
+    if not scored:
+        scored = [(0, CONTEXT_LINES)]  # nothing matches: the head of the file
+    chosen: list[tuple[int, int]] = []
+    used = 0
+    for _, i in sorted(scored):
+        lo, hi = max(0, i - CONTEXT_LINES), min(len(lines) - 1, i + CONTEXT_LINES)
+        if any(a <= i <= b for a, b in chosen):
+            continue
+        cost = sum(len(lines[j]) + 1 for j in range(lo, hi + 1))
+        if used + cost > budget:
+            if chosen:
+                break
+            while hi > lo and used + cost > budget:  # a first window that alone is too big: shrink it
+                cost -= len(lines[hi]) + 1
+                hi -= 1
+        chosen.append((lo, hi))
+        used += cost
+    merged: list[list[int]] = []
+    for lo, hi in sorted(chosen):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return [(lo + 1, hi + 1) for lo, hi in merged]
+
+
+def attach_content(project: "Project", results: list[dict], query: str, max_chars: int) -> None:
+    """Exact mode: give each code result its file's content while ``max_chars`` lasts."""
+    remaining = max_chars
+    for r in results:
+        if r.get("collection") != "code_index":
+            continue
+        root = Path(r["project"]) if r.get("project") else project.root  # --global: the result's own project
+        try:
+            text = (root / r["file_path"]).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if len(text) <= remaining:
+            r["content"] = text
+            remaining -= len(text)
+            continue
+        lines = text.splitlines()
+        if remaining < MIN_USEFUL_CHARS:
+            r["content_note"] = f"Over the --max-chars budget: read {r['file_path']} ({len(lines)} lines) directly."
+            continue
+        ranges = relevant_ranges(lines, query, remaining)
+        excerpts = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1:b])} for a, b in ranges]
+        remaining -= sum(len(e["text"]) + 1 for e in excerpts)
+        r["excerpts"] = excerpts
+        r["content_note"] = (
+            f"{r['file_path']} has {len(lines)} lines, more than the --max-chars budget allows; these are the "
+            "line ranges most relevant to the query. Read the rest of the file yourself."
+        )

@@ -1,0 +1,166 @@
+"""Putting Contextware's hooks and MCP server into a Gemini CLI ``settings.json`` and taking exactly
+them out again (used by ``contextware.install``).
+
+Everything else in the file stays as it was: other settings, other hooks (ours are recognised by
+their ``name``, ``contextware-*``), key order, indentation and the final newline.  A file that is not
+plain JSON (the CLI also accepts comments) is refused rather than rewritten without its comments.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from contextware.errors import ContextwareError
+
+HOOK_NAME_PREFIX = "contextware-"
+MCP_SCRIPT = "scripts/mcp_server.py"
+
+
+def sha256_text(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        return path.read_bytes().decode("utf-8")  # bytes as they are: no newline translation
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContextwareError(f"Cannot read {path}: {getattr(exc, 'strerror', None) or exc}.",
+                               code="settings_unreadable") from None
+
+
+def parse_settings(path: Path, text: str | None) -> dict:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        hint = " (comments are not supported here)" if re.search(r"^\s*//|/\*", text, re.M) else ""
+        raise ContextwareError(
+            f"{path} is not plain JSON{hint} at line {getattr(exc, 'lineno', '?')}, column "
+            f"{getattr(exc, 'colno', '?')}; fix it or add the hooks by hand. Nothing was changed.",
+            code="settings_unreadable") from None
+    if not isinstance(data, dict):
+        raise ContextwareError(f"{path} does not hold a JSON object; nothing was changed.",
+                               code="settings_unreadable")
+    return data
+
+
+def dump_like(data: dict, original: str | None) -> str:
+    """JSON text of ``data`` in the layout of ``original`` (indent, final newline); 2 spaces for a new file."""
+    indent: int | str | None = 2
+    newline = True
+    if original is not None and original.strip():
+        newline = original.endswith("\n")
+        m = re.search(r"\n([ \t]+)\S", original)
+        if m:
+            indent = m.group(1) if "\t" in m.group(1) else len(m.group(1))
+        elif "\n" not in original.strip():
+            indent = None
+    if indent is None:
+        compact = original is not None and re.search(r'":\s', original) is None
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":") if compact else None)
+    else:
+        text = json.dumps(data, ensure_ascii=False, indent=indent)
+    text += "\n" if newline else ""
+    return text.replace("\n", "\r\n") if original and "\r\n" in original else text
+
+
+def is_our_hook_definition(definition: Any) -> bool:
+    hooks = definition.get("hooks") if isinstance(definition, dict) else None
+    return bool(hooks) and isinstance(hooks, list) and all(
+        isinstance(h, dict) and str(h.get("name") or "").startswith(HOOK_NAME_PREFIX) for h in hooks)
+
+
+def is_our_mcp_server(config: Any) -> bool:
+    if not isinstance(config, dict):
+        return False
+    words = [str(config.get("command") or "")] + [str(a) for a in config.get("args") or []]
+    return any(w.replace("\\", "/").endswith(MCP_SCRIPT) for w in words)
+
+
+def _container(parent: dict, key: str, kind: type, where: str, created: list[str], path: Path) -> Any:
+    value = parent.get(key)
+    if value is None:
+        parent[key] = value = kind()
+        created.append(where)
+    elif not isinstance(value, kind):
+        raise ContextwareError(f"{path}: {where} is not a JSON {'object' if kind is dict else 'array'}; "
+                               "nothing was changed.", code="settings_unreadable")
+    return value
+
+
+def merge(data: dict, hooks: dict[str, dict], mcp_name: str, mcp_config: dict | None,
+          path: Path) -> tuple[dict, list[str], Any]:
+    """``data`` with our hook definitions (one per event, replacing earlier ones of ours, never
+    duplicated) and ``mcpServers[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
+    new = copy.deepcopy(data)
+    created: list[str] = []
+    hook_obj = _container(new, "hooks", dict, "hooks", created, path)
+    for event, definition in hooks.items():
+        defs = _container(hook_obj, event, list, f"hooks.{event}", created, path)
+        ours = [i for i, d in enumerate(defs) if is_our_hook_definition(d)]
+        if not ours:
+            defs.append(definition)
+            continue
+        defs[ours[0]] = definition
+        for i in reversed(ours[1:]):
+            del defs[i]
+    previous = None
+    if mcp_config is not None:
+        servers = _container(new, "mcpServers", dict, "mcpServers", created, path)
+        previous = servers.get(mcp_name)
+        servers[mcp_name] = mcp_config
+    return new, created, previous
+
+
+def unmerge(data: dict, created: list[str], mcp_name: str, mcp_previous: Any = None) -> dict:
+    """``data`` without our hook definitions and MCP server; containers we created are dropped when
+    they end up empty, and an MCP entry we replaced gets its old value back."""
+    new = copy.deepcopy(data)
+    hook_obj = new.get("hooks")
+    if isinstance(hook_obj, dict):
+        for event in list(hook_obj):
+            defs = hook_obj[event]
+            if not isinstance(defs, list):
+                continue
+            defs[:] = [d for d in defs if not is_our_hook_definition(d)]
+            if not defs and f"hooks.{event}" in created:
+                del hook_obj[event]
+        if not hook_obj and "hooks" in created:
+            del new["hooks"]
+    servers = new.get("mcpServers")
+    if isinstance(servers, dict):
+        if is_our_mcp_server(servers.get(mcp_name)):
+            if mcp_previous is not None:
+                servers[mcp_name] = mcp_previous
+            else:
+                del servers[mcp_name]
+        if not servers and "mcpServers" in created:
+            del new["mcpServers"]
+    return new
+
+
+def has_ours(data: dict, mcp_name: str) -> bool:
+    hook_obj = data.get("hooks")
+    hooked = isinstance(hook_obj, dict) and any(
+        isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values())
+    servers = data.get("mcpServers")
+    return hooked or (isinstance(servers, dict) and is_our_mcp_server(servers.get(mcp_name)))
+
+
+def baseline(previous: dict | None, current: str | None, current_is_ours: bool) -> dict:
+    """What uninstall may restore: ``{"original": text}`` (None: the file did not exist) when the text
+    before our first write is known, ``{}`` when it is not (then only our entries are removed)."""
+    if previous and "original" in previous and previous.get("written_sha256") == sha256_text(current):
+        return {"original": previous["original"]}
+    if not current_is_ours:
+        return {"original": current}
+    return {}

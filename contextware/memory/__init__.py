@@ -1,0 +1,10 @@
+"""Memory: what the agent saves and asks for.
+
+Owns facts, episodes and logs (save, update, supersede, delete: ``records``), recall across every
+collection and its fusion (``recall``), the session briefing (``briefing``), the namespaced
+key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``).
+
+Recall and the briefing read every table, code index and offloads included, so this package sits
+above ``codeindex`` and ``offload``. May import: ``offload``, ``codeindex``, ``storage`` and the
+shared helpers. Never ``hosts`` or ``cli``.
+"""

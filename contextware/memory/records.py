@@ -1,0 +1,415 @@
+"""Saving, reading, fixing and deleting memories: facts, episodes and conversation logs.
+
+These plain functions are what the scripts, the console command, the hooks and the MCP server call.
+Each returns a JSON-ready dict; each failure is a ``ContextwareError``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from contextware.errors import NotFoundError, UsageError
+from contextware.redact import redact
+from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
+from contextware.storage.embedded_text import embedding_text, search_text
+from contextware.text import chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
+from contextware.storage.embeddings import embed_texts
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+FACT_KINDS = ("preference", "constraint", "decision", "convention", "environment", "note")
+RESULTS = ("success", "failure", "partial")
+ROLES = ("user", "agent")
+COLLECTIONS = {"fact": "facts", "episode": "episodes", "log": "logs"}
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,39}$")
+_ID = re.compile(r"^[a-z]+-[0-9a-f]{12}$")
+_SESSION = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
+
+
+# -- validation ----------------------------------------------------------------------------------
+def _require_text(text: str | None, what: str) -> str:
+    if text is None or not text.strip():
+        raise UsageError(f"The {what} is empty; give the text to save.", code="empty_content")
+    if "\x00" in text:
+        raise UsageError(f"The {what} contains NUL bytes; save text, not binary data.", code="bad_content")
+    return text.strip()
+
+
+def check_choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v not in allowed:
+        raise UsageError(f"Unknown {flag} {value!r}: use one of {', '.join(allowed)}.", code=f"bad_{flag.strip('-')}")
+    return v
+
+
+def check_slug(value: str | None, flag: str) -> str | None:
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if not _SLUG.match(v):
+        raise UsageError(f"{flag} {value!r} must be a short lowercase word such as test, git or deploy.", code=f"bad_{flag.strip('-')}")
+    return v
+
+
+
+
+def check_id(record_id: str) -> str:
+    if not _ID.match(record_id or ""):
+        raise NotFoundError(f"No memory has the id {record_id!r} (ids look like fact-1a2b3c4d5e6f).")
+    return record_id
+
+
+def collection_for_id(record_id: str) -> str | None:
+    prefix = record_id.split("-", 1)[0]
+    for table, p in ID_PREFIX.items():
+        if p == prefix:
+            return table
+    return None
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+
+# -- saving --------------------------------------------------------------------------------------
+def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict | None:
+    where = f"text_hash = {sql_str(digest)}"
+    if active_only:
+        where += " AND (status IS NULL OR status = 'active')"
+    rows = table.search().where(where).select(["id"]).limit(1).to_arrow().to_pylist()
+    return rows[0] if rows else None
+
+
+def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[dict]:
+    if vector is None:
+        return []
+    table = project.db.open_table(collection)
+    if table is None:
+        return []
+    threshold = float(project.config["similar_threshold"])
+    query = table.search(vector).distance_type("cosine").limit(5)
+    if collection == "facts":
+        query = query.where("status = 'active'", prefilter=True)
+    field = "summary" if collection == "episodes" else "text"
+    out = []
+    for row in project.db.read(lambda: query.select(["id", field]).to_list()):
+        score = 1.0 - float(row["_distance"])
+        if score >= threshold and row["id"] not in exclude:
+            out.append({"id": row["id"], "text": row[field], "score": round(score, 4)})
+    return out
+
+
+def _save_rows(
+    project: "Project",
+    collection: str,
+    rows: list[dict],
+    *,
+    dedup_hash: str,
+    supersedes: str | None = None,
+    redactions: dict[str, int] | None = None,
+) -> dict:
+    """The one write path for new memories: dedup, embed, similar, supersede, insert."""
+    import pyarrow as pa
+
+    project.ensure_data_dir()
+    db = project.db
+    embedder = project.embedder
+    active_only = collection == "facts"
+    result: dict[str, Any] = {"collection": collection}
+    if redactions:
+        result["redacted"] = redactions
+
+    table = db.open_table(collection)
+    if table is not None:
+        db.check_model(collection, table, embedder.model_id, embedder.dim)
+        existing = db.read(lambda: _find_by_hash(table, dedup_hash, active_only))
+        if existing and supersedes is None:
+            return {**result, "id": existing["id"], "duplicate_of": existing["id"], "written": 0}
+
+    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in rows])
+    for i, row in enumerate(rows):
+        row["vector"] = vectors[i] if vectors else None
+        row[FTS_COLUMN] = search_text(collection, row)
+    similar = _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set()) if table is not None else []
+
+    def write(tbl: Any) -> dict:
+        found = _find_by_hash(tbl, dedup_hash, active_only)
+        if found and supersedes is None:
+            return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
+        data = pa.Table.from_pylist(rows, schema=tbl.schema)
+        if supersedes is None:
+            tbl.add(data)
+            return {"id": rows[0]["id"], "written": len(rows)}
+        old = tbl.search().where(f"id = {sql_str(supersedes)}").limit(1).to_list()
+        if not old:
+            raise NotFoundError(f"No fact has the id {supersedes!r} to supersede.")
+        old_row = {k: v for k, v in old[0].items() if not k.startswith("_")}
+        if old_row.get("status") == "superseded":
+            raise UsageError(
+                f"Fact {supersedes} is already superseded by {old_row.get('superseded_by')}; supersede that one instead.",
+                code="already_superseded",
+            )
+        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=utcnow())
+        both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
+        # One commit marks the old fact and inserts the new one: never half-superseded.
+        tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
+        return {"id": rows[0]["id"], "written": 1, "superseded": supersedes}
+
+    outcome = db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
+    result.update(outcome)
+    if "duplicate_of" not in outcome:
+        result["similar"] = [s for s in similar if s["id"] != outcome["id"]]
+        if degraded:
+            result["degraded"] = degraded
+            result["vector"] = "pending: run `memory.py reembed` once the model loads"
+    return result
+
+
+def _prepare(text: str, what: str) -> tuple[str, dict[str, int]]:
+    clean = _require_text(text, what)
+    return redact(clean)
+
+
+def save_fact(
+    project: "Project",
+    text: str,
+    *,
+    kind: str | None = None,
+    topics: str | Iterable[str] | None = None,
+    supersedes: str | None = None,
+    source: str = "agent",
+) -> dict:
+    kind = check_choice(kind, FACT_KINDS, "--kind") or "note"
+    topic_list = parse_topics(topics)
+    if supersedes is not None:
+        check_id(supersedes)
+        if collection_for_id(supersedes) != "facts":
+            raise UsageError(f"--supersedes takes a fact id; {supersedes} is not a fact.", code="bad_supersedes")
+    body, redactions = _prepare(text, "fact")
+    limit = int(project.config["max_fact_chars"])
+    if len(body) > limit:
+        raise UsageError(
+            f"The fact is {len(body)} characters, over the {limit}-character limit; save a shorter fact, or a log (--type log) for long text.",
+            code="too_long",
+        )
+    now = utcnow()
+    row = {
+        "id": new_id(ID_PREFIX["facts"]), "text": body, "kind": kind, "topics": topic_list, "source": source,
+        "created_at": now, "updated_at": now, "status": "active", "supersedes": supersedes,
+        "superseded_by": None, "text_hash": text_hash(body),
+    }
+    return _save_rows(project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions)
+
+
+def save_episode(
+    project: "Project",
+    summary: str,
+    *,
+    goal: str | None,
+    result: str | None,
+    category: str | None = None,
+    topics: str | Iterable[str] | None = None,
+    source: str = "agent",
+) -> dict:
+    if goal is None or not goal.strip():
+        raise UsageError("An episode needs --goal: what the task set out to do.", code="missing_goal")
+    if result is None:
+        raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
+    outcome = check_choice(result, RESULTS, "--result")
+    cat = check_slug(category, "--category") or "general"
+    topic_list = parse_topics(topics)
+    body, redactions = _prepare(summary, "episode summary")
+    goal_text, goal_redactions = redact(goal.strip())
+    for k, v in goal_redactions.items():
+        redactions[k] = redactions.get(k, 0) + v
+    limit = int(project.config["max_episode_chars"])
+    if len(body) + len(goal_text) > limit:
+        raise UsageError(f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long")
+    now = utcnow()
+    row = {
+        "id": new_id(ID_PREFIX["episodes"]), "goal": goal_text, "result": outcome, "category": cat,
+        "summary": body, "topics": topic_list, "source": source, "created_at": now, "updated_at": now,
+        "text_hash": text_hash(goal_text, outcome or "", body),
+    }
+    return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
+
+
+def save_log(project: "Project", text: str, *, session_id: str | None, role: str | None, source: str = "agent") -> dict:
+    if session_id is None or not _SESSION.match(session_id):
+        raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
+    role_v = check_choice(role or "", ROLES, "--role") if role else None
+    if role_v is None:
+        raise UsageError("A log needs --role user or agent.", code="missing_role")
+    body, redactions = _prepare(text, "log text")
+    if len(body) > int(project.config["max_log_chars"]):
+        raise UsageError(f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long")
+    chunks = chunk_text(body, int(project.config["log_chunk_chars"]))
+    digest = text_hash(session_id, role_v, body)
+    now = utcnow()
+    rows = [
+        {
+            "id": new_id(ID_PREFIX["logs"]), "session_id": session_id, "role": role_v, "text": chunk,
+            "chunk_index": i, "chunk_count": len(chunks), "source": source, "created_at": now,
+            "updated_at": now, "text_hash": f"{digest}:{i}",
+        }
+        for i, chunk in enumerate(chunks)
+    ]
+    out = _save_rows(project, "logs", rows, dedup_hash=f"{digest}:0", redactions=redactions)
+    if "duplicate_of" not in out:
+        out["ids"] = [r["id"] for r in rows]
+        out["chunks"] = len(rows)
+    return out
+
+
+def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
+    """Dispatch on ``--type``; unknown options for a type are refused rather than ignored."""
+    type_ = check_choice(type_, tuple(COLLECTIONS), "--type") or "fact"
+    allowed = {
+        "fact": {"kind", "topics", "supersedes", "source"},
+        "episode": {"goal", "result", "category", "topics", "source"},
+        "log": {"session_id", "role", "source"},
+    }[type_]
+    given = {k: v for k, v in options.items() if v not in (None, [], "")}
+    extra = sorted(set(given) - allowed)
+    if extra:
+        flags = ", ".join("--" + ("session" if e == "session_id" else e) for e in extra)
+        raise UsageError(f"{flags} does not apply to --type {type_}.", code="bad_option")
+    func = {"fact": save_fact, "episode": save_episode, "log": save_log}[type_]
+    return func(project, content, **given)
+
+
+# -- reading and fixing -----------------------------------------------------------------------------
+PUBLIC_DROP = {"vector", "search_text", "text_hash", "_distance", "_score", "_relevance_score", "_rowid"}
+
+
+def public_row(row: dict, collection: str) -> dict:
+    out: dict[str, Any] = {"collection": collection}
+    for key, value in row.items():
+        if key in PUBLIC_DROP:
+            continue
+        out[key] = iso(value) if hasattr(value, "isoformat") else value
+    return out
+
+
+def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
+    check_id(record_id)
+    collection = collection_for_id(record_id)
+    table = project.db.open_table(collection) if collection else None
+    if table is not None:
+        rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
+        if rows:
+            return collection, table, rows[0]
+    raise NotFoundError(f"No memory has the id {record_id}.")
+
+
+def get(project: "Project", record_id: str) -> dict:
+    collection, _, row = _locate(project, record_id)
+    return {"record": {**public_row(row, collection), "has_vector": row.get("vector") is not None}}
+
+
+def list_records(project: "Project", collection: str | None = None, limit: int = 20, include_superseded: bool = True) -> dict:
+    if limit < 1:
+        raise UsageError("--limit must be at least 1.", code="bad_limit")
+    names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
+    records: list[dict] = []
+    for name in names:
+        table = project.db.open_table(name)
+        if table is None:
+            continue
+        columns = [c for c in table.schema.names if c not in PUBLIC_DROP]
+        rows = project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
+        if name == "facts" and not include_superseded:
+            rows = [r for r in rows if r.get("status") != "superseded"]
+        records += [public_row(r, name) for r in rows]
+    records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
+    return {"count": len(records[:limit]), "total": len(records), "records": records[:limit]}
+
+
+def _collection_arg(value: str) -> str:
+    v = value.strip().lower()
+    aliases = {**COLLECTIONS, "memory": "facts"}
+    v = aliases.get(v, v)
+    if v not in MEMORY_TABLES:
+        raise UsageError(f"Unknown collection {value!r}: use one of {', '.join(MEMORY_TABLES)}.", code="bad_collection")
+    return v
+
+
+def update(project: "Project", record_id: str, **changes: Any) -> dict:
+    """Change fields of one memory and re-embed it."""
+    import pyarrow as pa
+
+    collection, table, row = _locate(project, record_id)
+    editable = {
+        "facts": {"text", "kind", "topics", "status"},
+        "episodes": {"goal", "result", "category", "summary", "topics"},
+        "logs": {"text", "role"},
+    }[collection]
+    given = {k: v for k, v in changes.items() if v is not None}
+    if not given:
+        raise UsageError("Nothing to update: give at least one field to change.", code="nothing_to_update")
+    bad = sorted(set(given) - editable)
+    if bad:
+        raise UsageError(f"{', '.join('--' + b for b in bad)} cannot be changed on {collection}.", code="bad_option")
+    redactions: dict[str, int] = {}
+    for key in ("text", "summary", "goal"):
+        if key in given:
+            given[key], found = redact(_require_text(given[key], key))
+            redactions.update(found)
+    if "kind" in given:
+        given["kind"] = check_choice(given["kind"], FACT_KINDS, "--kind")
+    if "result" in given:
+        given["result"] = check_choice(given["result"], RESULTS, "--result")
+    if "category" in given:
+        given["category"] = check_slug(given["category"], "--category")
+    if "role" in given:
+        given["role"] = check_choice(given["role"], ROLES, "--role")
+    if "status" in given:
+        given["status"] = check_choice(given["status"], ("active", "superseded"), "--status")
+    if "topics" in given:
+        given["topics"] = parse_topics(given["topics"])
+    new = {k: v for k, v in row.items() if not k.startswith("_")}
+    new.update(given)
+    new["updated_at"] = utcnow()
+    if collection == "facts":
+        new["text_hash"] = text_hash(new["text"])
+    elif collection == "episodes":
+        new["text_hash"] = text_hash(new["goal"], new["result"] or "", new["summary"])
+    new[FTS_COLUMN] = search_text(collection, new)
+    embedder = project.embedder
+    project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
+    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, new)])
+    new["vector"] = vectors[0] if vectors else None
+
+    def write(tbl: Any) -> None:
+        if not tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list():
+            raise NotFoundError(f"No memory has the id {record_id}.")
+        data = pa.Table.from_pylist([new], schema=tbl.schema)
+        tbl.merge_insert("id").when_matched_update_all().execute(data)
+
+    project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
+    out: dict[str, Any] = {"id": record_id, "collection": collection, "updated": sorted(given), "record": public_row(new, collection)}
+    if redactions:
+        out["redacted"] = redactions
+    if degraded:
+        out["degraded"] = degraded
+    return out
+
+
+def delete(project: "Project", record_id: str) -> dict:
+    collection, _table, row = _locate(project, record_id)
+
+    def write(tbl: Any) -> None:
+        tbl.delete(f"id = {sql_str(record_id)}")
+        if collection == "facts" and row.get("supersedes"):
+            # The fact it replaced becomes current again rather than staying hidden forever.
+            tbl.update(where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
+                       values={"status": "active", "superseded_by": None})
+
+    project.db.write(collection, write)  # the table exists: a delete needs no model
+    out = {"id": record_id, "collection": collection, "deleted": True}
+    if collection == "facts" and row.get("supersedes"):
+        out["reactivated"] = row["supersedes"]
+    return out

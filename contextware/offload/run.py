@@ -1,0 +1,110 @@
+"""Offloads: hand a context-heavy research task to Gemini (1M-token context) and give the agent back
+only a summary; the full answer stays on disk (``<data_dir>/offloads/``) and is indexed for recall.
+
+This module is the entry point the command line, hooks and MCP server share: it checks the input
+(every bad input is a UsageError before anything is written) and dispatches to
+
+- ``offload_cache``: one-shot offloads with a cache keyed by prompt, model and sources;
+- ``offload_sessions``: named sessions, feature sessions and ``--resume-id``
+  (``offload_session_admin``: ``sessions list | show | delete``);
+- ``offload_sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
+- ``offload_index``: the table rows, the recall filters (``offload_where``) and
+  ``registered_projects`` for ``--global``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Sequence
+
+from contextware.errors import UsageError
+from contextware.offload.table import offload_where, public_offload, registered_projects
+from contextware.offload.files import check_name
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+SESSION_ACTIONS = ("list", "show", "delete")
+MAX_PROMPT_CHARS = 1_000_000
+_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+_GEMINI_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+def _check_prompt(prompt: str | None) -> str:
+    if prompt is None or not prompt.strip():
+        raise UsageError("The prompt is empty; say what Gemini should research with --prompt.", code="empty_prompt")
+    if "\x00" in prompt:
+        raise UsageError("The prompt contains NUL bytes; give text.", code="bad_prompt")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise UsageError(f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on "
+                         "standard input.", code="too_long")
+    return prompt.strip()
+
+
+def _check_model(project: "Project", model: str | None) -> str | None:
+    if model is not None:
+        model = model.strip()
+        if not _MODEL.match(model):
+            raise UsageError(f"--model {model!r} is not a model name such as gemini-2.5-pro.", code="bad_model")
+        return model
+    return project.config.get("offload_model") or None
+
+
+def offload(project: "Project", prompt: str | None, *, files: str | Sequence[str] | None = None,
+            include_dirs: str | Sequence[str] | None = None, model: str | None = None,
+            topic: str | Sequence[str] | None = None, refresh: bool = False, stdin_text: str | None = None,
+            session: str | None = None, feature: str | None = None, resume_id: str | None = None) -> dict[str, Any]:
+    """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
+
+    Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
+    from contextware.text import parse_topics
+    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources, split_list
+
+    prompt = _check_prompt(prompt)
+    session = check_name(session, "--session")
+    feature = check_name(feature, "--feature")
+    if resume_id is not None:
+        resume_id = resume_id.strip()
+        if not _GEMINI_ID.match(resume_id):
+            raise UsageError(f"--resume-id {resume_id!r} is not a Gemini session id (letters, digits, '-', '_').",
+                             code="bad_resume_id")
+        if not (session or feature):
+            check_name(resume_id, "--resume-id")  # it names the session folder too
+    if refresh and (session or feature or resume_id):
+        raise UsageError("--refresh applies to one-shot offloads; session turns are never cached.", code="bad_option")
+    if stdin_text is not None and "\x00" in stdin_text:
+        raise UsageError("Standard input contains NUL bytes; pipe text.", code="bad_content")
+    topics = parse_topics(topic)
+    model = _check_model(project, model)
+    sources = resolve_sources(project, split_list(files), split_list(include_dirs), stdin_text)
+    texts = read_file_texts(sources)
+    build_stdin(sources, texts)  # size check before anything is written
+    if session or feature or resume_id:
+        from contextware.offload.sessions import offload_session
+
+        return offload_session(project, prompt, sources=sources, texts=texts, model=model, name=session,
+                               feature=feature, resume_id=resume_id, topics=topics)
+    from contextware.offload.cache import offload_once
+
+    return offload_once(project, prompt, sources=sources, texts=texts, model=model, topics=topics, refresh=refresh)
+
+
+def sessions_command(project: "Project", action: str, name: str | None = None, *, keep_gemini: bool = False) -> dict:
+    """``offload.py sessions list | show NAME | delete NAME``."""
+    from contextware.offload.session_admin import session_delete, session_list, session_show
+
+    if action not in SESSION_ACTIONS:
+        raise UsageError(f"Unknown sessions action {action!r}: use list, show NAME or delete NAME.", code="bad_action")
+    if action == "list":
+        if name:
+            raise UsageError("sessions list takes no name.", code="usage")
+        return session_list(project)
+    if not name:
+        raise UsageError(f"sessions {action} needs the session's name.", code="usage")
+    name = check_name(name, "--session")
+    if action == "show":
+        return session_show(project, name)
+    return session_delete(project, name, keep_gemini=keep_gemini)
+
+
+__all__ = ["offload", "offload_where", "public_offload", "registered_projects", "sessions_command"]

