@@ -44,8 +44,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -61,6 +61,7 @@ _ENV_OVERRIDES = ("CONTEXTWARE_PROJECT_ROOT", "CONTEXTWARE_DATA_DIR", "CONTEXTWA
 
 
 # ----------------------------------------------------------------------------------------- data
+
 
 def questions(split: str = "all") -> list[dict]:
     rows = json.loads(DATA.read_text(encoding="utf-8"))["questions"]
@@ -105,15 +106,18 @@ def bm25_index(root: Path, files: Iterable[str]) -> BM25:
 
 # ----------------------------------------------------------------------------------------- ours
 
+
 def _import_api():
     try:
         from contextware.codeindex.indexer import crawl
-        from contextware.storage.project import Project
         from contextware.memory.recall import recall
+        from contextware.storage.project import Project
     except ImportError as exc:  # the code index is not there (yet), or is broken
-        sys.exit(f"code_quality: cannot import the code-index API ({exc}). It needs "
-                 "contextware.codeindex.indexer.crawl(project, summarizer=...) and recall(..., scope='code'); "
-                 "use --baseline-only for the BM25 numbers alone.")
+        sys.exit(
+            f"code_quality: cannot import the code-index API ({exc}). It needs "
+            "contextware.codeindex.indexer.crawl(project, summarizer=...) and recall(..., scope='code'); "
+            "use --baseline-only for the BM25 numbers alone."
+        )
     return crawl, Project, recall
 
 
@@ -133,8 +137,10 @@ def open_corpus(workspace: Path, *, crawl_again: bool = False, summarizer: str =
     _isolate(workspace / "home")
     done = json.loads(marker.read_text()) if marker.exists() else None
     if done and (done.get("python") != sys.version.split()[0] or done.get("files") != select()):
-        sys.exit(f"code_quality: {workspace} holds another corpus (Python {done.get('python')}, or an older "
-                 f"selection); this is {sys.version.split()[0]}. Delete it or use another --keep directory.")
+        sys.exit(
+            f"code_quality: {workspace} holds another corpus (Python {done.get('python')}, or an older "
+            f"selection); this is {sys.version.split()[0]}. Delete it or use another --keep directory."
+        )
     if done is None:
         shutil.rmtree(root, ignore_errors=True)
         files = build_corpus(root)
@@ -174,6 +180,7 @@ def rank_ours(project, query: str, limit: int = LIMIT) -> list[str]:
 
 # ----------------------------------------------------------------------------------------- scoring
 
+
 def evaluate(rank: Callable[[str], list[str]], qs: list[dict]) -> dict:
     hits1 = hits5 = 0
     misses = []
@@ -183,11 +190,23 @@ def evaluate(rank: Callable[[str], list[str]], qs: list[dict]) -> dict:
         hits1 += bool(answers & set(order[:1]))
         hits5 += bool(answers & set(order))
         if not answers & set(order[:1]):
-            misses.append({"q": q["q"], "answers": q["answers"], "got": order, "at5": bool(answers & set(order)),
-                           "kind": q.get("kind"), "split": q["split"]})
+            misses.append(
+                {
+                    "q": q["q"],
+                    "answers": q["answers"],
+                    "got": order,
+                    "at5": bool(answers & set(order)),
+                    "kind": q.get("kind"),
+                    "split": q["split"],
+                }
+            )
     n = len(qs)
-    return {"recall@1": round(hits1 / n, 3) if n else None, "recall@5": round(hits5 / n, 3) if n else None,
-            "n": n, "misses": misses}
+    return {
+        "recall@1": round(hits1 / n, 3) if n else None,
+        "recall@5": round(hits5 / n, 3) if n else None,
+        "n": n,
+        "misses": misses,
+    }
 
 
 def table(rows: list[tuple[str, str, dict]], kind_col: bool = False) -> str:
@@ -196,8 +215,11 @@ def table(rows: list[tuple[str, str, dict]], kind_col: bool = False) -> str:
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for method, group, m in rows:
         split, _, kind = group.partition(":")
-        lines.append(f"| {method} | {split} |" + (f" {kind or 'all'} |" if kind_col else "")
-                     + f" {m['recall@1']:.3f} | {m['recall@5']:.3f} | {m['n']} |")
+        lines.append(
+            f"| {method} | {split} |"
+            + (f" {kind or 'all'} |" if kind_col else "")
+            + f" {m['recall@1']:.3f} | {m['recall@5']:.3f} | {m['n']} |"
+        )
     return "\n".join(lines)
 
 
@@ -205,8 +227,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
     parser.add_argument("--misses", action="store_true", help="list the questions our method misses at rank 1")
-    parser.add_argument("--keep", metavar="DIR", type=Path,
-                        help="workspace to build+crawl the corpus into once and reuse on later runs")
+    parser.add_argument(
+        "--keep", metavar="DIR", type=Path, help="workspace to build+crawl the corpus into once and reuse on later runs"
+    )
     parser.add_argument("--recrawl", action="store_true", help="with --keep: crawl the kept corpus again")
     parser.add_argument("--baseline-only", action="store_true", help="BM25 only; no contextware needed")
     parser.add_argument("--by-kind", action="store_true", help="also break the numbers down by question kind")
@@ -249,10 +272,11 @@ def main() -> None:
         if tmp is not None:
             tmp.cleanup()
 
-    results = {m: {g: evaluate(lambda q, m=m: ranked[m][q], qs) for g, qs in groups.items() if qs}
-               for m in ranked}
-    print(f"corpus: {len(files)} files of the Python {sys.version.split()[0]} standard library; "
-          f"questions: {len(all_qs)} ({', '.join(f'{s} {len(questions(s))}' for s in ('tune', 'test'))})")
+    results = {m: {g: evaluate(lambda q, m=m: ranked[m][q], qs) for g, qs in groups.items() if qs} for m in ranked}
+    print(
+        f"corpus: {len(files)} files of the Python {sys.version.split()[0]} standard library; "
+        f"questions: {len(all_qs)} ({', '.join(f'{s} {len(questions(s))}' for s in ('tune', 'test'))})"
+    )
     if stats:
         print(f"crawl (local summariser): {json.dumps(stats)}")
     if per_query_ms is not None:
@@ -265,7 +289,9 @@ def main() -> None:
             res = results[method][s]
             print(f"\nmisses at rank 1 of {method}, split {s} ({len(res['misses'])}; '@5' = found in the top 5):")
             for miss in res["misses"]:
-                print(f"- [{'@5' if miss['at5'] else '  '}] {miss['q']}\n    want {miss['answers']}\n    got  {miss['got']}")
+                print(
+                    f"- [{'@5' if miss['at5'] else '  '}] {miss['q']}\n    want {miss['answers']}\n    got  {miss['got']}"
+                )
 
 
 if __name__ == "__main__":

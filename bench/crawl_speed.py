@@ -46,8 +46,10 @@ def touch_files(root: Path, files: list[str], run: int, n: int = TOUCHED) -> lis
     chosen = [files[i * len(files) // n] for i in range(n)]
     for i, rel in enumerate(chosen):
         with open(root / rel, "a", encoding="utf-8") as fh:
-            fh.write(f"\n\ndef _crawl_speed_touched_{run}_{i}():\n"
-                     f"    \"\"\"Added by bench/crawl_speed.py to change this file.\"\"\"\n    return {i}\n")
+            fh.write(
+                f"\n\ndef _crawl_speed_touched_{run}_{i}():\n"
+                f'    """Added by bench/crawl_speed.py to change this file."""\n    return {i}\n'
+            )
     return chosen
 
 
@@ -84,16 +86,19 @@ def run_subprocess(tmp: Path, run: int, prefix: list[str]) -> tuple[dict, dict]:
         if step == "5_changed":
             touch_files(root, files, run)
         t = time.perf_counter()
-        proc = subprocess.run([*prefix, str(SCRIPT), "--summarizer", "local"], cwd=root, env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [*prefix, str(SCRIPT), "--summarizer", "local"], cwd=root, env=env, capture_output=True, text=True
+        )
         times[step] = time.perf_counter() - t
         try:
             out = json.loads(proc.stdout)
         except json.JSONDecodeError:
             out = None
         if proc.returncode != 0 or not out or not out.get("ok", True):
-            sys.exit(f"crawl_speed: {' '.join(prefix)} scripts/crawl_project.py failed (exit {proc.returncode}):\n"
-                     f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+            sys.exit(
+                f"crawl_speed: {' '.join(prefix)} scripts/crawl_project.py failed (exit {proc.returncode}):\n"
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            )
         counts[step] = counts_only({k: v for k, v in out.items() if k != "ok"})
     return times, counts
 
@@ -137,15 +142,21 @@ def main() -> None:
         results[mode] = summarize(samples)
         last_counts[mode] = counts
 
-    label = {"in-process": "in-process `crawl(project, summarizer=\"local\")`",
-             "subprocess": f"`{'uv run --no-sync' if uv else 'python'} scripts/crawl_project.py --summarizer local`"}
-    print(f"corpus: {n_files} files of the Python {sys.version.split()[0]} standard library; "
-          f"medians of {args.runs} runs, seconds")
+    label = {
+        "in-process": 'in-process `crawl(project, summarizer="local")`',
+        "subprocess": f"`{'uv run --no-sync' if uv else 'python'} scripts/crawl_project.py --summarizer local`",
+    }
+    print(
+        f"corpus: {n_files} files of the Python {sys.version.split()[0]} standard library; "
+        f"medians of {args.runs} runs, seconds"
+    )
     print("| path | (a) first crawl | (b) no change | (c) 5 files changed | (b)/(a) | (c)/(a) |")
     print("|---|---|---|---|---|---|")
     for mode, m in results.items():
-        print(f"| {label[mode]} | {m['first']:.2f} | {m['unchanged']:.2f} | {m['5_changed']:.2f} | "
-              f"{m['ratio_unchanged_to_first']:.1%} | {m['ratio_5_changed_to_first']:.1%} |")
+        print(
+            f"| {label[mode]} | {m['first']:.2f} | {m['unchanged']:.2f} | {m['5_changed']:.2f} | "
+            f"{m['ratio_unchanged_to_first']:.1%} | {m['ratio_5_changed_to_first']:.1%} |"
+        )
     print("crawl counts of the last run: " + json.dumps(last_counts, default=str))
 
 

@@ -30,9 +30,16 @@ def _median_ms(samples: list[float]) -> float:
 
 
 def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
-    hook_event = json.dumps({"session_id": "bench", "transcript_path": "", "cwd": str(root),
-                             "hook_event_name": "BeforeAgent", "timestamp": "2026-01-01T00:00:00Z",
-                             "prompt": "when does the export job run?"})
+    hook_event = json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": "",
+            "cwd": str(root),
+            "hook_event_name": "BeforeAgent",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "prompt": "when does the export job run?",
+        }
+    )
     out = {}
     for name, script, args, stdin in (
         ("save_fact", "save_fact", ["Cold-start fact {i}: the export job runs nightly at {i} am."], None),
@@ -44,8 +51,13 @@ def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
         for i in range(runs):
             argv = [a.format(i=i) for a in args]
             t = time.perf_counter()
-            proc = subprocess.run([*cmd_prefix, str(REPO / "scripts" / f"{script}.py"), *argv], cwd=root,
-                                  capture_output=True, text=True, input=stdin)
+            proc = subprocess.run(
+                [*cmd_prefix, str(REPO / "scripts" / f"{script}.py"), *argv],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                input=stdin,
+            )
             samples.append(time.perf_counter() - t)
             assert proc.returncode == 0, proc.stdout + proc.stderr
             if script == "hook":
@@ -58,8 +70,8 @@ def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
 
 def warm(root: Path, runs: int) -> dict:
     from contextware.memory import records
-    from contextware.storage.project import Project
     from contextware.memory.recall import recall
+    from contextware.storage.project import Project
 
     project = Project.open(root)
     recall(project, "warm up")
@@ -88,11 +100,15 @@ def main() -> None:
 
         project = Project.open(root)
         for i in range(args.memories):
-            records.save_fact(project, f"Seed fact {i}: service s{i} is owned by team t{i % 17} and deploys on day {i % 7}.")
+            records.save_fact(
+                project, f"Seed fact {i}: service s{i} is owned by team t{i % 17} and deploys on day {i % 7}."
+            )
         report = {
             "memories": args.memories,
             "cold_uv_run_ms": cold([uv, "run", "--project", str(REPO)], root, args.runs) if uv else None,
-            "cold_uv_run_no_sync_ms": cold([uv, "run", "--no-sync", "--project", str(REPO)], root, args.runs) if uv else None,
+            "cold_uv_run_no_sync_ms": cold([uv, "run", "--no-sync", "--project", str(REPO)], root, args.runs)
+            if uv
+            else None,
             "cold_python_ms": cold([sys.executable], root, args.runs),
             "warm_in_process_ms": warm(root, args.runs),
         }

@@ -29,9 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contextware.memory import records, recall as recall_mod  # noqa: E402
-from contextware.storage.project import Project  # noqa: E402
-from contextware.storage.embedded_text import expand_query  # noqa: E402
+from contextware.memory import recall as recall_mod
+from contextware.memory import records
+from contextware.storage.embedded_text import expand_query
+from contextware.storage.project import Project
 
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
@@ -45,8 +46,14 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
         if item["type"] == "fact":
             out = records.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"))
         else:
-            out = records.save_episode(project, item["summary"], goal=item["goal"], result=item["result"],
-                                      category=item["category"], topics=item.get("topics"))
+            out = records.save_episode(
+                project,
+                item["summary"],
+                goal=item["goal"],
+                result=item["result"],
+                category=item["category"],
+                topics=item.get("topics"),
+            )
         ids[out["id"]] = item["key"]
     return ids
 
@@ -54,21 +61,24 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
 def search(project: Project, query: str, qvec, plain=None) -> list[dict]:
     hits: list[dict] = []
     for name in TABLES:
-        where = recall_mod._filters(name, since=None, topic=None, kind=None, result=None, category=None,
-                                    include_superseded=False)
+        where = recall_mod._filters(
+            name, since=None, topic=None, kind=None, result=None, category=None, include_superseded=False
+        )
         hits += recall_mod.search_table(project, name, query, qvec, where, CANDIDATES, plain)
     return hits
 
 
 def hybrid_candidates(project: Project, questions: list[str]) -> dict[str, list[dict]]:
     """What recall() searches with: the widened question and the blended query vector."""
-    return {q: search(project, expand_query(q), *recall_mod.query_vectors(project.embedder, q, expand_query(q)))
-            for q in questions}
+    return {
+        q: search(project, expand_query(q), *recall_mod.query_vectors(project.embedder, q, expand_query(q)))
+        for q in questions
+    }
 
 
 def plain_candidates(project: Project, questions: list[str]) -> dict[str, list[dict]]:
     vecs = project.embedder.embed(questions)
-    return {q: search(project, q, v) for q, v in zip(questions, vecs)}
+    return {q: search(project, q, v) for q, v in zip(questions, vecs, strict=False)}
 
 
 def ranking(hits: list[dict], method: str, **params) -> list[str]:
@@ -87,8 +97,12 @@ def evaluate(cands: dict, questions: list[dict], no_answer: list[dict], ids: dic
             hits[j] += bool(set(q["answers"]) & set(order[:k]))
     empty = sum(not ranking(cands[q["q"]], method, **params) for q in no_answer)
     n = len(questions)
-    return {"recall@1": round(hits[0] / n, 3), "recall@3": round(hits[1] / n, 3), "recall@5": round(hits[2] / n, 3),
-            "no_answer_empty": round(empty / len(no_answer), 3) if no_answer else None}
+    return {
+        "recall@1": round(hits[0] / n, 3),
+        "recall@3": round(hits[1] / n, 3),
+        "recall@5": round(hits[2] / n, 3),
+        "no_answer_empty": round(empty / len(no_answer), 3) if no_answer else None,
+    }
 
 
 def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
@@ -127,9 +141,17 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
             break
         margin = mg
     final = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=margin)
-    return {"tuned_on": "tune", "EXPANSION_WEIGHT": lam, "BM25_WEIGHT": weight, "BM25_HALF": half, "FLOOR": floor,
-            "MARGIN": margin, **final, "unfloored": {"recall@3": r3, "recall@5": r5},
-            "floor_curve (floor, recall@3, no_answer_empty)": curve}
+    return {
+        "tuned_on": "tune",
+        "EXPANSION_WEIGHT": lam,
+        "BM25_WEIGHT": weight,
+        "BM25_HALF": half,
+        "FLOOR": floor,
+        "MARGIN": margin,
+        **final,
+        "unfloored": {"recall@3": r3, "recall@5": r5},
+        "floor_curve (floor, recall@3, no_answer_empty)": curve,
+    }
 
 
 def main() -> None:
@@ -159,9 +181,15 @@ def main() -> None:
         per_query_ms = (time.perf_counter() - t0) * 1000 / len(texts)
         plain = plain_candidates(project, texts)
     report = {
-        "split": args.split, "questions": len(qs), "no_answer_questions": len(na), "memories": len(data["items"]),
-        "load_seconds": round(load_s, 2), "hybrid_search_ms_per_query": round(per_query_ms, 1),
-        "constants": {k: getattr(recall_mod, k) for k in ("EXPANSION_WEIGHT", "BM25_WEIGHT", "BM25_HALF", "FLOOR", "MARGIN")},
+        "split": args.split,
+        "questions": len(qs),
+        "no_answer_questions": len(na),
+        "memories": len(data["items"]),
+        "load_seconds": round(load_s, 2),
+        "hybrid_search_ms_per_query": round(per_query_ms, 1),
+        "constants": {
+            k: getattr(recall_mod, k) for k in ("EXPANSION_WEIGHT", "BM25_WEIGHT", "BM25_HALF", "FLOOR", "MARGIN")
+        },
         "hybrid": evaluate(hybrid, qs, na, ids, "hybrid"),
         "vector": evaluate(plain, qs, na, ids, "vector"),
         "bm25": evaluate(plain, qs, na, ids, "bm25"),

@@ -20,16 +20,55 @@ import sysconfig
 from pathlib import Path
 
 PACKAGES = (
-    "asyncio", "collections", "concurrent", "ctypes", "curses", "dbm", "email", "html", "http", "importlib",
-    "json", "logging", "multiprocessing", "re", "pathlib", "sqlite3", "sysconfig", "unittest", "urllib",
-    "wsgiref", "xml", "xmlrpc", "zipfile", "zoneinfo",
+    "asyncio",
+    "collections",
+    "concurrent",
+    "ctypes",
+    "curses",
+    "dbm",
+    "email",
+    "html",
+    "http",
+    "importlib",
+    "json",
+    "logging",
+    "multiprocessing",
+    "re",
+    "pathlib",
+    "sqlite3",
+    "sysconfig",
+    "unittest",
+    "urllib",
+    "wsgiref",
+    "xml",
+    "xmlrpc",
+    "zipfile",
+    "zoneinfo",
 )  # not "venv": the crawler skips any folder of that name as a virtualenv
 # Top-level modules removed in 3.12 (PEP 594, distutils era) or 3.13, and files that are not real
 # library code (frozen-module demos, per-build generated config).
 EXCLUDE_MODULES = {
-    "aifc", "asynchat", "asyncore", "binhex", "cgi", "cgitb", "chunk", "crypt", "imghdr", "imp", "mailcap",
-    "nntplib", "pipes", "smtpd", "sndhdr", "sunau", "telnetlib", "uu", "xdrlib",
-    "__hello__", "__phello__.foo",
+    "aifc",
+    "asynchat",
+    "asyncore",
+    "binhex",
+    "cgi",
+    "cgitb",
+    "chunk",
+    "crypt",
+    "imghdr",
+    "imp",
+    "mailcap",
+    "nntplib",
+    "pipes",
+    "smtpd",
+    "sndhdr",
+    "sunau",
+    "telnetlib",
+    "uu",
+    "xdrlib",
+    "__hello__",
+    "__phello__.foo",
 }
 SKIP_DIRS = {"test", "tests", "idle_test", "__pycache__", "site-packages", "dist-packages"}
 
@@ -41,8 +80,9 @@ def stdlib_dir() -> Path:
 def select(stdlib: Path | None = None) -> list[str]:
     """The relative POSIX paths of the corpus, sorted."""
     stdlib = stdlib or stdlib_dir()
-    chosen = [p.name for p in stdlib.glob("*.py")
-              if p.stem not in EXCLUDE_MODULES and not p.stem.startswith("_sysconfigdata")]
+    chosen = [
+        p.name for p in stdlib.glob("*.py") if p.stem not in EXCLUDE_MODULES and not p.stem.startswith("_sysconfigdata")
+    ]
     for package in PACKAGES:
         root = stdlib / package
         if not root.is_dir():

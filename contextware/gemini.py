@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
-from contextware.system import contextware_home, write_atomic
-from contextware.system import Cancelled, run_in_group
+from contextware.system import Cancelled, contextware_home, run_in_group, write_atomic
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
@@ -31,8 +30,16 @@ _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SESSION_LINE_RE = re.compile(r"^\s*(\d+)\.\s+(.*?)\s+\(([^()]*)\)\s+\[([^\]\s]+)\]\s*$")
 _NOISE_PREFIXES = ("Warning: 256-color", "Ripgrep is not available", "[STARTUP]", "at ", "}", "{")
-_EXIT_CODES = {41: "auth", 42: "bad_request", 44: "sandbox", 52: "config", 53: "turn_limit",
-               54: "tool_error", 55: "untrusted_folder", 173: "rate_limited"}
+_EXIT_CODES = {
+    41: "auth",
+    42: "bad_request",
+    44: "sandbox",
+    52: "config",
+    53: "turn_limit",
+    54: "tool_error",
+    55: "untrusted_folder",
+    173: "rate_limited",
+}
 _CODE_PREFIX = {
     "auth": "Gemini CLI is not authenticated",
     "bad_request": "Gemini CLI rejected the request",
@@ -84,8 +91,10 @@ def resolve_binary(binary: str | None = None) -> str:
     found = _find_binary(binary)
     if not found:
         wanted = binary or os.environ.get("CONTEXTWARE_GEMINI_BIN") or "gemini"
-        raise GeminiError(f"Gemini CLI was not found ({wanted}); install @google/gemini-cli or set "
-                          "CONTEXTWARE_GEMINI_BIN.", code="gemini_not_installed")
+        raise GeminiError(
+            f"Gemini CLI was not found ({wanted}); install @google/gemini-cli or set CONTEXTWARE_GEMINI_BIN.",
+            code="gemini_not_installed",
+        )
     return found
 
 
@@ -137,8 +146,10 @@ def gemini_auth_configured() -> bool:
     env = os.environ
     if any(env.get(name, "").strip() for name in _AUTH_ENV):
         return True
-    if (env.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in ("1", "true")
-            and env.get("GOOGLE_CLOUD_PROJECT", "").strip()):
+    if (
+        env.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in ("1", "true")
+        and env.get("GOOGLE_CLOUD_PROJECT", "").strip()
+    ):
         return True
     home = gemini_home()
     gemini_dir = home / ".gemini"
@@ -257,42 +268,59 @@ def parse_output(stdout: str) -> GeminiResult:
         raise GeminiError("Gemini CLI stopped without output (it was interrupted).", code="interrupted")
     docs = [d for d in json_objects(stdout) if {"response", "session_id", "error"} & d.keys()]
     if not docs:
-        raise GeminiError("Gemini CLI printed no JSON result.", code="invalid_response",
-                          details={"stdout": _one_sentence(stdout)})
+        raise GeminiError(
+            "Gemini CLI printed no JSON result.", code="invalid_response", details={"stdout": _one_sentence(stdout)}
+        )
     doc = docs[-1]
     response = doc.get("response")
     err = doc.get("error")
     err_msg = _unwrap_message(err.get("message", "")) if isinstance(err, dict) else ""
     if not isinstance(response, str) or not response.strip():
-        raise GeminiError(_sentence("The model returned an empty response", err_msg),
-                          code="empty_response")
+        raise GeminiError(_sentence("The model returned an empty response", err_msg), code="empty_response")
     if err is not None:
-        raise GeminiError(_sentence("Gemini CLI reported an error", err_msg or str(err)),
-                          code="invalid_response")
+        raise GeminiError(_sentence("Gemini CLI reported an error", err_msg or str(err)), code="invalid_response")
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
     models = (doc.get("stats") or {}).get("models") or {}
     for stats in models.values():
         for key, value in ((stats or {}).get("tokens") or {}).items():
             if key in tokens and isinstance(value, (int, float)):
                 tokens[key] += int(value)
-    return GeminiResult(response=response, session_id=doc.get("session_id"), tokens=tokens,
-                        models=list(models), raw=doc)
+    return GeminiResult(
+        response=response, session_id=doc.get("session_id"), tokens=tokens, models=list(models), raw=doc
+    )
 
 
 # -- process control ----------------------------------------------------------------------------
-def _run(cmd: list[str], *, stdin_text: str | None, cwd: str | Path | None, env: dict[str, str],
-         timeout: float, cancel: threading.Event | None = None) -> tuple[int, str, str]:
+def _run(
+    cmd: list[str],
+    *,
+    stdin_text: str | None,
+    cwd: str | Path | None,
+    env: dict[str, str],
+    timeout: float,
+    cancel: threading.Event | None = None,
+) -> tuple[int, str, str]:
     try:
-        return run_in_group(cmd, stdin=stdin_text.encode("utf-8") if stdin_text is not None else None,
-                            cwd=cwd, env=env, timeout=timeout, cancel=cancel)
+        return run_in_group(
+            cmd,
+            stdin=stdin_text.encode("utf-8") if stdin_text is not None else None,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            cancel=cancel,
+        )
     except Cancelled:
         raise _cancelled() from None
     except OSError as exc:
-        raise GeminiError(f"Gemini CLI could not be started: {exc.strerror or exc}.",
-                          code="gemini_not_installed") from None
+        raise GeminiError(
+            f"Gemini CLI could not be started: {exc.strerror or exc}.", code="gemini_not_installed"
+        ) from None
     except subprocess.TimeoutExpired as exc:
-        raise GeminiError(f"Gemini CLI did not finish within {timeout:g} seconds and was stopped.",
-                          code="timeout", details={"timeout": timeout, "pid": getattr(exc, "pid", None)}) from None
+        raise GeminiError(
+            f"Gemini CLI did not finish within {timeout:g} seconds and was stopped.",
+            code="timeout",
+            details={"timeout": timeout, "pid": getattr(exc, "pid", None)},
+        ) from None
 
 
 def _cancelled() -> GeminiError:
@@ -351,9 +379,16 @@ class RateLimiter:
 
 
 # -- public API ---------------------------------------------------------------------------------
-def build_command(binary: str, prompt: str, *, model: str | None = None,
-                  include_dirs: Sequence[str] = (), session_id: str | None = None,
-                  resume: str | None = None, trust_workspace: bool = True) -> list[str]:
+def build_command(
+    binary: str,
+    prompt: str,
+    *,
+    model: str | None = None,
+    include_dirs: Sequence[str] = (),
+    session_id: str | None = None,
+    resume: str | None = None,
+    trust_workspace: bool = True,
+) -> list[str]:
     cmd = [binary, "-o", "json"]
     if trust_workspace:
         cmd.append("--skip-trust")
@@ -365,17 +400,29 @@ def build_command(binary: str, prompt: str, *, model: str | None = None,
         cmd += ["--session-id", session_id]
     if resume:
         cmd += ["--resume", resume]
-    return cmd + ["-p", prompt]
+    return [*cmd, "-p", prompt]
 
 
-def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None = None,
-               include_dirs: Sequence[str] = (), session_id: str | None = None,
-               resume: str | None = None, cwd: str | Path | None = None, timeout: float = 300,
-               binary: str | None = None, extra_env: Mapping[str, str] | None = None,
-               rate_limit_per_minute: int | None = None, state_dir: Path | None = None,
-               rate_limit_retries: int = 2, rate_limit_backoff: float = 10.0,
-               rate_limit_max_wait: float = 60.0, trust_workspace: bool = True,
-               cancel: threading.Event | None = None) -> GeminiResult:
+def run_gemini(
+    prompt: str,
+    *,
+    stdin_text: str | None = None,
+    model: str | None = None,
+    include_dirs: Sequence[str] = (),
+    session_id: str | None = None,
+    resume: str | None = None,
+    cwd: str | Path | None = None,
+    timeout: float = 300,
+    binary: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    rate_limit_per_minute: int | None = None,
+    state_dir: Path | None = None,
+    rate_limit_retries: int = 2,
+    rate_limit_backoff: float = 10.0,
+    rate_limit_max_wait: float = 60.0,
+    trust_workspace: bool = True,
+    cancel: threading.Event | None = None,
+) -> GeminiResult:
     """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError).  Setting
     ``cancel`` from another thread stops the call, or the wait before it, within a fraction of a
     second (GeminiError ``interrupted``)."""
@@ -397,17 +444,23 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
     while True:
         if limiter is not None:
             limiter.acquire(cancel)
-        cmd = build_command(exe, prompt, model=model, include_dirs=include_dirs,
-                            session_id=session_id, resume=resume, trust_workspace=trust_workspace)
+        cmd = build_command(
+            exe,
+            prompt,
+            model=model,
+            include_dirs=include_dirs,
+            session_id=session_id,
+            resume=resume,
+            trust_workspace=trust_workspace,
+        )
         rc, out, err = _run(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout, cancel=cancel)
         try:
             if rc != 0:
                 raise _failure(rc, err)
             return parse_output(out)
         except GeminiError as exc:
-            delay = rate_limit_backoff * (2 ** attempt)
-            if (exc.code != "rate_limited" or attempt >= rate_limit_retries
-                    or waited + delay > rate_limit_max_wait):
+            delay = rate_limit_backoff * (2**attempt)
+            if exc.code != "rate_limited" or attempt >= rate_limit_retries or waited + delay > rate_limit_max_wait:
                 raise
             attempt += 1
             waited += delay
@@ -420,12 +473,17 @@ def run_gemini(prompt: str, *, stdin_text: str | None = None, model: str | None 
                 raise _cancelled() from None
 
 
-def list_sessions(cwd: str | Path | None = None, binary: str | None = None, timeout: float = 60,
-                  extra_env: Mapping[str, str] | None = None) -> list[GeminiSession]:
+def list_sessions(
+    cwd: str | Path | None = None,
+    binary: str | None = None,
+    timeout: float = 60,
+    extra_env: Mapping[str, str] | None = None,
+) -> list[GeminiSession]:
     """The Gemini CLI sessions recorded for the project at ``cwd`` (oldest first)."""
     env = {**os.environ, **(extra_env or {})}
-    rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--list-sessions"],
-                        stdin_text=None, cwd=cwd, env=env, timeout=timeout)
+    rc, out, err = _run(
+        [resolve_binary(binary), "--skip-trust", "--list-sessions"], stdin_text=None, cwd=cwd, env=env, timeout=timeout
+    )
     if rc != 0:
         raise _failure(rc, err)
     sessions = []
@@ -435,20 +493,33 @@ def list_sessions(cwd: str | Path | None = None, binary: str | None = None, time
     return sessions
 
 
-def delete_session(id_or_index: str | int, cwd: str | Path | None = None, binary: str | None = None,
-                   timeout: float = 60, extra_env: Mapping[str, str] | None = None) -> None:
+def delete_session(
+    id_or_index: str | int,
+    cwd: str | Path | None = None,
+    binary: str | None = None,
+    timeout: float = 60,
+    extra_env: Mapping[str, str] | None = None,
+) -> None:
     """Delete one session; the CLI always exits 0, so success is read from its output."""
     env = {**os.environ, **(extra_env or {})}
-    rc, out, err = _run([resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
-                        stdin_text=None, cwd=cwd, env=env, timeout=timeout)
+    rc, out, err = _run(
+        [resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
+        stdin_text=None,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
     if rc != 0:
         raise _failure(rc, err)
     if "Deleted session" in out:
         return
     message, _ = _stderr_error(err)
     lowered = message.lower()
-    code = "unknown_session" if ("invalid session identifier" in lowered
-                                 or "no sessions found" in lowered) else "delete_failed"
+    code = (
+        "unknown_session"
+        if ("invalid session identifier" in lowered or "no sessions found" in lowered)
+        else "delete_failed"
+    )
     raise GeminiError(_sentence(f"Gemini CLI could not delete session {id_or_index}", message), code=code)
 
 
@@ -471,15 +542,20 @@ class CliRun:
         return ""
 
 
-def run_cli(args: Sequence[str], *, cwd: str | Path | None = None, binary: str | None = None,
-            timeout: float = 120, extra_env: Mapping[str, str] | None = None) -> CliRun:
+def run_cli(
+    args: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    binary: str | None = None,
+    timeout: float = 120,
+    extra_env: Mapping[str, str] | None = None,
+) -> CliRun:
     """Run ``gemini ARGS...`` (a management subcommand, not a prompt) with stdin from /dev/null, in its
     own process group, stopped after ``timeout`` seconds.  A non-zero exit is returned, not raised;
     a missing binary (``gemini_not_installed``) or a timeout (``timeout``) raise GeminiError."""
     env = {**os.environ, **(extra_env or {})}
     rc, out, err = _run([resolve_binary(binary), *args], stdin_text=None, cwd=cwd, env=env, timeout=timeout)
     return CliRun(rc, out, err)
-
 
 
 GEMINI_WORKDIR = "contextware-gemini-summaries"
@@ -494,6 +570,21 @@ def gemini_workdir() -> Path:
     return path
 
 
-__all__ = ["CliRun", "GeminiResult", "GeminiSession", "RateLimiter", "build_command", "delete_session",
-           "gemini_auth_configured", "gemini_available", "gemini_home", "gemini_ready", "gemini_workdir", "list_sessions",
-           "parse_output", "resolve_binary", "run_cli", "run_gemini"]
+__all__ = [
+    "CliRun",
+    "GeminiResult",
+    "GeminiSession",
+    "RateLimiter",
+    "build_command",
+    "delete_session",
+    "gemini_auth_configured",
+    "gemini_available",
+    "gemini_home",
+    "gemini_ready",
+    "gemini_workdir",
+    "list_sessions",
+    "parse_output",
+    "resolve_binary",
+    "run_cli",
+    "run_gemini",
+]

@@ -7,7 +7,11 @@ from collections import Counter
 
 # (name, pattern, group to replace or 0 for the whole match)
 _PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)"), 0),
+    (
+        "private_key",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)"),
+        0,
+    ),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), 0),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
@@ -34,6 +38,7 @@ def redact(text: str) -> tuple[str, dict[str, int]]:
     """Return the text with secrets masked, and how many of each kind were masked."""
     found: Counter[str] = Counter()
     for name, pattern, group in _PATTERNS:
+
         def _sub(match: re.Match[str], name: str = name, group: int = group) -> str:
             if MASK in match.group(0) and group == 0:
                 return match.group(0)

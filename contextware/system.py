@@ -47,15 +47,28 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> Non
         return
 
 
-def run_in_group(cmd: list[str], *, timeout: float, stdin: bytes | None = None, cwd: str | Path | None = None,
-                 env: Mapping[str, str] | None = None, cancel: threading.Event | None = None) -> tuple[int, str, str]:
+def run_in_group(
+    cmd: list[str],
+    *,
+    timeout: float,
+    stdin: bytes | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[int, str, str]:
     """(exit code, stdout, stderr).  Raises OSError when the program cannot start and
     ``subprocess.TimeoutExpired`` (with the group's ``pid``) after stopping the group when it runs
     past ``timeout``.  An interruption (Ctrl-C) stops the group too, and so does setting ``cancel``
     (from another thread: a crawl's worker threads cannot receive signals), which raises Cancelled."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -67,8 +80,9 @@ def run_in_group(cmd: list[str], *, timeout: float, stdin: bytes | None = None, 
             try:
                 # communicate() may be called again after a timeout without losing output (the
                 # input is given once: the retry goes on sending what is left of it)
-                out, err = proc.communicate(input=stdin, timeout=max(0.0, min(left, CANCEL_POLL_SECONDS)
-                                                                     if cancel is not None else left))
+                out, err = proc.communicate(
+                    input=stdin, timeout=max(0.0, min(left, CANCEL_POLL_SECONDS) if cancel is not None else left)
+                )
                 break
             except subprocess.TimeoutExpired:
                 stdin = None
@@ -88,6 +102,7 @@ def run_in_group(cmd: list[str], *, timeout: float, stdin: bytes | None = None, 
 
 
 # -- signals ------------------------------------------------------------------------------------
+
 
 def stop_on_signals(stop: threading.Event) -> Callable[[], None]:
     """Make SIGINT and SIGTERM set ``stop`` and return the function that restores the previous
@@ -110,11 +125,15 @@ def contextware_home() -> Path:
     """Per-user state: the registry of known projects."""
     raw = os.environ.get("CONTEXTWARE_HOME")
     return Path(raw).expanduser() if raw else Path.home() / ".contextware"
+
+
 def relative_posix(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
+
+
 def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new content, never a part:
     a uniquely named temporary file in the same folder, flushed to disk, then renamed.  Raises
@@ -135,4 +154,3 @@ def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
-

@@ -115,7 +115,9 @@ def parse_topics(raw: str | Iterable[str] | None) -> list[str]:
         if not t:
             continue
         if len(t) > 40 or not re.match(r"^[\w][\w .\-/+#]*$", t):
-            raise UsageError(f"Topic {item!r} must be a short word or phrase (letters, digits, - _ . / + #).", code="bad_topic")
+            raise UsageError(
+                f"Topic {item!r} must be a short word or phrase (letters, digits, - _ . / + #).", code="bad_topic"
+            )
         if t not in topics:
             topics.append(t)
     return topics

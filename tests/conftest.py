@@ -40,8 +40,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = 1
 
 
-GEMINI_AUTH_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA",
-                    "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT")
+GEMINI_AUTH_VARS = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -49,9 +55,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     """No test sees the developer's own memory, registry or settings, nor their Gemini login (the
     `auto` summariser would otherwise call the real API)."""
     for name in list(os.environ):
-        if name.startswith("CONTEXTWARE_") and name != "CONTEXTWARE_NETGUARD_LOG":
-            monkeypatch.delenv(name)
-        elif name in GEMINI_AUTH_VARS:
+        if (name.startswith("CONTEXTWARE_") and name != "CONTEXTWARE_NETGUARD_LOG") or name in GEMINI_AUTH_VARS:
             monkeypatch.delenv(name)
     monkeypatch.setenv("CONTEXTWARE_HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path_factory.mktemp("gemini_home")))
@@ -80,19 +84,33 @@ class ScriptResult:
     @property
     def json(self) -> dict:
         lines = self.stdout.strip().splitlines()
-        assert len(lines) == 1, f"stdout must be one JSON document, got: {self.stdout!r} (stderr: {self.stderr[-2000:]})"
+        assert len(lines) == 1, (
+            f"stdout must be one JSON document, got: {self.stdout!r} (stderr: {self.stderr[-2000:]})"
+        )
         return json.loads(lines[0])
 
 
-def run_script(name: str, *args: str, cwd: Path, input: str | bytes | None = None,
-               env: dict[str, str] | None = None, timeout: float = 120) -> ScriptResult:
+def run_script(
+    name: str,
+    *args: str,
+    cwd: Path,
+    input: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> ScriptResult:
     """Run ``scripts/<name>.py`` as a subprocess the way an agent does (from the project dir)."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / f"{name}.py"), *args], cwd=cwd, env=full_env,
-        input=input.encode() if isinstance(input, str) else input, capture_output=True, timeout=timeout,
+        [sys.executable, str(SCRIPTS / f"{name}.py"), *args],
+        cwd=cwd,
+        env=full_env,
+        input=input.encode() if isinstance(input, str) else input,
+        capture_output=True,
+        timeout=timeout,
     )
-    return ScriptResult(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()))
+    return ScriptResult(
+        subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+    )
 
 
 @pytest.fixture

@@ -142,8 +142,9 @@ class FakeGeminiAPI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-gemini-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-gemini-api", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -242,8 +243,15 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _send_error(self, status: int, message: str) -> None:
-        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+        names = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+            503: "UNAVAILABLE",
+        }
         err = {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
         self._send(status, json.dumps(err).encode())
 
@@ -296,8 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             text = self.fake.utility_text
         answer = {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                            "finishReason": "STOP", "index": 0}],
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            ],
             "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5},
             "modelVersion": req.model or "gemini-fake",
         }
@@ -306,8 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 # -- the code summariser's requests ---------------------------------------------------------------
 # The delimiter lines of contextware.codeindex.gemini_summary, parsed independently of it on purpose.
-_FILE_HEADER_RE = re.compile(r"^===== FILE (?P<nonce>[A-Za-z0-9]+): (?P<path>.+) \((?P<info>[^()\n]*)\) =====$",
-                             re.M)
+_FILE_HEADER_RE = re.compile(r"^===== FILE (?P<nonce>[A-Za-z0-9]+): (?P<path>.+) \((?P<info>[^()\n]*)\) =====$", re.M)
 _DEF_RE = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?P<kind>def|class)[ \t]+(?P<name>[A-Za-z_]\w*)", re.M)
 
 
@@ -340,9 +348,14 @@ def parse_prompt_files(text: str) -> list[PromptFile]:
         if end < 0:
             break
         info = header["info"]
-        files.append(PromptFile(path=_unescape_at(header["path"]), language=info.split(",")[0].strip(),
-                                text=_unescape_at(text[header.end() + 1: end + 1]),
-                                truncated="truncated" in info))
+        files.append(
+            PromptFile(
+                path=_unescape_at(header["path"]),
+                language=info.split(",")[0].strip(),
+                text=_unescape_at(text[header.end() + 1 : end + 1]),
+                truncated="truncated" in info,
+            )
+        )
         pos = end + len(end_line)
     return files
 
@@ -403,8 +416,9 @@ class SummariesResponder:
         return [p for batch in self.batches for p in batch]
 
 
-def summaries_responder(overrides: Mapping[str, Any] | None = None, *, reverse: bool = False,
-                        wrap: str = "{}", other: Reply | str = "OK") -> SummariesResponder:
+def summaries_responder(
+    overrides: Mapping[str, Any] | None = None, *, reverse: bool = False, wrap: str = "{}", other: Reply | str = "OK"
+) -> SummariesResponder:
     """A chat handler that answers the code summariser (``contextware.codeindex.gemini_summary``) with valid
     JSON: for each delimited file ``{"path", "summary": "Summary of <path> by Gemini. It starts with:
     <first line>", "symbols": <names after def/class, methods as Class.name>}``.
@@ -424,5 +438,14 @@ def summaries_responder(overrides: Mapping[str, Any] | None = None, *, reverse: 
     return SummariesResponder(dict(overrides or {}), reverse, wrap, other)
 
 
-__all__ = ["FakeGeminiAPI", "PromptFile", "Reply", "RecordedRequest", "SummariesResponder",
-           "fake_summary", "fake_symbols", "parse_prompt_files", "summaries_responder"]
+__all__ = [
+    "FakeGeminiAPI",
+    "PromptFile",
+    "RecordedRequest",
+    "Reply",
+    "SummariesResponder",
+    "fake_summary",
+    "fake_symbols",
+    "parse_prompt_files",
+    "summaries_responder",
+]

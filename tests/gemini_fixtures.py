@@ -70,8 +70,9 @@ def update_gemini_settings(env: Mapping[str, str], changes: dict) -> dict:
     return settings
 
 
-def make_gemini_env(home: Path, base_url: str, *, tmpdir: Path | None = None,
-                    api_key: str | None = "test-key", relaunch: bool = False) -> dict[str, str]:
+def make_gemini_env(
+    home: Path, base_url: str, *, tmpdir: Path | None = None, api_key: str | None = "test-key", relaunch: bool = False
+) -> dict[str, str]:
     """Environment for the real CLI against the fake API.
 
     ``relaunch=False`` sets GEMINI_CLI_NO_RELAUNCH=true: the ``gemini`` launcher then runs the CLI in
@@ -79,16 +80,21 @@ def make_gemini_env(home: Path, base_url: str, *, tmpdir: Path | None = None,
     per start).  Tests of signal handling and process groups should pass ``relaunch=True`` (or drop
     the variable) to get the real launcher.
     """
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GEMINI_", "GOOGLE_")) and k not in ("CONTEXTWARE_GEMINI_BIN",)}
-    env.update({
-        "HOME": str(home),
-        "GEMINI_CLI_HOME": str(home),
-        "GOOGLE_GEMINI_BASE_URL": base_url,
-        "GEMINI_TELEMETRY_ENABLED": "false",
-        "NO_BROWSER": "true",
-        "NO_COLOR": "1",
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GEMINI_", "GOOGLE_")) and k not in ("CONTEXTWARE_GEMINI_BIN",)
+    }
+    env.update(
+        {
+            "HOME": str(home),
+            "GEMINI_CLI_HOME": str(home),
+            "GOOGLE_GEMINI_BASE_URL": base_url,
+            "GEMINI_TELEMETRY_ENABLED": "false",
+            "NO_BROWSER": "true",
+            "NO_COLOR": "1",
+        }
+    )
     if not relaunch:
         env["GEMINI_CLI_NO_RELAUNCH"] = "true"
     if api_key is not None:
@@ -118,8 +124,10 @@ def gemini_cli_env(fake_gemini_api: FakeGeminiAPI, tmp_path: Path) -> dict[str, 
 def gemini_bin() -> str:
     path = installed_gemini_bin()
     if path is None:
-        message = (f"the real Gemini CLI {GEMINI_CLI_VERSION} is not installed: run "
-                   "bash .ci/install_gemini_cli.sh (or set CONTEXTWARE_TEST_GEMINI_BIN)")
+        message = (
+            f"the real Gemini CLI {GEMINI_CLI_VERSION} is not installed: run "
+            "bash .ci/install_gemini_cli.sh (or set CONTEXTWARE_TEST_GEMINI_BIN)"
+        )
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)

@@ -42,8 +42,9 @@ sys.stdout.write(json.dumps({{"session_id": sid, "response": response, "stats": 
 
 
 @pytest.fixture
-def real_gemini(gemini_bin: str, gemini_cli_env: dict[str, str], fake_gemini_api: Any,
-                monkeypatch: pytest.MonkeyPatch) -> Any:
+def real_gemini(
+    gemini_bin: str, gemini_cli_env: dict[str, str], fake_gemini_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> Any:
     for name in list(os.environ):
         if name.startswith(("GEMINI_", "GOOGLE_")) and name not in gemini_cli_env:
             monkeypatch.delenv(name)

@@ -13,13 +13,30 @@ from tests.conftest import REPO, run_script
 
 
 def test_save_recall_roundtrip_and_envelope(script, project_dir):
-    saved = script("save_fact", "Integration tests need the docker compose stack running first.", "--kind", "constraint",
-                   "--topics", "testing,docker")
+    saved = script(
+        "save_fact",
+        "Integration tests need the docker compose stack running first.",
+        "--kind",
+        "constraint",
+        "--topics",
+        "testing,docker",
+    )
     assert saved.returncode == 0, saved.stderr
     body = saved.json
     assert body["ok"] is True and body["collection"] == "facts" and body["id"].startswith("fact-")
-    ep = script("save_fact", "-", "--type", "episode", "--goal", "Fix flaky login test", "--result", "failure",
-                "--category", "test", input="Retrying did not help; the clock mock leaked between tests.")
+    ep = script(
+        "save_fact",
+        "-",
+        "--type",
+        "episode",
+        "--goal",
+        "Fix flaky login test",
+        "--result",
+        "failure",
+        "--category",
+        "test",
+        input="Retrying did not help; the clock mock leaked between tests.",
+    )
     assert ep.returncode == 0, ep.stderr
     found = script("recall", "--query", "what must be running before I start the integration tests?")
     assert found.returncode == 0
@@ -43,7 +60,9 @@ def test_project_root_resolution(tmp_path, script):
     assert (repo / "contextware_data").is_dir() and not (sub / "contextware_data").exists()
     other = tmp_path / "other"
     other.mkdir()
-    env_root = run_script("recall", "--query", "YAML indentation rule?", cwd=other, env={"CONTEXTWARE_PROJECT_ROOT": str(repo)})
+    env_root = run_script(
+        "recall", "--query", "YAML indentation rule?", cwd=other, env={"CONTEXTWARE_PROJECT_ROOT": str(repo)}
+    )
     assert env_root.json["results"], env_root.stdout
     flag = run_script("recall", "--query", "YAML indentation rule?", "--project-root", str(repo), cwd=other)
     assert flag.json["results"][0]["id"] == env_root.json["results"][0]["id"]
@@ -171,8 +190,12 @@ def test_console_command_maps_to_the_same_commands(project_dir):
     assert exe, "the contextware console command is installed with the package"
     import subprocess
 
-    out = subprocess.run([exe, "save", "Prefer small pull requests.", "--kind", "preference"], cwd=project_dir,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [exe, "save", "Prefer small pull requests.", "--kind", "preference"],
+        cwd=project_dir,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and json.loads(out.stdout)["collection"] == "facts"
     bad = subprocess.run([exe, "nope"], cwd=project_dir, capture_output=True, text=True)
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "usage"

@@ -14,27 +14,26 @@ from pathlib import Path
 import pytest
 
 from contextware.codeindex.indexer import crawl
-from contextware.storage.project import Project
 from contextware.memory.recall import recall
-
+from contextware.storage.project import Project
 from tests.conftest import SCRIPTS, run_script
 
 TREE = {
     "src/models.py": '"""Data models: the Invoice and Customer records stored in the database."""\n\n'
-                     "class Invoice:\n    \"\"\"An invoice with line items and a due date.\"\"\"\n\n"
-                     "    def total(self):\n        return sum(self.items)\n\n\nclass Customer:\n    pass\n",
+    'class Invoice:\n    """An invoice with line items and a due date."""\n\n'
+    "    def total(self):\n        return sum(self.items)\n\n\nclass Customer:\n    pass\n",
     "src/http_client.py": '"""Retrying HTTP client for the payment provider."""\n\n'
-                          "def fetch_with_retry(url, attempts=3):\n    \"\"\"GET a URL, backing off exponentially on 5xx.\"\"\"\n"
-                          "    for attempt in range(attempts):\n        pass\n",
+    'def fetch_with_retry(url, attempts=3):\n    """GET a URL, backing off exponentially on 5xx."""\n'
+    "    for attempt in range(attempts):\n        pass\n",
     "web/app.js": "// Express server: routes for the checkout page.\n"
-                  "export function startServer(port) {\n  return listen(port);\n}\n"
-                  "export class CheckoutController {\n  submit(order) { return order; }\n}\n",
+    "export function startServer(port) {\n  return listen(port);\n}\n"
+    "export class CheckoutController {\n  submit(order) { return order; }\n}\n",
     "cmd/main.go": "// Package main is the command-line entry point that migrates the database schema.\n"
-                   "package main\n\nfunc main() {\n}\n\nfunc migrateSchema(dsn string) error {\n\treturn nil\n}\n",
+    "package main\n\nfunc main() {\n}\n\nfunc migrateSchema(dsn string) error {\n\treturn nil\n}\n",
     "crates/parser/src/lib.rs": "//! Tokenizer and parser for the query language.\n"
-                                "pub struct Lexer {}\n\nimpl Lexer {\n    pub fn next_token(&mut self) {}\n}\n",
+    "pub struct Lexer {}\n\nimpl Lexer {\n    pub fn next_token(&mut self) {}\n}\n",
     "scripts/deploy.sh": "#!/bin/bash\n# Deploy the app to production with a blue-green switch.\n"
-                         "deploy_green() {\n  echo deploying\n}\n",
+    "deploy_green() {\n  echo deploying\n}\n",
     "README.md": "# Shop\n\nAn online shop with invoices and a checkout.\n",
 }
 
@@ -51,8 +50,12 @@ def rows(project: Project) -> dict[str, dict]:
     if table is None:
         return {}
     out = {}
-    for row in table.search().select(["id", "file_path", "summary", "symbols", "summarizer", "mtime", "size",
-                                      "content_hash", "language"]).limit(None).to_list():
+    for row in (
+        table.search()
+        .select(["id", "file_path", "summary", "symbols", "summarizer", "mtime", "size", "content_hash", "language"])
+        .limit(None)
+        .to_list()
+    ):
         assert row["id"] not in out, f"duplicate row for {row['id']}"
         out[row["id"]] = row
     return out
@@ -78,7 +81,9 @@ def test_crawl_indexes_every_language_and_recall_finds_files(project: Project):
     assert hits[0]["file_path"] == "src/models.py"
     assert hits[0]["stale"] is False and "Invoice" in hits[0]["symbols"]
     assert set(hits[0]) >= {"collection", "id", "score", "file_path", "summary", "symbols", "stale"}
-    assert code(project, "how do we retry failed requests to the payment provider")[0]["file_path"] == "src/http_client.py"
+    assert (
+        code(project, "how do we retry failed requests to the payment provider")[0]["file_path"] == "src/http_client.py"
+    )
     assert code(project, "blue green production rollout script")[0]["file_path"] == "scripts/deploy.sh"
 
 
@@ -112,8 +117,15 @@ def test_incremental_crawl_touch_edit_delete_and_ignore(project: Project):
 
 
 def test_skips_binary_large_and_ignored_files_with_reasons(project: Project):
-    make_tree(project.root, {"a.py": "x = 1\n", "big.py": "# big\n" + "y = 2\n" * 400,
-                             "node_modules/lib/index.js": "module.exports = 1;\n", "uv.lock": "version = 1\n"})
+    make_tree(
+        project.root,
+        {
+            "a.py": "x = 1\n",
+            "big.py": "# big\n" + "y = 2\n" * 400,
+            "node_modules/lib/index.js": "module.exports = 1;\n",
+            "uv.lock": "version = 1\n",
+        },
+    )
     (project.root / "blob.dat").write_bytes(b"\x00\x01\x02binary")
     project.ensure_data_dir()
     (project.data_dir / "config.json").write_text(json.dumps({"max_file_bytes": 1000}))
@@ -153,8 +165,9 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
     top = fresh["results"][0]
     assert top["stale"] is False and "circuit_breaker" in top["symbols"]
 
-    exact = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", mode="exact",
-                   limit=2)["results"]
+    exact = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", mode="exact", limit=2)[
+        "results"
+    ]
     assert exact[0]["content"] == client.read_text()
 
     (project.root / "src/models.py").unlink()
@@ -164,11 +177,12 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
 
 def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project: Project):
     filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
-    target = "def reconcile_ledger(entries):\n    \"\"\"Match bank entries to ledger lines.\"\"\"\n    return entries\n"
+    target = 'def reconcile_ledger(entries):\n    """Match bank entries to ledger lines."""\n    return entries\n'
     make_tree(project.root, {**TREE, "big_module.py": '"""Accounting helpers."""\n' + filler + target + filler})
     crawl(project, summarizer="local")
-    hit = recall(Project.open(project.root), "reconcile bank entries with the ledger", scope="code", mode="exact",
-                 max_chars=1500)["results"][0]
+    hit = recall(
+        Project.open(project.root), "reconcile bank entries with the ledger", scope="code", mode="exact", max_chars=1500
+    )["results"][0]
     assert "content" not in hit
     assert hit["excerpts"] and sum(len(e["text"]) for e in hit["excerpts"]) <= 1500
     assert any("def reconcile_ledger" in e["text"] for e in hit["excerpts"])
@@ -176,7 +190,7 @@ def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project
     lines = (project.root / "big_module.py").read_text().splitlines()
     for e in hit["excerpts"]:
         a, b = map(int, e["lines"].split("-"))
-        assert e["text"] == "\n".join(lines[a - 1:b])
+        assert e["text"] == "\n".join(lines[a - 1 : b])
 
 
 def test_all_scope_mixes_code_and_memory(project: Project):
@@ -187,8 +201,10 @@ def test_all_scope_mixes_code_and_memory(project: Project):
     save_fact(project, "Invoices are immutable once sent; corrections are credit notes.", kind="decision")
     hits = recall(Project.open(project.root), "can we edit an invoice after sending it?", scope="all")["results"]
     assert hits[0]["collection"] == "facts"
-    assert any(h["collection"] == "code_index" for h in recall(Project.open(project.root), "where is the invoice class",
-                                                                   scope="all")["results"])
+    assert any(
+        h["collection"] == "code_index"
+        for h in recall(Project.open(project.root), "where is the invoice class", scope="all")["results"]
+    )
 
 
 # -- the scripts -------------------------------------------------------------------------------------
@@ -210,14 +226,17 @@ def test_index_file_script_reports_and_removes(project_dir: Path, script):
     assert script("index_file", "src/models.py").json["skipped_reasons"] == {"missing": 1}
 
 
-@pytest.mark.parametrize("args, code", [
-    (("index_file",), "usage"),
-    (("index_file", "a.py", "--summarizer", "bogus"), "bad_summarizer"),
-    (("crawl_project", "--jobs", "0"), "bad_jobs"),
-    (("crawl_project", "--summarizer", "gemini"), "gemini_unavailable"),
-    (("crawl_project", "--upgrade"), "gemini_unavailable"),
-    (("recall", "--query", "x", "--scope", "code", "--max-chars", "0"), "bad_max_chars"),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (("index_file",), "usage"),
+        (("index_file", "a.py", "--summarizer", "bogus"), "bad_summarizer"),
+        (("crawl_project", "--jobs", "0"), "bad_jobs"),
+        (("crawl_project", "--summarizer", "gemini"), "gemini_unavailable"),
+        (("crawl_project", "--upgrade"), "gemini_unavailable"),
+        (("recall", "--query", "x", "--scope", "code", "--max-chars", "0"), "bad_max_chars"),
+    ],
+)
 def test_bad_input_is_a_clear_error(project_dir: Path, script, args, code):
     (project_dir / "a.py").write_text("x = 1\n")
     out = script(*args)
@@ -232,9 +251,15 @@ def test_concurrent_index_file_runs_leave_one_row_per_file(project_dir: Path):
     procs = []
     for i in range(8):  # half on the same file, half on different files, all at once
         target = "pkg/mod_0.py" if i % 2 == 0 else f"pkg/mod_{1 + i // 2 % 3}.py"
-        procs.append(subprocess.Popen([sys.executable, str(SCRIPTS / "index_file.py"), target, "--force",
-                                       "--summarizer", "local"], cwd=project_dir, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(SCRIPTS / "index_file.py"), target, "--force", "--summarizer", "local"],
+                cwd=project_dir,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for p in procs:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0, out + err
@@ -244,18 +269,26 @@ def test_concurrent_index_file_runs_leave_one_row_per_file(project_dir: Path):
 
 
 def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
-    files = {f"gen/m{i:03}.py": f'"""Generated module {i} about topic {i % 17}."""\n\n'
-             + "".join(f"def fn_{i}_{j}(x):\n    return x * {j}\n\n" for j in range(40)) for i in range(400)}
+    files = {
+        f"gen/m{i:03}.py": f'"""Generated module {i} about topic {i % 17}."""\n\n'
+        + "".join(f"def fn_{i}_{j}(x):\n    return x * {j}\n\n" for j in range(40))
+        for i in range(400)
+    }
     make_tree(project_dir, files)
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "crawl_project.py"), "--summarizer", "local", "--jobs", "1"],
-                            cwd=project_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "crawl_project.py"), "--summarizer", "local", "--jobs", "1"],
+        cwd=project_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 180
     kept = 0
     while time.time() < deadline and proc.poll() is None:
         time.sleep(0.3)
         try:
             kept = len(rows(Project.open(project_dir)))
-        except Exception:  # noqa: BLE001 - table being created
+        except Exception:
             continue
         if kept:
             break

@@ -16,8 +16,8 @@ import pytest
 
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
-from contextware.storage.project import Project
 from contextware.gemini import gemini_ready
+from contextware.storage.project import Project
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
 from tests.gemini_fixtures import GEMINI_TEST_SETTINGS, write_gemini_home
@@ -27,10 +27,12 @@ MODEL = "gemini-2.5-flash"  # the config default: passed as -m, so the CLI makes
 
 
 def _module(i: int) -> str:
-    return (f'"""Billing step {i}: computes part {i} of the monthly invoice."""\n\n'
-            f"class Step{i}:\n    def run(self, invoice):\n        return invoice\n\n"
-            f"    def undo(self, invoice):\n        return None\n\n\n"
-            f"def helper_{i}(value):\n    return value * {i}\n")
+    return (
+        f'"""Billing step {i}: computes part {i} of the monthly invoice."""\n\n'
+        f"class Step{i}:\n    def run(self, invoice):\n        return invoice\n\n"
+        f"    def undo(self, invoice):\n        return None\n\n\n"
+        f"def helper_{i}(value):\n    return value * {i}\n"
+    )
 
 
 TEN = {f"billing/step_{i:02}.py": _module(i) for i in range(8)}
@@ -39,7 +41,7 @@ TEN["web/app.js"] = "// Checkout page routes.\nexport function start(port) { ret
 
 FOUR = {
     "src/models.py": '"""Data models: Invoice and Customer."""\n\nclass Invoice:\n    def total(self):\n'
-                     "        return 0\n\n\nclass Customer:\n    pass\n",
+    "        return 0\n\n\nclass Customer:\n    pass\n",
     "src/http_client.py": '"""Retrying HTTP client."""\n\ndef fetch_with_retry(url):\n    return url\n',
     "src/jobs.py": '"""Nightly jobs."""\n\ndef nightly():\n    pass\n\n\ndef weekly():\n    pass\n',
     "docs/notes.md": "# Notes\n\nHow the shop sends invoices.\n",
@@ -78,8 +80,9 @@ def summarizers(project: Project) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- crawl --summarizer gemini
-def test_crawl_with_gemini_batches_files_and_stores_its_summaries(project_dir: Path, gemini_env,
-                                                                  fake_gemini_api: FakeGeminiAPI):
+def test_crawl_with_gemini_batches_files_and_stores_its_summaries(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     project = open_project(project_dir, TEN, gemini_batch_files=4)
     fake_gemini_api.handler = responder = summaries_responder()
     out = crawl(project, summarizer="gemini")
@@ -112,28 +115,37 @@ def test_crawl_with_gemini_batches_files_and_stores_its_summaries(project_dir: P
 def test_auto_falls_back_to_local_per_file(project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI):
     project = open_project(project_dir, FOUR)  # default batch size: one request for the 4 files
     assert gemini_ready()
-    fake_gemini_api.handler = summaries_responder({"src/jobs.py": None,
-                                                   "src/http_client.py": {"symbols": "fetch_with_retry"}})
+    fake_gemini_api.handler = summaries_responder(
+        {"src/jobs.py": None, "src/http_client.py": {"symbols": "fetch_with_retry"}}
+    )
     out = crawl(project, summarizer="auto")
 
     assert out["indexed"] == 4 and out["failed"] == 0, out
     assert out["summarizers"] == {"gemini": 2, "local": 2}
     assert out["gemini_fallbacks"] == 2
-    assert out["gemini_error"] in ("Gemini's reply has no result for src/jobs.py.",
-                                   "Gemini's result for src/http_client.py has symbols that are not a list.")
+    assert out["gemini_error"] in (
+        "Gemini's reply has no result for src/jobs.py.",
+        "Gemini's result for src/http_client.py has symbols that are not a list.",
+    )
     assert len(fake_gemini_api.chat_requests()) == 1
-    assert summarizers(project) == {"src/jobs.py": "local", "src/http_client.py": "local",
-                                    "src/models.py": "gemini", "docs/notes.md": "gemini"}
+    assert summarizers(project) == {
+        "src/jobs.py": "local",
+        "src/http_client.py": "local",
+        "src/models.py": "gemini",
+        "docs/notes.md": "gemini",
+    }
     indexed = rows(project)
     assert indexed["src/jobs.py"]["symbols"] == ["nightly", "weekly"]  # the local summariser's
     assert "by Gemini" not in indexed["src/jobs.py"]["summary"]
     assert "by Gemini" not in indexed["src/http_client.py"]["summary"]
-    assert (indexed["src/models.py"]["summary"], indexed["src/models.py"]["symbols"]) == \
-        expected_gemini("src/models.py", FOUR["src/models.py"])
+    assert (indexed["src/models.py"]["summary"], indexed["src/models.py"]["symbols"]) == expected_gemini(
+        "src/models.py", FOUR["src/models.py"]
+    )
 
 
-def test_auto_without_credentials_stays_local(project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI,
-                                               monkeypatch: pytest.MonkeyPatch):
+def test_auto_without_credentials_stays_local(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI, monkeypatch: pytest.MonkeyPatch
+):
     """Binary installed, no API key and no auth type in settings: gemini_ready() is false, so `auto` is
     local without starting the CLI and `gemini` is refused."""
     monkeypatch.delenv("GEMINI_API_KEY")
@@ -151,9 +163,9 @@ def test_auto_without_credentials_stays_local(project_dir: Path, gemini_env, fak
     assert fake_gemini_api.requests == []
 
 
-def test_auto_with_an_auth_failure_falls_back_for_every_file(project_dir: Path, gemini_env,
-                                                             fake_gemini_api: FakeGeminiAPI,
-                                                             monkeypatch: pytest.MonkeyPatch):
+def test_auto_with_an_auth_failure_falls_back_for_every_file(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI, monkeypatch: pytest.MonkeyPatch
+):
     """settings.json selects the API key but none is set: gemini_ready() cannot tell, the CLI exits 41."""
     monkeypatch.delenv("GEMINI_API_KEY")
     project = open_project(project_dir, FOUR)
@@ -165,8 +177,9 @@ def test_auto_with_an_auth_failure_falls_back_for_every_file(project_dir: Path, 
     assert fake_gemini_api.chat_requests() == []
 
 
-def test_auto_with_a_failing_api_falls_back_for_every_file(project_dir: Path, gemini_env,
-                                                           fake_gemini_api: FakeGeminiAPI):
+def test_auto_with_a_failing_api_falls_back_for_every_file(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     project = open_project(project_dir, FOUR, gemini_batch_files=2)  # two batches, both fail
     fake_gemini_api.default_reply = Reply(status=400, error_message="Scripted bad request.")
     out = crawl(project, summarizer="auto")
@@ -178,8 +191,9 @@ def test_auto_with_a_failing_api_falls_back_for_every_file(project_dir: Path, ge
     assert set(summarizers(project).values()) == {"local"}
 
 
-def test_auto_stops_asking_a_hanging_api_after_two_timeouts_in_a_row(project_dir: Path, gemini_env,
-                                                                    fake_gemini_api: FakeGeminiAPI):
+def test_auto_stops_asking_a_hanging_api_after_two_timeouts_in_a_row(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     """Every call would wait out gemini_timeout_s: after two in a row the rest go local at once."""
     import time
 
@@ -196,8 +210,9 @@ def test_auto_stops_asking_a_hanging_api_after_two_timeouts_in_a_row(project_dir
     assert elapsed < 2 * (6 + 3) + 5, elapsed
 
 
-def test_gemini_with_a_failing_api_reports_failures_and_keeps_old_rows(project_dir: Path, gemini_env,
-                                                                        fake_gemini_api: FakeGeminiAPI):
+def test_gemini_with_a_failing_api_reports_failures_and_keeps_old_rows(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     project = open_project(project_dir, FOUR)
     crawl(project, summarizer="local")
     before = rows(project)
@@ -257,8 +272,9 @@ def test_index_one_file_with_gemini(project_dir: Path, gemini_env, fake_gemini_a
 
 
 # ---------------------------------------------------------------- the script
-def test_crawl_script_with_gemini_runs_the_cli_outside_the_project(project_dir: Path, gemini_env,
-                                                                   fake_gemini_api: FakeGeminiAPI):
+def test_crawl_script_with_gemini_runs_the_cli_outside_the_project(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     """Run in the project, Gemini CLI would send the project's folder listing and its GEMINI.md with
     every request (verified against 0.61.0); the summaries must not carry either."""
     marker = "GEMINI-MD-MARKER-5f0c2e91"
@@ -303,8 +319,9 @@ def _summary_processes() -> list[str]:
     return found
 
 
-def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(project_dir: Path, gemini_env,
-                                                                   fake_gemini_api: FakeGeminiAPI):
+def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(
+    project_dir: Path, gemini_env, fake_gemini_api: FakeGeminiAPI
+):
     """The CLI waits on a stalled API (the timeout is 120 s): SIGINT kills it and the crawl stops
     within seconds, with the interrupted error, no CLI process left and no local fallback."""
     import signal
@@ -316,9 +333,14 @@ def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(project_dir: 
 
     open_project(project_dir, FOUR, gemini_timeout_s=120)
     fake_gemini_api.default_reply = Reply(delay=100)
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "crawl_project.py"), "--summarizer", "auto"],
-                            cwd=project_dir, env={**os.environ, **gemini_env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "crawl_project.py"), "--summarizer", "auto"],
+        cwd=project_dir,
+        env={**os.environ, **gemini_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not fake_gemini_api.chat_requests() and time.monotonic() < deadline and proc.poll() is None:

@@ -14,7 +14,9 @@ from tests.conftest import REPO, SCRIPTS
 SKILL = (REPO / "SKILL.md").read_text()
 README = (REPO / "README.md").read_text()
 # Scripts that are one-shot commands (hook.py and mcp_server.py are long-lived or event-driven).
-SCRIPT_COMMAND = {p.stem: m.group(1) for p in SCRIPTS.glob("*.py") if (m := re.search(r'run_script\("(\w+)"\)', p.read_text()))}
+SCRIPT_COMMAND = {
+    p.stem: m.group(1) for p in SCRIPTS.glob("*.py") if (m := re.search(r'run_script\("(\w+)"\)', p.read_text()))
+}
 
 
 def _options(parser: argparse.ArgumentParser) -> set[str]:

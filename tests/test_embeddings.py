@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from contextware.storage import embeddings
 from contextware.errors import EmbeddingError
+from contextware.storage import embeddings
 
 TEXTS = [
     "We use ruff format with line length 100; never black.",
@@ -51,10 +51,21 @@ def test_same_vectors_as_fastembed_with_the_same_files(tmp_path):
     os.symlink(model, folder / "model.onnx")
     os.symlink(tokenizer, folder / "tokenizer.json")
     (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256, "do_lower_case": True}))
-    (folder / "special_tokens_map.json").write_text(json.dumps(
-        {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]"}))
+    (folder / "special_tokens_map.json").write_text(
+        json.dumps(
+            {
+                "cls_token": "[CLS]",
+                "sep_token": "[SEP]",
+                "pad_token": "[PAD]",
+                "unk_token": "[UNK]",
+                "mask_token": "[MASK]",
+            }
+        )
+    )
     (folder / "config.json").write_text(json.dumps({"model_type": "bert", "pad_token_id": 0}))
-    reference = np.array(list(TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(folder)).embed(TEXTS)))
+    reference = np.array(
+        list(TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(folder)).embed(TEXTS))
+    )
     ours = embeddings.BundledEmbedder().embed(TEXTS)
     cos = (reference * ours).sum(axis=1) / np.linalg.norm(reference, axis=1)
     assert cos.min() > 0.9999, cos

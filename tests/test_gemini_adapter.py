@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware.system import KILL_GRACE_SECONDS
 from contextware import gemini
 from contextware.errors import GeminiError, UsageError
+from contextware.system import KILL_GRACE_SECONDS
 from tests.fake_gemini_api import FakeGeminiAPI, Reply
 from tests.gemini_fixtures import update_gemini_settings
 
@@ -56,8 +56,15 @@ def run(gemini_bin: str, gemini_cli_env: dict[str, str], project: Path):
 
 # ---------------------------------------------------------------- real CLI: success paths
 def test_success_sums_tokens_and_sends_stdin(run, fake_gemini_api: FakeGeminiAPI, tmp_path: Path):
-    fake_gemini_api.push(Reply(text=["The file ", "prints hello."], prompt_tokens=120,
-                               candidates_tokens=9, cached_tokens=4, thoughts_tokens=3))
+    fake_gemini_api.push(
+        Reply(
+            text=["The file ", "prints hello."],
+            prompt_tokens=120,
+            candidates_tokens=9,
+            cached_tokens=4,
+            thoughts_tokens=3,
+        )
+    )
     extra = tmp_path / "extra_dir"
     extra.mkdir()
     result = run("Summarise this file.", stdin_text="UNIQUE-FILE-CONTENT-123", include_dirs=[str(extra)])
@@ -67,8 +74,15 @@ def test_success_sums_tokens_and_sends_stdin(run, fake_gemini_api: FakeGeminiAPI
     # no -m: the router's utility call (fake usage 3/2/5) is a second model, summed in;
     # the CLI reports input = prompt - cached
     assert len(result.models) == 2
-    assert result.tokens == {"input": 119, "prompt": 123, "candidates": 11, "total": 137,
-                             "cached": 4, "thoughts": 3, "tool": 0}
+    assert result.tokens == {
+        "input": 119,
+        "prompt": 123,
+        "candidates": 11,
+        "total": 137,
+        "cached": 4,
+        "thoughts": 3,
+        "tool": 0,
+    }
     assert result.prompt_tokens == 123
 
     chat = fake_gemini_api.chat_requests()
@@ -81,8 +95,7 @@ def test_success_sums_tokens_and_sends_stdin(run, fake_gemini_api: FakeGeminiAPI
     assert fake_gemini_api.utility_requests(), "the router call was expected without -m"
 
 
-def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini_bin, gemini_cli_env,
-                                                    project):
+def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini_bin, gemini_cli_env, project):
     fake_gemini_api.push("first answer", "second answer")
     sid = "cw_test1"  # no '-' in the first 8 characters: --delete-session cannot delete those
     first = run("first question", model=MODEL, session_id=sid)
@@ -238,10 +251,17 @@ def _err_json(code: int, message: str) -> str:
 
 
 def test_text_before_json_and_arguments(fake_bin):
-    doc = {"session_id": "abc", "response": "fine {not json}",
-           "stats": {"models": {"a": {"tokens": {"prompt": 5, "total": 7}}, "b": {"tokens": {"prompt": 1}}}}}
-    result = fake_bin({"stdout": "Loaded cached credentials.\n{oops\n" + json.dumps(doc, indent=2)},
-                      stdin_text="CONTENT", model="m1", include_dirs=["a", "b"])
+    doc = {
+        "session_id": "abc",
+        "response": "fine {not json}",
+        "stats": {"models": {"a": {"tokens": {"prompt": 5, "total": 7}}, "b": {"tokens": {"prompt": 1}}}},
+    }
+    result = fake_bin(
+        {"stdout": "Loaded cached credentials.\n{oops\n" + json.dumps(doc, indent=2)},
+        stdin_text="CONTENT",
+        model="m1",
+        include_dirs=["a", "b"],
+    )
     assert (result.response, result.session_id, result.models) == ("fine {not json}", "abc", ["a", "b"])
     assert result.tokens["prompt"] == 6 and result.tokens["total"] == 7 and result.tokens["tool"] == 0
     call = fake_bin.calls()[0]
@@ -255,8 +275,9 @@ def test_text_before_json_and_arguments(fake_bin):
 def test_rate_limited_retries_are_bounded(fake_bin):
     """Exit 173 with the stderr error JSON twice after other text; counting the retries needs a
     fake executable (the real-CLI 429 case is test_http_429_is_rate_limited_and_retried)."""
-    stderr = "Warning: noise\n" + _err_json(429, json.dumps(
-        {"error": {"code": 429, "message": "Quota exceeded.", "status": "RESOURCE_EXHAUSTED"}}))
+    stderr = "Warning: noise\n" + _err_json(
+        429, json.dumps({"error": {"code": 429, "message": "Quota exceeded.", "status": "RESOURCE_EXHAUSTED"}})
+    )
     step = {"stdout": "", "stderr": stderr + "\n" + stderr, "exit": 173}
     with pytest.raises(GeminiError) as info:
         fake_bin(step, rate_limit_retries=2, rate_limit_backoff=0.05)
@@ -270,20 +291,34 @@ def test_rate_limited_retries_are_bounded(fake_bin):
     assert result.response == "ok"
 
 
-@pytest.mark.parametrize("step, code", [
-    ({"stdout": ""}, "interrupted"),
-    ({"stdout": "no json here"}, "invalid_response"),
-    ({"stdout": json.dumps({"session_id": "s", "response": "half", "error": {"type": "INVALID_STREAM",
-                                                                            "message": "Stream broke."}})},
-     "invalid_response"),
-    ({"stdout": json.dumps({"session_id": "s", "response": "  "})}, "empty_response"),
-    ({"stdout": "", "stderr": "Error starting session: Session ID \"x\" already exists.", "exit": 42},
-     "session_exists"),
-    ({"stdout": "", "stderr": _err_json(503, "Service unavailable."), "exit": 247}, "api_error"),
-    ({"stdout": "", "stderr": _err_json(52, "Bad settings file."), "exit": 52}, "config"),
-    ({"stdout": "", "stderr": "something broke\n", "exit": 1}, "gemini_failed"),
-    ({"stdout": "", "exit": 137}, "interrupted"),
-])
+@pytest.mark.parametrize(
+    "step, code",
+    [
+        ({"stdout": ""}, "interrupted"),
+        ({"stdout": "no json here"}, "invalid_response"),
+        (
+            {
+                "stdout": json.dumps(
+                    {
+                        "session_id": "s",
+                        "response": "half",
+                        "error": {"type": "INVALID_STREAM", "message": "Stream broke."},
+                    }
+                )
+            },
+            "invalid_response",
+        ),
+        ({"stdout": json.dumps({"session_id": "s", "response": "  "})}, "empty_response"),
+        (
+            {"stdout": "", "stderr": 'Error starting session: Session ID "x" already exists.', "exit": 42},
+            "session_exists",
+        ),
+        ({"stdout": "", "stderr": _err_json(503, "Service unavailable."), "exit": 247}, "api_error"),
+        ({"stdout": "", "stderr": _err_json(52, "Bad settings file."), "exit": 52}, "config"),
+        ({"stdout": "", "stderr": "something broke\n", "exit": 1}, "gemini_failed"),
+        ({"stdout": "", "exit": 137}, "interrupted"),
+    ],
+)
 def test_failure_mapping(fake_bin, step, code):
     with pytest.raises(GeminiError) as info:
         fake_bin(step, rate_limit_retries=0)
@@ -305,17 +340,18 @@ def test_binary_resolution(monkeypatch, tmp_path):
 
 
 def test_list_sessions_parsing(fake_bin):
-    out = ("\nAvailable sessions for this project (2):\n"
-           "  1. Fix the (tricky) parser (2 hours ago) [cw_abc-1]\n"
-           "  2. Second [x] (Just now) [123e4567-e89b-12d3-a456-426614174000]\n")
+    out = (
+        "\nAvailable sessions for this project (2):\n"
+        "  1. Fix the (tricky) parser (2 hours ago) [cw_abc-1]\n"
+        "  2. Second [x] (Just now) [123e4567-e89b-12d3-a456-426614174000]\n"
+    )
     sessions = fake_bin({"stdout": out}, fn=gemini.list_sessions, args=())
     assert sessions == [
         gemini.GeminiSession(1, "Fix the (tricky) parser", "2 hours ago", "cw_abc-1"),
         gemini.GeminiSession(2, "Second [x]", "Just now", "123e4567-e89b-12d3-a456-426614174000"),
     ]
     with pytest.raises(GeminiError) as info:
-        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'},
-                 fn=gemini.delete_session, args=(9,))
+        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'}, fn=gemini.delete_session, args=(9,))
     assert info.value.code == "unknown_session"
 
 

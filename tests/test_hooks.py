@@ -7,21 +7,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextware.memory import records
 from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN, run_hook
+from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
 
 
 def event(name: str, cwd: Path, **extra: str) -> str:
-    payload = {"session_id": "sess_1", "transcript_path": str(cwd / "missing.json"), "cwd": str(cwd),
-               "hook_event_name": name, "timestamp": "2026-11-21T07:00:00.000Z", **extra}
+    payload = {
+        "session_id": "sess_1",
+        "transcript_path": str(cwd / "missing.json"),
+        "cwd": str(cwd),
+        "hook_event_name": name,
+        "timestamp": "2026-11-21T07:00:00.000Z",
+        **extra,
+    }
     return json.dumps(payload)
 
 
 def hook_script(stdin: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPTS / "hook.py")], input=stdin, capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / "hook.py")], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def context_of(out: str, name: str) -> str:
@@ -45,9 +52,16 @@ def test_session_start_in_a_project_without_memory_says_nothing_and_writes_nothi
 
 
 def test_before_agent_injects_relevant_memory_only(project: Project):
-    records.save_fact(project, "Deploys go through the release pipeline; never deploy from a laptop.", kind="constraint")
-    records.save_episode(project, "The staging deploy failed because the migration lock was held; release it first.",
-                        goal="Deploy to staging", result="failure", category="deploy")
+    records.save_fact(
+        project, "Deploys go through the release pipeline; never deploy from a laptop.", kind="constraint"
+    )
+    records.save_episode(
+        project,
+        "The staging deploy failed because the migration lock was held; release it first.",
+        goal="Deploy to staging",
+        result="failure",
+        category="deploy",
+    )
     out = run_hook(event("BeforeAgent", project.root, prompt="can I deploy to staging from my laptop?"))
     ctx = context_of(out, "BeforeAgent")
     assert "release pipeline" in ctx and "[PAST FAILURE] Deploy to staging" in ctx
@@ -56,12 +70,16 @@ def test_before_agent_injects_relevant_memory_only(project: Project):
 
 def test_past_prompts_do_not_crowd_out_memories(project: Project):
     """Logged prompts resemble the next prompt more than any fact does; they are not searched."""
-    records.save_fact(project, "Deploys go through the release pipeline; never deploy from a laptop.", kind="constraint")
+    records.save_fact(
+        project, "Deploys go through the release pipeline; never deploy from a laptop.", kind="constraint"
+    )
     for i in range(12):
-        records.save_log(project, f"can I deploy to staging from my laptop today, attempt {i}?", session_id=f"s{i}",
-                        role="user")
-    ctx = context_of(run_hook(event("BeforeAgent", project.root, prompt="can I deploy to staging from my laptop?")),
-                     "BeforeAgent")
+        records.save_log(
+            project, f"can I deploy to staging from my laptop today, attempt {i}?", session_id=f"s{i}", role="user"
+        )
+    ctx = context_of(
+        run_hook(event("BeforeAgent", project.root, prompt="can I deploy to staging from my laptop?")), "BeforeAgent"
+    )
     assert "release pipeline" in ctx and "attempt" not in ctx
 
 
@@ -74,8 +92,14 @@ def test_a_memory_cannot_close_the_fence(project: Project):
 def test_after_agent_saves_both_sides_redacted(project: Project):
     (project.root / ".git").mkdir()  # a repository: logs start with its first turn
     key = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
-    out = run_hook(event("AfterAgent", project.root, prompt="set up the payment client",
-                         prompt_response=f"Done. I used the key {key} from your .env file."))
+    out = run_hook(
+        event(
+            "AfterAgent",
+            project.root,
+            prompt="set up the payment client",
+            prompt_response=f"Done. I used the key {key} from your .env file.",
+        )
+    )
     assert out == ""
     logs = records.list_records(Project.open(project.root), "logs")["records"]
     assert {r["role"] for r in logs} == {"user", "agent"} and all(r["session_id"] == "sess_1" for r in logs)
@@ -94,7 +118,12 @@ def test_pre_compress_saves_transcript_turns_once(project: Project, tmp_path: Pa
     transcript = tmp_path / "session.jsonl"
     lines = [
         {"sessionId": "sess_1", "projectHash": "x", "startTime": "2026-11-21T07:00:00Z", "messages": []},
-        {"id": "m1", "timestamp": "t", "type": "user", "content": [{"text": "please add retries to the webhook sender"}]},
+        {
+            "id": "m1",
+            "timestamp": "t",
+            "type": "user",
+            "content": [{"text": "please add retries to the webhook sender"}],
+        },
         {"$set": {"lastUpdated": "2026-11-21T07:00:01Z"}},
         {"id": "m2", "timestamp": "t", "type": "gemini", "content": "Added exponential"},
         {"id": "m2", "timestamp": "t", "type": "gemini", "content": "Added exponential backoff to send_webhook."},
@@ -106,7 +135,9 @@ def test_pre_compress_saves_transcript_turns_once(project: Project, tmp_path: Pa
     assert run_hook(payload) == "" and run_hook(payload) == ""
     logs = records.list_records(Project.open(project.root), "logs")["records"]
     assert sorted((r["role"], r["text"]) for r in logs) == [
-        ("agent", "Added exponential backoff to send_webhook."), ("user", "please add retries to the webhook sender")]
+        ("agent", "Added exponential backoff to send_webhook."),
+        ("user", "please add retries to the webhook sender"),
+    ]
 
 
 def test_failures_print_nothing_exit_zero_and_are_logged(project: Project):
@@ -128,10 +159,12 @@ def test_before_agent_names_the_relevant_files(project: Project):
     (project.root / "billing").mkdir()
     (project.root / "billing" / "invoices.py").write_text(
         '"""Invoice generation: totals, tax lines and PDF rendering of customer invoices."""\n\n'
-        "def render_invoice_pdf(invoice):\n    pass\n")
+        "def render_invoice_pdf(invoice):\n    pass\n"
+    )
     (project.root / "util.py").write_text('"""Small string helpers."""\n\ndef slugify(text):\n    pass\n')
     crawl(project, summarizer="local")
-    ctx = context_of(run_hook(event("BeforeAgent", project.root, prompt="change how invoice PDFs show tax lines")),
-                     "BeforeAgent")
+    ctx = context_of(
+        run_hook(event("BeforeAgent", project.root, prompt="change how invoice PDFs show tax lines")), "BeforeAgent"
+    )
     assert "file billing/invoices.py" in ctx and "util.py" not in ctx
     assert run_hook(event("BeforeAgent", project.root, prompt="what is the capital of Australia?")) == ""

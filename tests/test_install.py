@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from contextware.memory import records
 from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
+from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import REPO, SCRIPTS, run_script
 
@@ -78,7 +78,9 @@ def test_project_merge_keeps_the_users_settings_and_uninstall_restores_the_bytes
 
     gone = install_script("uninstall", "--project", cwd=project_dir).json
     assert gone["changed"] and set(gone["removed"] + gone["written"]) == {
-        ".gemini/settings.json", ".gemini/skills/contextware/SKILL.md"}
+        ".gemini/settings.json",
+        ".gemini/skills/contextware/SKILL.md",
+    }
     assert path.read_text() == original  # byte for byte
     assert sorted(p.name for p in (project_dir / ".gemini").iterdir()) == ["settings.json"]
     assert install_script("uninstall", "--project", cwd=project_dir).json["changed"] is False
@@ -94,8 +96,10 @@ def test_project_uninstall_after_the_user_edited_settings_removes_only_ours(proj
     result = install_script("uninstall", "--project", "--format", "text", cwd=project_dir)
     assert result.returncode == 0 and "Removed Contextware" in result.stdout
     left = settings_of(project_dir)
-    assert left == {"general": {"vimMode": True}, "hooks": {"AfterAgent": [
-        {"matcher": "*", "hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    assert left == {
+        "general": {"vimMode": True},
+        "hooks": {"AfterAgent": [{"matcher": "*", "hooks": [{"type": "command", "command": "notify-send done"}]}]},
+    }
     assert not (project_dir / ".gemini" / "skills").exists()
 
     shutil.rmtree(project_dir / ".gemini")
@@ -109,15 +113,18 @@ def test_project_merge_keeps_the_files_layout_and_a_replaced_mcp_server_comes_ba
     from contextware.hosts.install import install, uninstall
 
     mine = {"ui": {"theme": "Dracula"}, "mcpServers": {"contextware": {"command": "my-old-memory-server"}}}
-    original = (json.dumps(mine, indent="\t").replace("\n", "\r\n") + "\r\n" if layout == "tabs-crlf"
-                else json.dumps(mine, separators=(",", ":")))
+    original = (
+        json.dumps(mine, indent="\t").replace("\n", "\r\n") + "\r\n"
+        if layout == "tabs-crlf"
+        else json.dumps(mine, separators=(",", ":"))
+    )
     path = project_dir / ".gemini" / "settings.json"
     path.parent.mkdir()
     path.write_bytes(original.encode())
     assert install("gemini", "project", project_root=str(project_dir), python=sys.executable)["changed"]
     raw = path.read_bytes().decode()
     if layout == "tabs-crlf":
-        assert raw.endswith("}\r\n") and "\r\n\t\"hooks\": {" in raw and "\n" not in raw.replace("\r\n", "")
+        assert raw.endswith("}\r\n") and '\r\n\t"hooks": {' in raw and "\n" not in raw.replace("\r\n", "")
     else:
         assert "\n" not in raw and '"ui":{"theme":"Dracula"}' in raw
     assert json.loads(raw)["mcpServers"]["contextware"]["command"] == sys.executable
@@ -166,8 +173,9 @@ def test_user_scope_writes_a_valid_extension_folder(project_dir: Path):
     assert gone["removed"] == [str(ext)] and not ext.exists() and gone["unlinked"] is False
 
 
-def test_user_scope_without_gemini_or_with_a_foreign_extension_writes_nothing(project_dir: Path, tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch):
+def test_user_scope_without_gemini_or_with_a_foreign_extension_writes_nothing(
+    project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("CONTEXTWARE_GEMINI_BIN", str(tmp_path / "no-such-gemini"))
     missing = install_script("gemini", *PY, cwd=project_dir)
     assert missing.returncode == 1 and missing.json["error"]["code"] == "gemini_not_installed"
@@ -189,8 +197,15 @@ def test_user_scope_without_gemini_or_with_a_foreign_extension_writes_nothing(pr
 
 # -- end to end: the real Gemini CLI runs the installed hooks -----------------------------------------
 def _ask_gemini(gemini_bin: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", PROMPT],
-                          cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", PROMPT],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _sent_texts(fake_gemini_api) -> str:
@@ -220,7 +235,8 @@ def remembering_project(project: Project) -> Project:
 
 
 def test_end_to_end_project_hooks_inject_memory_into_real_gemini_cli(
-        gemini_bin, fake_gemini_api, gemini_cli_env, remembering_project: Project):
+    gemini_bin, fake_gemini_api, gemini_cli_env, remembering_project: Project
+):
     root = remembering_project.root
     assert not (root / ".git").exists()
     installed = install_script("gemini", "--project", *PY, cwd=root, env=gemini_cli_env).json
@@ -235,7 +251,8 @@ def test_end_to_end_project_hooks_inject_memory_into_real_gemini_cli(
 
 
 def test_end_to_end_user_extension_is_linked_runs_its_hooks_and_unlinks(
-        gemini_bin, fake_gemini_api, gemini_cli_env, remembering_project: Project):
+    gemini_bin, fake_gemini_api, gemini_cli_env, remembering_project: Project
+):
     root, env = remembering_project.root, {**gemini_cli_env, "CONTEXTWARE_GEMINI_BIN": gemini_bin}
     linked = Path(env["GEMINI_CLI_HOME"]) / ".gemini" / "extensions" / "contextware"
     out = install_script("gemini", "--user", *PY, cwd=root, env=env).json

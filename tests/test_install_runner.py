@@ -28,8 +28,10 @@ SETTINGS = {  # a user's own project settings: their hooks (one sharing an event
         "BeforeAgent": [{"matcher": "*", "hooks": [{"type": "command", "command": "echo mine", "name": "my-hook"}]}],
         "BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./lint.sh"}]}],
     },
-    "mcpServers": {"github": {"command": "gh-mcp", "args": ["--stdio"]},
-                   "contextware": {"command": "my-old-memory-server"}},  # replaced by ours, must come back
+    "mcpServers": {
+        "github": {"command": "gh-mcp", "args": ["--stdio"]},
+        "contextware": {"command": "my-old-memory-server"},
+    },  # replaced by ours, must come back
     "ui": {"theme": "Dracula"},
 }
 
@@ -76,8 +78,10 @@ def _manifest() -> dict:
 
 
 def _ours(data: dict) -> dict[str, list[dict]]:
-    return {event: [d for d in defs if any(str(h.get("name", "")).startswith("contextware-") for h in d["hooks"])]
-            for event, defs in data["hooks"].items()}
+    return {
+        event: [d for d in defs if any(str(h.get("name", "")).startswith("contextware-") for h in d["hooks"])]
+        for event, defs in data["hooks"].items()
+    }
 
 
 def _tree(root: Path) -> dict[str, bytes | None]:
@@ -88,7 +92,8 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 @pytest.mark.parametrize("with_settings", [True, False], ids=["user-settings", "no-settings"])
 @pytest.mark.parametrize("first, second", [("python", "uv"), ("uv", "python"), ("env-python", "other-python")])
 def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_restores(
-        project_dir: Path, tmp_path: Path, first: str, second: str, with_settings: bool):
+    project_dir: Path, tmp_path: Path, first: str, second: str, with_settings: bool
+):
     path = project_dir / ".gemini" / "settings.json"
     if with_settings:
         path.parent.mkdir()
@@ -96,7 +101,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
     before = _tree(project_dir)
     key = f"gemini:project:{project_dir.resolve()}"
 
-    opts1, env1, kind1, argv1 = _runner(first, tmp_path)
+    opts1, env1, kind1, _argv1 = _runner(first, tmp_path)
     one = _install(project_dir, opts1, env1)
     assert one["changed"] and one["runner"] == kind1
     installed = json.loads(path.read_text())
@@ -126,7 +131,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
     assert list(data["mcpServers"]) == list(installed["mcpServers"])
     for event, defs in data["hooks"].items():
         assert len(defs) == len(installed["hooks"][event])
-        for new, old in zip(defs, installed["hooks"][event]):
+        for new, old in zip(defs, installed["hooks"][event], strict=False):
             assert (new in ours[event]) == (old in _ours(installed)[event])
             if new not in ours[event]:
                 assert new == old
@@ -153,7 +158,8 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
 
 
 def test_project_reinstall_with_another_runner_then_a_user_edit_uninstall_removes_only_ours(
-        project_dir: Path, tmp_path: Path):
+    project_dir: Path, tmp_path: Path
+):
     """Edited after the second install, the file cannot get its bytes back: uninstall removes our
     entries only, and the user's own ``contextware`` MCP server replaced by the FIRST install comes
     back (the re-install must not take our first entry for the user's)."""
@@ -173,11 +179,12 @@ def test_project_reinstall_with_another_runner_then_a_user_edit_uninstall_remove
 
 
 def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall_removes_it(
-        project_dir: Path, tmp_path: Path):
+    project_dir: Path, tmp_path: Path
+):
     home = Path(os.environ["CONTEXTWARE_HOME"])
     gemini_home = Path(os.environ["GEMINI_CLI_HOME"])
     before_home, before_gemini = _tree(home), _tree(gemini_home)
-    opts1, env1, _, argv1 = _runner("python", tmp_path)
+    opts1, env1, _, _argv1 = _runner("python", tmp_path)
     opts2, env2, _, argv2 = _runner("uv", tmp_path)
 
     one = run_script("install", "gemini", "--no-link", *opts1, cwd=project_dir, env=env1)
@@ -186,15 +193,19 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     two = run_script("install", "gemini", "--no-link", *opts2, cwd=project_dir, env=env2)
     assert two.returncode == 0 and two.json["runner"] == "uv", two.stdout
     assert sorted(Path(p).relative_to(ext).as_posix() for p in two.json["written"]) == [
-        "CONTEXTWARE.md", "gemini-extension.json", "hooks/hooks.json"]
+        "CONTEXTWARE.md",
+        "gemini-extension.json",
+        "hooks/hooks.json",
+    ]
 
     hook_command = shlex.join([*argv2, f"{REPO}/scripts/hook.py"])
     hooks = json.loads((ext / "hooks" / "hooks.json").read_text())["hooks"]
     assert sorted(hooks) == sorted(EVENTS)
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())
     manifest = json.loads((ext / "gemini-extension.json").read_text())
-    assert manifest["mcpServers"] == {"contextware": {"command": argv2[0],
-                                                      "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")]}}
+    assert manifest["mcpServers"] == {
+        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")]}
+    }
     context = (ext / "CONTEXTWARE.md").read_text()
     assert f"uv run --project {REPO}" in context and sys.executable not in context
     assert _manifest()["gemini:user"]["runner"] == "uv"
@@ -203,5 +214,7 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     assert gone.returncode == 0 and gone.json["removed"] == [str(ext)], gone.stdout
     assert not ext.exists() and not ext.parent.exists()
     assert "gemini:user" not in _manifest()
-    after_home = {k: v for k, v in _tree(home).items() if not k.startswith((".install-manifest.lock", "install-manifest.json"))}
+    after_home = {
+        k: v for k, v in _tree(home).items() if not k.startswith((".install-manifest.lock", "install-manifest.json"))
+    }
     assert after_home == before_home and _tree(gemini_home) == before_gemini

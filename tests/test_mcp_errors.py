@@ -47,7 +47,7 @@ def _assert_internal_error(envelope: dict) -> str:
     return message
 
 
-async def _tool_error(client, tool: str, args: dict) -> dict:  # noqa: ANN001
+async def _tool_error(client, tool: str, args: dict) -> dict:
     result = await client.call_tool(tool, args)
     assert result.is_error is True, result
     envelope = result.structured_content
@@ -58,15 +58,23 @@ async def _tool_error(client, tool: str, args: dict) -> dict:  # noqa: ANN001
 def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_on(project_dir: Path):
     async def go() -> None:
         async with serve(project_dir) as client:
-            await call(client, "session_store", {"action": "save", "namespace": "baselines", "key": "GET /users", "data": {"p95_ms": 120}})
-            await call(client, "session_store", {"action": "save", "namespace": "schemas", "key": "api", "data": [1, 2]})
+            await call(
+                client,
+                "session_store",
+                {"action": "save", "namespace": "baselines", "key": "GET /users", "data": {"p95_ms": 120}},
+            )
+            await call(
+                client, "session_store", {"action": "save", "namespace": "schemas", "key": "api", "data": [1, 2]}
+            )
             _damage_store(project_dir)
 
             # Every store action now reads a damaged file: each is a tool error in our envelope.
             _assert_damaged(await _tool_error(client, "session_store", {"action": "list"}))
-            for args in ({"action": "load", "namespace": "baselines", "key": "GET /users"},
-                         {"action": "save", "namespace": "baselines", "key": "GET /items", "data": 1},
-                         {"action": "stats"}):
+            for args in (
+                {"action": "load", "namespace": "baselines", "key": "GET /users"},
+                {"action": "save", "namespace": "baselines", "key": "GET /items", "data": 1},
+                {"action": "stats"},
+            ):
                 _assert_damaged(await _tool_error(client, "session_store", args))
             # The briefing loses only its store section.
             brief = await call(client, "load_session_context", {"format": "json"})
@@ -81,8 +89,14 @@ def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_o
             # Repaired meanwhile by the command line, the store works again through the same server.
             repaired = await anyio.to_thread.run_sync(lambda: run_script("memory", "repair", cwd=project_dir))
             assert repaired.returncode == 0 and repaired.json["tables"]["kv"] != "ok", repaired.stdout
-            await call(client, "session_store", {"action": "save", "namespace": "baselines", "key": "GET /users", "data": {"p95_ms": 99}})
-            loaded = await call(client, "session_store", {"action": "load", "namespace": "baselines", "key": "GET /users"})
+            await call(
+                client,
+                "session_store",
+                {"action": "save", "namespace": "baselines", "key": "GET /users", "data": {"p95_ms": 99}},
+            )
+            loaded = await call(
+                client, "session_store", {"action": "load", "namespace": "baselines", "key": "GET /users"}
+            )
             assert loaded["data"] == {"p95_ms": 99}
 
     anyio.run(go)
@@ -119,17 +133,40 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
     """Raw JSON-RPC, as a client sends it: the failing call gets its own answer (a result with isError,
     not a JSON-RPC error and not silence), the process stays alive and answers the next request, and
     the traceback is logged on stderr only."""
-    proc = subprocess.Popen([sys.executable, "-c", _BUGGY_LOAD, str(SERVER)], cwd=project_dir, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BUGGY_LOAD, str(SERVER)],
+        cwd=project_dir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            },
+        )
         assert _read_message(proc)["id"] == 1
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-        def store(i: int, **args) -> dict:  # noqa: ANN003
-            _send(proc, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                         "params": {"name": "session_store", "arguments": args}})
+        def store(i: int, **args) -> dict:
+            _send(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {"name": "session_store", "arguments": args},
+                },
+            )
             answer = _read_message(proc)
             assert answer["id"] == i and "error" not in answer, answer
             return answer["result"]

@@ -10,9 +10,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -30,41 +31,89 @@ S, I, B, A, ANY = "string", "integer", "boolean", "array", None
 # The tool contract: name -> {parameter: (JSON type, enum, default)}, plus the required parameters.
 # A change here is a change for every agent configured with the server: update SKILL.md with it.
 CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
-    "save_fact": ({
-        "content": (S, None, _), "type": (S, ["fact", "episode", "log"], "fact"), "kind": (S, KINDS, _),
-        "topics": (A, None, _), "supersedes": (S, None, _), "goal": (S, None, _), "result": (S, RESULTS, _),
-        "category": (S, None, _), "session": (S, None, _), "role": (S, ["user", "agent"], _),
-    }, ["content"]),
-    "recall": ({
-        "query": (S, None, _), "scope": (S, ["all", "code", "offloads", "memory", "facts", "episodes", "logs"], "all"),
-        "limit": (I, None, 5), "mode": (S, ["summary", "exact"], "summary"), "max_chars": (I, None, _),
-        "refresh_stale": (B, None, False), "since": (S, None, _), "topic": (S, None, _), "kind": (S, KINDS, _),
-        "result": (S, RESULTS, _), "category": (S, None, _), "include_superseded": (B, None, False),
-        "source": (S, None, _), "session": (S, None, _), "all_projects": (B, None, False),
-    }, ["query"]),
-    "index_file": ({
-        "paths": (A, None, _), "summarizer": (S, ["auto", "gemini", "local"], _), "force": (B, None, False),
-    }, ["paths"]),
-    "offload": ({
-        "prompt": (S, None, _), "files": (A, None, _), "include_dirs": (A, None, _), "context": (S, None, _),
-        "model": (S, None, _), "topics": (A, None, _), "refresh": (B, None, False), "session": (S, None, _),
-        "feature": (S, None, _), "resume_id": (S, None, _),
-    }, ["prompt"]),
-    "session_store": ({
-        "action": (S, ["save", "load", "list", "delete", "stats"], _), "data": (ANY, None, _),
-        "namespace": (S, None, _), "key": (S, None, _),
-    }, ["action"]),
-    "load_session_context": ({
-        "budget_tokens": (I, None, 1500), "format": (S, ["markdown", "json"], "markdown"),
-    }, []),
+    "save_fact": (
+        {
+            "content": (S, None, _),
+            "type": (S, ["fact", "episode", "log"], "fact"),
+            "kind": (S, KINDS, _),
+            "topics": (A, None, _),
+            "supersedes": (S, None, _),
+            "goal": (S, None, _),
+            "result": (S, RESULTS, _),
+            "category": (S, None, _),
+            "session": (S, None, _),
+            "role": (S, ["user", "agent"], _),
+        },
+        ["content"],
+    ),
+    "recall": (
+        {
+            "query": (S, None, _),
+            "scope": (S, ["all", "code", "offloads", "memory", "facts", "episodes", "logs"], "all"),
+            "limit": (I, None, 5),
+            "mode": (S, ["summary", "exact"], "summary"),
+            "max_chars": (I, None, _),
+            "refresh_stale": (B, None, False),
+            "since": (S, None, _),
+            "topic": (S, None, _),
+            "kind": (S, KINDS, _),
+            "result": (S, RESULTS, _),
+            "category": (S, None, _),
+            "include_superseded": (B, None, False),
+            "source": (S, None, _),
+            "session": (S, None, _),
+            "all_projects": (B, None, False),
+        },
+        ["query"],
+    ),
+    "index_file": (
+        {
+            "paths": (A, None, _),
+            "summarizer": (S, ["auto", "gemini", "local"], _),
+            "force": (B, None, False),
+        },
+        ["paths"],
+    ),
+    "offload": (
+        {
+            "prompt": (S, None, _),
+            "files": (A, None, _),
+            "include_dirs": (A, None, _),
+            "context": (S, None, _),
+            "model": (S, None, _),
+            "topics": (A, None, _),
+            "refresh": (B, None, False),
+            "session": (S, None, _),
+            "feature": (S, None, _),
+            "resume_id": (S, None, _),
+        },
+        ["prompt"],
+    ),
+    "session_store": (
+        {
+            "action": (S, ["save", "load", "list", "delete", "stats"], _),
+            "data": (ANY, None, _),
+            "namespace": (S, None, _),
+            "key": (S, None, _),
+        },
+        ["action"],
+    ),
+    "load_session_context": (
+        {
+            "budget_tokens": (I, None, 1500),
+            "format": (S, ["markdown", "json"], "markdown"),
+        },
+        [],
+    ),
 }
 
 
 def server_params(cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
     # The stdio client passes only a few safe variables by default: give the test's isolated
     # environment (CONTEXTWARE_HOME, the network guard on PYTHONPATH, ...) explicitly.
-    return StdioServerParameters(command=sys.executable, args=[str(SERVER)], cwd=str(cwd),
-                                 env={**os.environ, **(env or {})})
+    return StdioServerParameters(
+        command=sys.executable, args=[str(SERVER)], cwd=str(cwd), env={**os.environ, **(env or {})}
+    )
 
 
 @asynccontextmanager
@@ -91,7 +140,7 @@ async def error(client: Client, tool: str, args: dict[str, Any]) -> str:
     return envelope["error"]["code"]
 
 
-def run(fn) -> None:  # noqa: ANN001
+def run(fn) -> None:
     anyio.run(fn)
 
 
@@ -166,23 +215,54 @@ def _readline(proc: subprocess.Popen, timeout: float = 60) -> str:
 def test_stdout_carries_only_the_protocol(project_dir):
     """Raw JSON-RPC, as a client sends it: every stdout line is a JSON-RPC message, even while the
     database and the model load; logs and stray output go to stderr."""
-    proc = subprocess.Popen([sys.executable, str(SERVER)], cwd=project_dir, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER)],
+        cwd=project_dir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     lines: list[str] = []
     try:
+
         def send(message: dict) -> None:
             proc.stdin.write((json.dumps(message) + "\n").encode())
             proc.stdin.flush()
 
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
         lines.append(_readline(proc))
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-              "params": {"name": "save_fact", "arguments": {"content": "The CI runs on GitHub Actions.", "kind": "environment"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "save_fact",
+                    "arguments": {"content": "The CI runs on GitHub Actions.", "kind": "environment"},
+                },
+            }
+        )
         lines.append(_readline(proc))
-        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-              "params": {"name": "recall", "arguments": {"query": "which CI do we use?"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "recall", "arguments": {"query": "which CI do we use?"}},
+            }
+        )
         lines.append(_readline(proc))
         rest, _err = proc.communicate(timeout=30)  # closes stdin: the server exits
         lines += rest.decode().splitlines()
@@ -204,14 +284,29 @@ def test_stdout_carries_only_the_protocol(project_dir):
 def test_save_fact_then_recall(project_dir):
     async def go() -> None:
         async with serve(project_dir) as client:
-            saved = await call(client, "save_fact", {
-                "content": "Deploy with `fly deploy`; never push to heroku.", "kind": "decision", "topics": ["deploy", "ops"]})
+            saved = await call(
+                client,
+                "save_fact",
+                {
+                    "content": "Deploy with `fly deploy`; never push to heroku.",
+                    "kind": "decision",
+                    "topics": ["deploy", "ops"],
+                },
+            )
             assert saved["collection"] == "facts" and saved["id"].startswith("fact-")
             again = await call(client, "save_fact", {"content": "Deploy with `fly deploy`; never push to heroku."})
             assert again["duplicate_of"] == saved["id"]
-            episode = await call(client, "save_fact", {
-                "type": "episode", "goal": "Run tests in parallel", "result": "failure", "category": "test",
-                "content": "pytest -n auto deadlocked on the shared DB fixture; distributing by file fixed it."})
+            episode = await call(
+                client,
+                "save_fact",
+                {
+                    "type": "episode",
+                    "goal": "Run tests in parallel",
+                    "result": "failure",
+                    "category": "test",
+                    "content": "pytest -n auto deadlocked on the shared DB fixture; distributing by file fixed it.",
+                },
+            )
             assert episode["collection"] == "episodes"
 
             found = await call(client, "recall", {"query": "how do we deploy the app?"})
@@ -255,16 +350,30 @@ def test_session_store_round_trip(project_dir):
     async def go() -> None:
         async with serve(project_dir) as client:
             value = {"p95_ms": 120, "routes": ["GET /users"], "flaky": None}
-            saved = await call(client, "session_store", {"action": "save", "namespace": "baselines", "key": "GET /users", "data": value})
+            saved = await call(
+                client,
+                "session_store",
+                {"action": "save", "namespace": "baselines", "key": "GET /users", "data": value},
+            )
             assert saved["created"] is True and saved["evicted"] == []
-            await call(client, "session_store", {"action": "save", "namespace": "schemas", "key": "api", "data": [1, "two"]})
+            await call(
+                client, "session_store", {"action": "save", "namespace": "schemas", "key": "api", "data": [1, "two"]}
+            )
             await call(client, "session_store", {"action": "save", "namespace": "schemas", "key": "none", "data": None})
 
-            loaded = await call(client, "session_store", {"action": "load", "namespace": "baselines", "key": "GET /users"})
+            loaded = await call(
+                client, "session_store", {"action": "load", "namespace": "baselines", "key": "GET /users"}
+            )
             assert loaded["data"] == value
-            assert (await call(client, "session_store", {"action": "load", "namespace": "schemas", "key": "none"}))["data"] is None
+            assert (await call(client, "session_store", {"action": "load", "namespace": "schemas", "key": "none"}))[
+                "data"
+            ] is None
             listed = await call(client, "session_store", {"action": "list"})
-            assert [(k["namespace"], k["key"]) for k in listed["keys"]] == [("baselines", "GET /users"), ("schemas", "api"), ("schemas", "none")]
+            assert [(k["namespace"], k["key"]) for k in listed["keys"]] == [
+                ("baselines", "GET /users"),
+                ("schemas", "api"),
+                ("schemas", "none"),
+            ]
             only = await call(client, "session_store", {"action": "list", "namespace": "schemas"})
             assert only["count"] == 2
             stats = await call(client, "session_store", {"action": "stats"})
@@ -272,8 +381,14 @@ def test_session_store_round_trip(project_dir):
 
             deleted = await call(client, "session_store", {"action": "delete", "namespace": "schemas", "key": "*"})
             assert deleted["count"] == 2
-            assert await error(client, "session_store", {"action": "load", "namespace": "schemas", "key": "api"}) == "not_found"
-            assert await error(client, "session_store", {"action": "save", "namespace": "a/b", "key": "k", "data": 1}) == "bad_namespace"
+            assert (
+                await error(client, "session_store", {"action": "load", "namespace": "schemas", "key": "api"})
+                == "not_found"
+            )
+            assert (
+                await error(client, "session_store", {"action": "save", "namespace": "a/b", "key": "k", "data": 1})
+                == "bad_namespace"
+            )
             assert await error(client, "session_store", {"action": "save", "namespace": "n", "key": "k"}) == "bad_data"
             assert await error(client, "session_store", {"action": "stats", "key": "k"}) == "bad_option"
             assert (await call(client, "session_store", {"action": "stats"}))["keys"] == 1
@@ -284,9 +399,18 @@ def test_session_store_round_trip(project_dir):
 def test_load_session_context_fits_the_budget(project_dir):
     async def go() -> None:
         async with serve(project_dir) as client:
-            await call(client, "save_fact", {"content": "Never commit directly to main; open a PR.", "kind": "constraint"})
+            await call(
+                client, "save_fact", {"content": "Never commit directly to main; open a PR.", "kind": "constraint"}
+            )
             for i in range(30):
-                await call(client, "save_fact", {"content": f"Preference number {i}: keep module {i} under 400 lines of code.", "kind": "preference"})
+                await call(
+                    client,
+                    "save_fact",
+                    {
+                        "content": f"Preference number {i}: keep module {i} under 400 lines of code.",
+                        "kind": "preference",
+                    },
+                )
             result = await client.call_tool("load_session_context", {"budget_tokens": 200})
             assert not result.is_error
             markdown = result.content[0].text
@@ -305,7 +429,8 @@ def test_index_file_then_recall_code_with_project_root_from_the_environment(proj
     """The server runs elsewhere (as a client may start it); CONTEXTWARE_PROJECT_ROOT names the project
     and relative paths are relative to it."""
     (project_dir / "billing").mkdir()
-    (project_dir / "billing" / "invoices.py").write_text(textwrap.dedent('''
+    (project_dir / "billing" / "invoices.py").write_text(
+        textwrap.dedent('''
         """Invoice generation: totals, VAT and PDF rendering for customer invoices."""
 
 
@@ -316,7 +441,8 @@ def test_index_file_then_recall_code_with_project_root_from_the_environment(proj
 
         class InvoiceRenderer:
             """Render an invoice as a PDF document."""
-    '''))
+    ''')
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
@@ -328,9 +454,14 @@ def test_index_file_then_recall_code_with_project_root_from_the_environment(proj
             assert again["indexed"] == 0 and again["unchanged"] == 1
             found = await call(client, "recall", {"query": "where do we compute VAT on invoices?", "scope": "code"})
             hit = found["results"][0]
-            assert hit["file_path"] == "billing/invoices.py" and "compute_vat" in hit["symbols"] and hit["stale"] is False
+            assert (
+                hit["file_path"] == "billing/invoices.py" and "compute_vat" in hit["symbols"] and hit["stale"] is False
+            )
             assert await error(client, "index_file", {"paths": []}) == "no_paths"
-            assert await error(client, "index_file", {"paths": ["billing/invoices.py"], "summarizer": "smart"}) == "bad_summarizer"
+            assert (
+                await error(client, "index_file", {"paths": ["billing/invoices.py"], "summarizer": "smart"})
+                == "bad_summarizer"
+            )
         assert (project_dir / "contextware_data").is_dir() and not (elsewhere / "contextware_data").exists()
 
     run(go)
@@ -345,7 +476,9 @@ def test_offload_without_gemini_is_a_clear_error(project_dir):
             assert err["code"] == "gemini_not_installed" and "Gemini CLI" in err["message"]
             assert await error(client, "offload", {"prompt": " "}) == "empty_prompt"
             assert await error(client, "offload", {"prompt": "Review", "files": ["missing.py"]}) == "file_not_found"
-            assert await error(client, "offload", {"prompt": "Review", "refresh": True, "session": "s-1"}) == "bad_option"
+            assert (
+                await error(client, "offload", {"prompt": "Review", "refresh": True, "session": "s-1"}) == "bad_option"
+            )
 
     run(go)
 
@@ -353,6 +486,7 @@ def test_offload_without_gemini_is_a_clear_error(project_dir):
 def test_parallel_first_calls(project_dir):
     """Clients issue tool calls in parallel, the first ones while the heavy libraries are still loading
     (here over the 2026 stateless protocol, which the SDK's client negotiates by default)."""
+
     async def go() -> None:
         async with serve(project_dir, mode="auto") as client:
             out: dict[int, dict] = {}
@@ -362,8 +496,12 @@ def test_parallel_first_calls(project_dir):
 
             async with anyio.create_task_group() as tg:
                 for i in range(4):
-                    tg.start_soon(one, i, "save_fact", {"content": f"Build step {i} runs `make target-{i}` before packaging."})
-                tg.start_soon(one, 10, "session_store", {"action": "save", "namespace": "n", "key": "k", "data": {"a": 1}})
+                    tg.start_soon(
+                        one, i, "save_fact", {"content": f"Build step {i} runs `make target-{i}` before packaging."}
+                    )
+                tg.start_soon(
+                    one, 10, "session_store", {"action": "save", "namespace": "n", "key": "k", "data": {"a": 1}}
+                )
                 tg.start_soon(one, 11, "load_session_context", {"format": "json"})
                 tg.start_soon(one, 12, "recall", {"query": "how is the package built?"})
             assert len({out[i]["id"] for i in range(4)}) == 4
@@ -380,8 +518,14 @@ def test_the_long_lived_server_sees_other_writers_and_survives_a_reset(project_d
 
     async def go() -> None:
         async with serve(project_dir) as client:
-            await call(client, "save_fact", {"content": "The staging database is Postgres 16 on port 5433.", "kind": "environment"})
-            cli = await anyio.to_thread.run_sync(lambda: script("save_fact", "Release notes live in docs/CHANGES.md.", "--kind", "convention"))
+            await call(
+                client,
+                "save_fact",
+                {"content": "The staging database is Postgres 16 on port 5433.", "kind": "environment"},
+            )
+            cli = await anyio.to_thread.run_sync(
+                lambda: script("save_fact", "Release notes live in docs/CHANGES.md.", "--kind", "convention")
+            )
             assert cli.returncode == 0, cli.stderr
             found = await call(client, "recall", {"query": "where are the release notes kept?"})
             assert found["results"][0]["id"] == cli.json["id"]

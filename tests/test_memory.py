@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from contextware.memory import maintenance, records
 from contextware.errors import ModelMismatchError, NotFoundError, UsageError
+from contextware.memory import maintenance, records
 from contextware.memory.recall import recall
 
 
 def test_save_fact_then_recall_it(project):
-    out = records.save_fact(project, "We use ruff format with line length 100; never black.", kind="convention", topics="lint,format")
+    out = records.save_fact(
+        project, "We use ruff format with line length 100; never black.", kind="convention", topics="lint,format"
+    )
     assert out["collection"] == "facts" and out["id"].startswith("fact-") and out["written"] == 1
     got = recall(project, "which formatter and line length do we use?")
     assert got["results"][0]["id"] == out["id"]
@@ -34,8 +36,10 @@ def test_near_duplicate_is_saved_and_listed_as_similar(project):
 
 
 def test_secrets_are_redacted_before_storage(project):
-    text = ("Staging DB is postgres://app:hunter2secret@db.internal:5432/app and the CI token is "
-            "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB; AWS key AKIAABCDEFGHIJKLMNOP.")
+    text = (
+        "Staging DB is postgres://app:hunter2secret@db.internal:5432/app and the CI token is "
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB; AWS key AKIAABCDEFGHIJKLMNOP."
+    )
     out = records.save_fact(project, text, kind="environment")
     assert out["redacted"] == {"url_password": 1, "github_token": 1, "aws_access_key": 1}
     stored = records.get(project, out["id"])["record"]["text"]
@@ -46,14 +50,21 @@ def test_secrets_are_redacted_before_storage(project):
 
 def test_supersede_hides_old_fact_and_keeps_it_for_audit(project):
     old = records.save_fact(project, "We format Python code with black.", kind="decision", topics="format")
-    new = records.save_fact(project, "We format Python code with ruff format, not black.", kind="decision",
-                           topics="format", supersedes=old["id"])
+    new = records.save_fact(
+        project,
+        "We format Python code with ruff format, not black.",
+        kind="decision",
+        topics="format",
+        supersedes=old["id"],
+    )
     assert new["superseded"] == old["id"]
     old_row = records.get(project, old["id"])["record"]
     assert old_row["status"] == "superseded" and old_row["superseded_by"] == new["id"]
     ids = [r["id"] for r in recall(project, "which tool formats python code?")["results"]]
     assert ids == [new["id"]]
-    both = [r["id"] for r in recall(project, "which tool formats python code? black?", include_superseded=True)["results"]]
+    both = [
+        r["id"] for r in recall(project, "which tool formats python code? black?", include_superseded=True)["results"]
+    ]
     assert both.index(new["id"]) < both.index(old["id"])
 
 
@@ -81,8 +92,14 @@ def test_deleting_the_superseding_fact_reactivates_the_old_one(project):
 
 
 def test_episode_and_log(project):
-    ep = records.save_episode(project, "pytest-xdist deadlocked on the shared Postgres fixture; --dist loadfile fixed it.",
-                             goal="Run the test suite in parallel", result="partial", category="test", topics="pytest")
+    ep = records.save_episode(
+        project,
+        "pytest-xdist deadlocked on the shared Postgres fixture; --dist loadfile fixed it.",
+        goal="Run the test suite in parallel",
+        result="partial",
+        category="test",
+        topics="pytest",
+    )
     assert ep["collection"] == "episodes"
     row = records.get(project, ep["id"])["record"]
     assert (row["goal"], row["result"], row["category"]) == ("Run the test suite in parallel", "partial", "test")
@@ -107,25 +124,31 @@ def test_update_reembeds_and_changes_fields(project):
         records.update(project, out["id"])
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda p: records.save_fact(p, "   \n "), "empty"),
-    (lambda p: records.save_fact(p, "x" * 5000), "limit"),
-    (lambda p: records.save_fact(p, "ok", kind="opinion"), "Unknown --kind"),
-    (lambda p: records.save(p, "memo", "ok"), "Unknown --type"),
-    (lambda p: records.save(p, "fact", "ok", goal="g"), "does not apply"),
-    (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown --result"),
-    (lambda p: records.save_episode(p, "did it", goal=None, result="success"), "--goal"),
-    (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "--session"),
-    (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown --role"),
-    (lambda p: records.get(p, "fact-nothere"), "No memory"),
-    (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda p: records.save_fact(p, "   \n "), "empty"),
+        (lambda p: records.save_fact(p, "x" * 5000), "limit"),
+        (lambda p: records.save_fact(p, "ok", kind="opinion"), "Unknown --kind"),
+        (lambda p: records.save(p, "memo", "ok"), "Unknown --type"),
+        (lambda p: records.save(p, "fact", "ok", goal="g"), "does not apply"),
+        (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown --result"),
+        (lambda p: records.save_episode(p, "did it", goal=None, result="success"), "--goal"),
+        (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "--session"),
+        (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown --role"),
+        (lambda p: records.get(p, "fact-nothere"), "No memory"),
+        (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),
+    ],
+)
 def test_bad_input_is_refused_and_writes_nothing(project, call, message):
     with pytest.raises(UsageError, match=message) as info:
         call(project)
     assert info.value.exit_code == 2
-    assert not (project.data_dir / "lancedb").exists() or not project.db.table_names() or \
-        records.list_records(project)["total"] == 0
+    assert (
+        not (project.data_dir / "lancedb").exists()
+        or not project.db.table_names()
+        or records.list_records(project)["total"] == 0
+    )
 
 
 def test_degraded_save_then_reembed(project, monkeypatch):

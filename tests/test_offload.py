@@ -20,8 +20,15 @@ from contextware.offload.run import offload
 from contextware.offload.summary import approx_tokens, truncate_sentences
 from contextware.text import iso, utcnow
 from tests.fake_gemini_api import Reply
-from tests.offload_helpers import (fake_gemini, make_project, real_gemini, table_rows, user_text,  # noqa: F401
-                                   varied_text, write_sources)
+from tests.offload_helpers import (  # noqa: F401
+    fake_gemini,
+    make_project,
+    real_gemini,
+    table_rows,
+    user_text,
+    varied_text,
+    write_sources,
+)
 
 
 def _entries(project) -> list[Path]:
@@ -192,9 +199,14 @@ def test_cache_key_covers_prompt_model_paths_and_piped_context(make_project):
 
     manifest = base.manifest()
     (project.root / "docs" / "design.md").write_text("# Design v2\n")
-    assert stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0] == "docs/design.md changed"
+    assert (
+        stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0]
+        == "docs/design.md changed"
+    )
     (project.root / "docs" / "new.md").write_text("new\n")
-    assert stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0] == "docs/new.md was added"
+    assert (
+        stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0] == "docs/new.md was added"
+    )
 
 
 def test_binary_file_is_bad_input(fake_gemini, make_project):

@@ -23,6 +23,7 @@ from tests.fake_gemini_api import Reply
 from tests.gemini_fixtures import update_gemini_settings
 from tests.offload_helpers import TEST_CONFIG, real_gemini, table_rows, write_sources  # noqa: F401
 
+
 def _project(root: Path, **config) -> Project:
     """A project with a few sources and test settings in its config.json (read by the subprocess)."""
     write_sources(root)
@@ -57,16 +58,23 @@ def _assert_clean_error(res: ScriptResult, exit_code: int, code: str) -> str:
 BACKOFF = 0.2  # gemini_rate_limit_backoff_s: the retries wait 0.2 s, then 0.4 s
 
 
-def test_rate_limit_until_retries_are_used_up_fails_cleanly_and_writes_nothing(
-        real_gemini, gemini_cli_env, tmp_path):
+def test_rate_limit_until_retries_are_used_up_fails_cleanly_and_writes_nothing(real_gemini, gemini_cli_env, tmp_path):
     # The CLI itself would retry a 429 for minutes; with maxAttempts 1 it exits 173 at once, so the
     # retries under test are ours (run_gemini: 2 retries).
     update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
     real_gemini.default_reply = Reply(status=429, error_message="Quota exceeded for requests per minute.")
     project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
 
-    res = run_script("offload", "--prompt", "How are requests routed?", "--files", "src/app.py",
-                     "--include-dirs", "docs", cwd=project.root)
+    res = run_script(
+        "offload",
+        "--prompt",
+        "How are requests routed?",
+        "--files",
+        "src/app.py",
+        "--include-dirs",
+        "docs",
+        cwd=project.root,
+    )
 
     # a runtime failure in one sentence, no traceback; nothing cached, nothing indexed
     _assert_clean_error(res, 1, "rate_limited")
@@ -84,8 +92,10 @@ def test_one_rate_limited_try_is_retried_and_answered(real_gemini, gemini_cli_en
     """A single 429, then the API answers: the retry starts a new Gemini session (the refused try
     left one the CLI can neither start again nor resume), and its id is the one recorded."""
     update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
-    real_gemini.push(Reply(status=429, error_message="Quota exceeded for requests per minute."),
-                     "Requests go through handler, then route.")
+    real_gemini.push(
+        Reply(status=429, error_message="Quota exceeded for requests per minute."),
+        "Requests go through handler, then route.",
+    )
     project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
     res = run_script("offload", "--prompt", "How are requests routed?", cwd=project.root)
     assert res.returncode == 0, res.stdout + res.stderr[-2000:]
@@ -95,10 +105,12 @@ def test_one_rate_limited_try_is_retried_and_answered(real_gemini, gemini_cli_en
 
 
 def test_a_session_turn_after_a_rate_limited_try_continues_in_the_new_gemini_session(
-        real_gemini, gemini_cli_env, tmp_path):
+    real_gemini, gemini_cli_env, tmp_path
+):
     update_gemini_settings(gemini_cli_env, {"general": {"maxAttempts": 1}})
-    real_gemini.push(Reply(status=429, error_message="Quota exceeded for requests per minute."),
-                     "First answer.", "Second answer.")
+    real_gemini.push(
+        Reply(status=429, error_message="Quota exceeded for requests per minute."), "First answer.", "Second answer."
+    )
     project = _project(tmp_path / "proj", gemini_rate_limit_backoff_s=BACKOFF)
     first = run_script("offload", "--prompt", "How are requests routed?", "--session", "routing", cwd=project.root)
     assert first.returncode == 0, first.stdout + first.stderr[-2000:]
@@ -111,8 +123,7 @@ def test_a_session_turn_after_a_rate_limited_try_continues_in_the_new_gemini_ses
 def test_session_of_another_feature_is_feature_mismatch(real_gemini, tmp_path):
     project = _project(tmp_path / "proj")
     real_gemini.push("Auth uses JWT tokens signed with RS256.")
-    first = run_script("offload", "--feature", "auth", "--prompt", "How does auth work?",
-                       cwd=project.root, input="")
+    first = run_script("offload", "--feature", "auth", "--prompt", "How does auth work?", cwd=project.root, input="")
     assert first.returncode == 0, (first.stdout, first.stderr[-2000:])
     assert first.json["session"] == "auth" and first.json["feature"] == "auth" and first.json["turn"] == 1
     sdir = project.data_dir / "offloads" / "sessions" / "auth"
@@ -124,8 +135,17 @@ def test_session_of_another_feature_is_feature_mismatch(real_gemini, tmp_path):
 
     # the user continues the session "auth" but files the question under another feature
     real_gemini.push("This answer must never be asked for.")
-    res = run_script("offload", "--session", "auth", "--feature", "billing", "--prompt", "When are invoices sent?",
-                     cwd=project.root, input="")
+    res = run_script(
+        "offload",
+        "--session",
+        "auth",
+        "--feature",
+        "billing",
+        "--prompt",
+        "When are invoices sent?",
+        cwd=project.root,
+        input="",
+    )
     message = _assert_clean_error(res, 2, "feature_mismatch")
     assert message == "Session auth belongs to feature 'auth', not 'billing'."
     assert len(real_gemini.chat_requests()) == chats_before  # Gemini was not called
@@ -143,11 +163,14 @@ def test_include_dirs_over_the_default_limit_is_too_many_files(real_gemini, tmp_
     for i in range(5001):  # offload_max_source_files defaults to 5000
         (generated / f"f{i:04d}.txt").write_text(f"line {i}\n")
 
-    res = run_script("offload", "--prompt", "Summarise the generated files.", "--include-dirs", "generated",
-                     cwd=root, input="")
+    res = run_script(
+        "offload", "--prompt", "Summarise the generated files.", "--include-dirs", "generated", cwd=root, input=""
+    )
     message = _assert_clean_error(res, 2, "too_many_files")
-    assert message == ("--include-dirs covers more than 5000 files; give narrower folders "
-                       "(or raise offload_max_source_files in config.json).")
+    assert message == (
+        "--include-dirs covers more than 5000 files; give narrower folders "
+        "(or raise offload_max_source_files in config.json)."
+    )
     assert real_gemini.chat_requests() == []  # refused before Gemini is asked
     assert not (root / "contextware_data").exists()  # nothing written at all
 
@@ -155,8 +178,15 @@ def test_include_dirs_over_the_default_limit_is_too_many_files(real_gemini, tmp_
 def test_include_dirs_over_the_configured_limit_counts_every_folder(real_gemini, tmp_path):
     project = _project(tmp_path / "proj", offload_max_source_files=2)
     # src holds 2 files (at the limit), docs 1 more: together over it
-    res = run_script("offload", "--prompt", "Explain the code and the design.", "--include-dirs", "src,docs",
-                     cwd=project.root, input="")
+    res = run_script(
+        "offload",
+        "--prompt",
+        "Explain the code and the design.",
+        "--include-dirs",
+        "src,docs",
+        cwd=project.root,
+        input="",
+    )
     message = _assert_clean_error(res, 2, "too_many_files")
     assert message.startswith("--include-dirs covers more than 2 files;")
     assert real_gemini.chat_requests() == []

@@ -12,9 +12,9 @@ import shutil
 import pytest
 
 from contextware import gemini
-from contextware.offload import sessions as offload_sessions
 from contextware.errors import UsageError
 from contextware.gemini import GeminiSession
+from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command
 from contextware.offload.sessions import age_minutes, find_recoverable
 from contextware.storage.project import Project
@@ -28,8 +28,11 @@ def _state(project, name: str) -> dict:
 
 def test_named_session_turns_resume_summary_and_management(real_gemini, make_project):
     project = make_project(offload_summarizer="gemini")
-    real_gemini.push("Turn one: the router lives in src/util.py.", "Turn two: handler calls route.",
-                     '```json\n{"turn_summary": "Handler calls route.", "summary": "Router in util; handler calls it."}\n```')
+    real_gemini.push(
+        "Turn one: the router lives in src/util.py.",
+        "Turn two: handler calls route.",
+        '```json\n{"turn_summary": "Handler calls route.", "summary": "Router in util; handler calls it."}\n```',
+    )
     one = offload(project, "Where is the router?", session="routing")
     assert one["turn"] == 1 and one["summary"] == "Turn one: the router lives in src/util.py."
     assert one["new_gemini_session"] is True and one["gemini_session_id"].startswith("cw_routing_")
@@ -154,5 +157,10 @@ def test_find_recoverable_ages_titles_and_preference():
     assert find_recoverable(sessions[:1] + sessions[2:], "search", "search", 7) == "0a1b2c3d-uuid"  # title
     assert find_recoverable(sessions[2:], "search", "search", 7) is None  # too old; "researching" is not "search"
     assert find_recoverable(sessions[2:], "search", "search", 10) == "cw_search_22222222"
-    assert [age_minutes(a) for a in ("Just now", "1 minute ago", "5 hours ago", "2 days ago, current", "soon")] == \
-        [0, 1, 300, 2880, None]
+    assert [age_minutes(a) for a in ("Just now", "1 minute ago", "5 hours ago", "2 days ago, current", "soon")] == [
+        0,
+        1,
+        300,
+        2880,
+        None,
+    ]

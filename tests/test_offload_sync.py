@@ -14,10 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from contextware.offload.run import offload, registered_projects, sessions_command
-from contextware.offload.table import offload_where
 from contextware.offload.sync import sync
+from contextware.offload.table import offload_where
 from tests.conftest import SCRIPTS, run_script
 from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
 
@@ -112,8 +111,12 @@ def test_concurrent_offloads_of_one_key_ask_gemini_once(fake_gemini, make_projec
     project = make_project()
     monkeypatch.setenv("FAKE_GEMINI_DELAY", "1.5")
     cmd = [sys.executable, str(SCRIPTS / "offload.py"), "--prompt", "Same question", "--files", "src/app.py"]
-    procs = [subprocess.Popen(cmd, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+        )
+        for _ in range(2)
+    ]
     docs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(d["ok"] for d in docs), docs
     assert sorted(d["cached"] for d in docs) == [False, True]

@@ -13,12 +13,28 @@ from contextware.memory.recall import SUMMARY_CHARS, _order, recall
 @pytest.fixture
 def filled(project):
     ids = {
-        "lint": records.save_fact(project, "Run ruff check before every commit.", kind="convention", topics="lint")["id"],
-        "db": records.save_fact(project, "Postgres 16 is the only supported database.", kind="constraint", topics="db")["id"],
-        "deploy_ok": records.save_episode(project, "Deploying with fly deploy worked after raising the memory limit.",
-                                         goal="Deploy the API", result="success", category="deploy", topics="deploy")["id"],
-        "deploy_bad": records.save_episode(project, "Deploy failed: the release migration timed out on a locked table.",
-                                          goal="Deploy the API", result="failure", category="deploy", topics="deploy")["id"],
+        "lint": records.save_fact(project, "Run ruff check before every commit.", kind="convention", topics="lint")[
+            "id"
+        ],
+        "db": records.save_fact(project, "Postgres 16 is the only supported database.", kind="constraint", topics="db")[
+            "id"
+        ],
+        "deploy_ok": records.save_episode(
+            project,
+            "Deploying with fly deploy worked after raising the memory limit.",
+            goal="Deploy the API",
+            result="success",
+            category="deploy",
+            topics="deploy",
+        )["id"],
+        "deploy_bad": records.save_episode(
+            project,
+            "Deploy failed: the release migration timed out on a locked table.",
+            goal="Deploy the API",
+            result="failure",
+            category="deploy",
+            topics="deploy",
+        )["id"],
     }
     return project, ids
 
@@ -30,9 +46,16 @@ def _ids(out: dict) -> list[str]:
 def test_filters_narrow_the_search(filled):
     project, ids = filled
     assert _ids(recall(project, "how did deploying the api go?", result="failure")) == [ids["deploy_bad"]]
-    assert set(_ids(recall(project, "how did deploying the api go?", category="deploy"))) == {ids["deploy_ok"], ids["deploy_bad"]}
-    assert _ids(recall(project, "what must I run before committing, and which database?", kind="constraint")) == [ids["db"]]
-    assert _ids(recall(project, "what must I run before committing, and which database?", topic="lint")) == [ids["lint"]]
+    assert set(_ids(recall(project, "how did deploying the api go?", category="deploy"))) == {
+        ids["deploy_ok"],
+        ids["deploy_bad"],
+    }
+    assert _ids(recall(project, "what must I run before committing, and which database?", kind="constraint")) == [
+        ids["db"]
+    ]
+    assert _ids(recall(project, "what must I run before committing, and which database?", topic="lint")) == [
+        ids["lint"]
+    ]
     episodes = recall(project, "deploy", scope="episodes")["results"]
     assert {ids["deploy_ok"], ids["deploy_bad"]} <= {r["id"] for r in episodes}
     assert all(r["collection"] == "episodes" for r in episodes)
@@ -51,7 +74,9 @@ def test_summary_mode_shortens_long_texts_and_exact_mode_does_not(project):
     out = records.save_log(project, body, session_id="s1", role="agent")
     assert out["chunks"] == 1
     short = recall(project, "where does the nightly export write its files?", scope="logs")["results"][0]["text"]
-    full = recall(project, "where does the nightly export write its files?", scope="logs", mode="exact")["results"][0]["text"]
+    full = recall(project, "where does the nightly export write its files?", scope="logs", mode="exact")["results"][0][
+        "text"
+    ]
     assert len(short) <= SUMMARY_CHARS + 1 and short.endswith("…")
     assert full == body.strip()
 

@@ -30,16 +30,37 @@ def test_memory_on_s3_uri(s3_server, project_dir):
     import boto3
 
     env = {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": s3_server, "CONTEXTWARE_DB_URI": "s3://team-memory/projects/demo",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_server,
+        "CONTEXTWARE_DB_URI": "s3://team-memory/projects/demo",
     }
-    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     client.create_bucket(Bucket="team-memory")
-    saved = run_script("save_fact", "Shared memory lives in the team bucket.", "--kind", "decision", cwd=project_dir, env=env)
+    saved = run_script(
+        "save_fact", "Shared memory lives in the team bucket.", "--kind", "decision", cwd=project_dir, env=env
+    )
     assert saved.returncode == 0, saved.stdout + saved.stderr
-    run_script("save_fact", "-", "--type", "episode", "--goal", "Share memory", "--result", "success",
-               cwd=project_dir, env=env, input="Pointed CONTEXTWARE_DB_URI at S3 and it worked.")
+    run_script(
+        "save_fact",
+        "-",
+        "--type",
+        "episode",
+        "--goal",
+        "Share memory",
+        "--result",
+        "success",
+        cwd=project_dir,
+        env=env,
+        input="Pointed CONTEXTWARE_DB_URI at S3 and it worked.",
+    )
     found = run_script("recall", "--query", "where is the shared team memory stored?", cwd=project_dir, env=env)
     assert found.returncode == 0, found.stdout
     assert found.json["results"][0]["id"] == saved.json["id"]

@@ -29,8 +29,12 @@ def quiet_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "init.defaultBranch=main", *args],
-                   cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 def write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:
@@ -91,8 +95,15 @@ def test_git_mode_lists_tracked_and_untracked_but_not_ignored_or_deleted(project
     write(root, "local_only.py")
 
     paths, skipped = listed(root)
-    assert paths == [".gitignore", "forced.log", "src/a.py", "src/untracked.py", "sub/.gitignore",
-                     "sub/generated/kept.py", "sub/keep.txt"]
+    assert paths == [
+        ".gitignore",
+        "forced.log",
+        "src/a.py",
+        "src/untracked.py",
+        "sub/.gitignore",
+        "sub/generated/kept.py",
+        "sub/keep.txt",
+    ]
     assert skipped == {}
 
 
@@ -145,8 +156,15 @@ def nested_ignore_tree(root: Path) -> None:
     write(root, "sub/deeper/keep.log")  # the deeper file wins over sub/.gitignore's negation
 
 
-NESTED_EXPECTED = [".gitignore", "a.py", "data/logs", "sub/.gitignore", "sub/deeper/.gitignore",
-                   "sub/deeper/only_here.txt", "sub/keep.log"]
+NESTED_EXPECTED = [
+    ".gitignore",
+    "a.py",
+    "data/logs",
+    "sub/.gitignore",
+    "sub/deeper/.gitignore",
+    "sub/deeper/only_here.txt",
+    "sub/keep.log",
+]
 
 
 def test_walk_applies_nested_gitignores(project_dir: Path) -> None:
@@ -283,10 +301,23 @@ def test_explicit_paths(project_dir: Path, tmp_path: Path, mode: str, monkeypatc
     outside = write(tmp_path, "outside.py")
     make_mode(root, mode)
     monkeypatch.chdir(root / "src")  # relative paths are relative to the cwd
-    paths, skipped = listed(root, paths=[
-        "pkg", "a.py", "a.py", "we[i]rd*.py", root / "other/d.py", "debug.log", "../ignored_dir", "../uv.lock",
-        "node_modules/x.js", "missing.py", outside, str(tmp_path),
-    ])
+    paths, skipped = listed(
+        root,
+        paths=[
+            "pkg",
+            "a.py",
+            "a.py",
+            "we[i]rd*.py",
+            root / "other/d.py",
+            "debug.log",
+            "../ignored_dir",
+            "../uv.lock",
+            "node_modules/x.js",
+            "missing.py",
+            outside,
+            str(tmp_path),
+        ],
+    )
     assert paths == ["other/d.py", "src/a.py", "src/pkg/b.py", "src/we[i]rd*.py"]
     assert skipped == {
         "src/debug.log": "ignored",
@@ -393,9 +424,15 @@ def test_read_source_text_and_hash(tmp_path: Path) -> None:
 def test_read_source_decoding(tmp_path: Path) -> None:
     bom = b"\xef\xbb\xbfx = 1\n"
     assert read_source(candidate(write(tmp_path, "bom.py", bom)))[0] == "x = 1\n"
-    assert read_source(candidate(write(tmp_path, "legacy.txt", "café “quoted”\n".encode("cp1252"))))[0] == "café “quoted”\n"
+    assert (
+        read_source(candidate(write(tmp_path, "legacy.txt", "café “quoted”\n".encode("cp1252"))))[0]
+        == "café “quoted”\n"
+    )
     assert read_source(candidate(write(tmp_path, "latin.txt", b"caf\xe9 \x81\n")))[0] == "café \x81\n"
-    assert read_source(candidate(write(tmp_path, "u16.ps1", "Write-Host 'hi'\r\n".encode("utf-16"))))[0] == "Write-Host 'hi'\r\n"
+    assert (
+        read_source(candidate(write(tmp_path, "u16.ps1", "Write-Host 'hi'\r\n".encode("utf-16"))))[0]
+        == "Write-Host 'hi'\r\n"
+    )
 
 
 def test_read_source_binary_and_too_large(tmp_path: Path) -> None:
@@ -430,8 +467,13 @@ def test_listing_2000_files_is_fast(project_dir: Path, mode: str) -> None:
 def test_import_is_light() -> None:
     """Importing the module (the watch process and hooks do) must not pull in pathspec or git."""
     code = "import sys, contextware.codeindex.files as m; print('pathspec' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
     assert out.strip() == "False"
 
 

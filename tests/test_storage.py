@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from contextware.memory import records
+from contextware.memory.recall import recall
 from contextware.storage.database import vector_model
 from contextware.storage.project import Project
-from contextware.memory.recall import recall
 
 WRITER = textwrap.dedent("""
     import sys
@@ -29,12 +29,15 @@ WRITER = textwrap.dedent("""
 
 def _spawn_writers(root: Path, workers: int, count: int, same: bool) -> None:
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(w), str(count), "same" if same else "distinct"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root), str(w), str(count), "same" if same else "distinct"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for w in range(workers)
     ]
     for p in procs:
-        out, err = p.communicate(timeout=600)
+        _out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err.decode()[-3000:]
 
 
@@ -81,11 +84,22 @@ def test_schema_evolution_adds_missing_nullable_columns(project):
 
     project.ensure_data_dir()
     full = table_schema("facts", project.embedder.dim, project.embedder.model_id)
-    old = pa.schema([f for f in full if f.name not in ("superseded_by", "updated_at", "search_text")],
-                    metadata=full.metadata)
+    old = pa.schema(
+        [f for f in full if f.name not in ("superseded_by", "updated_at", "search_text")], metadata=full.metadata
+    )
     vec = project.embedder.embed(["Old fact from version 0.0.1."])[0].tolist()
-    row = {"id": "fact-00000000beef", "text": "Old fact from version 0.0.1.", "kind": "note", "topics": [],
-           "source": "agent", "created_at": None, "status": "active", "supersedes": None, "text_hash": "x", "vector": vec}
+    row = {
+        "id": "fact-00000000beef",
+        "text": "Old fact from version 0.0.1.",
+        "kind": "note",
+        "topics": [],
+        "source": "agent",
+        "created_at": None,
+        "status": "active",
+        "supersedes": None,
+        "text_hash": "x",
+        "vector": vec,
+    }
     project.db.conn.create_table("facts", data=pa.Table.from_pylist([row], schema=old))
     reopened = Project.open(project.root)
     names = reopened.db.open_table("facts").schema.names
@@ -114,13 +128,28 @@ def _search_ms(project: Project, qvec) -> float:
 def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     """Every save is its own commit; automatic maintenance keeps disk use and search time close to
     those of the same rows compacted (DESIGN: unmaintained, 1,000 writes grew 2 MB to 49 MB)."""
-    texts = [f"Note {i}: the {['billing', 'search', 'auth', 'export'][i % 4]} worker number {i} retries {i % 7} times." for i in range(1000)]
+    texts = [
+        f"Note {i}: the {['billing', 'search', 'auth', 'export'][i % 4]} worker number {i} retries {i % 7} times."
+        for i in range(1000)
+    ]
     vectors = project.embedder.embed(texts)
-    for i, (text, vec) in enumerate(zip(texts, vectors)):
-        row = {"id": f"fact-{i:012x}", "text": text, "kind": "note", "topics": [], "status": "active",
-               "text_hash": str(i), "search_text": text, "vector": vec.tolist()}
-        project.db.write("facts", lambda t, r=row: t.add(pa.Table.from_pylist([r], schema=t.schema)),
-                         dim=project.embedder.dim, model_id=project.embedder.model_id)
+    for i, (text, vec) in enumerate(zip(texts, vectors, strict=False)):
+        row = {
+            "id": f"fact-{i:012x}",
+            "text": text,
+            "kind": "note",
+            "topics": [],
+            "status": "active",
+            "text_hash": str(i),
+            "search_text": text,
+            "vector": vec.tolist(),
+        }
+        project.db.write(
+            "facts",
+            lambda t, r=row: t.add(pa.Table.from_pylist([r], schema=t.schema)),
+            dim=project.embedder.dim,
+            model_id=project.embedder.model_id,
+        )
     table_dir = Path(project.db_uri) / "facts.lance"
     qvec = project.embedder.embed(["which worker retries billing?"])[0]
     maintained_disk, maintained_ms = _disk(table_dir), _search_ms(project, qvec)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from contextware.memory import kvstore
 from contextware.errors import ConfigError, NotFoundError, UsageError
+from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
 from tests.conftest import SCRIPTS
@@ -70,7 +70,7 @@ def test_replacing_a_value_keeps_one_row_and_its_created_at(project):
 
 
 def test_unusual_but_valid_keys(project):
-    keys = ["GET /users/{id}", "tests/test_api.py::test_login", "it's \"quoted\" \\ back", "日本語 キー", "a" * 256]
+    keys = ["GET /users/{id}", "tests/test_api.py::test_login", 'it\'s "quoted" \\ back', "日本語 キー", "a" * 256]
     for i, key in enumerate(keys):
         kvstore.save(project, "odd", key, i)
     for i, key in enumerate(keys):
@@ -111,15 +111,18 @@ def test_bad_keys_are_refused(project, key):
     assert err.value.code == "bad_key"
 
 
-@pytest.mark.parametrize("text, where", [
-    ('{"a": 1,}', "line 1, column 9"),
-    ('[1, 2', "line 1, column 6"),
-    ('{\n  "a": 1\n  "b": 2\n}', "line 3, column 3"),
-    ("{'single': 1}", "line 1, column 2"),
-    ("", "empty"),
-    ("NaN", "NaN is not valid JSON"),
-    ('{"x": Infinity}', "Infinity is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('{"a": 1,}', "line 1, column 9"),
+        ("[1, 2", "line 1, column 6"),
+        ('{\n  "a": 1\n  "b": 2\n}', "line 3, column 3"),
+        ("{'single': 1}", "line 1, column 2"),
+        ("", "empty"),
+        ("NaN", "NaN is not valid JSON"),
+        ('{"x": Infinity}', "Infinity is not valid JSON"),
+    ],
+)
 def test_invalid_json_says_where(text, where):
     with pytest.raises(UsageError) as err:
         kvstore.parse_json(text)
@@ -168,8 +171,12 @@ def test_key_limit_evicts_least_recently_used_or_oldest_per_namespace(project_di
         kvstore.load(project, ns, "k0")  # k0 is now the most recently used, still the oldest
     lru = kvstore.save(project, "lru", "k3", 3)
     fifo = kvstore.save(project, "fifo", "k3", 3)
-    assert lru["evicted"] == [{"namespace": "lru", "key": "k1", "size": 1, "reason": "max_keys_per_namespace", "policy": "lru"}]
-    assert fifo["evicted"] == [{"namespace": "fifo", "key": "k0", "size": 1, "reason": "max_keys_per_namespace", "policy": "oldest"}]
+    assert lru["evicted"] == [
+        {"namespace": "lru", "key": "k1", "size": 1, "reason": "max_keys_per_namespace", "policy": "lru"}
+    ]
+    assert fifo["evicted"] == [
+        {"namespace": "fifo", "key": "k0", "size": 1, "reason": "max_keys_per_namespace", "policy": "oldest"}
+    ]
     assert _keys(project, "lru") == ["lru/k0", "lru/k2", "lru/k3"]
     assert _keys(project, "fifo") == ["fifo/k1", "fifo/k2", "fifo/k3"]
     # Replacing a key never evicts (the count does not grow); under LRU a save counts as a use.
@@ -183,7 +190,10 @@ def test_byte_limit_evicts_across_namespaces_and_reports_each(project_dir):
         kvstore.save(project, ns, f"v{i}", "x" * 18)  # 20 bytes each with the quotes
     kvstore.load(project, "a", "v0")
     out = kvstore.save(project, "c", "big", "y" * 48)  # 50 bytes: 80 + 50 > 100, free 30 -> two go
-    assert [(e["namespace"], e["key"], e["reason"]) for e in out["evicted"]] == [("b", "v1", "max_bytes"), ("a", "v2", "max_bytes")]
+    assert [(e["namespace"], e["key"], e["reason"]) for e in out["evicted"]] == [
+        ("b", "v1", "max_bytes"),
+        ("a", "v2", "max_bytes"),
+    ]
     assert sorted(_keys(project)) == ["a/v0", "b/v3", "c/big"]
     assert kvstore.stats(project)["bytes"] == 90
 
@@ -250,7 +260,11 @@ def test_stats(project_dir):
     last = kvstore.list_keys(project, "baselines")["keys"][1]
     assert s["last_write"] == last["updated_at"]
     by_ns = {n["namespace"]: n for n in s["namespaces"]}
-    assert by_ns["baselines"]["keys"] == 2 and by_ns["baselines"]["bytes"] == 10 and by_ns["baselines"]["eviction"] == "oldest"
+    assert (
+        by_ns["baselines"]["keys"] == 2
+        and by_ns["baselines"]["bytes"] == 10
+        and by_ns["baselines"]["eviction"] == "oldest"
+    )
     assert by_ns["baselines"]["oldest"]["key"] == "first" and by_ns["schemas"]["eviction"] == "lru"
     one = kvstore.stats(project, "schemas")
     assert [n["namespace"] for n in one["namespaces"]] == ["schemas"] and one["keys"] == 3
@@ -265,8 +279,14 @@ def test_script_save_from_file_and_stdin_then_load_list(script, project_dir):
     piped = script("store", "save", "--namespace", "noise", "--key", "piped", "--data", "-", input="[1, 2, 3]")
     assert piped.returncode == 0 and piped.json["size"] == 7
     loaded = script("store", "load", "--namespace", "noise", "--key", "rules")
-    assert loaded.returncode == 0 and loaded.json == {"ok": True, "namespace": "noise", "key": "rules", "data": value,
-                                                      "size": loaded.json["size"], "updated_at": saved.json["updated_at"]}
+    assert loaded.returncode == 0 and loaded.json == {
+        "ok": True,
+        "namespace": "noise",
+        "key": "rules",
+        "data": value,
+        "size": loaded.json["size"],
+        "updated_at": saved.json["updated_at"],
+    }
     listed = script("store", "list", "--namespace", "noise").json
     assert [k["key"] for k in listed["keys"]] == ["piped", "rules"] and "data" not in listed["keys"][0]
 
@@ -291,7 +311,7 @@ def test_load_does_not_import_the_embedding_model(project_dir):
     kvstore.save(Project.open(project_dir), "ns", "k", {"a": 1})
     code = textwrap.dedent(f"""
         import runpy, sys
-        sys.argv = [{str(SCRIPTS / 'store.py')!r}, "load", "--namespace", "ns", "--key", "k"]
+        sys.argv = [{str(SCRIPTS / "store.py")!r}, "load", "--namespace", "ns", "--key", "k"]
         try:
             runpy.run_path(sys.argv[0], run_name="__main__")
         except SystemExit as exc:
@@ -322,8 +342,15 @@ WRITER = textwrap.dedent("""
 
 def test_concurrent_saves_keep_the_limit_without_losing_or_duplicating_rows(project_dir):
     _project(project_dir, store_max_keys_per_namespace=50)
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(project_dir), str(w)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for w in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(project_dir), str(w)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(6)
+    ]
     evicted: list[str] = []
     for p in procs:
         out, err = p.communicate(timeout=180)

@@ -108,14 +108,17 @@ def test_a_growing_replace_evicts_exactly_what_is_needed_in_the_same_commit(proj
     assert res.returncode == 0, res.stdout + res.stderr[-2000:]
     out = res.json
     assert out["ok"] is True and out["created"] is False and out["size"] == 60
-    assert out["evicted"] == [{"namespace": victim[0], "key": victim[1], "size": 20, "reason": "max_bytes",
-                               "policy": policy}]
+    assert out["evicted"] == [
+        {"namespace": victim[0], "key": victim[1], "size": 20, "reason": "max_bytes", "policy": policy}
+    ]
 
     after = _snapshot(project)
     gone = f"{victim[0]}/{victim[1]}"
     assert set(after) == set(before) - {gone}
     assert after["t/doc"] == json.dumps(new_doc)
-    assert {k: v for k, v in after.items() if k != "t/doc"} == {k: v for k, v in before.items() if k not in (gone, "t/doc")}
+    assert {k: v for k, v in after.items() if k != "t/doc"} == {
+        k: v for k, v in before.items() if k not in (gone, "t/doc")
+    }
     assert kvstore.stats(project)["bytes"] == MAX_BYTES
 
     assert _version(project) == version + 1  # one commit ...
@@ -143,8 +146,9 @@ def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_di
     assert _version(project) == version  # not even an empty commit
     assert _snapshot(project) == before  # the old value is still there, nothing was evicted
     assert kvstore.load(project, "t", "doc")["data"] == OLD_DOC
-    assert [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in kvstore.list_keys(project)["keys"]] == \
-        [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in listed]
+    assert [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in kvstore.list_keys(project)["keys"]] == [
+        (k["namespace"], k["key"], k["size"], k["updated_at"]) for k in listed
+    ]
 
     loaded = script("store", "load", "--namespace", "t", "--key", "doc")  # and the CLI sees it too
     assert loaded.returncode == 0 and loaded.json["data"] == OLD_DOC

@@ -8,7 +8,15 @@ import threading
 import time
 from pathlib import Path
 
-from contextware.codeindex.local_summary import LANGUAGES, SUMMARY_LIMIT, LocalSummary, _compose, _python_ast, detect_language, summarize_local
+from contextware.codeindex.local_summary import (
+    LANGUAGES,
+    SUMMARY_LIMIT,
+    LocalSummary,
+    _compose,
+    _python_ast,
+    detect_language,
+    summarize_local,
+)
 
 PYTHON_SRC = '''\
 #!/usr/bin/env python3
@@ -68,11 +76,20 @@ except ImportError:
     JSON_FALLBACK = True
 '''
 
-PYTHON_SYMBOLS = ["MAX_RETRIES", "Invoice", "InvoiceStore", "InvoiceStore.__init__", "InvoiceStore.save",
-                  "InvoiceStore.size", "InvoiceStore.Page", "InvoiceStore.Page.next", "send_reminder",
-                  "JSON_FALLBACK"]
+PYTHON_SYMBOLS = [
+    "MAX_RETRIES",
+    "Invoice",
+    "InvoiceStore",
+    "InvoiceStore.__init__",
+    "InvoiceStore.save",
+    "InvoiceStore.size",
+    "InvoiceStore.Page",
+    "InvoiceStore.Page.next",
+    "send_reminder",
+    "JSON_FALLBACK",
+]
 
-JS_SRC = '''\
+JS_SRC = """\
 /**
  * Client-side cart helpers.
  */
@@ -96,7 +113,8 @@ export function formatPrice(cents) {
 }
 
 export const debounce = (fn, ms) => fn;
-'''
+"""
+
 
 def check(path: str, src: str, symbols: list[str], *phrases: str) -> LocalSummary:
     result = summarize_local(path, src)
@@ -109,7 +127,9 @@ def check(path: str, src: str, symbols: list[str], *phrases: str) -> LocalSummar
 
 def test_python() -> None:
     result = check(
-        "billing/store.py", PYTHON_SRC, PYTHON_SYMBOLS,
+        "billing/store.py",
+        PYTHON_SRC,
+        PYTHON_SYMBOLS,
         "Invoice storage for the billing service. Persists invoices in Postgres and sends reminders. "
         "Used by the nightly job. Defines: ",
         "class Invoice — One customer invoice.",
@@ -147,15 +167,29 @@ def test_python_syntax_error_keeps_what_parses() -> None:
 
 def test_javascript() -> None:
     src = JS_SRC
-    check("web/cart.mjs", src,
-          ["MAX_ITEMS", "Cart", "Cart.constructor", "Cart.add", "Cart.total", "Cart.fromJSON", "Cart.handleClick",
-           "formatPrice", "debounce"],
-          "Client-side cart helpers.", "class Cart — Shopping cart kept in local storage.",
-          "function formatPrice — Format a price in euros.", "function debounce")
+    check(
+        "web/cart.mjs",
+        src,
+        [
+            "MAX_ITEMS",
+            "Cart",
+            "Cart.constructor",
+            "Cart.add",
+            "Cart.total",
+            "Cart.fromJSON",
+            "Cart.handleClick",
+            "formatPrice",
+            "debounce",
+        ],
+        "Client-side cart helpers.",
+        "class Cart — Shopping cart kept in local storage.",
+        "function formatPrice — Format a price in euros.",
+        "function debounce",
+    )
 
 
 def test_typescript() -> None:
-    src = '''\
+    src = """\
 // Typed API client for the billing service.
 import type { Invoice } from "./types";
 
@@ -183,19 +217,34 @@ export function createClient(transport: Transport): BillingClient {
 export namespace Errors {
   export class NotFound extends Error {}
 }
-'''
-    result = check("src/client.ts", src,
-                   ["Transport", "Transport.send", "InvoiceId", "Status", "BillingClient",
-                    "BillingClient.constructor", "BillingClient.getInvoice", "BillingClient.log", "createClient",
-                    "Errors", "NotFound"],
-                   "Typed API client for the billing service.", "interface Transport; type InvoiceId; enum Status",
-                   "class BillingClient — Talks to the billing REST API.", "function createClient",
-                   "namespace Errors; class NotFound")
+"""
+    result = check(
+        "src/client.ts",
+        src,
+        [
+            "Transport",
+            "Transport.send",
+            "InvoiceId",
+            "Status",
+            "BillingClient",
+            "BillingClient.constructor",
+            "BillingClient.getInvoice",
+            "BillingClient.log",
+            "createClient",
+            "Errors",
+            "NotFound",
+        ],
+        "Typed API client for the billing service.",
+        "interface Transport; type InvoiceId; enum Status",
+        "class BillingClient — Talks to the billing REST API.",
+        "function createClient",
+        "namespace Errors; class NotFound",
+    )
     assert result.language == "typescript"
 
 
 def test_tsx() -> None:
-    src = '''\
+    src = """\
 /** Button components for the design system. */
 import React from "react";
 
@@ -209,15 +258,20 @@ export const Button = ({ label, onClick }: Props) => (
 export default function Toolbar({ children }: { children: React.ReactNode }) {
   return <div className="toolbar">{children}</div>;
 }
-'''
-    result = check("ui/Button.tsx", src, ["Props", "Button", "Toolbar"],
-                   "Button components for the design system.", "function Button — A primary action button.",
-                   "function Toolbar")
+"""
+    result = check(
+        "ui/Button.tsx",
+        src,
+        ["Props", "Button", "Toolbar"],
+        "Button components for the design system.",
+        "function Button — A primary action button.",
+        "function Toolbar",
+    )
     assert result.language == "tsx"
 
 
 def test_go() -> None:
-    src = '''\
+    src = """\
 // Copyright 2024 Acme. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
@@ -256,19 +310,33 @@ func (s *Store) Save(inv Invoice) error { return nil }
 func (s Store) count() int { return 0 }
 
 func (c *Cache[K]) Get(key K) {}
-'''
-    result = check("billing/store.go", src,
-                   ["ErrNotFound", "MaxRetries", "Store", "Notifier", "Notifier.Notify", "NewStore", "Store.Save",
-                    "Store.count", "Cache.Get"],
-                   "Package billing stores invoices and sends reminders. Defines: ",
-                   "struct Store — Store persists invoices.", "interface Notifier — Notifier sends messages.",
-                   "func NewStore — NewStore opens a store.", "func Cache.Get")
+"""
+    result = check(
+        "billing/store.go",
+        src,
+        [
+            "ErrNotFound",
+            "MaxRetries",
+            "Store",
+            "Notifier",
+            "Notifier.Notify",
+            "NewStore",
+            "Store.Save",
+            "Store.count",
+            "Cache.Get",
+        ],
+        "Package billing stores invoices and sends reminders. Defines: ",
+        "struct Store — Store persists invoices.",
+        "interface Notifier — Notifier sends messages.",
+        "func NewStore — NewStore opens a store.",
+        "func Cache.Get",
+    )
     assert "Copyright" not in result.summary and "go:build" not in result.summary
     assert "Store.Save" not in result.summary  # methods of a type defined here are symbols only
 
 
 def test_rust() -> None:
-    src = '''\
+    src = """\
 //! Invoice storage backed by SQLite.
 
 use std::fmt;
@@ -309,16 +377,34 @@ mod tests {
     #[test]
     fn it_works() {}
 }
-'''
-    check("src/store.rs", src,
-          ["MAX_RETRIES", "Invoice", "Status", "Store", "Store.save", "Invoice.new", "Invoice.fmt", "Vec.save",
-           "send_reminder", "tests"],
-          "Invoice storage backed by SQLite. Defines: ", "struct Invoice — A stored invoice.;", "enum Status;",
-          "trait Store;", "fn Vec.save;", "fn send_reminder — Send a reminder email.", "mod tests")
+"""
+    check(
+        "src/store.rs",
+        src,
+        [
+            "MAX_RETRIES",
+            "Invoice",
+            "Status",
+            "Store",
+            "Store.save",
+            "Invoice.new",
+            "Invoice.fmt",
+            "Vec.save",
+            "send_reminder",
+            "tests",
+        ],
+        "Invoice storage backed by SQLite. Defines: ",
+        "struct Invoice — A stored invoice.;",
+        "enum Status;",
+        "trait Store;",
+        "fn Vec.save;",
+        "fn send_reminder — Send a reminder email.",
+        "mod tests",
+    )
 
 
 def test_java() -> None:
-    src = '''\
+    src = """\
 /*
  * Copyright 2024 Acme Corp. Licensed under the Apache License 2.0.
  */
@@ -354,19 +440,34 @@ interface Repository<T> {
 enum Status { DRAFT, PAID; boolean isFinal() { return this == PAID; } }
 
 record Money(long cents, String currency) {}
-'''
-    result = check("src/main/java/com/acme/billing/InvoiceStore.java", src,
-                   ["InvoiceStore", "InvoiceStore.MAX_RETRIES", "InvoiceStore.InvoiceStore", "InvoiceStore.save",
-                    "InvoiceStore.findAll", "InvoiceStore.Page", "InvoiceStore.Page.size", "Repository",
-                    "Repository.find", "Status", "Status.isFinal", "Money"],
-                   "class InvoiceStore — Persists invoices in Postgres.;", "interface Repository; enum Status;",
-                   "record Money")
+"""
+    result = check(
+        "src/main/java/com/acme/billing/InvoiceStore.java",
+        src,
+        [
+            "InvoiceStore",
+            "InvoiceStore.MAX_RETRIES",
+            "InvoiceStore.InvoiceStore",
+            "InvoiceStore.save",
+            "InvoiceStore.findAll",
+            "InvoiceStore.Page",
+            "InvoiceStore.Page.size",
+            "Repository",
+            "Repository.find",
+            "Status",
+            "Status.isFinal",
+            "Money",
+        ],
+        "class InvoiceStore — Persists invoices in Postgres.;",
+        "interface Repository; enum Status;",
+        "record Money",
+    )
     assert result.summary.startswith("Defines: ")  # the licence header is not a description
     assert "@author" not in result.summary
 
 
 def test_c() -> None:
-    src = '''\
+    src = """\
 /* Ring buffer for sensor samples. */
 #ifndef RING_H
 #define RING_H 1
@@ -397,16 +498,19 @@ static size_t ring_size(const Ring *r) { return r->head; }
 int (*callback)(int);
 
 #endif
-'''
-    check("include/ring.h", src,
-          ["RING_CAPACITY", "RING_NEXT", "Ring", "sample", "ring_size_t", "mode", "ring_push", "ring_size"],
-          "Ring buffer for sensor samples. Defines: macro RING_NEXT; struct Ring; struct sample; "
-          "typedef ring_size_t; enum mode; function ring_push — Push one value; returns 0 when full.; "
-          "function ring_size")
+"""
+    check(
+        "include/ring.h",
+        src,
+        ["RING_CAPACITY", "RING_NEXT", "Ring", "sample", "ring_size_t", "mode", "ring_push", "ring_size"],
+        "Ring buffer for sensor samples. Defines: macro RING_NEXT; struct Ring; struct sample; "
+        "typedef ring_size_t; enum mode; function ring_push — Push one value; returns 0 when full.; "
+        "function ring_size",
+    )
 
 
 def test_cpp() -> None:
-    src = '''\
+    src = """\
 // Geometry primitives.
 #pragma once
 #include <cmath>
@@ -441,12 +545,26 @@ T clamp(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }
 double geo::Circle::area() const { return 3.14159 * r_ * r_; }
 
 extern "C" int geo_version(void);
-'''
-    result = check("geo/shapes.hpp", src,
-                   ["geo", "Point", "Point.norm", "Shape", "Shape.~Shape", "Shape.area", "Circle", "Circle.Circle",
-                    "Circle.area", "clamp", "geo_version"],
-                   "Geometry primitives. Defines: namespace geo; struct Point — A 2D point.; class Shape; "
-                   "class Circle; function clamp; function geo_version")
+"""
+    result = check(
+        "geo/shapes.hpp",
+        src,
+        [
+            "geo",
+            "Point",
+            "Point.norm",
+            "Shape",
+            "Shape.~Shape",
+            "Shape.area",
+            "Circle",
+            "Circle.Circle",
+            "Circle.area",
+            "clamp",
+            "geo_version",
+        ],
+        "Geometry primitives. Defines: namespace geo; struct Point — A 2D point.; class Shape; "
+        "class Circle; function clamp; function geo_version",
+    )
     assert result.language == "cpp"
     # a C++ header named .h is parsed as C++ but keeps the extension's language
     header = summarize_local("geo/shapes.h", src)
@@ -454,7 +572,7 @@ extern "C" int geo_version(void);
 
 
 def test_ruby() -> None:
-    src = '''\
+    src = """\
 # frozen_string_literal: true
 
 # Billing helpers for the storefront.
@@ -492,15 +610,27 @@ module Billing
     yield self
   end
 end
-'''
-    check("lib/billing.rb", src,
-          ["Billing", "Billing.TAX_RATE", "InvoiceStore", "InvoiceStore.initialize", "InvoiceStore.connect",
-           "InvoiceStore.save", "InvoiceStore.default", "InvoiceStore.valid?", "Billing.configure"],
-          "Billing helpers for the storefront. Defines: module Billing; class InvoiceStore — Persists invoices.")
+"""
+    check(
+        "lib/billing.rb",
+        src,
+        [
+            "Billing",
+            "Billing.TAX_RATE",
+            "InvoiceStore",
+            "InvoiceStore.initialize",
+            "InvoiceStore.connect",
+            "InvoiceStore.save",
+            "InvoiceStore.default",
+            "InvoiceStore.valid?",
+            "Billing.configure",
+        ],
+        "Billing helpers for the storefront. Defines: module Billing; class InvoiceStore — Persists invoices.",
+    )
 
 
 def test_bash() -> None:
-    src = '''\
+    src = """\
 #!/usr/bin/env bash
 # Deploy the web app to the staging cluster.
 set -euo pipefail
@@ -520,10 +650,14 @@ function deploy {
 }
 
 deploy "$@"
-'''
-    result = check("scripts/deploy", src, ["REGISTRY", "IMAGE_TAG", "build_image", "deploy"],
-                   "Deploy the web app to the staging cluster. Defines: ",
-                   "function build_image — Build and push the container image.; function deploy")
+"""
+    result = check(
+        "scripts/deploy",
+        src,
+        ["REGISTRY", "IMAGE_TAG", "build_image", "deploy"],
+        "Deploy the web app to the staging cluster. Defines: ",
+        "function build_image — Build and push the container image.; function deploy",
+    )
     assert result.language == "bash"  # from the shebang
 
 
@@ -575,7 +709,7 @@ def test_script_without_definitions_uses_comment_and_first_lines() -> None:
 
 
 def test_markdown_headings() -> None:
-    src = '''\
+    src = """\
 ---
 title: Contextware
 ---
@@ -597,7 +731,7 @@ Run `recall.py`.
 
 Configuration
 -------------
-'''
+"""
     result = summarize_local("README.md", src)
     assert result == LocalSummary(
         "markdown",
@@ -610,7 +744,8 @@ Configuration
 
 def test_config_and_text_files() -> None:
     assert summarize_local("package.json", '{"name": "app", "scripts": {"a": 1}, "version": "1"}').summary == (
-        "Keys: name, scripts, version")
+        "Keys: name, scripts, version"
+    )
     yaml = "# CI pipeline for pull requests.\nname: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu\n"
     assert summarize_local(".github/ci.yml", yaml).summary == "CI pipeline for pull requests. Keys: name, on, jobs"
     toml = '[project]\nname = "x"\n\n[tool.uv]\ndev = true\n'
@@ -622,12 +757,31 @@ def test_config_and_text_files() -> None:
 
 def test_detect_language_by_name() -> None:
     cases = {
-        "a/b.py": "python", "x.PYI": "python", "app.jsx": "javascript", "m.mjs": "javascript",
-        "c.ts": "typescript", "v.tsx": "tsx", "main.go": "go", "lib.rs": "rust", "A.java": "java",
-        "x.c": "c", "x.h": "c", "x.hpp": "cpp", "x.cc": "cpp", "x.rb": "ruby", "x.sh": "bash",
-        "x.zsh": "bash", "README.md": "markdown", "c.yml": "yaml", "Makefile": "make",
-        "docker/Dockerfile": "dockerfile", "Dockerfile.prod": "dockerfile", "Gemfile": "ruby",
-        "CMakeLists.txt": "cmake", ".bashrc": "bash", "notes.txt": "text",
+        "a/b.py": "python",
+        "x.PYI": "python",
+        "app.jsx": "javascript",
+        "m.mjs": "javascript",
+        "c.ts": "typescript",
+        "v.tsx": "tsx",
+        "main.go": "go",
+        "lib.rs": "rust",
+        "A.java": "java",
+        "x.c": "c",
+        "x.h": "c",
+        "x.hpp": "cpp",
+        "x.cc": "cpp",
+        "x.rb": "ruby",
+        "x.sh": "bash",
+        "x.zsh": "bash",
+        "README.md": "markdown",
+        "c.yml": "yaml",
+        "Makefile": "make",
+        "docker/Dockerfile": "dockerfile",
+        "Dockerfile.prod": "dockerfile",
+        "Gemfile": "ruby",
+        "CMakeLists.txt": "cmake",
+        ".bashrc": "bash",
+        "notes.txt": "text",
     }
     assert {path: detect_language(path, "") for path in cases} == cases
     assert detect_language("data.unknownext", "") is None
@@ -636,9 +790,15 @@ def test_detect_language_by_name() -> None:
 
 def test_detect_language_by_shebang(tmp_path: Path) -> None:
     shebangs = {
-        "#!/usr/bin/env python3": "python", "#!/usr/bin/python3.11 -u": "python", "#!/bin/bash -e": "bash",
-        "#!/bin/sh": "bash", "#!/usr/bin/env -S node --no-warnings": "javascript", "#! /usr/bin/ruby": "ruby",
-        "#!/usr/bin/env zsh": "bash", "#!/usr/bin/env FOO=1 node": "javascript", "no shebang": None,
+        "#!/usr/bin/env python3": "python",
+        "#!/usr/bin/python3.11 -u": "python",
+        "#!/bin/bash -e": "bash",
+        "#!/bin/sh": "bash",
+        "#!/usr/bin/env -S node --no-warnings": "javascript",
+        "#! /usr/bin/ruby": "ruby",
+        "#!/usr/bin/env zsh": "bash",
+        "#!/usr/bin/env FOO=1 node": "javascript",
+        "no shebang": None,
         "#!/usr/bin/env unknown-tool": None,
     }
     assert {line: detect_language("bin/tool", line + "\nrest") for line in shebangs} == shebangs
@@ -652,7 +812,8 @@ def test_detect_language_by_shebang(tmp_path: Path) -> None:
 def test_summary_cap_keeps_names_and_cuts_at_a_word() -> None:
     funcs = "".join(
         f'def handler_{i}():\n    """Handle case {i} with a long explanation that goes on and on. More."""\n\n'
-        for i in range(300))
+        for i in range(300)
+    )
     result = summarize_local("big.py", '"""' + "Long module doc without periods " * 40 + '"""\n' + funcs)
     assert len(result.symbols) == 200  # capped
     assert result.symbols[:2] == ["handler_0", "handler_1"]
@@ -692,8 +853,10 @@ def _timed(path: str, text: str) -> float:
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, contextware.codeindex.local_summary as m; "
-            "print(any(name.startswith(('tree_sitter', 'json')) for name in sys.modules))")
+    code = (
+        "import sys, contextware.codeindex.local_summary as m; "
+        "print(any(name.startswith(('tree_sitter', 'json')) for name in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

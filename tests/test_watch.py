@@ -14,7 +14,6 @@ from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
 from contextware.storage.project import Project
-
 from tests.conftest import SCRIPTS
 
 
@@ -22,7 +21,10 @@ class Watcher:
     def __init__(self, root: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(SCRIPTS / "watch.py"), "--summarizer", "local", "--debounce-ms", "400"],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -160,5 +162,6 @@ def test_index_file_on_a_vanished_folder_removes_its_rows_only(project_dir: Path
     report = index_files(project, [project_dir / "pkg", project_dir / "nothing_here"], summarizer="local")
     assert report["removed_files"] == ["pkg/a.py"]
     assert [s for s in report["skipped_files"] if s["reason"] == "missing"] == [
-        {"path": "nothing_here", "reason": "missing"}]
+        {"path": "nothing_here", "reason": "missing"}
+    ]
     assert set(indexed(project_dir)) == {"pkgs.py"}

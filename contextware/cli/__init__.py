@@ -12,7 +12,8 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from contextware.errors import ContextwareError, UsageError, internal_error
 
@@ -41,8 +42,14 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("common options")
-    group.add_argument("--project-root", metavar="PATH", help="project whose memory to use (default: $CONTEXTWARE_PROJECT_ROOT, the git top level, or the working directory)")
-    group.add_argument("--format", choices=("json", "text"), default="json", help="json (default) for agents, text for people")
+    group.add_argument(
+        "--project-root",
+        metavar="PATH",
+        help="project whose memory to use (default: $CONTEXTWARE_PROJECT_ROOT, the git top level, or the working directory)",
+    )
+    group.add_argument(
+        "--format", choices=("json", "text"), default="json", help="json (default) for agents, text for people"
+    )
     group.add_argument("--debug", action="store_true", help="print a traceback on stderr when something fails")
 
 
@@ -134,11 +141,15 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     argv = list(sys.argv[1:] if argv is None else argv)
     names = ", ".join(COMMANDS)
     if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write(f"usage: contextware <command> [options]\n\ncommands: {names}\n"
-                         "Run `contextware <command> --help` for a command's options.\n")
+        sys.stdout.write(
+            f"usage: contextware <command> [options]\n\ncommands: {names}\n"
+            "Run `contextware <command> --help` for a command's options.\n"
+        )
         raise SystemExit(0 if argv else 2)
     if argv[0] not in COMMANDS:
-        raise SystemExit(_fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv))
+        raise SystemExit(
+            _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)
+        )
     raise SystemExit(run(argv[0], argv[1:], prog=f"contextware {argv[0]}"))
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from contextware.memory.briefing import DEFAULT_BUDGET
 from contextware.cli import add_common, new_parser, open_project
+from contextware.memory.briefing import DEFAULT_BUDGET
 
 DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
 constraints and preferences (verbatim), recent failures and their lessons, code-index coverage and
@@ -15,8 +15,13 @@ the most central files, open offload sessions, and the session store's namespace
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument("--budget-tokens", type=int, default=DEFAULT_BUDGET, metavar="N",
-                   help=f"most tokens the briefing may use (default {DEFAULT_BUDGET})")
+    p.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=DEFAULT_BUDGET,
+        metavar="N",
+        help=f"most tokens the briefing may use (default {DEFAULT_BUDGET})",
+    )
     add_common(p)
     return p
 

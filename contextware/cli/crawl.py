@@ -19,9 +19,14 @@ crawl keeps what it finished: run it again to continue."""
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
     p.add_argument("paths", nargs="*", metavar="PATH", help="only these files or folders (default: the whole project)")
-    p.add_argument("--summarizer", default=None,
-                   help="auto (default: Gemini when installed and authenticated, else local, per file), gemini or local")
-    p.add_argument("--jobs", type=int, help="files (or Gemini batches) summarised in parallel (default: one per CPU, at most 8)")
+    p.add_argument(
+        "--summarizer",
+        default=None,
+        help="auto (default: Gemini when installed and authenticated, else local, per file), gemini or local",
+    )
+    p.add_argument(
+        "--jobs", type=int, help="files (or Gemini batches) summarised in parallel (default: one per CPU, at most 8)"
+    )
     p.add_argument("--force", action="store_true", help="re-index every file even if it is unchanged")
     p.add_argument("--upgrade", action="store_true", help="replace local summaries with Gemini ones")
     add_common(p)
@@ -32,8 +37,15 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.codeindex.indexer import crawl
 
     project = open_project(args)
-    return crawl(project, args.paths or None, summarizer=args.summarizer or project.config.get("summarizer"),
-                 jobs=args.jobs, force=args.force, upgrade=args.upgrade, progress=True)
+    return crawl(
+        project,
+        args.paths or None,
+        summarizer=args.summarizer or project.config.get("summarizer"),
+        jobs=args.jobs,
+        force=args.force,
+        upgrade=args.upgrade,
+        progress=True,
+    )
 
 
 def render_text(result: dict) -> str:

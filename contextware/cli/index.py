@@ -26,5 +26,6 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.codeindex.indexer import index_files
 
     project = open_project(args)
-    return index_files(project, args.paths, summarizer=args.summarizer or project.config.get("summarizer"),
-                       force=args.force)
+    return index_files(
+        project, args.paths, summarizer=args.summarizer or project.config.get("summarizer"), force=args.force
+    )

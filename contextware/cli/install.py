@@ -28,10 +28,20 @@ or `gemini` on PATH. Project hooks run only in folders Gemini CLI trusts."""
 
 def _scope(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--user", dest="scope", action="store_const", const="user",
-                   help="for every project of this user, as a linked Gemini CLI extension (default)")
-    g.add_argument("--project", dest="scope", action="store_const", const="project",
-                   help="for this project only, in <project_root>/.gemini/")
+    g.add_argument(
+        "--user",
+        dest="scope",
+        action="store_const",
+        const="user",
+        help="for every project of this user, as a linked Gemini CLI extension (default)",
+    )
+    g.add_argument(
+        "--project",
+        dest="scope",
+        action="store_const",
+        const="project",
+        help="for this project only, in <project_root>/.gemini/",
+    )
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -39,11 +49,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
     g = sub.add_parser("gemini", help="install into Gemini CLI (--user, the default, or --project)")
     _scope(g)
-    g.add_argument("--python", metavar="PATH", default=None,
-                   help="run hooks and the MCP server with this Python (it must import contextware) instead of "
-                        "uv run; default $CONTEXTWARE_HOOK_PYTHON")
-    g.add_argument("--no-link", action="store_true",
-                   help="--user: write the extension folder but do not run `gemini extensions link`")
+    g.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="run hooks and the MCP server with this Python (it must import contextware) instead of "
+        "uv run; default $CONTEXTWARE_HOOK_PYTHON",
+    )
+    g.add_argument(
+        "--no-link",
+        action="store_true",
+        help="--user: write the extension folder but do not run `gemini extensions link`",
+    )
     u = sub.add_parser("uninstall", help="remove what install added (--user, the default, or --project)")
     _scope(u)
     for action in sub.choices.values():
@@ -72,8 +89,10 @@ def render_text(result: dict) -> str:
     if result.get("unlinked"):
         lines.append("  unlinked the contextware extension from Gemini CLI")
     if not result["changed"]:
-        lines.append("Nothing changed: " + ("already installed." if result["action"] == "install"
-                                           else "nothing of Contextware was installed there."))
+        lines.append(
+            "Nothing changed: "
+            + ("already installed." if result["action"] == "install" else "nothing of Contextware was installed there.")
+        )
     if result.get("hook_command"):
         lines.append(f"Hook command: {result['hook_command']}")
     lines += [f"warning: {w}" for w in result.get("warnings") or []]

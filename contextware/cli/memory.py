@@ -52,8 +52,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.memory import maintenance, records
     from contextware.cli import read_content
+    from contextware.memory import maintenance, records
 
     project = open_project(args)
     action = args.action
@@ -63,8 +63,17 @@ def handle(args: argparse.Namespace) -> dict:
         return records.get(project, args.id)
     if action == "update":
         return records.update(
-            project, args.id, text=read_content(args.text), kind=args.kind, topics=args.topics, status=args.status,
-            goal=args.goal, result=args.result, category=args.category, summary=read_content(args.summary), role=args.role,
+            project,
+            args.id,
+            text=read_content(args.text),
+            kind=args.kind,
+            topics=args.topics,
+            status=args.status,
+            goal=args.goal,
+            result=args.result,
+            category=args.category,
+            summary=read_content(args.summary),
+            role=args.role,
         )
     if action == "delete":
         return records.delete(project, args.id)

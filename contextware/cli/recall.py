@@ -14,13 +14,28 @@ results rather than the nearest junk. Superseded facts are hidden unless --inclu
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument("--query", "-q", required=True, help="the question, e.g. \"how do we run the tests?\"")
+    p.add_argument("--query", "-q", required=True, help='the question, e.g. "how do we run the tests?"')
     p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs, code or offloads")
     p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
-    p.add_argument("--mode", default="summary", help="summary (default: long texts shortened) or exact (full texts; code results carry their files' content)")
-    p.add_argument("--max-chars", type=int, metavar="N", help="exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges")
-    p.add_argument("--refresh-stale", action="store_true", help="re-index code results whose file changed since it was indexed, then answer")
-    p.add_argument("--since", metavar="DATE", help="only memories saved since DATE (YYYY-MM-DD, ISO 8601, or an age: 7d, 12h)")
+    p.add_argument(
+        "--mode",
+        default="summary",
+        help="summary (default: long texts shortened) or exact (full texts; code results carry their files' content)",
+    )
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        metavar="N",
+        help="exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges",
+    )
+    p.add_argument(
+        "--refresh-stale",
+        action="store_true",
+        help="re-index code results whose file changed since it was indexed, then answer",
+    )
+    p.add_argument(
+        "--since", metavar="DATE", help="only memories saved since DATE (YYYY-MM-DD, ISO 8601, or an age: 7d, 12h)"
+    )
     p.add_argument("--topic", help="only facts and episodes with this topic")
     p.add_argument("--kind", help="only facts of this kind")
     p.add_argument("--result", help="only episodes with this result: success, failure or partial")
@@ -28,21 +43,38 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
     p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
     p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
-    p.add_argument("--global", dest="global_", action="store_true", help="search every project registered on this machine; each result names its project")
+    p.add_argument(
+        "--global",
+        dest="global_",
+        action="store_true",
+        help="search every project registered on this machine; each result names its project",
+    )
     add_common(p)
     return p
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.storage.embeddings import preload_in_background
     from contextware.memory.recall import recall
+    from contextware.storage.embeddings import preload_in_background
 
     project = open_project(args)
     preload_in_background(project.embedder)
     return recall(
-        project, args.query, scope=args.scope, limit=args.limit, mode=args.mode, since=args.since, topic=args.topic,
-        kind=args.kind, result=args.result, category=args.category, include_superseded=args.include_superseded,
-        refresh_stale=args.refresh_stale, max_chars=args.max_chars, source=args.source, session=args.session,
+        project,
+        args.query,
+        scope=args.scope,
+        limit=args.limit,
+        mode=args.mode,
+        since=args.since,
+        topic=args.topic,
+        kind=args.kind,
+        result=args.result,
+        category=args.category,
+        include_superseded=args.include_superseded,
+        refresh_stale=args.refresh_stale,
+        max_chars=args.max_chars,
+        source=args.source,
+        session=args.session,
         global_=args.global_,
     )
 

@@ -19,7 +19,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     f = p.add_argument_group("facts")
     f.add_argument("--kind", help="preference, constraint, decision, convention, environment or note (default)")
     f.add_argument("--topics", help="comma-separated topics, e.g. testing,ci (facts and episodes)")
-    f.add_argument("--supersedes", metavar="ID", help="id of the fact this one replaces (kept for audit, hidden from recall)")
+    f.add_argument(
+        "--supersedes", metavar="ID", help="id of the fact this one replaces (kept for audit, hidden from recall)"
+    )
     e = p.add_argument_group("episodes (the content is the summary: what was done and learned)")
     e.add_argument("--goal", help="what the task set out to do")
     e.add_argument("--result", help="success, failure or partial")
@@ -32,15 +34,24 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.storage.embeddings import preload_in_background
     from contextware.memory.records import save
+    from contextware.storage.embeddings import preload_in_background
 
     content = read_content(args.content)
     project = open_project(args)
     preload_in_background(project.embedder)
     return save(
-        project, args.type, content or "", kind=args.kind, topics=args.topics, supersedes=args.supersedes,
-        goal=args.goal, result=args.result, category=args.category, session_id=args.session_id, role=args.role,
+        project,
+        args.type,
+        content or "",
+        kind=args.kind,
+        topics=args.topics,
+        supersedes=args.supersedes,
+        goal=args.goal,
+        result=args.result,
+        category=args.category,
+        session_id=args.session_id,
+        role=args.role,
     )
 
 

@@ -39,8 +39,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     s = sub.add_parser("save", help="store a JSON value under a namespace and key")
     s.add_argument("--namespace", required=True, help=ns_help)
     s.add_argument("--key", required=True, help="key within the namespace")
-    s.add_argument("--data", required=True, metavar="JSON|@FILE|-",
-                   help="the value: JSON text, @path to read a JSON file, or - to read standard input")
+    s.add_argument(
+        "--data",
+        required=True,
+        metavar="JSON|@FILE|-",
+        help="the value: JSON text, @path to read a JSON file, or - to read standard input",
+    )
     ld = sub.add_parser("load", help="print a stored value (missing key: exit 2, code not_found)")
     ld.add_argument("--namespace", required=True, help=ns_help)
     ld.add_argument("--key", required=True, help="key within the namespace")
@@ -69,11 +73,17 @@ def read_data(value: str) -> tuple[str, str]:
             with open(path, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
-            raise UsageError(f"--data {value}: the file {path} does not exist; nothing was saved.", code="file_not_found") from None
+            raise UsageError(
+                f"--data {value}: the file {path} does not exist; nothing was saved.", code="file_not_found"
+            ) from None
         except IsADirectoryError:
-            raise UsageError(f"--data {value}: {path} is a directory, not a JSON file; nothing was saved.", code="bad_data") from None
+            raise UsageError(
+                f"--data {value}: {path} is a directory, not a JSON file; nothing was saved.", code="bad_data"
+            ) from None
         except OSError as exc:
-            raise UsageError(f"--data {value}: cannot read {path} ({exc.strerror}); nothing was saved.", code="bad_data") from None
+            raise UsageError(
+                f"--data {value}: cannot read {path} ({exc.strerror}); nothing was saved.", code="bad_data"
+            ) from None
         source = f"The file {path}"
     else:
         return value, "--data"
@@ -123,13 +133,21 @@ def render_text(result: dict) -> str:
             return "The store is empty." if result["namespace"] == "*" else f"Namespace {result['namespace']} is empty."
         lines = [f"{'NAMESPACE/KEY':40} {'BYTES':>9}  {'UPDATED':20}  ACCESSED"]
         for k in result["keys"]:
-            lines.append(f"{k['namespace'] + '/' + k['key']:40} {k['size']:>9}  {k['updated_at'] or '':20}  {k['accessed_at'] or ''}")
+            lines.append(
+                f"{k['namespace'] + '/' + k['key']:40} {k['size']:>9}  {k['updated_at'] or '':20}  {k['accessed_at'] or ''}"
+            )
         return "\n".join(lines)
-    lines = [f"{result['keys']} value(s), {result['bytes']} of {result['max_bytes']} bytes ({result['used']:.1%}); "
-             f"at most {result['max_keys_per_namespace']} keys per namespace; eviction {result['eviction']}."]
+    lines = [
+        f"{result['keys']} value(s), {result['bytes']} of {result['max_bytes']} bytes ({result['used']:.1%}); "
+        f"at most {result['max_keys_per_namespace']} keys per namespace; eviction {result['eviction']}."
+    ]
     if result.get("oldest"):
         o = result["oldest"]
-        lines.append(f"Oldest value: {o['namespace']}/{o['key']} ({o['updated_at']}); last write {result['last_write']}.")
+        lines.append(
+            f"Oldest value: {o['namespace']}/{o['key']} ({o['updated_at']}); last write {result['last_write']}."
+        )
     for n in result["namespaces"]:
-        lines.append(f"  {n['namespace']:24} {n['keys']:>3} keys {n['bytes']:>10} bytes  {n['eviction']:6}  last write {n['last_write']}")
+        lines.append(
+            f"  {n['namespace']:24} {n['keys']:>3} keys {n['bytes']:>10} bytes  {n['eviction']:6}  last write {n['last_write']}"
+        )
     return "\n".join(lines)

@@ -36,7 +36,8 @@ def render_text(result: dict) -> str:
         return f"Pruned {result['pruned']} orphan row(s)."
     if result.get("in_sync"):
         return f"In sync: {result['files']} offload(s) indexed." + (
-            f" {result['counts']['stale']} cached answer(s) are stale." if result["counts"]["stale"] else "")
+            f" {result['counts']['stale']} cached answer(s) are stale." if result["counts"]["stale"] else ""
+        )
     lines = [f"Drift: {result['files']} file entries, {result['rows']} rows."]
     for key in ("missing", "orphans", "changed", "incomplete", "stale"):
         for item in result.get(key) or []:

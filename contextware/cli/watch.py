@@ -15,17 +15,18 @@ stops it, and the totals are printed as JSON. Run crawl_project.py first for the
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
     p.add_argument("--summarizer", default=None, help="auto (default), gemini or local")
-    p.add_argument("--debounce-ms", type=int, default=1600, help="longest wait to group a burst of changes (default 1600)")
+    p.add_argument(
+        "--debounce-ms", type=int, default=1600, help="longest wait to group a burst of changes (default 1600)"
+    )
     add_common(p)
     return p
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.errors import UsageError
     from contextware.codeindex.watch import watch
+    from contextware.errors import UsageError
 
     if not 50 <= args.debounce_ms <= 60_000:
         raise UsageError("--debounce-ms must be between 50 and 60000.", code="bad_debounce")
     project = open_project(args)
-    return watch(project, summarizer=args.summarizer or project.config.get("summarizer"),
-                 debounce_ms=args.debounce_ms)
+    return watch(project, summarizer=args.summarizer or project.config.get("summarizer"), debounce_ms=args.debounce_ms)

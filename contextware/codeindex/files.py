@@ -48,35 +48,203 @@ def _reasons(reason: str, names: Iterable[str]) -> dict[str, str]:
 # one (see _looks_like_env): it is also a common name for real config folders.
 _DIRS: dict[str, str] = {
     **_reasons("virtualenv", (".venv", "venv", ".tox", ".nox", ".direnv", ".conda")),
-    **_reasons("dependencies", ("node_modules", "bower_components", "jspm_packages", "web_modules", ".yarn",
-                                ".pnpm-store", "__pypackages__", ".terraform")),
-    **_reasons("cache", ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".gradle",
-                         ".cache", ".parcel-cache", ".turbo", ".sass-cache", ".ipynb_checkpoints", ".pyre",
-                         ".pytype")),
+    **_reasons(
+        "dependencies",
+        (
+            "node_modules",
+            "bower_components",
+            "jspm_packages",
+            "web_modules",
+            ".yarn",
+            ".pnpm-store",
+            "__pypackages__",
+            ".terraform",
+        ),
+    ),
+    **_reasons(
+        "cache",
+        (
+            "__pycache__",
+            ".mypy_cache",
+            ".pytest_cache",
+            ".ruff_cache",
+            ".hypothesis",
+            ".gradle",
+            ".cache",
+            ".parcel-cache",
+            ".turbo",
+            ".sass-cache",
+            ".ipynb_checkpoints",
+            ".pyre",
+            ".pytype",
+        ),
+    ),
     **_reasons("editor", (".idea",)),
-    **_reasons("build_output", ("build", "dist", "target", "out", "_build", ".next", ".nuxt", ".svelte-kit",
-                                ".output", ".eggs", "coverage", "htmlcov")),
+    **_reasons(
+        "build_output",
+        (
+            "build",
+            "dist",
+            "target",
+            "out",
+            "_build",
+            ".next",
+            ".nuxt",
+            ".svelte-kit",
+            ".output",
+            ".eggs",
+            "coverage",
+            "htmlcov",
+        ),
+    ),
 }
 _ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 _OLD_ENV_MARKERS = ("bin/activate", "Scripts/activate.bat")
 
-_LOCK_FILES = frozenset({
-    "uv.lock", "poetry.lock", "Pipfile.lock", "pdm.lock", "package-lock.json", "npm-shrinkwrap.json",
-    "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "bun.lock", "Cargo.lock", "Gemfile.lock", "composer.lock",
-    "go.sum", "flake.lock", "Package.resolved", "packages.lock.json", "gradle.lockfile", "mix.lock",
-    "pubspec.lock", "Podfile.lock", "deno.lock",
-})
+_LOCK_FILES = frozenset(
+    {
+        "uv.lock",
+        "poetry.lock",
+        "Pipfile.lock",
+        "pdm.lock",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "bun.lock",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "flake.lock",
+        "Package.resolved",
+        "packages.lock.json",
+        "gradle.lockfile",
+        "mix.lock",
+        "pubspec.lock",
+        "Podfile.lock",
+        "deno.lock",
+    }
+)
 _MINIFIED = (".min.js", ".min.mjs", ".min.css", ".map")
-_BINARY_EXT = frozenset("""
-    png jpg jpeg gif bmp ico icns webp tif tiff psd xcf heic heif avif
-    zip tar gz tgz bz2 xz lz lzma zst 7z rar jar war ear whl egg apk aab ipa deb rpm dmg iso msi cab
-    ttf otf woff woff2 eot
-    pyc pyo pyd so o a obj lib dll dylib exe class wasm bin elc beam
-    db sqlite sqlite3 db3 lance parquet arrow feather avro orc npy npz pkl pickle joblib h5 hdf5 mat
-    onnx pt pth safetensors ckpt tflite gguf pb
-    mp3 mp4 m4a m4v wav ogg oga flac aac mov avi mkv webm wmv flv swf
-    pdf doc docx xls xlsx ppt pptx odt ods odp
-""".split())
+_BINARY_EXT = frozenset(
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "ico",
+        "icns",
+        "webp",
+        "tif",
+        "tiff",
+        "psd",
+        "xcf",
+        "heic",
+        "heif",
+        "avif",
+        "zip",
+        "tar",
+        "gz",
+        "tgz",
+        "bz2",
+        "xz",
+        "lz",
+        "lzma",
+        "zst",
+        "7z",
+        "rar",
+        "jar",
+        "war",
+        "ear",
+        "whl",
+        "egg",
+        "apk",
+        "aab",
+        "ipa",
+        "deb",
+        "rpm",
+        "dmg",
+        "iso",
+        "msi",
+        "cab",
+        "ttf",
+        "otf",
+        "woff",
+        "woff2",
+        "eot",
+        "pyc",
+        "pyo",
+        "pyd",
+        "so",
+        "o",
+        "a",
+        "obj",
+        "lib",
+        "dll",
+        "dylib",
+        "exe",
+        "class",
+        "wasm",
+        "bin",
+        "elc",
+        "beam",
+        "db",
+        "sqlite",
+        "sqlite3",
+        "db3",
+        "lance",
+        "parquet",
+        "arrow",
+        "feather",
+        "avro",
+        "orc",
+        "npy",
+        "npz",
+        "pkl",
+        "pickle",
+        "joblib",
+        "h5",
+        "hdf5",
+        "mat",
+        "onnx",
+        "pt",
+        "pth",
+        "safetensors",
+        "ckpt",
+        "tflite",
+        "gguf",
+        "pb",
+        "mp3",
+        "mp4",
+        "m4a",
+        "m4v",
+        "wav",
+        "ogg",
+        "oga",
+        "flac",
+        "aac",
+        "mov",
+        "avi",
+        "mkv",
+        "webm",
+        "wmv",
+        "flv",
+        "swf",
+        "pdf",
+        "doc",
+        "docx",
+        "xls",
+        "xlsx",
+        "ppt",
+        "pptx",
+        "odt",
+        "ods",
+        "odp",
+    ]
+)
 _BINARY_NAMES = frozenset({".DS_Store", ".coverage"})
 # Secrets never belong in an index that may be shared; `.env.example` and friends document settings.
 _SECRET_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".htpasswd"})
@@ -84,10 +252,21 @@ _SECRET_EXT = frozenset({"pem", "key", "p12", "pfx", "jks", "keystore"})
 _ENV_DOC_SUFFIXES = frozenset({"example", "sample", "template", "dist", "defaults", "schema"})
 
 # Environment that would point git at another repository or change how pathspecs are read.
-_GIT_ENV_DROP = frozenset({
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
-    "GIT_PREFIX", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
-})
+_GIT_ENV_DROP = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        "GIT_LITERAL_PATHSPECS",
+        "GIT_GLOB_PATHSPECS",
+        "GIT_NOGLOB_PATHSPECS",
+        "GIT_ICASE_PATHSPECS",
+    }
+)
 
 
 def _file_reason(name: str) -> str | None:
@@ -143,7 +322,7 @@ def _rel_to(path: str, root: str) -> str | None:
     prefix = root if root.endswith(os.sep) else root + os.sep
     if not path.startswith(prefix):
         return None
-    rel = path[len(prefix):]
+    rel = path[len(prefix) :]
     return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 
@@ -162,8 +341,7 @@ class IgnoreRules:
     process: per batch of changes) to see edited ignore files.
     """
 
-    def __init__(self, root: Path, data_rel: str | None, contextwareignore: GitIgnoreSpec | None,
-                 git: bool) -> None:
+    def __init__(self, root: Path, data_rel: str | None, contextwareignore: GitIgnoreSpec | None, git: bool) -> None:
         self.root = root
         self.git = git  # list with git; switched off for the run when git fails
         self._root_str = str(root)
@@ -172,8 +350,9 @@ class IgnoreRules:
         negates = contextwareignore is not None and any(p.include is False for p in contextwareignore.patterns)
         # Let git skip untracked dependency/venv/cache/build folders instead of listing them all
         # (not when .contextwareignore re-includes something: git would hide it).
-        self._git_prune = () if negates else tuple(
-            arg for name in sorted({*_DIRS, DATA_DIR_NAME}) for arg in ("-x", name + "/"))
+        self._git_prune = (
+            () if negates else tuple(arg for name in sorted({*_DIRS, DATA_DIR_NAME}) for arg in ("-x", name + "/"))
+        )
         self._static_dirs: dict[str, str | None] = {}
         self._ignored_dirs: dict[str, bool] = {}
         self._gitignores: dict[str, GitIgnoreSpec | None] = {}
@@ -183,8 +362,7 @@ class IgnoreRules:
     def load(cls, root: Path, data_dir: Path) -> "IgnoreRules":
         root = Path(root).resolve()
         data_rel = _rel_to(str(Path(data_dir).resolve()), str(root))
-        return cls(root, data_rel or None, _load_spec(root / ".contextwareignore"),
-                   git=find_git_root(root) is not None)
+        return cls(root, data_rel or None, _load_spec(root / ".contextwareignore"), git=find_git_root(root) is not None)
 
     def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
         """Why this project-relative path is excluded ("ignored", "data_dir", "vcs", "virtualenv",
@@ -273,8 +451,9 @@ class IgnoreRules:
         if not rels:
             return
         # Paths on stdin: check-ignore refuses --literal-pathspecs, and stdin has no length limit.
-        proc = self._git(["check-ignore", "--stdin", "-z"], stdin=b"\0".join(os.fsencode(r) for r in rels),
-                         literal=False)
+        proc = self._git(
+            ["check-ignore", "--stdin", "-z"], stdin=b"\0".join(os.fsencode(r) for r in rels), literal=False
+        )
         if proc is None or proc.returncode not in (0, 1):
             self.git = False  # git fails here (e.g. "dubious ownership"): use the walk's rules
             return
@@ -301,7 +480,7 @@ class IgnoreRules:
             base = base.rpartition("/")[0]
             spec = self._gitignore(base)
             if spec is not None:
-                hit = spec.check_file(target[len(base) + 1:] if base else target).include
+                hit = spec.check_file(target[len(base) + 1 :] if base else target).include
                 if hit is not None:
                     return hit
             if not base:
@@ -464,8 +643,12 @@ class IgnoreRules:
         flags = ["--literal-pathspecs"] if literal else []
         try:
             return subprocess.run(
-                ["git", *flags, "-c", "core.quotepath=off", *args], cwd=self._root_str, env=env,
-                input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True,
+                ["git", *flags, "-c", "core.quotepath=off", *args],
+                cwd=self._root_str,
+                env=env,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
                 timeout=GIT_TIMEOUT,
             )
         except (OSError, subprocess.SubprocessError):
@@ -473,8 +656,9 @@ class IgnoreRules:
 
 
 # -- public API ---------------------------------------------------------------------------------
-def list_project_files(root: Path, data_dir: Path, paths: Sequence[str | Path] | None = None
-                       ) -> tuple[list[Candidate], dict[str, str]]:
+def list_project_files(
+    root: Path, data_dir: Path, paths: Sequence[str | Path] | None = None
+) -> tuple[list[Candidate], dict[str, str]]:
     """Every indexable candidate file under root (or under the given files/folders, which may be
     absolute or relative to the *current working directory*), sorted by path, with their stat;
     plus a dict rel_path -> reason for explicitly given paths that were skipped (outside the
@@ -508,8 +692,14 @@ def _sorted(cands: Iterable[Candidate]) -> list[Candidate]:
     return sorted(cands, key=lambda c: c.path)
 
 
-def check_file(root: Path, data_dir: Path, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               rules: IgnoreRules | None = None) -> tuple[str, Candidate | None, str | None]:
+def check_file(
+    root: Path,
+    data_dir: Path,
+    path: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    rules: IgnoreRules | None = None,
+) -> tuple[str, Candidate | None, str | None]:
     """For one path given by a user (absolute, or relative to the cwd): (rel_path, candidate, skip_reason).
 
     skip_reason is "outside_project", "missing", "not_a_file", "symlinked_dir", an IgnoreRules
@@ -596,5 +786,5 @@ def _decode_utf16(data: bytes) -> str | None:
         text = data.decode("utf-16")
     except UnicodeDecodeError:
         return None
-    controls = sum(1 for ch in text if ch < " " and ch not in "\t\n\v\f\r" or ch == "\x7f")
+    controls = sum(1 for ch in text if (ch < " " and ch not in "\t\n\v\f\r") or ch == "\x7f")
     return None if "\0" in text or controls > MAX_CONTROL_SHARE * max(len(text), 1) else text

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary, detect_language
 from contextware.errors import GeminiError, UsageError
 from contextware.gemini import escape_at, run_gemini
 from contextware.text import cut_at_word
-from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary, detect_language
 
 FILE_CHARS_LIMIT = 100_000  # a file's text is cut to this in the prompt (~25k tokens)
 DEFAULT_MAX_FILES = 8
@@ -61,8 +61,9 @@ class SourceFile:
 
 
 # -- batching -----------------------------------------------------------------------------------
-def plan_batches(files: Sequence[SourceFile], *, max_files: int = DEFAULT_MAX_FILES,
-                 max_chars: int = DEFAULT_MAX_CHARS) -> list[list[SourceFile]]:
+def plan_batches(
+    files: Sequence[SourceFile], *, max_files: int = DEFAULT_MAX_FILES, max_chars: int = DEFAULT_MAX_CHARS
+) -> list[list[SourceFile]]:
     """Group small files together (at most max_files per batch and max_chars of content); a file larger
     than max_chars goes alone (its text is cut to FILE_CHARS_LIMIT in the prompt, and the prompt says so).
 
@@ -107,8 +108,7 @@ def _file_block(file: SourceFile, nonce: str) -> str:
     if shown and not shown.endswith("\n"):
         shown += "\n"
     path = escape_at(file.path)
-    return (f"===== FILE {nonce}: {path} ({info}) =====\n{escape_at(shown)}"
-            f"===== END FILE {nonce}: {path} =====\n")
+    return f"===== FILE {nonce}: {path} ({info}) =====\n{escape_at(shown)}===== END FILE {nonce}: {path} =====\n"
 
 
 def build_request(files: Sequence[SourceFile], nonce: str) -> tuple[str, str]:
@@ -126,7 +126,7 @@ def _json_candidates(text: str) -> Iterator[str]:
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     end = max(text.rfind("}"), text.rfind("]"))
     if starts and end > min(starts):
-        yield text[min(starts): end + 1]
+        yield text[min(starts) : end + 1]
 
 
 def _scan_json(text: str) -> Iterator[Any]:
@@ -176,8 +176,11 @@ def parse_reply(text: str) -> list[Any]:
         if entries is not None:
             return entries
     preview = " ".join(text.split())[:200]
-    raise GeminiError("Gemini's reply is not the JSON list of file summaries that was asked for.",
-                      code="invalid_response", details={"reply": preview})
+    raise GeminiError(
+        "Gemini's reply is not the JSON list of file summaries that was asked for.",
+        code="invalid_response",
+        details={"reply": preview},
+    )
 
 
 def _norm_path(path: str) -> str:
@@ -210,8 +213,9 @@ def validate_entry(file: SourceFile, entry: dict) -> LocalSummary | GeminiError:
     elif symbols is not None and not isinstance(symbols, list):
         problem = "has symbols that are not a list"
     if problem:
-        return GeminiError(f"Gemini's result for {file.path} {problem}.", code="invalid_result",
-                           details={"path": file.path})
+        return GeminiError(
+            f"Gemini's result for {file.path} {problem}.", code="invalid_result", details={"path": file.path}
+        )
     text = " ".join(summary.replace("\\@", "@").split())
     return LocalSummary(file.language, cut_at_word(text, SUMMARY_LIMIT), _clean_symbols(symbols or []))
 
@@ -234,8 +238,9 @@ def results_from_reply(files: Sequence[SourceFile], text: str) -> dict[str, Loca
         results[file.path] = validate_entry(file, entry)
     for file in files:
         if file.path not in results:
-            results[file.path] = GeminiError(f"Gemini's reply has no result for {file.path}.",
-                                             code="missing_result", details={"path": file.path})
+            results[file.path] = GeminiError(
+                f"Gemini's reply has no result for {file.path}.", code="missing_result", details={"path": file.path}
+            )
     return results
 
 
@@ -246,16 +251,22 @@ def _check_batch(files: Sequence[SourceFile]) -> None:
     seen: set[str] = set()
     for file in files:
         if not file.path or file.path in seen:
-            raise UsageError(f"Every file of a Gemini batch needs its own path (got {file.path!r} twice "
-                             "or empty).")
+            raise UsageError(f"Every file of a Gemini batch needs its own path (got {file.path!r} twice or empty).")
         seen.add(file.path)
 
 
-def summarize_batch(files: Sequence[SourceFile], *, cwd: Path, model: str | None = None,
-                    timeout: float = 180, state_dir: Path | None = None,
-                    rate_limit_per_minute: int | None = None, rate_limit_backoff: float = 10.0,
-                    binary: str | None = None,
-                    cancel: threading.Event | None = None) -> dict[str, LocalSummary | GeminiError]:
+def summarize_batch(
+    files: Sequence[SourceFile],
+    *,
+    cwd: Path,
+    model: str | None = None,
+    timeout: float = 180,
+    state_dir: Path | None = None,
+    rate_limit_per_minute: int | None = None,
+    rate_limit_backoff: float = 10.0,
+    binary: str | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, LocalSummary | GeminiError]:
     """One Gemini call for the batch. Every input path gets an entry: a LocalSummary (language from the
     input, summary a non-empty str of at most ~1,200 chars, symbols a de-duplicated list of non-empty
     str, at most 200) or the GeminiError explaining why that file failed (the whole call failed;
@@ -267,28 +278,61 @@ def summarize_batch(files: Sequence[SourceFile], *, cwd: Path, model: str | None
     # a path the delimiter line cannot carry is not sent; the others still are
     unsendable = {f.path for f in files if _CONTROL_RE.search(f.path)}
     results: dict[str, LocalSummary | GeminiError] = {
-        p: GeminiError(f"The path {p!r} has control characters and cannot be sent to Gemini.",
-                       code="invalid_path", details={"path": p}) for p in unsendable}
+        p: GeminiError(
+            f"The path {p!r} has control characters and cannot be sent to Gemini.",
+            code="invalid_path",
+            details={"path": p},
+        )
+        for p in unsendable
+    }
     sendable = [f for f in files if f.path not in unsendable]
     if sendable:
-        results.update(_call(sendable, cwd=cwd, model=model, timeout=timeout, state_dir=state_dir,
-                             rate_limit_per_minute=rate_limit_per_minute, rate_limit_backoff=rate_limit_backoff,
-                             binary=binary, cancel=cancel))
+        results.update(
+            _call(
+                sendable,
+                cwd=cwd,
+                model=model,
+                timeout=timeout,
+                state_dir=state_dir,
+                rate_limit_per_minute=rate_limit_per_minute,
+                rate_limit_backoff=rate_limit_backoff,
+                binary=binary,
+                cancel=cancel,
+            )
+        )
     return {f.path: results[f.path] for f in files}
 
 
-def _call(files: Sequence[SourceFile], *, cwd: Path, model: str | None, timeout: float,
-          state_dir: Path | None, rate_limit_per_minute: int | None, rate_limit_backoff: float,
-          binary: str | None, cancel: threading.Event | None) -> dict[str, LocalSummary | GeminiError]:
+def _call(
+    files: Sequence[SourceFile],
+    *,
+    cwd: Path,
+    model: str | None,
+    timeout: float,
+    state_dir: Path | None,
+    rate_limit_per_minute: int | None,
+    rate_limit_backoff: float,
+    binary: str | None,
+    cancel: threading.Event | None,
+) -> dict[str, LocalSummary | GeminiError]:
     prompt, stdin = build_request(files, secrets.token_hex(8))
     # Our own session id, unique in its first 8 characters (the CLI names the chat file after them),
     # so that exactly this call's chat record, which holds the sources, can be removed afterwards.
     session_id = f"{secrets.token_hex(4)}_cw_summary"
     try:
-        result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=cwd, timeout=timeout,
-                            state_dir=state_dir, rate_limit_per_minute=rate_limit_per_minute,
-                            rate_limit_backoff=rate_limit_backoff, binary=binary, session_id=session_id,
-                            cancel=cancel)
+        result = run_gemini(
+            prompt,
+            stdin_text=stdin,
+            model=model,
+            cwd=cwd,
+            timeout=timeout,
+            state_dir=state_dir,
+            rate_limit_per_minute=rate_limit_per_minute,
+            rate_limit_backoff=rate_limit_backoff,
+            binary=binary,
+            session_id=session_id,
+            cancel=cancel,
+        )
     except GeminiError as exc:
         return {f.path: exc for f in files}
     except OSError as exc:  # e.g. the rate limiter's state folder cannot be written
@@ -311,5 +355,13 @@ def forget_chat(session_id: str) -> None:
             pass
 
 
-__all__ = ["FILE_CHARS_LIMIT", "SourceFile", "build_request", "parse_reply",
-           "plan_batches", "results_from_reply", "summarize_batch", "validate_entry"]
+__all__ = [
+    "FILE_CHARS_LIMIT",
+    "SourceFile",
+    "build_request",
+    "parse_reply",
+    "plan_batches",
+    "results_from_reply",
+    "summarize_batch",
+    "validate_entry",
+]

@@ -20,8 +20,47 @@ SUMMARY_SYMBOLS = 40
 CONTEXT_LINES = 6
 MIN_USEFUL_CHARS = 200
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_STOP = frozenset("the and for with from that this what where which when how does into are our can its not "
-                  "use used using via all any who why was were has have had been will file files code".split())
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "what",
+        "where",
+        "which",
+        "when",
+        "how",
+        "does",
+        "into",
+        "are",
+        "our",
+        "can",
+        "its",
+        "not",
+        "use",
+        "used",
+        "using",
+        "via",
+        "all",
+        "any",
+        "who",
+        "why",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "been",
+        "will",
+        "file",
+        "files",
+        "code",
+    ]
+)
 
 
 def freshness(project: "Project", row: dict) -> str | None:
@@ -40,10 +79,16 @@ def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
     symbols = list(row.get("symbols") or [])
     note = freshness(project, row)
     out: dict[str, Any] = {
-        "collection": hit["collection"], "id": row["id"], "score": round(hit["score"], 4),
-        "file_path": row["file_path"], "language": row.get("language"), "summary": row.get("summary"),
+        "collection": hit["collection"],
+        "id": row["id"],
+        "score": round(hit["score"], 4),
+        "file_path": row["file_path"],
+        "language": row.get("language"),
+        "summary": row.get("summary"),
         "symbols": symbols if mode == "exact" else symbols[:SUMMARY_SYMBOLS],
-        "summarizer": row.get("summarizer"), "indexed_at": iso(row.get("indexed_at")), "stale": note is not None,
+        "summarizer": row.get("summarizer"),
+        "indexed_at": iso(row.get("indexed_at")),
+        "stale": note is not None,
     }
     if mode != "exact" and len(symbols) > SUMMARY_SYMBOLS:
         out["symbols_total"] = len(symbols)
@@ -113,7 +158,7 @@ def attach_content(project: "Project", results: list[dict], query: str, max_char
             r["content_note"] = f"Over the --max-chars budget: read {r['file_path']} ({len(lines)} lines) directly."
             continue
         ranges = relevant_ranges(lines, query, remaining)
-        excerpts = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1:b])} for a, b in ranges]
+        excerpts = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1 : b])} for a, b in ranges]
         remaining -= sum(len(e["text"]) + 1 for e in excerpts)
         r["excerpts"] = excerpts
         r["content_note"] = (

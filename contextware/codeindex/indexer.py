@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
-from contextware.system import stop_on_signals
-from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
-from contextware.text import sql_str, utcnow
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
+from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
+from contextware.system import stop_on_signals
+from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
-    from contextware.storage.project import Project
     from contextware.codeindex.files import Candidate
     from contextware.codeindex.local_summary import LocalSummary
+    from contextware.storage.project import Project
 
 SUMMARIZERS = ("auto", "gemini", "local")
 WRITE_BATCH = 32
@@ -143,8 +143,12 @@ class _Summarizer:
         self.timeouts = 0  # in a row
         self.lock = threading.Lock()
 
-    def run(self, items: list[_Work], done: Callable[[_Work, "LocalSummary", str], None],
-            failed: Callable[[_Work, str], None]) -> None:
+    def run(
+        self,
+        items: list[_Work],
+        done: Callable[[_Work, "LocalSummary", str], None],
+        failed: Callable[[_Work, str], None],
+    ) -> None:
         if not items:
             return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
@@ -154,8 +158,11 @@ class _Summarizer:
 
                 by_path = {w.candidate.path: w for w in items}
                 files = [SourceFile(w.candidate.path, w.text, _language(w)) for w in items]
-                for batch in plan_batches(files, max_files=int(self.project.config["gemini_batch_files"]),
-                                          max_chars=int(self.project.config["gemini_batch_chars"])):
+                for batch in plan_batches(
+                    files,
+                    max_files=int(self.project.config["gemini_batch_files"]),
+                    max_chars=int(self.project.config["gemini_batch_chars"]),
+                ):
                     works = [by_path[f.path] for f in batch]
                     futures[pool.submit(self._gemini, batch)] = works
             else:
@@ -197,15 +204,20 @@ class _Summarizer:
             try:
                 cwd = gemini_workdir()
             except OSError as exc:
-                error = GeminiError(f"Gemini's working folder could not be created: {exc.strerror or exc}.",
-                                    code="no_workdir")
+                error = GeminiError(
+                    f"Gemini's working folder could not be created: {exc.strerror or exc}.", code="no_workdir"
+                )
                 results = {f.path: error for f in batch}
             else:
                 results = summarize_batch(
-                    batch, cwd=cwd, model=cfg.get("gemini_model") or None,
-                    timeout=float(cfg["gemini_timeout_s"]), state_dir=self.project.data_dir / "gemini",
+                    batch,
+                    cwd=cwd,
+                    model=cfg.get("gemini_model") or None,
+                    timeout=float(cfg["gemini_timeout_s"]),
+                    state_dir=self.project.data_dir / "gemini",
                     rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
-                    rate_limit_backoff=float(cfg["gemini_rate_limit_backoff_s"]), cancel=self.stop,
+                    rate_limit_backoff=float(cfg["gemini_rate_limit_backoff_s"]),
+                    cancel=self.stop,
                 )
         out: dict[str, tuple[Any, str]] = {}
         timed_out = any(isinstance(r, GeminiError) and r.code == "timeout" for r in results.values())
@@ -269,9 +281,16 @@ class _Writer:
     def add(self, w: _Work, summary: "LocalSummary", summarizer: str) -> None:
         c = w.candidate
         row = {
-            "id": c.path, "file_path": c.path, "language": summary.language, "summary": summary.summary,
-            "symbols": list(summary.symbols), "summarizer": summarizer, "mtime": c.mtime, "size": c.size,
-            "content_hash": w.digest, "indexed_at": utcnow(),
+            "id": c.path,
+            "file_path": c.path,
+            "language": summary.language,
+            "summary": summary.summary,
+            "symbols": list(summary.symbols),
+            "summarizer": summarizer,
+            "mtime": c.mtime,
+            "size": c.size,
+            "content_hash": w.digest,
+            "indexed_at": utcnow(),
         }
         row[FTS_COLUMN] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)
         row["imports"] = import_words(w.text[:SEARCH_CONTENT_CHARS])
@@ -290,7 +309,7 @@ class _Writer:
         if rows:
             try:
                 vectors = embedder.embed([code_embedding_text(r) for r in rows])
-                for row, vec in zip(rows, vectors):
+                for row, vec in zip(rows, vectors, strict=False):
                     row["vector"] = vec.tolist()
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
@@ -305,22 +324,33 @@ class _Writer:
                 stats = {c.path: c for c in touched}
                 for old in tbl.search().where(_in_list(sorted(stats))).limit(None).to_list():
                     c = stats[old["id"]]
-                    upserts.append({**{k: v for k, v in old.items() if not k.startswith("_")},
-                                    "mtime": c.mtime, "size": c.size})
+                    upserts.append(
+                        {**{k: v for k, v in old.items() if not k.startswith("_")}, "mtime": c.mtime, "size": c.size}
+                    )
             if upserts:
                 data = pa.Table.from_pylist(upserts, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
             for start in range(0, len(removals), 500):
-                tbl.delete(_in_list(removals[start:start + 500]))
+                tbl.delete(_in_list(removals[start : start + 500]))
 
         self.project.ensure_data_dir()
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
 
 
 # -- the pipeline --------------------------------------------------------------------------------
-def _run(project: "Project", candidates: Sequence["Candidate"], existing: dict[str, dict], report: Report, *,
-         summarizer: str, force: bool, upgrade: bool, jobs: int | None, progress: bool,
-         removals: Sequence[str] = ()) -> None:
+def _run(
+    project: "Project",
+    candidates: Sequence["Candidate"],
+    existing: dict[str, dict],
+    report: Report,
+    *,
+    summarizer: str,
+    force: bool,
+    upgrade: bool,
+    jobs: int | None,
+    progress: bool,
+    removals: Sequence[str] = (),
+) -> None:
     from contextware.codeindex.files import read_source
 
     max_bytes = int(project.config["max_file_bytes"])
@@ -373,8 +403,10 @@ def _run(project: "Project", candidates: Sequence["Candidate"], existing: dict[s
             bar.close()
         raise CrawlInterrupted(
             f"Interrupted: {len(report.indexed_files)} files were indexed and kept; run the same command again to finish.",
-            details={"indexed": len(report.indexed_files),
-                     "remaining": len(todo) - len(report.indexed_files) - len(report.failed)},
+            details={
+                "indexed": len(report.indexed_files),
+                "remaining": len(todo) - len(report.indexed_files) - len(report.failed),
+            },
         ) from None
     finally:
         restore()
@@ -394,7 +426,9 @@ class _Progress:
         width = 30
         filled = int(width * self.count / self.total)
         rate = self.count / max(time.monotonic() - self.started, 1e-6)
-        sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total} ({rate:.1f} files/s)")
+        sys.stderr.write(
+            f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total} ({rate:.1f} files/s)"
+        )
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -406,8 +440,16 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(not p or path == p or path.startswith(p + "/") for p in prefixes)
 
 
-def crawl(project: "Project", paths: Sequence[str | Path] | None = None, *, summarizer: str = "auto",
-          jobs: int | None = None, force: bool = False, upgrade: bool = False, progress: bool = False) -> dict:
+def crawl(
+    project: "Project",
+    paths: Sequence[str | Path] | None = None,
+    *,
+    summarizer: str = "auto",
+    jobs: int | None = None,
+    force: bool = False,
+    upgrade: bool = False,
+    progress: bool = False,
+) -> dict:
     """Index the project (or the given files and folders): new and changed files are summarised,
     unchanged ones skipped, rows of deleted or newly ignored files removed."""
     from contextware.codeindex.files import IgnoreRules, list_project_files
@@ -432,16 +474,27 @@ def crawl(project: "Project", paths: Sequence[str | Path] | None = None, *, summ
     else:
         scope = [""]
     gone = sorted(p for p in existing if p not in present and _under(p, scope))
-    _run(project, candidates, existing, report, summarizer=summarizer, force=force, upgrade=upgrade, jobs=jobs,
-         progress=progress, removals=gone)
+    _run(
+        project,
+        candidates,
+        existing,
+        report,
+        summarizer=summarizer,
+        force=force,
+        upgrade=upgrade,
+        jobs=jobs,
+        progress=progress,
+        removals=gone,
+    )
     if report.indexed_files or report.removed_files:
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
     return report.to_dict(started)
 
 
-def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: str = "auto",
-                force: bool = False) -> dict:
+def index_files(
+    project: "Project", paths: Sequence[str | Path], *, summarizer: str = "auto", force: bool = False
+) -> dict:
     """(Re)index the given files; a file that no longer exists is removed from the index."""
     from contextware.codeindex.files import IgnoreRules, check_file
 
@@ -475,8 +528,18 @@ def index_files(project: "Project", paths: Sequence[str | Path], *, summarizer: 
             report.skipped["missing"] += vanished
     # A file that became too large, binary or ignored leaves the index.
     dropped = [r for rs in report.skipped.values() for r in rs if r in existing]
-    _run(project, list(candidates.values()), existing, report, summarizer=summarizer, force=force, upgrade=False,
-         jobs=None, progress=False, removals=[*gone, *dropped])
+    _run(
+        project,
+        list(candidates.values()),
+        existing,
+        report,
+        summarizer=summarizer,
+        force=force,
+        upgrade=False,
+        jobs=None,
+        progress=False,
+        removals=[*gone, *dropped],
+    )
     return report.to_dict(started)
 
 

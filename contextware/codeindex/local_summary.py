@@ -23,25 +23,85 @@ _DOC_LIMIT = 160
 _MAX_PARSE_CHARS = 1_000_000
 
 _EXTENSIONS = {
-    "python": "py pyi pyw", "javascript": "js mjs cjs jsx", "typescript": "ts mts cts", "tsx": "tsx", "go": "go",
-    "rust": "rs", "java": "java", "c": "c h", "cpp": "cc cpp cxx c++ hpp hh hxx h++ ipp inl",
-    "ruby": "rb rake gemspec ru", "bash": "sh bash zsh ksh", "markdown": "md markdown mdx", "rst": "rst",
-    "text": "txt", "json": "json jsonc json5 ipynb", "yaml": "yaml yml", "toml": "toml", "ini": "ini cfg conf",
-    "dotenv": "env", "xml": "xml", "html": "html htm", "css": "css", "scss": "scss", "less": "less", "sql": "sql",
-    "kotlin": "kt kts", "swift": "swift", "csharp": "cs", "php": "php", "scala": "scala", "lua": "lua",
-    "perl": "pl pm", "r": "r", "dart": "dart", "elixir": "ex exs", "erlang": "erl", "haskell": "hs",
-    "clojure": "clj", "vue": "vue", "svelte": "svelte", "hcl": "tf hcl", "proto": "proto", "graphql": "graphql gql",
-    "dockerfile": "dockerfile", "make": "mk", "cmake": "cmake", "groovy": "gradle groovy", "powershell": "ps1",
-    "batch": "bat cmd", "csv": "csv", "zig": "zig", "ocaml": "ml", "julia": "jl",
+    "python": "py pyi pyw",
+    "javascript": "js mjs cjs jsx",
+    "typescript": "ts mts cts",
+    "tsx": "tsx",
+    "go": "go",
+    "rust": "rs",
+    "java": "java",
+    "c": "c h",
+    "cpp": "cc cpp cxx c++ hpp hh hxx h++ ipp inl",
+    "ruby": "rb rake gemspec ru",
+    "bash": "sh bash zsh ksh",
+    "markdown": "md markdown mdx",
+    "rst": "rst",
+    "text": "txt",
+    "json": "json jsonc json5 ipynb",
+    "yaml": "yaml yml",
+    "toml": "toml",
+    "ini": "ini cfg conf",
+    "dotenv": "env",
+    "xml": "xml",
+    "html": "html htm",
+    "css": "css",
+    "scss": "scss",
+    "less": "less",
+    "sql": "sql",
+    "kotlin": "kt kts",
+    "swift": "swift",
+    "csharp": "cs",
+    "php": "php",
+    "scala": "scala",
+    "lua": "lua",
+    "perl": "pl pm",
+    "r": "r",
+    "dart": "dart",
+    "elixir": "ex exs",
+    "erlang": "erl",
+    "haskell": "hs",
+    "clojure": "clj",
+    "vue": "vue",
+    "svelte": "svelte",
+    "hcl": "tf hcl",
+    "proto": "proto",
+    "graphql": "graphql gql",
+    "dockerfile": "dockerfile",
+    "make": "mk",
+    "cmake": "cmake",
+    "groovy": "gradle groovy",
+    "powershell": "ps1",
+    "batch": "bat cmd",
+    "csv": "csv",
+    "zig": "zig",
+    "ocaml": "ml",
+    "julia": "jl",
 }
 LANGUAGES: dict[str, str] = {f".{ext}": lang for lang, exts in _EXTENSIONS.items() for ext in exts.split()}
-_NAMES = {"make": "Makefile makefile GNUmakefile", "dockerfile": "Dockerfile Containerfile", "groovy": "Jenkinsfile",
-          "ruby": "Rakefile Gemfile Vagrantfile Podfile Brewfile", "cmake": "CMakeLists.txt",
-          "starlark": "BUILD BUILD.bazel WORKSPACE", "bash": ".bashrc .bash_profile .zshrc .profile"}
+_NAMES = {
+    "make": "Makefile makefile GNUmakefile",
+    "dockerfile": "Dockerfile Containerfile",
+    "groovy": "Jenkinsfile",
+    "ruby": "Rakefile Gemfile Vagrantfile Podfile Brewfile",
+    "cmake": "CMakeLists.txt",
+    "starlark": "BUILD BUILD.bazel WORKSPACE",
+    "bash": ".bashrc .bash_profile .zshrc .profile",
+}
 LANGUAGES.update({name: lang for lang, names in _NAMES.items() for name in names.split()})  # whole base names
 _GRAMMARS = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "bash"}
-_SHEBANGS = {"python": "python", "pypy": "python", "bash": "bash", "sh": "bash", "zsh": "bash", "ksh": "bash",
-             "node": "javascript", "nodejs": "javascript", "bun": "javascript", "deno": "typescript", "ruby": "ruby"}
+_SHEBANGS = {
+    "python": "python",
+    "pypy": "python",
+    "bash": "bash",
+    "sh": "bash",
+    "zsh": "bash",
+    "ksh": "bash",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "bun": "javascript",
+    "deno": "typescript",
+    "ruby": "ruby",
+}
 
 
 @dataclass
@@ -77,14 +137,36 @@ _DIRECTIVE = (
     r"|(?-i:global)\s+\w+(\s*,\s*\w+)*\s*$|#(end)?region\b|clang-format|NOLINT|@flow|@jsx|istanbul ignore"
     r"|c8 ignore|nolint|rubocop:|fmt:\s*(on|off)|isort:|<reference\s|[-=*#~_+/ ]+$)"
 )
-_LICENSE = (r"(?i)copyright\b|spdx-license|all rights reserved|licen[cs]ed under|licen[cs]e(, version|:)|free software"
-            r"|permission is hereby granted|\(c\) \d{4}")
-_SECTION = (r"^(@\w+|:param|:return|(Args|Arguments|Returns?|Raises|Parameters|Yields|Examples?"
-            r"|Usage|Notes?|Attributes|See Also)\s*:?\s*$|-{3,}$)")
+_LICENSE = (
+    r"(?i)copyright\b|spdx-license|all rights reserved|licen[cs]ed under|licen[cs]e(, version|:)|free software"
+    r"|permission is hereby granted|\(c\) \d{4}"
+)
+_SECTION = (
+    r"^(@\w+|:param|:return|(Args|Arguments|Returns?|Raises|Parameters|Yields|Examples?"
+    r"|Usage|Notes?|Attributes|See Also)\s*:?\s*$|-{3,}$)"
+)
 _CONST = r"_*[A-Z][A-Z0-9_]+"
 _PREAMBLE = r"(#|import\b|from\b|package\b|use\b|require|using\b|extern\b|set\s+-|['\"]use (strict|client|server))"
-_HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml", "ini", "dotenv", "make", "dockerfile", "perl", "r",
-                  "cmake", "starlark", "hcl", "powershell", "elixir", "graphql", "julia"}
+_HASH_COMMENTS = {
+    "python",
+    "ruby",
+    "bash",
+    "yaml",
+    "toml",
+    "ini",
+    "dotenv",
+    "make",
+    "dockerfile",
+    "perl",
+    "r",
+    "cmake",
+    "starlark",
+    "hcl",
+    "powershell",
+    "elixir",
+    "graphql",
+    "julia",
+}
 
 
 def _clean_comment(raw: str) -> str:
@@ -122,11 +204,26 @@ class _Def:
 
 
 _C_TYPES = {f"{kind}_specifier": kind for kind in ("struct", "class", "union", "enum")}
-_RUST_KINDS = {"function_item": "fn", "function_signature_item": "fn", "struct_item": "struct",
-               "enum_item": "enum", "union_item": "union", "type_item": "type", "trait_item": "trait",
-               "mod_item": "mod", "macro_definition": "macro", "const_item": "const", "static_item": "const"}
-_JAVA_KINDS = {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
-               "record_declaration": "record", "annotation_type_declaration": "@interface"}
+_RUST_KINDS = {
+    "function_item": "fn",
+    "function_signature_item": "fn",
+    "struct_item": "struct",
+    "enum_item": "enum",
+    "union_item": "union",
+    "type_item": "type",
+    "trait_item": "trait",
+    "mod_item": "mod",
+    "macro_definition": "macro",
+    "const_item": "const",
+    "static_item": "const",
+}
+_JAVA_KINDS = {
+    "class_declaration": "class",
+    "interface_declaration": "interface",
+    "enum_declaration": "enum",
+    "record_declaration": "record",
+    "annotation_type_declaration": "@interface",
+}
 _parsers = threading.local()  # a tree-sitter Parser must not be used by two threads at once
 
 
@@ -135,6 +232,7 @@ class _Extractor:
         cache = _parsers.__dict__.setdefault("cache", {})
         if grammar not in cache:
             from tree_sitter_language_pack import get_parser
+
             cache[grammar] = get_parser(grammar)
         self.grammar, self.lines = grammar, text.split("\n")  # rows as tree-sitter counts them
         self.root = cache[grammar].parse(text.encode("utf-8", "replace")).root_node
@@ -158,8 +256,16 @@ class _Extractor:
     def run(self) -> list[_Def]:
         # definitions inside a top-level ERROR node (a syntax error) are still worth having
         nodes = [c for n in self.root.named_children for c in (n.named_children if n.type == "ERROR" else [n])]
-        {"python": self.python, "go": self.go, "rust": self.rust, "java": self.java, "ruby": self.ruby,
-         "bash": self.bash, "c": self.c, "cpp": self.c}.get(self.grammar, self.js)(nodes, None)
+        {
+            "python": self.python,
+            "go": self.go,
+            "rust": self.rust,
+            "java": self.java,
+            "ruby": self.ruby,
+            "bash": self.bash,
+            "c": self.c,
+            "cpp": self.c,
+        }.get(self.grammar, self.js)(nodes, None)
         return self.defs
 
     def python(self, nodes: list[Any], cls: str | None) -> None:
@@ -222,8 +328,10 @@ class _Extractor:
         for m in members:
             value = m.child_by_field_name("value")
             if m.type in ("method_definition", "method_signature", "abstract_method_signature") or (
-                    m.type in ("field_definition", "public_field_definition") and value is not None
-                    and value.type in ("arrow_function", "function_expression")):
+                m.type in ("field_definition", "public_field_definition")
+                and value is not None
+                and value.type in ("arrow_function", "function_expression")
+            ):
                 self.add(self.name(m) or self.name(m, "property"), "method", m, cls)
 
     def go(self, nodes: list[Any], _: Any) -> None:
@@ -267,8 +375,14 @@ class _Extractor:
             t = n.type
             if t in _JAVA_KINDS:
                 name = self.add(self.name(n), _JAVA_KINDS[t], n, cont)
-                self.java([c for m in self.body(n)  # enum members sit in an enum_body_declarations node
-                           for c in (m.named_children if m.type == "enum_body_declarations" else [m])], name)
+                self.java(
+                    [
+                        c
+                        for m in self.body(n)  # enum members sit in an enum_body_declarations node
+                        for c in (m.named_children if m.type == "enum_body_declarations" else [m])
+                    ],
+                    name,
+                )
             elif cont and t in ("method_declaration", "constructor_declaration", "compact_constructor_declaration"):
                 self.add(self.name(n), "method", n, cont)
             elif cont and t in ("field_declaration", "constant_declaration"):
@@ -279,8 +393,14 @@ class _Extractor:
     def c_name(self, d: Any, want_function: bool) -> str:
         """Follow a declarator chain down to its name; "" when a function is wanted and this is not one."""
         is_fn = False
-        while d is not None and d.type not in ("identifier", "field_identifier", "qualified_identifier",
-                                               "destructor_name", "operator_name", "type_identifier"):
+        while d is not None and d.type not in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "destructor_name",
+            "operator_name",
+            "type_identifier",
+        ):
             is_fn = is_fn or d.type == "function_declarator"
             if d.type == "parenthesized_declarator" or (d.type == "init_declarator" and want_function):
                 return ""  # a function pointer, or a variable
@@ -293,8 +413,15 @@ class _Extractor:
     def c(self, nodes: list[Any], cont: str | None) -> None:
         for n in nodes:
             t = n.type
-            if t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef",
-                     "template_declaration", "declaration_list"):
+            if t in (
+                "preproc_if",
+                "preproc_ifdef",
+                "preproc_else",
+                "preproc_elif",
+                "preproc_elifdef",
+                "template_declaration",
+                "declaration_list",
+            ):
                 self.c(n.named_children, cont)
             elif t == "linkage_specification":  # extern "C": the body is one declaration or a declaration_list
                 self.c([c for c in [n.child_by_field_name("body")] if c is not None], cont)
@@ -320,8 +447,12 @@ class _Extractor:
                         self.add(self.c_name(d, False), "typedef", n)
                     elif var and re.fullmatch(_CONST, var):
                         self.add(var, "const", n)
-            elif cont is None and t in ("preproc_def", "preproc_function_def") and n.child_by_field_name("value") and (
-                    not re.search(r"_(H|HH|HPP|INCLUDED)_*$", self.name(n))):  # not a header guard
+            elif (
+                cont is None
+                and t in ("preproc_def", "preproc_function_def")
+                and n.child_by_field_name("value")
+                and (not re.search(r"_(H|HH|HPP|INCLUDED)_*$", self.name(n)))
+            ):  # not a header guard
                 self.add(self.name(n), "macro" if "function" in t else "const", n)
             elif t == "alias_declaration":
                 self.add(self.name(n), "using", n, cont)
@@ -352,8 +483,11 @@ class _Extractor:
         for n in nodes:
             if n.type == "function_definition":
                 self.add(self.name(n), "function", n)
-            for a in [n] if n.type == "variable_assignment" else (
-                    n.named_children if n.type == "declaration_command" else []):  # export X=1, readonly X=1
+            for a in (
+                [n]
+                if n.type == "variable_assignment"
+                else (n.named_children if n.type == "declaration_command" else [])
+            ):  # export X=1, readonly X=1
                 if a.type == "variable_assignment" and re.fullmatch(_CONST, self.name(a)):
                     self.add(self.name(a), "const", n)
 
@@ -361,6 +495,7 @@ class _Extractor:
 def _python_ast(text: str) -> tuple[str, list[_Def]] | None:
     """The same Python extraction with the standard library, for when tree-sitter is missing or fails."""
     import ast
+
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -398,7 +533,7 @@ def _lead_comment(lines: list[str], markers: tuple[str, ...], first_def_row: int
     """The file's first comment block, skipping licences and the comment documenting the first definition."""
     run: list[str] = []
     block = False  # inside a /* ... */ comment
-    for row, line in enumerate(lines[:300] + [""]):
+    for row, line in enumerate([*lines[:300], ""]):
         s, closed = line.strip(), False
         if row != first_def_row and (block or s.startswith(markers) or (row == 0 and s.startswith("#!"))):
             run.append(s)
@@ -453,7 +588,7 @@ def _compose(language: str, lead: str | None, defs: list[_Def], ex: _Extractor |
             doc = _comment_above(ex.lines, d.node.start_point[0], _markers(language))
         entries[d.name] = (f"{d.kind} {d.name}", _sentences(doc or "", 1, _DOC_LIMIT, first_paragraph=True))
     if entries:
-        prefix = " ".join(parts + ["Defines: "])
+        prefix = " ".join([*parts, "Defines: "])
         spare = SUMMARY_LIMIT - len(prefix) - len("; ".join(e for e, _ in entries.values()))
         out = []
         for entry, doc in entries.values():  # describe definitions in order while the budget allows
@@ -472,8 +607,14 @@ def _markdown(text: str) -> str:
     body = re.sub(r"(?s)\A---\n.*?\n(---|\.\.\.)\n", "", body)  # front matter
     heading = r"^#{1,6}[ \t]+(.+?)[ \t#]*$|^([^\s*-].*)\n(?:={3,}|-{3,}|~{3,}|\^{3,})[ \t]*$"
     headings = [(m.group(1) or m.group(2)).strip("*_` ") for m in re.finditer(heading, body, re.M)]
-    para = next((b for b in re.split(r"\n\s*\n", re.sub(heading, "\n\n", body, flags=re.M))
-                 if b.strip() and not b.lstrip().startswith(("<", "!", "|", ">", "[!", "---"))), "")
+    para = next(
+        (
+            b
+            for b in re.split(r"\n\s*\n", re.sub(heading, "\n\n", body, flags=re.M))
+            if b.strip() and not b.lstrip().startswith(("<", "!", "|", ">", "[!", "---"))
+        ),
+        "",
+    )
     parts = [headings[0].rstrip(".") + "."] if headings else []
     if para:  # links and emphasis reduced to their text
         parts.append(_sentences(re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", para), 2, _LEAD_LIMIT))
@@ -482,9 +623,13 @@ def _markdown(text: str) -> str:
     return _cut(" ".join(parts), SUMMARY_LIMIT) if parts else _plain(text, None)
 
 
-_KEYS = {"toml": ("Sections", r"^[ \t]*\[+[ \t]*([^\]\n]+?)[ \t]*\]+"), "ini": ("Sections", r"^[ \t]*\[([^\]\n]+)\]"),
-         "yaml": ("Keys", r"^([A-Za-z_][\w.-]*)[ \t]*:(?:\s|$)"), "dotenv": ("Keys", r"^(?:export\s+)?([A-Za-z_]\w*)="),
-         "make": ("Targets", r"^([A-Za-z_][\w./-]*)[ \t]*:(?![:=])")}
+_KEYS = {
+    "toml": ("Sections", r"^[ \t]*\[+[ \t]*([^\]\n]+?)[ \t]*\]+"),
+    "ini": ("Sections", r"^[ \t]*\[([^\]\n]+)\]"),
+    "yaml": ("Keys", r"^([A-Za-z_][\w.-]*)[ \t]*:(?:\s|$)"),
+    "dotenv": ("Keys", r"^(?:export\s+)?([A-Za-z_]\w*)="),
+    "make": ("Targets", r"^([A-Za-z_][\w./-]*)[ \t]*:(?![:=])"),
+}
 
 
 def _plain(text: str, language: str | None, lead: str | None = None) -> str:
@@ -496,6 +641,7 @@ def _plain(text: str, language: str | None, lead: str | None = None) -> str:
     head, keys, label = text[:_MAX_PARSE_CHARS], [], "Keys"
     if language == "json" and head.lstrip().startswith("{"):
         import json
+
         try:
             keys = [str(k) for k in json.loads(head)]
         except ValueError:
@@ -553,10 +699,10 @@ def summarize_local(path: str, text: str) -> LocalSummary:
             return LocalSummary(language, _plain(text, language), [])
         try:
             lead, defs, ex = _extract(language, text)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a parser surprise costs the summary its details, never the index
             lead, defs, ex = None, [], None
         symbols = list(dict.fromkeys(d.name for d in defs))[:MAX_SYMBOLS]
         summary = _compose(language, lead, defs, ex) if defs else _plain(text, language, lead)
         return LocalSummary(language, summary, symbols)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a file the summariser cannot read is indexed without a summary
         return LocalSummary(language, "", [])

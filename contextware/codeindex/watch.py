@@ -14,11 +14,12 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from contextware.system import stop_on_signals
 from contextware.storage.schemas import CODE_TABLE
+from contextware.system import stop_on_signals
 
 IGNORE_FILES = (".gitignore", ".contextwareignore")
 
@@ -34,14 +35,23 @@ def _logger(stream: TextIO) -> Callable[[str], None]:
     return log
 
 
-def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 1600, step_ms: int = 100,
-          compact_every_s: float = 600.0, stop_event: threading.Event | None = None,
-          log: Callable[[str], None] | None = None, ready: Callable[[], None] | None = None) -> dict:
+def watch(
+    project: "Project",
+    *,
+    summarizer: str = "auto",
+    debounce_ms: int = 1600,
+    step_ms: int = 100,
+    compact_every_s: float = 600.0,
+    stop_event: threading.Event | None = None,
+    log: Callable[[str], None] | None = None,
+    ready: Callable[[], None] | None = None,
+) -> dict:
     """Watch until ``stop_event`` is set (or SIGINT/SIGTERM in the main thread); returns totals."""
-    from watchfiles import Change, watch as watch_changes
+    from watchfiles import Change
+    from watchfiles import watch as watch_changes
 
-    from contextware.codeindex.indexer import check_summarizer
     from contextware.codeindex.files import IgnoreRules
+    from contextware.codeindex.indexer import check_summarizer
 
     summarizer = check_summarizer(summarizer)
     log = log or _logger(sys.stderr)
@@ -73,9 +83,16 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
     if ready:
         ready()
     try:
-        for changes in watch_changes(root, watch_filter=wanted, debounce=debounce_ms, step=step_ms,
-                                     stop_event=stop, raise_interrupt=False, yield_on_timeout=True,
-                                     rust_timeout=1000):
+        for changes in watch_changes(
+            root,
+            watch_filter=wanted,
+            debounce=debounce_ms,
+            step=step_ms,
+            stop_event=stop,
+            raise_interrupt=False,
+            yield_on_timeout=True,
+            rust_timeout=1000,
+        ):
             if changes:
                 if any(Path(p).name in IGNORE_FILES for _, p in changes):
                     # New rules change which files belong in the index, not only the changed ones.
@@ -101,8 +118,14 @@ def watch(project: "Project", *, summarizer: str = "auto", debounce_ms: int = 16
     return {**totals, "elapsed_s": round(time.monotonic() - started, 3)}
 
 
-def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict, log: Callable[[str], None],
-             stop: threading.Event) -> bool:
+def _reindex(
+    project: "Project",
+    paths: list[str],
+    summarizer: str,
+    totals: dict,
+    log: Callable[[str], None],
+    stop: threading.Event,
+) -> bool:
     from contextware.codeindex.indexer import CrawlInterrupted, index_files
     from contextware.errors import ContextwareError
 
@@ -132,8 +155,14 @@ def _reindex(project: "Project", paths: list[str], summarizer: str, totals: dict
     return bool(report["indexed"] or report["removed"])
 
 
-def _recrawl(project: "Project", summarizer: str, totals: dict, log: Callable[[str], None],
-             stop: threading.Event, folders: list[str] | None = None) -> bool:
+def _recrawl(
+    project: "Project",
+    summarizer: str,
+    totals: dict,
+    log: Callable[[str], None],
+    stop: threading.Event,
+    folders: list[str] | None = None,
+) -> bool:
     """The whole project when ignore rules changed, else the given folders."""
     from contextware.codeindex.indexer import CrawlInterrupted, crawl
     from contextware.errors import ContextwareError

@@ -19,7 +19,6 @@ from contextware.errors import UsageError
 from contextware.storage.layout import resolve_project_root
 
 
-
 def _check(agent: str, scope: str) -> None:
     if agent != "gemini":
         raise UsageError(f"Unknown agent {agent!r}: only gemini is supported.", code="bad_agent")
@@ -27,9 +26,14 @@ def _check(agent: str, scope: str) -> None:
         raise UsageError(f"Unknown scope {scope!r}: use user or project.", code="bad_scope")
 
 
-
-def install(agent: str = "gemini", scope: str = "user", *, project_root: str | None = None,
-            python: str | None = None, link: bool = True) -> dict:
+def install(
+    agent: str = "gemini",
+    scope: str = "user",
+    *,
+    project_root: str | None = None,
+    python: str | None = None,
+    link: bool = True,
+) -> dict:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent)."""
     from contextware.hosts import gemini_cli
 
@@ -37,7 +41,6 @@ def install(agent: str = "gemini", scope: str = "user", *, project_root: str | N
     if scope == "user":
         return gemini_cli.install_user(python=python, link=link)
     return gemini_cli.install_project(resolve_project_root(project_root), python=python)
-
 
 
 def uninstall(agent: str = "gemini", scope: str = "user", *, project_root: str | None = None) -> dict:

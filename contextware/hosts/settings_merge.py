@@ -32,8 +32,9 @@ def read_text(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ContextwareError(f"Cannot read {path}: {getattr(exc, 'strerror', None) or exc}.",
-                               code="settings_unreadable") from None
+        raise ContextwareError(
+            f"Cannot read {path}: {getattr(exc, 'strerror', None) or exc}.", code="settings_unreadable"
+        ) from None
 
 
 def parse_settings(path: Path, text: str | None) -> dict:
@@ -46,10 +47,10 @@ def parse_settings(path: Path, text: str | None) -> dict:
         raise ContextwareError(
             f"{path} is not plain JSON{hint} at line {getattr(exc, 'lineno', '?')}, column "
             f"{getattr(exc, 'colno', '?')}; fix it or add the hooks by hand. Nothing was changed.",
-            code="settings_unreadable") from None
+            code="settings_unreadable",
+        ) from None
     if not isinstance(data, dict):
-        raise ContextwareError(f"{path} does not hold a JSON object; nothing was changed.",
-                               code="settings_unreadable")
+        raise ContextwareError(f"{path} does not hold a JSON object; nothing was changed.", code="settings_unreadable")
     return data
 
 
@@ -75,8 +76,11 @@ def dump_like(data: dict, original: str | None) -> str:
 
 def is_our_hook_definition(definition: Any) -> bool:
     hooks = definition.get("hooks") if isinstance(definition, dict) else None
-    return bool(hooks) and isinstance(hooks, list) and all(
-        isinstance(h, dict) and str(h.get("name") or "").startswith(HOOK_NAME_PREFIX) for h in hooks)
+    return (
+        bool(hooks)
+        and isinstance(hooks, list)
+        and all(isinstance(h, dict) and str(h.get("name") or "").startswith(HOOK_NAME_PREFIX) for h in hooks)
+    )
 
 
 def is_our_mcp_server(config: Any) -> bool:
@@ -92,13 +96,16 @@ def _container(parent: dict, key: str, kind: type, where: str, created: list[str
         parent[key] = value = kind()
         created.append(where)
     elif not isinstance(value, kind):
-        raise ContextwareError(f"{path}: {where} is not a JSON {'object' if kind is dict else 'array'}; "
-                               "nothing was changed.", code="settings_unreadable")
+        raise ContextwareError(
+            f"{path}: {where} is not a JSON {'object' if kind is dict else 'array'}; nothing was changed.",
+            code="settings_unreadable",
+        )
     return value
 
 
-def merge(data: dict, hooks: dict[str, dict], mcp_name: str, mcp_config: dict | None,
-          path: Path) -> tuple[dict, list[str], Any]:
+def merge(
+    data: dict, hooks: dict[str, dict], mcp_name: str, mcp_config: dict | None, path: Path
+) -> tuple[dict, list[str], Any]:
     """``data`` with our hook definitions (one per event, replacing earlier ones of ours, never
     duplicated) and ``mcpServers[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
     new = copy.deepcopy(data)
@@ -151,7 +158,8 @@ def unmerge(data: dict, created: list[str], mcp_name: str, mcp_previous: Any = N
 def has_ours(data: dict, mcp_name: str) -> bool:
     hook_obj = data.get("hooks")
     hooked = isinstance(hook_obj, dict) and any(
-        isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values())
+        isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values()
+    )
     servers = data.get("mcpServers")
     return hooked or (isinstance(servers, dict) and is_our_mcp_server(servers.get(mcp_name)))
 

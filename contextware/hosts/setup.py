@@ -11,10 +11,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from contextware.errors import ContextwareError, UsageError
 from contextware.hosts import settings_merge
@@ -27,15 +27,12 @@ UV_SYNC_TIMEOUT = 900.0
 CLI_TIMEOUT = 120.0
 
 
-
 def skill_dir() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-
 def _q(path: Path | str) -> str:
     return shlex.quote(str(path))
-
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,6 @@ class Runner:
         return shlex.join(self.argv(script))
 
 
-
 def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> tuple[int, str, str]:
     """Run a helper program in its own process group; killed with its children after ``timeout``."""
     from contextware.system import run_in_group
@@ -64,15 +60,16 @@ def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> t
     except OSError as exc:
         raise ContextwareError(f"Cannot run {cmd[0]}: {exc.strerror or exc}.", code="tool_failed") from None
     except subprocess.TimeoutExpired:
-        raise ContextwareError(f"{Path(cmd[0]).name} {cmd[1]} did not finish within {timeout:g} seconds "
-                               "and was stopped; nothing was installed.", code="timeout") from None
-
+        raise ContextwareError(
+            f"{Path(cmd[0]).name} {cmd[1]} did not finish within {timeout:g} seconds "
+            "and was stopped; nothing was installed.",
+            code="timeout",
+        ) from None
 
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "no output"
-
 
 
 def choose_runner(python: str | None) -> tuple[Runner, list[str]]:
@@ -83,8 +80,11 @@ def choose_runner(python: str | None) -> tuple[Runner, list[str]]:
             raise UsageError(f"--python {python}: no such executable.", code="bad_python")
         rc, _, _ = run_tool([found, "-c", "import sys; sys.path.pop(0); import contextware"], 60)
         if rc != 0:
-            raise UsageError(f"--python {python} cannot import contextware: give the Python of the skill's "
-                             f"environment ({skill_dir() / '.venv' / 'bin' / 'python'}).", code="bad_python")
+            raise UsageError(
+                f"--python {python} cannot import contextware: give the Python of the skill's "
+                f"environment ({skill_dir() / '.venv' / 'bin' / 'python'}).",
+                code="bad_python",
+            )
         return Runner("python", os.path.abspath(found)), []
     uv = os.environ.get("UV")
     uv = uv if uv and os.path.isfile(uv) and os.access(uv, os.X_OK) else shutil.which("uv")
@@ -92,8 +92,8 @@ def choose_runner(python: str | None) -> tuple[Runner, list[str]]:
         return Runner("uv", os.path.abspath(uv)), []
     return Runner("python", sys.executable), [
         f"uv was not found: hooks and the MCP server run {sys.executable} directly; install uv and run "
-        "this again to give them the skill's own environment."]
-
+        "this again to give them the skill's own environment."
+    ]
 
 
 def sync_environment(runner: Runner) -> None:
@@ -102,9 +102,9 @@ def sync_environment(runner: Runner) -> None:
         return
     rc, _, err = run_tool([runner.exe, "sync", "--project", str(skill_dir())], UV_SYNC_TIMEOUT)
     if rc != 0:
-        raise ContextwareError(f"uv sync --project {skill_dir()} failed ({_last_line(err)}); nothing was "
-                               "installed.", code="uv_sync_failed")
-
+        raise ContextwareError(
+            f"uv sync --project {skill_dir()} failed ({_last_line(err)}); nothing was installed.", code="uv_sync_failed"
+        )
 
 
 def mcp_server(runner: Runner) -> dict:
@@ -112,15 +112,14 @@ def mcp_server(runner: Runner) -> dict:
     return {"command": argv[0], "args": argv[1:]}
 
 
-
 def skill_text() -> str:
     path = skill_dir() / "SKILL.md"
     try:
         return path.read_text(encoding="utf-8").replace("<skill_dir>", _q(skill_dir()))
     except OSError:
-        raise ContextwareError(f"The skill's guide {path} is missing; reinstall Contextware.",
-                               code="skill_missing") from None
-
+        raise ContextwareError(
+            f"The skill's guide {path} is missing; reinstall Contextware.", code="skill_missing"
+        ) from None
 
 
 def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
@@ -137,10 +136,8 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     return True
 
 
-
 def manifest_path() -> Path:
     return contextware_home() / "install-manifest.json"
-
 
 
 @contextmanager

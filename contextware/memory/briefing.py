@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.system import write_atomic
 from contextware.storage.schemas import CODE_TABLE
+from contextware.system import write_atomic
 from contextware.text import iso
 
 if TYPE_CHECKING:
@@ -31,8 +32,30 @@ if TYPE_CHECKING:
 DEFAULT_BUDGET = 1500
 CHARS_PER_TOKEN = 4
 CENTRAL_FILES = 5
-_GENERIC_STEMS = frozenset({"main", "index", "utils", "util", "test", "tests", "conftest", "setup", "init", "readme",
-                            "config", "types", "common", "base", "core", "helpers", "constants", "models", "mod", "lib"})
+_GENERIC_STEMS = frozenset(
+    {
+        "main",
+        "index",
+        "utils",
+        "util",
+        "test",
+        "tests",
+        "conftest",
+        "setup",
+        "init",
+        "readme",
+        "config",
+        "types",
+        "common",
+        "base",
+        "core",
+        "helpers",
+        "constants",
+        "models",
+        "mod",
+        "lib",
+    }
+)
 
 
 def _rows(project: "Project", table: str, columns: list[str], where: str | None = None) -> list[dict]:
@@ -63,18 +86,34 @@ def _sessions(project: "Project") -> dict[str, Any]:
 
 
 def _facts(project: "Project", kind: str) -> list[dict]:
-    rows = _rows(project, "facts", ["id", "text", "kind", "created_at"],
-                 f"kind = '{kind}' AND (status IS NULL OR status = 'active')")
+    rows = _rows(
+        project,
+        "facts",
+        ["id", "text", "kind", "created_at"],
+        f"kind = '{kind}' AND (status IS NULL OR status = 'active')",
+    )
     rows.sort(key=lambda r: r.get("created_at") or 0, reverse=True)
     return [{"id": r["id"], "text": r["text"]} for r in rows]
 
 
 def _failures(project: "Project", limit: int = 10) -> list[dict]:
-    rows = _rows(project, "episodes", ["id", "goal", "result", "summary", "category", "created_at"],
-                 "result = 'failure' OR result = 'partial'")
+    rows = _rows(
+        project,
+        "episodes",
+        ["id", "goal", "result", "summary", "category", "created_at"],
+        "result = 'failure' OR result = 'partial'",
+    )
     rows.sort(key=lambda r: r.get("created_at") or 0, reverse=True)
-    return [{"id": r["id"], "goal": r["goal"], "result": r["result"], "lesson": r["summary"],
-             "at": iso(r.get("created_at"))} for r in rows[:limit]]
+    return [
+        {
+            "id": r["id"],
+            "goal": r["goal"],
+            "result": r["result"],
+            "lesson": r["summary"],
+            "at": iso(r.get("created_at")),
+        }
+        for r in rows[:limit]
+    ]
 
 
 def _stem(path: str) -> str:
@@ -94,8 +133,10 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
 
     rows = _rows(project, CODE_TABLE, ["file_path", "imports"])
     if any(r["imports"] is None for r in rows):  # indexed before the column existed: read the text
-        texts = {r["file_path"]: r["search_text"] for r in _rows(project, CODE_TABLE, ["file_path", "search_text"],
-                                                                 "imports IS NULL")}
+        texts = {
+            r["file_path"]: r["search_text"]
+            for r in _rows(project, CODE_TABLE, ["file_path", "search_text"], "imports IS NULL")
+        }
         for r in rows:
             if r["imports"] is None:
                 r["imports"] = import_words(texts.get(r["file_path"]) or "")
@@ -160,9 +201,14 @@ def _offload_sessions(project: "Project") -> list[dict]:
             summary = ""
         lines = [ln.strip() for ln in summary.splitlines() if ln.strip() and not ln.startswith("#")][:2]
         turns = data.get("turns")
-        out.append({"name": data.get("name") or meta.parent.name,
-                    "turns": len(turns) if isinstance(turns, list) else turns,
-                    "updated_at": data.get("updated_at"), "summary": " ".join(lines)[:240]})
+        out.append(
+            {
+                "name": data.get("name") or meta.parent.name,
+                "turns": len(turns) if isinstance(turns, list) else turns,
+                "updated_at": data.get("updated_at"),
+                "summary": " ".join(lines)[:240],
+            }
+        )
     out.sort(key=lambda s: s.get("updated_at") or "", reverse=True)
     return out
 
@@ -193,9 +239,14 @@ def render_markdown(ctx: dict) -> str:
         lines += [f"- [{f['result']}] {f['goal']}: {f['lesson']}" for f in ctx["failures"]]
     code = ctx.get("code_index")
     if code:
-        lines += ["", f"## Code index: {code['files_indexed']} files, {code['stale']} stale, last crawl {code['last_crawl']}"]
-        lines += [f"- {c['file_path']} (mentioned by {c['mentioned_by']}): {c.get('summary', '')}"
-                  for c in code.get("central_files", [])]
+        lines += [
+            "",
+            f"## Code index: {code['files_indexed']} files, {code['stale']} stale, last crawl {code['last_crawl']}",
+        ]
+        lines += [
+            f"- {c['file_path']} (mentioned by {c['mentioned_by']}): {c.get('summary', '')}"
+            for c in code.get("central_files", [])
+        ]
     if ctx.get("offload_sessions"):
         lines += ["", "## Open offload sessions"]
         lines += [f"- {s['name']} ({s['turns']} turns): {s['summary']}" for s in ctx["offload_sessions"]]

@@ -29,8 +29,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
-from contextware.system import write_atomic
 from contextware.storage.schemas import KV_TABLE
+from contextware.system import write_atomic
 from contextware.text import iso, sql_str, utcnow
 
 if TYPE_CHECKING:
@@ -56,11 +56,15 @@ def _show(value: str, limit: int = 60) -> str:
 def check_namespace(value: str | None, *, allow_all: bool = False) -> str:
     """A namespace: 1-64 letters, digits, ``_ . : -``; ``*`` (every namespace) where allowed."""
     if value is None or value == "":
-        raise UsageError("A namespace is required: give --namespace NAME, e.g. --namespace baselines.", code="bad_namespace")
+        raise UsageError(
+            "A namespace is required: give --namespace NAME, e.g. --namespace baselines.", code="bad_namespace"
+        )
     if value == ALL:
         if allow_all:
             return value
-        raise UsageError("--namespace '*' (every namespace) only works with delete, list and stats.", code="bad_namespace")
+        raise UsageError(
+            "--namespace '*' (every namespace) only works with delete, list and stats.", code="bad_namespace"
+        )
     if len(value) > MAX_NAMESPACE_CHARS or not _NAMESPACE.match(value):
         raise UsageError(
             f"The namespace {_show(value)} is not valid: use 1-{MAX_NAMESPACE_CHARS} letters, digits, '_', '.', ':' "
@@ -80,7 +84,9 @@ def check_key(value: str | None, *, allow_all: bool = False) -> str:
             return value
         raise UsageError("--key '*' (every key of the namespace) only works with delete.", code="bad_key")
     if len(value) > MAX_KEY_CHARS:
-        raise UsageError(f"The key {_show(value)} is {len(value)} characters long; the limit is {MAX_KEY_CHARS}.", code="bad_key")
+        raise UsageError(
+            f"The key {_show(value)} is {len(value)} characters long; the limit is {MAX_KEY_CHARS}.", code="bad_key"
+        )
     if not value.isprintable() or value != value.strip():
         raise UsageError(
             f"The key {_show(value)} is not valid: use printable characters (no tabs or newlines) with no "
@@ -102,7 +108,10 @@ def record_id(namespace: str, key: str) -> str:
 def parse_json(text: str, source: str = "--data") -> Any:
     """Parse a JSON value, or raise ``UsageError`` saying where ``source`` is wrong."""
     if not text.strip():
-        raise UsageError(f"{source} is empty; give a JSON value such as {{\"a\": 1}}, [1, 2] or \"text\". Nothing was saved.", code="bad_json")
+        raise UsageError(
+            f'{source} is empty; give a JSON value such as {{"a": 1}}, [1, 2] or "text". Nothing was saved.',
+            code="bad_json",
+        )
 
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON (use null, a number or a string)")
@@ -110,7 +119,7 @@ def parse_json(text: str, source: str = "--data") -> Any:
     try:
         return json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as exc:
-        near = text[max(0, exc.pos - 15): exc.pos + 15].replace("\n", " ")
+        near = text[max(0, exc.pos - 15) : exc.pos + 15].replace("\n", " ")
         raise UsageError(
             f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} (near {near!r}); nothing was saved.",
             code="bad_json",
@@ -150,12 +159,15 @@ def settings(project: "Project") -> dict[str, Any]:
 
     def policy(name: str, value: Any) -> str:
         if value not in POLICIES:
-            raise ConfigError(f"{name} {where} must be \"lru\" or \"oldest\", not {value!r}.", code="bad_config")
+            raise ConfigError(f'{name} {where} must be "lru" or "oldest", not {value!r}.', code="bad_config")
         return value
 
     by_ns = cfg.get("store_eviction_by_namespace") or {}
     if not isinstance(by_ns, dict):
-        raise ConfigError(f"store_eviction_by_namespace {where} must be an object such as {{\"baselines\": \"oldest\"}}.", code="bad_config")
+        raise ConfigError(
+            f'store_eviction_by_namespace {where} must be an object such as {{"baselines": "oldest"}}.',
+            code="bad_config",
+        )
     return {
         "max_bytes": positive("store_max_bytes"),
         "max_keys_per_namespace": positive("store_max_keys_per_namespace"),
@@ -204,9 +216,8 @@ def _touch(project: "Project", rid: str) -> None:
     try:
         if not project.data_dir.is_dir():
             project.ensure_data_dir()
-        with _access_lock(project):
-            with open(project.data_dir / ACCESS_LOG, "a", encoding="utf-8") as fh:
-                fh.write(line)
+        with _access_lock(project), open(project.data_dir / ACCESS_LOG, "a", encoding="utf-8") as fh:
+            fh.write(line)
     except Exception:  # noqa: BLE001
         pass
 
@@ -301,9 +312,14 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
         if _us(now) <= latest:  # keep save order == time order even if the clock steps back
             now = _from_us(latest + 1)
         row = {
-            "id": rid, "namespace": namespace, "key": key, "data": text, "size": size,
+            "id": rid,
+            "namespace": namespace,
+            "key": key,
+            "data": text,
+            "size": size,
             "created_at": existing["created_at"] if existing and existing.get("created_at") else now,
-            "updated_at": now, "accessed_at": now,
+            "updated_at": now,
+            "accessed_at": now,
         }
         evicted = _plan_evictions(list(others.values()), namespace, size, limits, access)
         merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
@@ -321,18 +337,31 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
             "created": existing is None,
             "updated_at": iso(now),
             "evicted": [
-                {"namespace": r["namespace"], "key": r["key"], "size": r["size"], "reason": reason,
-                 "policy": policy_for(limits, r["namespace"])}
+                {
+                    "namespace": r["namespace"],
+                    "key": r["key"],
+                    "size": r["size"],
+                    "reason": reason,
+                    "policy": policy_for(limits, r["namespace"]),
+                }
                 for r, reason in evicted
             ],
         }
 
     outcome = project.db.write(KV_TABLE, write)
-    return {"namespace": namespace, "key": key, "size": size, "created": outcome["created"],
-            "updated_at": outcome["updated_at"], "evicted": outcome["evicted"]}
+    return {
+        "namespace": namespace,
+        "key": key,
+        "size": size,
+        "created": outcome["created"],
+        "updated_at": outcome["updated_at"],
+        "evicted": outcome["evicted"],
+    }
 
 
-def _plan_evictions(others: list[dict], namespace: str, size: int, limits: dict, access: dict[str, int]) -> list[tuple[dict, str]]:
+def _plan_evictions(
+    others: list[dict], namespace: str, size: int, limits: dict, access: dict[str, int]
+) -> list[tuple[dict, str]]:
     """Which rows to remove so that, with the new value in ``namespace``, every limit holds."""
 
     def rank(row: dict) -> tuple:
@@ -370,8 +399,17 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
     table = project.db.open_table(KV_TABLE)
     rows: list[dict] = []
     if table is not None:
-        query = lambda: (table.search().where(f"id = {sql_str(rid)}")  # noqa: E731
-                         .select(["data", "size", "updated_at"]).limit(1).to_arrow().to_pylist())
+
+        def query() -> list[dict]:
+            return (
+                table.search()
+                .where(f"id = {sql_str(rid)}")
+                .select(["data", "size", "updated_at"])
+                .limit(1)
+                .to_arrow()
+                .to_pylist()
+            )
+
         rows = project.db.read(query)
     if not rows:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(namespace)}.")
@@ -379,10 +417,18 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
     try:
         value = json.loads(row["data"])
     except (TypeError, ValueError):
-        raise StorageError(f"The value under {_show(key)} in {_show(namespace)} is damaged; save it again.", code="damaged_data") from None
+        raise StorageError(
+            f"The value under {_show(key)} in {_show(namespace)} is damaged; save it again.", code="damaged_data"
+        ) from None
     if touch:
         _touch(project, rid)
-    return {"namespace": namespace, "key": key, "data": value, "size": row["size"], "updated_at": iso(row["updated_at"])}
+    return {
+        "namespace": namespace,
+        "key": key,
+        "data": value,
+        "size": row["size"],
+        "updated_at": iso(row["updated_at"]),
+    }
 
 
 def list_keys(project: "Project", namespace: str | None = None) -> dict:
@@ -399,13 +445,16 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict:
     ns = check_namespace(namespace, allow_all=True)
     if ns == ALL:
         if key not in (None, "", ALL):
-            raise UsageError("With --namespace '*' (the whole store) leave out --key or give --key '*'.", code="bad_key")
+            raise UsageError(
+                "With --namespace '*' (the whole store) leave out --key or give --key '*'.", code="bad_key"
+            )
         key, where = ALL, "id IS NOT NULL"
     else:
         key = check_key(key, allow_all=True)
         where = f"namespace = {sql_str(ns)}" if key == ALL else f"id = {sql_str(record_id(ns, key))}"
     deleted: list[dict] = []
     if project.db.open_table(KV_TABLE) is not None:
+
         def write(table: Any) -> list[dict]:
             doomed = _meta_rows(table, where)
             if doomed:
@@ -416,7 +465,13 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict:
     if key != ALL and not deleted:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(ns)}; nothing was deleted.")
     deleted.sort(key=lambda r: (r["namespace"], r["key"]))
-    return {"namespace": ns, "key": key, "count": len(deleted), "bytes_freed": sum(r["size"] for r in deleted), "deleted": deleted}
+    return {
+        "namespace": ns,
+        "key": key,
+        "count": len(deleted),
+        "bytes_freed": sum(r["size"] for r in deleted),
+        "deleted": deleted,
+    }
 
 
 def stats(project: "Project", namespace: str | None = None) -> dict:
@@ -446,16 +501,18 @@ def stats(project: "Project", namespace: str | None = None) -> dict:
     for name in sorted(groups):
         items = groups[name]
         first = oldest(items)
-        namespaces.append({
-            "namespace": name,
-            "keys": len(items),
-            "bytes": sum(r["size"] for r in items),
-            "max_keys": limits["max_keys_per_namespace"],
-            "eviction": policy_for(limits, name),
-            "oldest": {"key": first["key"], "updated_at": first["updated_at"]} if first else None,
-            "last_write": newest(items, "updated_at"),
-            "last_access": newest(items, "accessed_at"),
-        })
+        namespaces.append(
+            {
+                "namespace": name,
+                "keys": len(items),
+                "bytes": sum(r["size"] for r in items),
+                "max_keys": limits["max_keys_per_namespace"],
+                "eviction": policy_for(limits, name),
+                "oldest": {"key": first["key"], "updated_at": first["updated_at"]} if first else None,
+                "last_write": newest(items, "updated_at"),
+                "last_access": newest(items, "accessed_at"),
+            }
+        )
     total = sum(r["size"] for r in rows)
     return {
         "keys": len(rows),

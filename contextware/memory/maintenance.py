@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.errors import StorageError
+from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
@@ -83,7 +83,7 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
             todo = rows if (all_rows or changed_model) else [r for r in rows if r.get("vector") is None]
             if todo:
                 vectors = embedder.embed([embedding_text(name, r) for r in todo])
-                for row, vec in zip(todo, vectors):
+                for row, vec in zip(todo, vectors, strict=False):
                     row["vector"] = vec.tolist()
             if changed_model:
                 schema = table_schema(name, embedder.dim, embedder.model_id)
@@ -91,7 +91,9 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
                 table = db.replace_table(name, data)
             elif todo:
                 data = pa.Table.from_pylist(todo, schema=table.schema)
-                with_retries(lambda: table.merge_insert("id").when_matched_update_all().execute(data))
+                with_retries(
+                    lambda table=table, data=data: table.merge_insert("id").when_matched_update_all().execute(data)
+                )
             db._maintain(table, force=bool(todo))
         report["tables"][name] = {"reembedded": len(todo), "rows": len(rows), "model_changed": changed_model}
     return report
@@ -110,7 +112,9 @@ def repair(project: "Project") -> dict:
     db = project.db
     report: dict[str, Any] = {"tables": {}}
     if not is_local_uri(project.db_uri):
-        raise StorageError("repair works on a local database only; restore object-store data with your provider's tools.")
+        raise StorageError(
+            "repair works on a local database only; restore object-store data with your provider's tools."
+        )
     root = project.db_uri
     names = sorted(n[:-6] for n in os.listdir(root) if n.endswith(".lance")) if os.path.isdir(root) else []
     for name in names:

@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
+from contextware.storage.embedded_text import expand_query
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
 from contextware.text import parse_since, parse_topics, sql_str, truncate
-from contextware.storage.embedded_text import expand_query
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -103,15 +103,25 @@ def query_vectors(embedder: Any, query: str, expanded: str) -> tuple[Any, Any]:
     if expanded == query:
         plain = embedder.embed([query])[0]
         return plain, plain
-    wide_text = " ".join([query, *expanded[len(query):].split()[:EXPANSION_WORDS]])
+    wide_text = " ".join([query, *expanded[len(query) :].split()[:EXPANSION_WORDS]])
     plain, wide = embedder.embed([query, wide_text])
     vec = np.asarray(plain, dtype=np.float32) + EXPANSION_WEIGHT * np.asarray(wide, dtype=np.float32)
     return vec / float(np.linalg.norm(vec) or 1.0), plain
 
 
-def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str | None, result: str | None,
-             category: str | None, include_superseded: bool, source: str | None = None,
-             session: str | None = None, root: Any = None) -> str | None:
+def _filters(
+    table: str,
+    *,
+    since: datetime | None,
+    topic: str | None,
+    kind: str | None,
+    result: str | None,
+    category: str | None,
+    include_superseded: bool,
+    source: str | None = None,
+    session: str | None = None,
+    root: Any = None,
+) -> str | None:
     parts: list[str] = []
     if since is not None:
         column = "indexed_at" if table == CODE_TABLE else "created_at"
@@ -136,8 +146,16 @@ def _filters(table: str, *, since: datetime | None, topic: str | None, kind: str
     return " AND ".join(parts) or None
 
 
-def _tables_for(scope: str, *, topic: str | None, kind: str | None, result: str | None, category: str | None,
-                source: str | None = None, session: str | None = None) -> tuple[str, ...]:
+def _tables_for(
+    scope: str,
+    *,
+    topic: str | None,
+    kind: str | None,
+    result: str | None,
+    category: str | None,
+    source: str | None = None,
+    session: str | None = None,
+) -> tuple[str, ...]:
     if scope not in SCOPES:
         raise UsageError(f"Unknown --scope {scope!r}: use one of {', '.join(SCOPES)}.", code="bad_scope")
     tables = SCOPES[scope]
@@ -159,8 +177,9 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def search_table(project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int,
-                 plain: Any = None) -> list[dict]:
+def search_table(
+    project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int, plain: Any = None
+) -> list[dict]:
     """Candidates from one table with their similarity and BM25 score (``select`` fuses, floors and
     orders them); ``relevance`` is the cosine similarity to ``plain`` (the unwidened question)."""
     db = project.db
@@ -184,9 +203,14 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
     except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
         pass
     if qvec is not None:
+
         def vec() -> list[dict]:
-            q = (table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns)
-                 .limit(candidates))
+            q = (
+                table.search(qvec, vector_column_name="vector")
+                .distance_type("cosine")
+                .select(columns)
+                .limit(candidates)
+            )
             if where:
                 q = q.where(where, prefilter=True)
             return q.to_list()
@@ -204,6 +228,7 @@ def search_table(project: "Project", name: str, query: str, qvec: Any, where: st
 
 def _order(hits: list[dict]) -> list[dict]:
     """Best score first; recency breaks ties; a superseding fact always precedes what it replaced."""
+
     def created(h: dict) -> float:
         value = h["row"].get("created_at")
         return value.timestamp() if value is not None else 0.0
@@ -222,13 +247,20 @@ def _order(hits: list[dict]) -> list[dict]:
 def _relevant(hits: list[dict], floor: float) -> bool:
     """Does anything clear the floor?  A memory must resemble the question; code hits arrive
     already gated by CODE_FLOOR / CODE_SCORE_FLOOR."""
-    return any(h["collection"] == CODE_TABLE or (h["relevance"] is not None and h["relevance"] >= floor)
-               for h in hits)
+    return any(h["collection"] == CODE_TABLE or (h["relevance"] is not None and h["relevance"] >= floor) for h in hits)
 
 
-def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float | None = None,
-           half: float | None = None, floor: float | None = None, margin: float | None = None,
-           code_gate: bool = True) -> list[dict]:
+def select(
+    hits: list[dict],
+    limit: int,
+    *,
+    vector: bool = True,
+    weight: float | None = None,
+    half: float | None = None,
+    floor: float | None = None,
+    margin: float | None = None,
+    code_gate: bool = True,
+) -> list[dict]:
     """Fuse, floor and order the candidates of all tables: what recall returns.  The keyword
     arguments override the module constants (the bench's calibration uses them); ``code_gate``
     False (``--scope code``) ranks files without asking whether any is about the question."""
@@ -243,8 +275,14 @@ def select(hits: list[dict], limit: int, *, vector: bool = True, weight: float |
             h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
     if vector:
         code = [h for h in hits if h["collection"] == CODE_TABLE]
-        if code and code_gate and not (max(h["relevance"] or 0.0 for h in code) >= CODE_FLOOR
-                         or max(h["score"] for h in code) >= CODE_SCORE_FLOOR):
+        if (
+            code
+            and code_gate
+            and not (
+                max(h["relevance"] or 0.0 for h in code) >= CODE_FLOOR
+                or max(h["score"] for h in code) >= CODE_SCORE_FLOOR
+            )
+        ):
             hits = [h for h in hits if h["collection"] != CODE_TABLE]  # no file is about this question
         if not _relevant(hits, floor):
             return []
@@ -265,8 +303,12 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
     if hit["collection"] == OFFLOADS_TABLE and project is not None:
         from contextware.offload.table import public_offload
 
-        out = {"collection": OFFLOADS_TABLE, "id": hit["row"]["id"], "score": round(hit["score"], 4),
-               **public_offload(project, hit["row"])}
+        out = {
+            "collection": OFFLOADS_TABLE,
+            "id": hit["row"]["id"],
+            "score": round(hit["score"], 4),
+            **public_offload(project, hit["row"]),
+        }
         if mode == "summary" and isinstance(out.get("summary"), str):
             out["summary"] = truncate(out["summary"], SUMMARY_CHARS * 3)
         return out
@@ -324,8 +366,15 @@ def recall(
         "source": source.strip() if source and source.strip() else None,
         "session": session.strip() if session and session.strip() else None,
     }
-    tables = _tables_for(scope, topic=filters["topic"], kind=filters["kind"], result=filters["result"],
-                         category=filters["category"], source=filters["source"], session=filters["session"])
+    tables = _tables_for(
+        scope,
+        topic=filters["topic"],
+        kind=filters["kind"],
+        result=filters["result"],
+        category=filters["category"],
+        source=filters["source"],
+        session=filters["session"],
+    )
     tables = tuple(t for t in tables if t not in without)
     projects = [project]
     if global_:
@@ -361,12 +410,13 @@ def recall(
         from contextware.codeindex.indexer import index_files
 
         refreshed = [r["file_path"] for r in results if r.get("stale")]
-        index_files(project, [project.root / p for p in refreshed],
-                    summarizer=str(project.config.get("summarizer") or "auto"))
+        index_files(
+            project, [project.root / p for p in refreshed], summarizer=str(project.config.get("summarizer") or "auto")
+        )
         hits, degraded = search()
         results = [render_hit(h, mode, project) for h in hits]
     if global_:
-        for h, r in zip(hits, results):
+        for h, r in zip(hits, results, strict=False):
             r["project"] = str(h["project"].root)
     if mode == "exact":
         from contextware.codeindex.hits import attach_content
@@ -378,8 +428,9 @@ def recall(
     return out
 
 
-def _candidates(project: "Project", text: str, tables: tuple[str, ...], limit: int, filters: dict[str, Any],
-                vectors: dict[str, Any]) -> tuple[list[dict], str | None]:
+def _candidates(
+    project: "Project", text: str, tables: tuple[str, ...], limit: int, filters: dict[str, Any], vectors: dict[str, Any]
+) -> tuple[list[dict], str | None]:
     """Candidates of every table of one project, and why vectors were not used (None if they were).
     ``vectors`` caches the question's vectors (or why they failed) across calls."""
     embedder = project.embedder

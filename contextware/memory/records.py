@@ -7,14 +7,15 @@ Each returns a JSON-ready dict; each failure is a ``ContextwareError``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import NotFoundError, UsageError
 from contextware.redact import redact
-from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
 from contextware.storage.embedded_text import embedding_text, search_text
-from contextware.text import chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
 from contextware.storage.embeddings import embed_texts
+from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
+from contextware.text import chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -51,10 +52,11 @@ def check_slug(value: str | None, flag: str) -> str | None:
         return None
     v = value.strip().lower()
     if not _SLUG.match(v):
-        raise UsageError(f"{flag} {value!r} must be a short lowercase word such as test, git or deploy.", code=f"bad_{flag.strip('-')}")
+        raise UsageError(
+            f"{flag} {value!r} must be a short lowercase word such as test, git or deploy.",
+            code=f"bad_{flag.strip('-')}",
+        )
     return v
-
-
 
 
 def check_id(record_id: str) -> str:
@@ -133,7 +135,11 @@ def _save_rows(
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
-    similar = _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set()) if table is not None else []
+    similar = (
+        _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())
+        if table is not None
+        else []
+    )
 
     def write(tbl: Any) -> dict:
         found = _find_by_hash(tbl, dedup_hash, active_only)
@@ -197,11 +203,21 @@ def save_fact(
         )
     now = utcnow()
     row = {
-        "id": new_id(ID_PREFIX["facts"]), "text": body, "kind": kind, "topics": topic_list, "source": source,
-        "created_at": now, "updated_at": now, "status": "active", "supersedes": supersedes,
-        "superseded_by": None, "text_hash": text_hash(body),
+        "id": new_id(ID_PREFIX["facts"]),
+        "text": body,
+        "kind": kind,
+        "topics": topic_list,
+        "source": source,
+        "created_at": now,
+        "updated_at": now,
+        "status": "active",
+        "supersedes": supersedes,
+        "superseded_by": None,
+        "text_hash": text_hash(body),
     }
-    return _save_rows(project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions)
+    return _save_rows(
+        project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions
+    )
 
 
 def save_episode(
@@ -227,11 +243,20 @@ def save_episode(
         redactions[k] = redactions.get(k, 0) + v
     limit = int(project.config["max_episode_chars"])
     if len(body) + len(goal_text) > limit:
-        raise UsageError(f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long")
+        raise UsageError(
+            f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long"
+        )
     now = utcnow()
     row = {
-        "id": new_id(ID_PREFIX["episodes"]), "goal": goal_text, "result": outcome, "category": cat,
-        "summary": body, "topics": topic_list, "source": source, "created_at": now, "updated_at": now,
+        "id": new_id(ID_PREFIX["episodes"]),
+        "goal": goal_text,
+        "result": outcome,
+        "category": cat,
+        "summary": body,
+        "topics": topic_list,
+        "source": source,
+        "created_at": now,
+        "updated_at": now,
         "text_hash": text_hash(goal_text, outcome or "", body),
     }
     return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
@@ -245,15 +270,24 @@ def save_log(project: "Project", text: str, *, session_id: str | None, role: str
         raise UsageError("A log needs --role user or agent.", code="missing_role")
     body, redactions = _prepare(text, "log text")
     if len(body) > int(project.config["max_log_chars"]):
-        raise UsageError(f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long")
+        raise UsageError(
+            f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long"
+        )
     chunks = chunk_text(body, int(project.config["log_chunk_chars"]))
     digest = text_hash(session_id, role_v, body)
     now = utcnow()
     rows = [
         {
-            "id": new_id(ID_PREFIX["logs"]), "session_id": session_id, "role": role_v, "text": chunk,
-            "chunk_index": i, "chunk_count": len(chunks), "source": source, "created_at": now,
-            "updated_at": now, "text_hash": f"{digest}:{i}",
+            "id": new_id(ID_PREFIX["logs"]),
+            "session_id": session_id,
+            "role": role_v,
+            "text": chunk,
+            "chunk_index": i,
+            "chunk_count": len(chunks),
+            "source": source,
+            "created_at": now,
+            "updated_at": now,
+            "text_hash": f"{digest}:{i}",
         }
         for i, chunk in enumerate(chunks)
     ]
@@ -310,7 +344,9 @@ def get(project: "Project", record_id: str) -> dict:
     return {"record": {**public_row(row, collection), "has_vector": row.get("vector") is not None}}
 
 
-def list_records(project: "Project", collection: str | None = None, limit: int = 20, include_superseded: bool = True) -> dict:
+def list_records(
+    project: "Project", collection: str | None = None, limit: int = 20, include_superseded: bool = True
+) -> dict:
     if limit < 1:
         raise UsageError("--limit must be at least 1.", code="bad_limit")
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
@@ -320,7 +356,9 @@ def list_records(project: "Project", collection: str | None = None, limit: int =
         if table is None:
             continue
         columns = [c for c in table.schema.names if c not in PUBLIC_DROP]
-        rows = project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
+        rows = project.db.read(
+            lambda table=table, columns=columns: table.search().select(columns).limit(None).to_arrow().to_pylist()
+        )
         if name == "facts" and not include_superseded:
             rows = [r for r in rows if r.get("status") != "superseded"]
         records += [public_row(r, name) for r in rows]
@@ -390,7 +428,12 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
         tbl.merge_insert("id").when_matched_update_all().execute(data)
 
     project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
-    out: dict[str, Any] = {"id": record_id, "collection": collection, "updated": sorted(given), "record": public_row(new, collection)}
+    out: dict[str, Any] = {
+        "id": record_id,
+        "collection": collection,
+        "updated": sorted(given),
+        "record": public_row(new, collection),
+    }
     if redactions:
         out["redacted"] = redactions
     if degraded:
@@ -405,8 +448,10 @@ def delete(project: "Project", record_id: str) -> dict:
         tbl.delete(f"id = {sql_str(record_id)}")
         if collection == "facts" and row.get("supersedes"):
             # The fact it replaced becomes current again rather than staying hidden forever.
-            tbl.update(where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
-                       values={"status": "active", "superseded_by": None})
+            tbl.update(
+                where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
+                values={"status": "active", "superseded_by": None},
+            )
 
     project.db.write(collection, write)  # the table exists: a delete needs no model
     out = {"id": record_id, "collection": collection, "deleted": True}

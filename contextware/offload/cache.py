@@ -14,13 +14,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
-from contextware.offload.table import make_row, row_id, write_rows
+from contextware.offload.files import (
+    FULL_RESPONSE,
+    METADATA,
+    SUMMARY,
+    cache_root,
+    data_relative,
+    display_path,
+    entry_lock,
+    gemini_options,
+    new_gemini_session_id,
+    read_json,
+    read_text,
+    redact_texts,
+    write_entry_dir,
+    write_json,
+)
 from contextware.offload.sources import Sources, build_stdin, stale_reason, text_sha256
-from contextware.offload.files import FULL_RESPONSE, METADATA, SUMMARY, cache_root, data_relative, display_path, entry_lock, gemini_options, new_gemini_session_id, read_json, read_text, redact_texts, write_entry_dir, write_json
+from contextware.offload.table import make_row, row_id, write_rows
 from contextware.text import iso, utcnow
 
 if TYPE_CHECKING:
@@ -58,26 +74,49 @@ def ttl_reason(project: "Project", meta: dict) -> str | None:
 def entry_row(project: "Project", meta: dict, summary: str) -> dict:
     """The index row of a cache entry (also used by sync to rebuild it)."""
     return make_row(
-        project, id=meta.get("id") or row_id("cache", meta["key"]), prompt=meta.get("prompt") or "",
-        type=meta.get("type") or "offload", summary=summary, summary_method=meta.get("summary_method") or "full",
-        response_file=meta.get("response_file") or data_relative(project, cache_root(project) / meta["key"] / FULL_RESPONSE),
-        created_at=parse_time(meta.get("created_at")) or utcnow(), model=meta.get("model"),
-        source_paths=meta.get("source_paths") or [], source_hash=meta.get("source_hash"),
-        source_type=meta.get("source_type"), topics=meta.get("topics") or [], token_count=meta.get("token_count"),
+        project,
+        id=meta.get("id") or row_id("cache", meta["key"]),
+        prompt=meta.get("prompt") or "",
+        type=meta.get("type") or "offload",
+        summary=summary,
+        summary_method=meta.get("summary_method") or "full",
+        response_file=meta.get("response_file")
+        or data_relative(project, cache_root(project) / meta["key"] / FULL_RESPONSE),
+        created_at=parse_time(meta.get("created_at")) or utcnow(),
+        model=meta.get("model"),
+        source_paths=meta.get("source_paths") or [],
+        source_hash=meta.get("source_hash"),
+        source_type=meta.get("source_type"),
+        topics=meta.get("topics") or [],
+        token_count=meta.get("token_count"),
     )
 
 
 def _answer(project: "Project", meta: dict, summary: str, cached: bool) -> dict[str, Any]:
     return {
-        "cached": cached, "summary": summary, "full_response_path": display_path(project, meta["response_file"]),
-        "tokens": meta.get("token_count"), "summary_method": meta.get("summary_method"), "key": meta["key"],
-        "id": meta["id"], "model": meta.get("model"), "created_at": meta.get("created_at"),
+        "cached": cached,
+        "summary": summary,
+        "full_response_path": display_path(project, meta["response_file"]),
+        "tokens": meta.get("token_count"),
+        "summary_method": meta.get("summary_method"),
+        "key": meta["key"],
+        "id": meta["id"],
+        "model": meta.get("model"),
+        "created_at": meta.get("created_at"),
         "gemini_session_id": meta.get("gemini_session_id"),
     }
 
 
-def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: dict[str, str], model: str | None,
-                 topics: Sequence[str] = (), refresh: bool = False) -> dict[str, Any]:
+def offload_once(
+    project: "Project",
+    prompt: str,
+    *,
+    sources: Sources,
+    texts: dict[str, str],
+    model: str | None,
+    topics: Sequence[str] = (),
+    refresh: bool = False,
+) -> dict[str, Any]:
     """Answer from the cache when the entry is fresh, else ask Gemini (``texts``: the ``--files``
     contents, read and checked by the caller before anything is written)."""
     from contextware.gemini import run_gemini
@@ -104,27 +143,56 @@ def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: di
         manifest = sources.manifest()  # what Gemini is shown (hashed before the call)
         source_hash = sources.source_hash()
         session_id = new_gemini_session_id("offload")
-        result = run_gemini(prompt, stdin_text=stdin, model=model, include_dirs=[str(p) for p in sources.dir_paths],
-                            session_id=session_id, cwd=project.root, **gemini_options(project))
+        result = run_gemini(
+            prompt,
+            stdin_text=stdin,
+            model=model,
+            include_dirs=[str(p) for p in sources.dir_paths],
+            session_id=session_id,
+            cwd=project.root,
+            **gemini_options(project),
+        )
         redacted: dict[str, int] = {}
         stored_prompt, response = redact_texts(redacted, prompt, result.response)  # secrets never stored
         summary_obj = summarize_response(project, response)
         now = utcnow()
         meta = {
-            "version": FORMAT_VERSION, "key": key, "id": row_id("cache", key), "type": "offload",
-            "project": str(project.root), "prompt": stored_prompt, "prompt_hash": text_sha256(prompt),
-            "model": model, "models": result.models, "topics": list(topics),
-            "files": [f.path for f in sources.files], "include_dirs": list(sources.dirs),
-            "source_paths": sources.source_paths, "source_type": sources.source_type, "source_hash": source_hash,
-            "sources": manifest, "stdin_sha256": sources.key_material()["stdin"],
-            "created_at": iso(now), "gemini_session_id": result.session_id or session_id,
-            "tokens": result.tokens, "token_count": result.tokens.get("total", 0),
-            "summary_method": summary_obj.method, "summary_error": summary_obj.error,
+            "version": FORMAT_VERSION,
+            "key": key,
+            "id": row_id("cache", key),
+            "type": "offload",
+            "project": str(project.root),
+            "prompt": stored_prompt,
+            "prompt_hash": text_sha256(prompt),
+            "model": model,
+            "models": result.models,
+            "topics": list(topics),
+            "files": [f.path for f in sources.files],
+            "include_dirs": list(sources.dirs),
+            "source_paths": sources.source_paths,
+            "source_type": sources.source_type,
+            "source_hash": source_hash,
+            "sources": manifest,
+            "stdin_sha256": sources.key_material()["stdin"],
+            "created_at": iso(now),
+            "gemini_session_id": result.session_id or session_id,
+            "tokens": result.tokens,
+            "token_count": result.tokens.get("total", 0),
+            "summary_method": summary_obj.method,
+            "summary_error": summary_obj.error,
             "response_file": data_relative(project, entry / FULL_RESPONSE),
-            "session_name": None, "turn_number": None, "feature": None,
+            "session_name": None,
+            "turn_number": None,
+            "feature": None,
         }
-        write_entry_dir(entry, {METADATA: json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
-                                FULL_RESPONSE: response, SUMMARY: summary_obj.text})
+        write_entry_dir(
+            entry,
+            {
+                METADATA: json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
+                FULL_RESPONSE: response,
+                SUMMARY: summary_obj.text,
+            },
+        )
     out = _answer(project, meta, summary_obj.text, cached=False)
     if reason:
         out["stale_reason"] = reason
@@ -136,8 +204,15 @@ def offload_once(project: "Project", prompt: str, *, sources: Sources, texts: di
     return out
 
 
-def _hit(project: "Project", entry: Path, meta: dict, summary: str, touched: list[str], sources: Sources,
-         topics: Sequence[str]) -> dict[str, Any]:
+def _hit(
+    project: "Project",
+    entry: Path,
+    meta: dict,
+    summary: str,
+    touched: list[str],
+    sources: Sources,
+    topics: Sequence[str],
+) -> dict[str, Any]:
     """A fresh entry: refresh the recorded stats of touched files (so the next look-up needs no
     hashing) and add new topics; the index is written only when topics changed."""
     changed = False

@@ -22,10 +22,11 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import StorageError, UsageError
 
@@ -78,8 +79,10 @@ def check_name(value: str | None, flag: str) -> str | None:
         return None
     v = value.strip()
     if not _NAME.match(v):
-        raise UsageError(f"{flag} {value!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
-                         "letter or digit.", code=f"bad_{flag.strip('-').replace('-', '_')}")
+        raise UsageError(
+            f"{flag} {value!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+            code=f"bad_{flag.strip('-').replace('-', '_')}",
+        )
     return v
 
 
@@ -91,7 +94,7 @@ def turn_file_name(when: datetime) -> str:
 def turn_file_time(name: str) -> datetime | None:
     from datetime import timezone
 
-    stem = name[len(TURN_PREFIX):-3] if name.startswith(TURN_PREFIX) and name.endswith(".md") else ""
+    stem = name[len(TURN_PREFIX) : -3] if name.startswith(TURN_PREFIX) and name.endswith(".md") else ""
     try:
         return datetime.strptime(stem, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
     except ValueError:
@@ -189,8 +192,9 @@ def entry_lock(project: "Project", kind: str, name: str) -> Iterator[None]:
         with lock:
             yield
     except Timeout:
-        raise StorageError(f"Timed out after {timeout:.0f} s waiting for another offload of the same {kind}.",
-                           code="lock_timeout") from None
+        raise StorageError(
+            f"Timed out after {timeout:.0f} s waiting for another offload of the same {kind}.", code="lock_timeout"
+        ) from None
 
 
 # -- Gemini --------------------------------------------------------------------------------------

@@ -15,11 +15,12 @@ This module is the entry point the command line, hooks and MCP server share: it 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError
-from contextware.offload.table import offload_where, public_offload, registered_projects
 from contextware.offload.files import check_name
+from contextware.offload.table import offload_where, public_offload, registered_projects
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -36,8 +37,10 @@ def _check_prompt(prompt: str | None) -> str:
     if "\x00" in prompt:
         raise UsageError("The prompt contains NUL bytes; give text.", code="bad_prompt")
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise UsageError(f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on "
-                         "standard input.", code="too_long")
+        raise UsageError(
+            f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on standard input.",
+            code="too_long",
+        )
     return prompt.strip()
 
 
@@ -50,15 +53,25 @@ def _check_model(project: "Project", model: str | None) -> str | None:
     return project.config.get("offload_model") or None
 
 
-def offload(project: "Project", prompt: str | None, *, files: str | Sequence[str] | None = None,
-            include_dirs: str | Sequence[str] | None = None, model: str | None = None,
-            topic: str | Sequence[str] | None = None, refresh: bool = False, stdin_text: str | None = None,
-            session: str | None = None, feature: str | None = None, resume_id: str | None = None) -> dict[str, Any]:
+def offload(
+    project: "Project",
+    prompt: str | None,
+    *,
+    files: str | Sequence[str] | None = None,
+    include_dirs: str | Sequence[str] | None = None,
+    model: str | None = None,
+    topic: str | Sequence[str] | None = None,
+    refresh: bool = False,
+    stdin_text: str | None = None,
+    session: str | None = None,
+    feature: str | None = None,
+    resume_id: str | None = None,
+) -> dict[str, Any]:
     """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
-    from contextware.text import parse_topics
     from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources, split_list
+    from contextware.text import parse_topics
 
     prompt = _check_prompt(prompt)
     session = check_name(session, "--session")
@@ -66,8 +79,10 @@ def offload(project: "Project", prompt: str | None, *, files: str | Sequence[str
     if resume_id is not None:
         resume_id = resume_id.strip()
         if not _GEMINI_ID.match(resume_id):
-            raise UsageError(f"--resume-id {resume_id!r} is not a Gemini session id (letters, digits, '-', '_').",
-                             code="bad_resume_id")
+            raise UsageError(
+                f"--resume-id {resume_id!r} is not a Gemini session id (letters, digits, '-', '_').",
+                code="bad_resume_id",
+            )
         if not (session or feature):
             check_name(resume_id, "--resume-id")  # it names the session folder too
     if refresh and (session or feature or resume_id):
@@ -82,8 +97,17 @@ def offload(project: "Project", prompt: str | None, *, files: str | Sequence[str
     if session or feature or resume_id:
         from contextware.offload.sessions import offload_session
 
-        return offload_session(project, prompt, sources=sources, texts=texts, model=model, name=session,
-                               feature=feature, resume_id=resume_id, topics=topics)
+        return offload_session(
+            project,
+            prompt,
+            sources=sources,
+            texts=texts,
+            model=model,
+            name=session,
+            feature=feature,
+            resume_id=resume_id,
+            topics=topics,
+        )
     from contextware.offload.cache import offload_once
 
     return offload_once(project, prompt, sources=sources, texts=texts, model=model, topics=topics, refresh=refresh)

@@ -11,9 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import GeminiError, NotFoundError
-from contextware.offload.table import delete_rows
+from contextware.offload.files import (
+    SUMMARY,
+    entry_lock,
+    is_temporary,
+    read_text,
+    remove_dir,
+    session_dir,
+    sessions_root,
+)
 from contextware.offload.sessions import load_state
-from contextware.offload.files import SUMMARY, entry_lock, is_temporary, read_text, remove_dir, session_dir, sessions_root
+from contextware.offload.table import delete_rows
 from contextware.text import sql_str, truncate
 
 if TYPE_CHECKING:
@@ -28,10 +36,16 @@ def session_names(project: "Project") -> list[str]:
 
 
 def _brief(state: dict, summary: str | None) -> dict[str, Any]:
-    return {"name": state["name"], "feature": state.get("feature"), "turns": len(state["turns"]),
-            "tokens": int((state.get("tokens") or {}).get("total") or 0), "created_at": state.get("created_at"),
-            "updated_at": state.get("updated_at"), "gemini_session_id": state.get("gemini_session_id"),
-            "summary": truncate(summary or "", 300)}
+    return {
+        "name": state["name"],
+        "feature": state.get("feature"),
+        "turns": len(state["turns"]),
+        "tokens": int((state.get("tokens") or {}).get("total") or 0),
+        "created_at": state.get("created_at"),
+        "updated_at": state.get("updated_at"),
+        "gemini_session_id": state.get("gemini_session_id"),
+        "summary": truncate(summary or "", 300),
+    }
 
 
 def session_list(project: "Project") -> dict[str, Any]:
@@ -64,12 +78,18 @@ def session_show(project: "Project", name: str) -> dict[str, Any]:
     out["context_tokens"] = state.get("context_tokens") or 0
     if state.get("last_error"):
         out["last_error"] = state["last_error"]
-    out["turns"] = [{"turn": t["turn"], "created_at": t.get("created_at"),
-                     "prompt": truncate(t.get("prompt") or "", 300),
-                     "summary": t.get("summary"), "tokens": t.get("token_count"),
-                     "gemini_session_id": t.get("gemini_session_id"),
-                     "full_response_path": project.relpath(sdir / t["file"])}
-                    for t in state["turns"]]
+    out["turns"] = [
+        {
+            "turn": t["turn"],
+            "created_at": t.get("created_at"),
+            "prompt": truncate(t.get("prompt") or "", 300),
+            "summary": t.get("summary"),
+            "tokens": t.get("token_count"),
+            "gemini_session_id": t.get("gemini_session_id"),
+            "full_response_path": project.relpath(sdir / t["file"]),
+        }
+        for t in state["turns"]
+    ]
     return {"session": out}
 
 

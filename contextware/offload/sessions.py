@@ -27,13 +27,32 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import GeminiError, UsageError
-from contextware.offload.table import make_row, row_id, write_rows
+from contextware.offload.files import (
+    SESSION_STATE,
+    SUMMARY,
+    TURN_PREFIX,
+    data_relative,
+    display_path,
+    entry_lock,
+    gemini_id_prefix,
+    gemini_options,
+    new_gemini_session_id,
+    read_json,
+    read_text,
+    redact_texts,
+    session_dir,
+    turn_file_name,
+    turn_file_time,
+    write_json,
+    write_text,
+)
 from contextware.offload.sources import Sources, build_stdin, text_sha256
-from contextware.offload.files import SESSION_STATE, SUMMARY, TURN_PREFIX, data_relative, display_path, entry_lock, gemini_id_prefix, gemini_options, new_gemini_session_id, read_json, read_text, redact_texts, session_dir, turn_file_name, turn_file_time, write_json, write_text
+from contextware.offload.table import make_row, row_id, write_rows
 from contextware.text import iso, truncate, utcnow
 
 if TYPE_CHECKING:
@@ -42,8 +61,7 @@ if TYPE_CHECKING:
 
 STATE_VERSION = 1
 # Failures that retrying or a new session cannot fix: raised at once, not counted.
-PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "input_too_large",
-              "bad_request"}
+PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "input_too_large", "bad_request"}
 _AGE_RE = re.compile(r"^(\d+)\s+(minute|hour|day)s?\s+ago$", re.I)
 _sleep = time.sleep  # tests replace it to check the back-off without waiting
 
@@ -51,10 +69,25 @@ _sleep = time.sleep  # tests replace it to check the back-off without waiting
 # -- state ---------------------------------------------------------------------------------------
 def _new_state(name: str, feature: str | None) -> dict[str, Any]:
     now = iso(utcnow())
-    return {"version": STATE_VERSION, "name": name, "feature": feature, "created_at": now, "updated_at": now,
-            "gemini_session_id": None, "gemini_started": False, "gemini_sessions": [], "error_count": 0,
-            "session_errors": 0, "last_error": None, "rotate": None, "context_tokens": 0, "tokens": {},
-            "topics": [], "turns": [], "summary_method": None}
+    return {
+        "version": STATE_VERSION,
+        "name": name,
+        "feature": feature,
+        "created_at": now,
+        "updated_at": now,
+        "gemini_session_id": None,
+        "gemini_started": False,
+        "gemini_sessions": [],
+        "error_count": 0,
+        "session_errors": 0,
+        "last_error": None,
+        "rotate": None,
+        "context_tokens": 0,
+        "tokens": {},
+        "topics": [],
+        "turns": [],
+        "summary_method": None,
+    }
 
 
 def load_state(sdir: Path) -> dict[str, Any] | None:
@@ -72,8 +105,16 @@ def load_state(sdir: Path) -> dict[str, Any] | None:
     for name in files:
         if name not in known:
             when = turn_file_time(name)
-            state["turns"].append({"file": name, "prompt": "", "created_at": iso(when) if when else None,
-                                   "summary": None, "summary_method": None, "token_count": None})
+            state["turns"].append(
+                {
+                    "file": name,
+                    "prompt": "",
+                    "created_at": iso(when) if when else None,
+                    "summary": None,
+                    "summary_method": None,
+                    "token_count": None,
+                }
+            )
     state["turns"] = [t for t in state["turns"] if t.get("file") in files]
     state["turns"].sort(key=lambda t: t["file"])
     for i, turn in enumerate(state["turns"], 1):
@@ -88,8 +129,9 @@ def _save(sdir: Path, state: dict) -> None:
 
 def _start_new(state: dict, reason: str) -> None:
     sid = new_gemini_session_id(state["name"])
-    state["gemini_sessions"].append({"id": sid, "started_at": iso(utcnow()), "reason": reason,
-                                     "replaces": state.get("gemini_session_id")})
+    state["gemini_sessions"].append(
+        {"id": sid, "started_at": iso(utcnow()), "reason": reason, "replaces": state.get("gemini_session_id")}
+    )
     state.update(gemini_session_id=sid, gemini_started=False, session_errors=0, rotate=None, context_tokens=0)
 
 
@@ -135,8 +177,9 @@ def _recover(project: "Project", state: dict, feature: str) -> str | None:
         return None
     found = find_recoverable(sessions, state["name"], feature, float(project.config.get("offload_recovery_days") or 7))
     if found:
-        state["gemini_sessions"].append({"id": found, "started_at": None, "reason": "recovered from Gemini CLI's "
-                                         "session list", "replaces": None})
+        state["gemini_sessions"].append(
+            {"id": found, "started_at": None, "reason": "recovered from Gemini CLI's session list", "replaces": None}
+        )
         state.update(gemini_session_id=found, gemini_started=True, session_errors=0, rotate=None)
     return found
 
@@ -148,13 +191,23 @@ def _lead(sdir: Path, state: dict) -> str:
     parts = [f"[Feature: {state['feature']}]"] if state.get("feature") else []
     summary = read_text(sdir / SUMMARY) if state["turns"] else None
     if summary and summary.strip():
-        parts.append("What this research has established so far (summary of earlier turns, from a previous "
-                     f"Gemini session):\n{summary.strip()}")
+        parts.append(
+            "What this research has established so far (summary of earlier turns, from a previous "
+            f"Gemini session):\n{summary.strip()}"
+        )
     return "\n\n".join(parts)
 
 
-def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sources, texts: dict[str, str],
-          model: str | None, override: bool) -> tuple["GeminiResult", dict[str, Any]]:
+def _call(
+    project: "Project",
+    sdir: Path,
+    state: dict,
+    prompt: str,
+    sources: Sources,
+    texts: dict[str, str],
+    model: str | None,
+    override: bool,
+) -> tuple["GeminiResult", dict[str, Any]]:
     from contextware.gemini import run_gemini
 
     cfg = project.config
@@ -172,18 +225,27 @@ def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sou
         if not override:
             _save(sdir, state)  # the id is on disk before the CLI creates the session
         try:
-            result = run_gemini(prompt, stdin_text=stdin, model=model,
-                                include_dirs=[str(p) for p in sources.dir_paths],
-                                session_id=None if started else sid, resume=sid if started else None,
-                                cwd=project.root, **gemini_options(project))
+            result = run_gemini(
+                prompt,
+                stdin_text=stdin,
+                model=model,
+                include_dirs=[str(p) for p in sources.dir_paths],
+                session_id=None if started else sid,
+                resume=sid if started else None,
+                cwd=project.root,
+                **gemini_options(project),
+            )
         except GeminiError as exc:
             if exc.code == "session_exists" and not started and not switched:
                 state["gemini_started"] = switched = True  # created by a call that crashed: continue it
                 continue
             if exc.code == "unknown_session":
                 if override:
-                    raise UsageError(f"Gemini CLI does not know the session {sid} (run `gemini --list-sessions` in "
-                                     "the project to see its sessions).", code="unknown_session") from None
+                    raise UsageError(
+                        f"Gemini CLI does not know the session {sid} (run `gemini --list-sessions` in "
+                        "the project to see its sessions).",
+                        code="unknown_session",
+                    ) from None
                 if not restarted:
                     restarted = True
                     state["rotate"] = f"Gemini CLI no longer knows session {sid}"
@@ -204,11 +266,18 @@ def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sou
                 raise
             _sleep(state["error_count"] * backoff)
             continue
-        info.update(new_gemini_session=not started,
-                    reason=(state["gemini_sessions"][-1].get("reason") if not started and state["gemini_sessions"]
-                            else None))
-        state.update(gemini_started=True, error_count=0, session_errors=0, last_error=None, rotate=None,
-                     context_tokens=result.prompt_tokens)
+        info.update(
+            new_gemini_session=not started,
+            reason=(state["gemini_sessions"][-1].get("reason") if not started and state["gemini_sessions"] else None),
+        )
+        state.update(
+            gemini_started=True,
+            error_count=0,
+            session_errors=0,
+            last_error=None,
+            rotate=None,
+            context_tokens=result.prompt_tokens,
+        )
         if result.session_id and state.get("gemini_session_id") != result.session_id:
             state["gemini_session_id"] = result.session_id  # --resume-id, or a new id after a refused try
         limit = int(cfg.get("offload_session_max_tokens") or 350_000)
@@ -218,9 +287,18 @@ def _call(project: "Project", sdir: Path, state: dict, prompt: str, sources: Sou
 
 
 # -- public --------------------------------------------------------------------------------------
-def offload_session(project: "Project", prompt: str, *, sources: Sources, texts: dict[str, str], model: str | None,
-                    name: str | None = None, feature: str | None = None, resume_id: str | None = None,
-                    topics: Sequence[str] = ()) -> dict[str, Any]:
+def offload_session(
+    project: "Project",
+    prompt: str,
+    *,
+    sources: Sources,
+    texts: dict[str, str],
+    model: str | None,
+    name: str | None = None,
+    feature: str | None = None,
+    resume_id: str | None = None,
+    topics: Sequence[str] = (),
+) -> dict[str, Any]:
     """One turn of a named or feature session (or of any Gemini session, with ``resume_id``)."""
     from contextware.offload.summary import summarize_turn
 
@@ -230,8 +308,9 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
     with entry_lock(project, "session", name):
         state = load_state(sdir)
         if state is not None and feature and state.get("feature") not in (None, feature):
-            raise UsageError(f"Session {name} belongs to feature {state['feature']!r}, not {feature!r}.",
-                             code="feature_mismatch")
+            raise UsageError(
+                f"Session {name} belongs to feature {state['feature']!r}, not {feature!r}.", code="feature_mismatch"
+            )
         recovered = None
         fresh = state is None or state.get("recovered_from_files")
         if state is None:
@@ -240,8 +319,14 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         override = resume_id is not None
         if override:
             if state.get("gemini_session_id") != resume_id:
-                state["gemini_sessions"].append({"id": resume_id, "started_at": None, "reason": "--resume-id",
-                                                 "replaces": state.get("gemini_session_id")})
+                state["gemini_sessions"].append(
+                    {
+                        "id": resume_id,
+                        "started_at": None,
+                        "reason": "--resume-id",
+                        "replaces": state.get("gemini_session_id"),
+                    }
+                )
             state.update(gemini_session_id=resume_id, gemini_started=True, rotate=None)
         elif fresh and state.get("feature") and not state.get("gemini_session_id"):
             recovered = _recover(project, state, state["feature"])
@@ -253,15 +338,27 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         stored_prompt, response = redact_texts(redacted, prompt, result.response)  # secrets never stored
         write_text(sdir / fname, response)
         turn_no = len(state["turns"]) + 1
-        own, cumulative = summarize_turn(project, previous=read_text(sdir / SUMMARY), prompt=stored_prompt,
-                                         response=response, turn=turn_no)
+        own, cumulative = summarize_turn(
+            project, previous=read_text(sdir / SUMMARY), prompt=stored_prompt, response=response, turn=turn_no
+        )
         turn = {
-            "turn": turn_no, "file": fname, "prompt": stored_prompt, "prompt_hash": text_sha256(prompt),
-            "created_at": iso(now), "model": model, "models": result.models,
-            "gemini_session_id": state["gemini_session_id"], "new_gemini_session": info["new_gemini_session"],
-            "tokens": result.tokens, "token_count": result.tokens.get("total", 0), "summary": own.text,
-            "summary_method": own.method, "source_paths": sources.source_paths, "source_type": sources.source_type,
-            "source_hash": sources.source_hash(), "topics": list(topics),
+            "turn": turn_no,
+            "file": fname,
+            "prompt": stored_prompt,
+            "prompt_hash": text_sha256(prompt),
+            "created_at": iso(now),
+            "model": model,
+            "models": result.models,
+            "gemini_session_id": state["gemini_session_id"],
+            "new_gemini_session": info["new_gemini_session"],
+            "tokens": result.tokens,
+            "token_count": result.tokens.get("total", 0),
+            "summary": own.text,
+            "summary_method": own.method,
+            "source_paths": sources.source_paths,
+            "source_type": sources.source_type,
+            "source_hash": sources.source_hash(),
+            "topics": list(topics),
         }
         state["turns"].append(turn)
         for key, value in result.tokens.items():
@@ -273,11 +370,19 @@ def offload_session(project: "Project", prompt: str, *, sources: Sources, texts:
         _save(sdir, state)
     rows = [turn_row(project, state, turn), synthesis_row(project, state, cumulative.text)]
     out: dict[str, Any] = {
-        "cached": False, "session": name, "feature": state.get("feature"), "turn": turn_no, "id": rows[0]["id"],
-        "summary": cumulative.text, "summary_method": cumulative.method, "turn_summary": own.text,
+        "cached": False,
+        "session": name,
+        "feature": state.get("feature"),
+        "turn": turn_no,
+        "id": rows[0]["id"],
+        "summary": cumulative.text,
+        "summary_method": cumulative.method,
+        "turn_summary": own.text,
         "full_response_path": display_path(project, data_relative(project, sdir / fname)),
-        "tokens": turn["token_count"], "session_tokens": state["tokens"].get("total", 0),
-        "context_tokens": result.prompt_tokens, "gemini_session_id": state["gemini_session_id"],
+        "tokens": turn["token_count"],
+        "session_tokens": state["tokens"].get("total", 0),
+        "context_tokens": result.prompt_tokens,
+        "gemini_session_id": state["gemini_session_id"],
         "new_gemini_session": info["new_gemini_session"],
     }
     if info["new_gemini_session"] and info.get("reason"):
@@ -302,13 +407,23 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
 
     name = state["name"]
     return make_row(
-        project, id=row_id("turn", name, turn["file"]), prompt=turn.get("prompt") or "", type="research",
-        summary=turn.get("summary") or "", summary_method=turn.get("summary_method") or "unknown",
+        project,
+        id=row_id("turn", name, turn["file"]),
+        prompt=turn.get("prompt") or "",
+        type="research",
+        summary=turn.get("summary") or "",
+        summary_method=turn.get("summary_method") or "unknown",
         response_file=data_relative(project, session_dir(project, name) / turn["file"]),
         created_at=parse_time(turn.get("created_at")) or utcnow(),
-        model=turn.get("model"), source_paths=turn.get("source_paths") or [], source_hash=turn.get("source_hash"),
-        source_type=turn.get("source_type"), session_name=name, turn_number=turn.get("turn"),
-        feature=state.get("feature"), topics=turn.get("topics") or [], token_count=turn.get("token_count"),
+        model=turn.get("model"),
+        source_paths=turn.get("source_paths") or [],
+        source_hash=turn.get("source_hash"),
+        source_type=turn.get("source_type"),
+        session_name=name,
+        turn_number=turn.get("turn"),
+        feature=state.get("feature"),
+        topics=turn.get("topics") or [],
+        token_count=turn.get("token_count"),
     )
 
 
@@ -319,11 +434,19 @@ def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
     prompts = "; ".join(t.get("prompt") or "" for t in state["turns"] if t.get("prompt"))
     sources = list(dict.fromkeys(p for t in state["turns"] for p in t.get("source_paths") or []))
     return make_row(
-        project, id=row_id("synthesis", name), prompt=truncate(prompts, 2000) or f"Session {name}",
-        type="synthesis", summary=summary, summary_method=state.get("summary_method") or "unknown",
+        project,
+        id=row_id("synthesis", name),
+        prompt=truncate(prompts, 2000) or f"Session {name}",
+        type="synthesis",
+        summary=summary,
+        summary_method=state.get("summary_method") or "unknown",
         response_file=data_relative(project, session_dir(project, name) / SUMMARY),
-        created_at=parse_time(state.get("updated_at")) or utcnow(), source_paths=sources,
-        session_name=name, turn_number=len(state["turns"]), feature=state.get("feature"),
-        topics=state.get("topics") or [], token_count=int((state.get("tokens") or {}).get("total") or 0),
+        created_at=parse_time(state.get("updated_at")) or utcnow(),
+        source_paths=sources,
+        session_name=name,
+        turn_number=len(state["turns"]),
+        feature=state.get("feature"),
+        topics=state.get("topics") or [],
+        token_count=int((state.get("tokens") or {}).get("total") or 0),
         model=(state["turns"][-1].get("model") if state["turns"] else None),
     )

@@ -14,13 +14,13 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError
-from contextware.gemini import MAX_STDIN_BYTES
-from contextware.gemini import escape_at
+from contextware.gemini import MAX_STDIN_BYTES, escape_at
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -64,8 +64,7 @@ class Sources:
 
     @property
     def source_type(self) -> str:
-        kinds = [k for k, present in (("files", self.files), ("dirs", self.dirs), ("stdin", self.extra))
-                 if present]
+        kinds = [k for k, present in (("files", self.files), ("dirs", self.dirs), ("stdin", self.extra)) if present]
         return "+".join(kinds) or "prompt"
 
     def manifest(self) -> list[dict[str, Any]]:
@@ -73,15 +72,20 @@ class Sources:
 
     def source_hash(self) -> str:
         """sha256 over every tracked file's path and content hash, and the piped context."""
-        body = {"files": [[f.path, f.digest()] for f in self.tracked],
-                "stdin": text_sha256(self.extra) if self.extra else None}
+        body = {
+            "files": [[f.path, f.digest()] for f in self.tracked],
+            "stdin": text_sha256(self.extra) if self.extra else None,
+        }
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def key_material(self) -> dict[str, Any]:
         """What, besides prompt and model, names a cache entry: the given paths and the piped context
         (content hashes are checked against the entry, see ``stale_reason``)."""
-        return {"files": sorted(f.path for f in self.files), "dirs": sorted(self.dirs),
-                "stdin": text_sha256(self.extra) if self.extra else None}
+        return {
+            "files": sorted(f.path for f in self.files),
+            "dirs": sorted(self.dirs),
+            "stdin": text_sha256(self.extra) if self.extra else None,
+        }
 
 
 def file_sha256(path: Path) -> str:
@@ -129,8 +133,9 @@ def _locate(project: "Project", raw: str) -> Path:
     return there if there.exists() else here
 
 
-def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs: Sequence[str] = (),
-                    extra: str | None = None) -> Sources:
+def resolve_sources(
+    project: "Project", files: Sequence[str] = (), include_dirs: Sequence[str] = (), extra: str | None = None
+) -> Sources:
     """Check and stat the given files and folders (relative paths: to the working directory, else to
     the project root).  Bad paths are a UsageError; nothing is read here."""
     sources = Sources(extra=extra if extra and extra.strip() else None)
@@ -164,8 +169,11 @@ def resolve_sources(project: "Project", files: Sequence[str] = (), include_dirs:
                 listed.add(f.path)
                 sources.dir_files.append(f)
         if len(sources.dir_files) > limit:
-            raise UsageError(f"--include-dirs covers more than {limit} files; give narrower folders "
-                             "(or raise offload_max_source_files in config.json).", code="too_many_files")
+            raise UsageError(
+                f"--include-dirs covers more than {limit} files; give narrower folders "
+                "(or raise offload_max_source_files in config.json).",
+                code="too_many_files",
+            )
     return sources
 
 
@@ -241,8 +249,11 @@ def read_file_texts(sources: Sources) -> dict[str, str]:
     for f in sources.files:
         text, digest, reason = read_source(Candidate(f.path, f.abs_path, f.mtime, f.size), MAX_STDIN_BYTES)
         if reason == "too_large":
-            raise UsageError(f"--files: {f.path} is larger than Gemini CLI's 8 MB input limit; give its folder "
-                             "with --include-dirs instead.", code="too_large")
+            raise UsageError(
+                f"--files: {f.path} is larger than Gemini CLI's 8 MB input limit; give its folder "
+                "with --include-dirs instead.",
+                code="too_large",
+            )
         if reason or text is None:
             what = "binary" if reason == "binary" else (reason or "unreadable")
             raise UsageError(f"--files: {f.path} is {what}, not text.", code="not_text")
@@ -259,8 +270,10 @@ def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> s
         parts.append(escape_at(sources.extra.strip()))
     if texts:
         nonce = secrets.token_hex(4)
-        parts.append(f"The request below comes with {len(texts)} file(s), each between a line "
-                     f"\"===== FILE {nonce}: <path> =====\" and a line \"===== END FILE {nonce}: <path> =====\".")
+        parts.append(
+            f"The request below comes with {len(texts)} file(s), each between a line "
+            f'"===== FILE {nonce}: <path> =====" and a line "===== END FILE {nonce}: <path> =====".'
+        )
         for path, text in texts.items():
             body = escape_at(text.replace("\r\n", "\n"))
             if not body.endswith("\n"):
@@ -271,6 +284,9 @@ def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> s
         return None
     stdin = "\n\n".join(parts)
     if len(stdin.encode("utf-8")) > MAX_STDIN_BYTES:
-        raise UsageError("The files and piped context exceed Gemini CLI's 8 MB input limit; give large folders "
-                         "with --include-dirs so that Gemini reads them itself.", code="too_large")
+        raise UsageError(
+            "The files and piped context exceed Gemini CLI's 8 MB input limit; give large folders "
+            "with --include-dirs so that Gemini reads them itself.",
+            code="too_large",
+        )
     return stdin

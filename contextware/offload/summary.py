@@ -78,12 +78,16 @@ def _use_gemini(project: "Project") -> bool:
 
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
-    from contextware.gemini import gemini_workdir
-    from contextware.gemini import run_gemini
+    from contextware.gemini import gemini_workdir, run_gemini
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
-    result = run_gemini(prompt, stdin_text=stdin, model=model, cwd=gemini_workdir(),
-                        **gemini_options(project, timeout_key="gemini_timeout_s"))
+    result = run_gemini(
+        prompt,
+        stdin_text=stdin,
+        model=model,
+        cwd=gemini_workdir(),
+        **gemini_options(project, timeout_key="gemini_timeout_s"),
+    )
     return result.response.strip()
 
 
@@ -104,8 +108,9 @@ def summarize_response(project: "Project", response: str) -> Summary:
     return Summary(truncate_sentences(response, max_tokens), "truncated", error)
 
 
-def summarize_turn(project: "Project", *, previous: str | None, prompt: str, response: str,
-                   turn: int) -> tuple[Summary, Summary]:
+def summarize_turn(
+    project: "Project", *, previous: str | None, prompt: str, response: str, turn: int
+) -> tuple[Summary, Summary]:
     """(summary of this turn, updated cumulative summary of the session)."""
     max_tokens, words = _words(project)
     if not (previous or "").strip():
@@ -113,15 +118,19 @@ def summarize_turn(project: "Project", *, previous: str | None, prompt: str, res
         return first, first
     error = None
     if _use_gemini(project):
-        stdin = (f"=== SUMMARY SO FAR ===\n{escape_at(previous.strip())}\n\n=== LATEST QUESTION ===\n"
-                 f"{escape_at(prompt.strip())}\n\n=== LATEST ANSWER ===\n{escape_at(response.strip())}")
+        stdin = (
+            f"=== SUMMARY SO FAR ===\n{escape_at(previous.strip())}\n\n=== LATEST QUESTION ===\n"
+            f"{escape_at(prompt.strip())}\n\n=== LATEST ANSWER ===\n{escape_at(response.strip())}"
+        )
         try:
             reply = _ask(project, TURN_PROMPT.format(words=words), stdin)
             parsed = _parse_turn_reply(reply)
             if parsed:
                 turn_text, cumulative = parsed
-                return (Summary(truncate_sentences(turn_text, max_tokens), "gemini"),
-                        Summary(truncate_sentences(cumulative, max_tokens), "gemini"))
+                return (
+                    Summary(truncate_sentences(turn_text, max_tokens), "gemini"),
+                    Summary(truncate_sentences(cumulative, max_tokens), "gemini"),
+                )
             error = "The summary model's reply was not the JSON asked for."
         except GeminiError as exc:
             error = exc.message

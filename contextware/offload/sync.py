@@ -18,7 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, StorageError, UsageError, first_line
-from contextware.offload.files import FULL_RESPONSE, METADATA, SUMMARY, cache_root, data_relative, display_path, is_temporary, read_json, read_text, session_dir
+from contextware.offload.files import (
+    FULL_RESPONSE,
+    METADATA,
+    SUMMARY,
+    cache_root,
+    data_relative,
+    display_path,
+    is_temporary,
+    read_json,
+    read_text,
+    session_dir,
+)
 from contextware.storage.schemas import OFFLOADS_TABLE, table_schema
 from contextware.text import sql_str
 
@@ -26,8 +37,21 @@ if TYPE_CHECKING:
     from contextware.storage.project import Project
 
 ACTIONS = ("check", "rebuild", "prune")
-COMPARED = ("summary", "prompt_hash", "source_hash", "source_paths", "model", "token_count", "topics", "type",
-            "session_name", "turn_number", "feature", "response_file", "summary_method")
+COMPARED = (
+    "summary",
+    "prompt_hash",
+    "source_hash",
+    "source_paths",
+    "model",
+    "token_count",
+    "topics",
+    "type",
+    "session_name",
+    "turn_number",
+    "feature",
+    "response_file",
+    "summary_method",
+)
 _LIST_LIMIT = 100
 
 
@@ -47,8 +71,12 @@ def file_rows(project: "Project") -> tuple[dict[str, dict], list[dict], list[dic
             continue
         meta, summary = read_json(d / METADATA), read_text(d / SUMMARY)
         if meta is None or summary is None or not (d / FULL_RESPONSE).is_file():
-            incomplete.append({"path": project.relpath(d), "reason": "a cache entry lacks metadata.json, "
-                               "summary.md or full_response.md"})
+            incomplete.append(
+                {
+                    "path": project.relpath(d),
+                    "reason": "a cache entry lacks metadata.json, summary.md or full_response.md",
+                }
+            )
             continue
         meta.setdefault("key", d.name)
         meta["response_file"] = data_relative(project, d / FULL_RESPONSE)
@@ -86,8 +114,11 @@ def _indexed(project: "Project") -> dict[str, dict] | None:
 
 
 def _item(project: "Project", row: dict, **extra: Any) -> dict:
-    out = {"id": row["id"], "type": row.get("type"), "file": display_path(project, row["response_file"])
-           if row.get("response_file") else None}
+    out = {
+        "id": row["id"],
+        "type": row.get("type"),
+        "file": display_path(project, row["response_file"]) if row.get("response_file") else None,
+    }
     if row.get("session_name"):
         out["session"] = row["session_name"]
     out.update(extra)
@@ -109,8 +140,14 @@ def _stale(project: "Project", entries: list[dict]) -> list[dict]:
             current = current_files(project, meta.get("sources") or [], meta.get("include_dirs") or [])
             reason = current if isinstance(current, str) else stale_reason(meta.get("sources") or [], current)[0]
         if reason:
-            out.append({"id": meta.get("id"), "key": meta["key"], "reason": reason,
-                        "file": display_path(project, meta["response_file"])})
+            out.append(
+                {
+                    "id": meta.get("id"),
+                    "key": meta["key"],
+                    "reason": reason,
+                    "file": display_path(project, meta["response_file"]),
+                }
+            )
     return out
 
 
@@ -124,8 +161,9 @@ def check(project: "Project") -> dict[str, Any]:
     indexed_rows = indexed or {}
     out["rows"] = len(indexed_rows)
     missing = [_item(project, rows[i]) for i in sorted(rows) if i not in indexed_rows]
-    orphans = [_item(project, indexed_rows[i], reason="its file is gone")
-               for i in sorted(indexed_rows) if i not in rows]
+    orphans = [
+        _item(project, indexed_rows[i], reason="its file is gone") for i in sorted(indexed_rows) if i not in rows
+    ]
     changed = []
     for i in sorted(set(rows) & set(indexed_rows)):
         fields = [f for f in COMPARED if _norm(rows[i].get(f)) != _norm(indexed_rows[i].get(f))]
@@ -134,14 +172,25 @@ def check(project: "Project") -> dict[str, Any]:
     stale = _stale(project, entries)
     out.update(
         in_sync=not (missing or orphans or changed or incomplete or out.get("index_error")),
-        missing=missing[:_LIST_LIMIT], orphans=orphans[:_LIST_LIMIT], changed=changed[:_LIST_LIMIT],
-        incomplete=incomplete[:_LIST_LIMIT], stale=stale[:_LIST_LIMIT],
-        counts={"missing": len(missing), "orphans": len(orphans), "changed": len(changed),
-                "incomplete": len(incomplete), "stale": len(stale)},
+        missing=missing[:_LIST_LIMIT],
+        orphans=orphans[:_LIST_LIMIT],
+        changed=changed[:_LIST_LIMIT],
+        incomplete=incomplete[:_LIST_LIMIT],
+        stale=stale[:_LIST_LIMIT],
+        counts={
+            "missing": len(missing),
+            "orphans": len(orphans),
+            "changed": len(changed),
+            "incomplete": len(incomplete),
+            "stale": len(stale),
+        },
     )
     if not out["in_sync"]:
-        out["hint"] = ("run `uv run scripts/sync.py rebuild` to re-index from the files" if (missing or changed or
-                       out.get("index_error")) else "run `uv run scripts/sync.py prune` to drop the orphan rows")
+        out["hint"] = (
+            "run `uv run scripts/sync.py rebuild` to re-index from the files"
+            if (missing or changed or out.get("index_error"))
+            else "run `uv run scripts/sync.py prune` to drop the orphan rows"
+        )
     return out
 
 
@@ -196,9 +245,10 @@ def prune(project: "Project") -> dict[str, Any]:
     indexed = _indexed(project) or {}
     orphans = sorted(i for i in indexed if i not in rows)
     if orphans:
+
         def write(tbl: Any) -> None:
             for start in range(0, len(orphans), 500):
-                tbl.delete(f"id IN ({', '.join(sql_str(i) for i in orphans[start:start + 500])})")
+                tbl.delete(f"id IN ({', '.join(sql_str(i) for i in orphans[start : start + 500])})")
 
         project.db.write(OFFLOADS_TABLE, write)  # the table exists: deleting needs no model
     return {"pruned": len(orphans), "ids": orphans[:_LIST_LIMIT], "rows": len(indexed) - len(orphans)}

@@ -13,16 +13,17 @@ import hashlib
 import json
 import os
 import posixpath
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, first_line
-from contextware.offload.sources import text_sha256
 from contextware.offload.files import display_path
+from contextware.offload.sources import text_sha256
+from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
 from contextware.text import iso, sql_str, truncate
-from contextware.storage.embedded_text import embedding_text, search_text
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -35,17 +36,45 @@ def row_id(kind: str, *parts: str) -> str:
     return "offload-" + hashlib.sha256(":".join([kind, *parts]).encode()).hexdigest()[:12]
 
 
-def make_row(project: "Project", *, id: str, prompt: str, type: str, summary: str, summary_method: str,
-             response_file: str, created_at: datetime, model: str | None = None,
-             source_paths: Sequence[str] = (), source_hash: str | None = None, source_type: str | None = None,
-             session_name: str | None = None, turn_number: int | None = None, feature: str | None = None,
-             topics: Sequence[str] = (), token_count: int | None = None) -> dict[str, Any]:
+def make_row(
+    project: "Project",
+    *,
+    id: str,
+    prompt: str,
+    type: str,
+    summary: str,
+    summary_method: str,
+    response_file: str,
+    created_at: datetime,
+    model: str | None = None,
+    source_paths: Sequence[str] = (),
+    source_hash: str | None = None,
+    source_type: str | None = None,
+    session_name: str | None = None,
+    turn_number: int | None = None,
+    feature: str | None = None,
+    topics: Sequence[str] = (),
+    token_count: int | None = None,
+) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "id": id, "prompt": prompt, "prompt_hash": text_sha256(prompt), "source_paths": list(source_paths),
-        "source_hash": source_hash, "source_type": source_type, "session_name": session_name,
-        "turn_number": turn_number, "feature": feature, "type": type, "topics": list(topics), "model": model,
-        "created_at": created_at, "summary": summary, "summary_method": summary_method,
-        "response_file": response_file, "token_count": token_count, "project": str(project.root),
+        "id": id,
+        "prompt": prompt,
+        "prompt_hash": text_sha256(prompt),
+        "source_paths": list(source_paths),
+        "source_hash": source_hash,
+        "source_type": source_type,
+        "session_name": session_name,
+        "turn_number": turn_number,
+        "feature": feature,
+        "type": type,
+        "topics": list(topics),
+        "model": model,
+        "created_at": created_at,
+        "summary": summary,
+        "summary_method": summary_method,
+        "response_file": response_file,
+        "token_count": token_count,
+        "project": str(project.root),
     }
     row[FTS_COLUMN] = search_text(OFFLOADS_TABLE, row)
     return row
@@ -55,8 +84,10 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
     """Give each row its vector (None for all when the model cannot load: then returns why)."""
     from contextware.storage.embeddings import embed_texts
 
-    vectors, why = embed_texts(project.embedder, [embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else ([], None)
-    for row, vec in zip(rows, vectors or [None] * len(rows)):
+    vectors, why = (
+        embed_texts(project.embedder, [embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else ([], None)
+    )
+    for row, vec in zip(rows, vectors or [None] * len(rows), strict=False):
         row["vector"] = vec
     return why
 
@@ -69,8 +100,10 @@ def _index_write(fn: Any) -> dict[str, Any]:
     except ContextwareError as exc:
         return {"indexed": False, "index_error": f"{exc.message.rstrip('.')}; {REBUILD_HINT}."}
     except Exception as exc:  # noqa: BLE001 - lance raises plain errors for damaged tables
-        return {"indexed": False,
-                "index_error": f"The offloads index could not be written ({first_line(exc, 200)}); {REBUILD_HINT}."}
+        return {
+            "indexed": False,
+            "index_error": f"The offloads index could not be written ({first_line(exc, 200)}); {REBUILD_HINT}.",
+        }
     return {"indexed": True}
 
 
@@ -104,6 +137,7 @@ def write_rows(project: "Project", rows: list[dict]) -> dict[str, Any]:
 
 def delete_rows(project: "Project", where: str) -> dict[str, Any]:
     """Delete the rows matching ``where`` (nothing to do when the table does not exist)."""
+
     def delete() -> None:
         if project.db.open_table(OFFLOADS_TABLE) is not None:
             project.db.write(OFFLOADS_TABLE, lambda tbl: tbl.delete(where))  # deleting needs no model
@@ -149,8 +183,10 @@ def offload_where(*, source: str | None, session: str | None, root: Path | str |
         else:
             listed = ", ".join(sql_str(p) for p in _ancestors(path))
             inside = sql_str("|" + path.rstrip("/") + "/")
-            parts.append(f"(array_has_any(source_paths, make_array({listed})) OR "
-                         f"strpos(concat('|', array_to_string(source_paths, '|')), {inside}) > 0)")
+            parts.append(
+                f"(array_has_any(source_paths, make_array({listed})) OR "
+                f"strpos(concat('|', array_to_string(source_paths, '|')), {inside}) > 0)"
+            )
     if session is not None and session.strip():
         parts.append(f"session_name = {sql_str(session.strip())}")
     return " AND ".join(parts) or None
@@ -159,9 +195,9 @@ def offload_where(*, source: str | None, session: str | None, root: Path | str |
 def registered_projects() -> list["Project"]:
     """Every project this machine has registered (``$CONTEXTWARE_HOME/projects.json``) whose root and
     data still exist, sorted by root.  Used by ``recall.py --global``."""
-    from contextware.system import contextware_home
     from contextware.storage.layout import is_local_uri
     from contextware.storage.project import Project
+    from contextware.system import contextware_home
 
     try:
         data = json.loads((contextware_home() / "projects.json").read_text(encoding="utf-8"))

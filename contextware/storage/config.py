@@ -70,6 +70,8 @@ def load_config(data_dir: Path) -> dict[str, Any]:
             code="damaged_config",
         ) from None
     if not isinstance(user, dict):
-        raise ConfigError(f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config")
+        raise ConfigError(
+            f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
+        )
     config.update(user)
     return config

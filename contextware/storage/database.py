@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contextware.errors import ModelMismatchError, StorageError, first_line
 from contextware.storage.layout import is_local_uri
@@ -60,7 +61,7 @@ def with_retries(fn: Callable[[], T], attempts: int = 8) -> T:
     for attempt in range(attempts):
         try:
             return fn()
-        except Exception as exc:  # noqa: BLE001 - lance raises plain OSError/RuntimeError
+        except Exception as exc:
             if attempt == attempts - 1 or not _is_retryable(exc):
                 raise
             time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
@@ -98,7 +99,9 @@ class Database:
 
             lancedb = import_lancedb()
             if is_local_uri(self.uri) and os.path.exists(self.uri) and not os.path.isdir(self.uri):
-                raise StorageError(f"The database path {self.uri} is not a directory; {RECOVERY_HINT}.", code="damaged_data")
+                raise StorageError(
+                    f"The database path {self.uri} is not a directory; {RECOVERY_HINT}.", code="damaged_data"
+                )
             try:
                 self._conn = lancedb.connect(
                     self.uri,
@@ -137,7 +140,9 @@ class Database:
             with lock:
                 yield
         except Timeout:
-            raise StorageError(f"Timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the write lock on {name}.", code="lock_timeout") from None
+            raise StorageError(
+                f"Timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the write lock on {name}.", code="lock_timeout"
+            ) from None
 
     # -- tables ---------------------------------------------------------------------------------
     def open_table(self, name: str) -> Any | None:
@@ -157,7 +162,9 @@ class Database:
             text = str(exc).lower()
             if "not found" in text or "does not exist" in text:
                 return None
-            raise StorageError(f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data") from None
+            raise StorageError(
+                f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data"
+            ) from None
         self._evolve(name, table)
         self._tables[name] = table
         return table
@@ -271,7 +278,7 @@ class Database:
         with _damage_reported():
             try:
                 return fn()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 text = str(exc).lower()
                 if "not found" in text or "no such file" in text or "object at location" in text:
                     time.sleep(0.05)
@@ -284,10 +291,11 @@ def _damage_reported() -> Iterator[None]:
     """A data file that is not what Lance wrote becomes a StorageError naming the recovery command."""
     try:
         yield
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS):
-            raise StorageError(f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.",
-                               code="damaged_data") from None
+            raise StorageError(
+                f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data"
+            ) from None
         raise
 
 

@@ -93,8 +93,11 @@ def expand_query(query: str) -> str:
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 # Lines that import something, in most languages.
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from|#[ \t]*include|require|use|using|extern crate|library|source)\b.*$"
-                          r"|^.*\b(?:require|import)\(.*$", re.M)
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:import|from|#[ \t]*include|require|use|using|extern crate|library|source)\b.*$"
+    r"|^.*\b(?:require|import)\(.*$",
+    re.M,
+)
 
 
 def import_words(text: str) -> list[str]:
@@ -164,6 +167,12 @@ def offload_embedding_text(row: dict) -> str:
 def offload_search_text(row: dict) -> str:
     """Prompt, summary, topics, session and feature names, and the source paths split into words."""
     sources = " ".join(identifier_words(p) for p in row.get("source_paths") or [])
-    parts = [row.get("prompt"), row.get("summary"), " ".join(row.get("topics") or []),
-             row.get("session_name"), row.get("feature"), sources]
+    parts = [
+        row.get("prompt"),
+        row.get("summary"),
+        " ".join(row.get("topics") or []),
+        row.get("session_name"),
+        row.get("feature"),
+        sources,
+    ]
     return " ".join(p for p in parts if p).strip()

@@ -15,8 +15,9 @@ import hashlib
 import importlib.util
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from contextware.errors import ConfigError, EmbeddingError
 
@@ -43,7 +44,7 @@ def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingError(f"The package {name} that carries the bundled embedding model is not installed.")
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def bundled_model_files() -> tuple[Path, Path]:

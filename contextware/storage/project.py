@@ -10,10 +10,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.storage import layout
-from contextware.system import contextware_home, relative_posix, write_atomic
-from contextware.storage.config import load_config
 from contextware.errors import UsageError
+from contextware.storage import layout
+from contextware.storage.config import load_config
+from contextware.system import contextware_home, relative_posix, write_atomic
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database
@@ -34,7 +34,9 @@ class Project:
         root = layout.resolve_project_root(project_root)
         data_dir = layout.resolve_data_dir(root)
         if data_dir.exists() and not data_dir.is_dir():
-            raise UsageError(f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable")
+            raise UsageError(
+                f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable"
+            )
         return cls(root=root, data_dir=data_dir, db_uri=layout.resolve_db_uri(data_dir))
 
     @cached_property

@@ -140,9 +140,7 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
     }
     fields = [pa.field("id", pa.string(), nullable=False)]
     fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]
-    fields.append(
-        pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()})
-    )
+    fields.append(pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()}))
     return pa.schema(fields)
 
 
