@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from contextware.codeindex.files import Candidate, IgnoreRules, check_file, list_project_files, read_source
+from contextware.codeindex.files import IgnoreRules, check_file, list_project_files
+from contextware.codeindex.source_text import Candidate, read_source
 
 HAVE_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")

@@ -8,13 +8,12 @@ import threading
 import time
 from pathlib import Path
 
+from contextware.codeindex.languages import LANGUAGES, detect_language
 from contextware.codeindex.local_summary import (
-    LANGUAGES,
     SUMMARY_LIMIT,
     LocalSummary,
     _compose,
     _python_ast,
-    detect_language,
     summarize_local,
 )
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, file_reason, looks_like_env
+from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
 from contextware.storage.layout import DATA_DIR_NAME, find_git_root
 
 if TYPE_CHECKING:
@@ -27,229 +28,7 @@ if TYPE_CHECKING:
 
     from pathspec import GitIgnoreSpec
 
-DEFAULT_MAX_BYTES = 1_000_000
-SNIFF_BYTES = 8192
-# Latin-1/cp1252 fallback only when at most this share of the bytes are C0 control characters
-# (tab, newlines and form feed excepted): legacy-encoded text has almost none, random binary ~10%.
-MAX_CONTROL_SHARE = 0.005
 GIT_TIMEOUT = 30.0
-
-# -- built-in exclusions ------------------------------------------------------------------------
-_VCS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})
-
-
-def _reasons(reason: str, names: Iterable[str]) -> dict[str, str]:
-    return dict.fromkeys(names, reason)
-
-
-# Folder names excluded wherever they appear.  `.vscode` is deliberately absent: its few small JSON
-# files are hand-edited project config (how to run, debug, lint) rather than generated output, while
-# `.idea` is mostly machine-written workspace state.  `env` is only a virtualenv when it looks like
-# one (see _looks_like_env): it is also a common name for real config folders.
-_DIRS: dict[str, str] = {
-    **_reasons("virtualenv", (".venv", "venv", ".tox", ".nox", ".direnv", ".conda")),
-    **_reasons(
-        "dependencies",
-        (
-            "node_modules",
-            "bower_components",
-            "jspm_packages",
-            "web_modules",
-            ".yarn",
-            ".pnpm-store",
-            "__pypackages__",
-            ".terraform",
-        ),
-    ),
-    **_reasons(
-        "cache",
-        (
-            "__pycache__",
-            ".mypy_cache",
-            ".pytest_cache",
-            ".ruff_cache",
-            ".hypothesis",
-            ".gradle",
-            ".cache",
-            ".parcel-cache",
-            ".turbo",
-            ".sass-cache",
-            ".ipynb_checkpoints",
-            ".pyre",
-            ".pytype",
-        ),
-    ),
-    **_reasons("editor", (".idea",)),
-    **_reasons(
-        "build_output",
-        (
-            "build",
-            "dist",
-            "target",
-            "out",
-            "_build",
-            ".next",
-            ".nuxt",
-            ".svelte-kit",
-            ".output",
-            ".eggs",
-            "coverage",
-            "htmlcov",
-        ),
-    ),
-}
-_ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
-_OLD_ENV_MARKERS = ("bin/activate", "Scripts/activate.bat")
-
-_LOCK_FILES = frozenset(
-    {
-        "uv.lock",
-        "poetry.lock",
-        "Pipfile.lock",
-        "pdm.lock",
-        "package-lock.json",
-        "npm-shrinkwrap.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "bun.lockb",
-        "bun.lock",
-        "Cargo.lock",
-        "Gemfile.lock",
-        "composer.lock",
-        "go.sum",
-        "flake.lock",
-        "Package.resolved",
-        "packages.lock.json",
-        "gradle.lockfile",
-        "mix.lock",
-        "pubspec.lock",
-        "Podfile.lock",
-        "deno.lock",
-    }
-)
-_MINIFIED = (".min.js", ".min.mjs", ".min.css", ".map")
-_BINARY_EXT = frozenset(
-    [
-        "png",
-        "jpg",
-        "jpeg",
-        "gif",
-        "bmp",
-        "ico",
-        "icns",
-        "webp",
-        "tif",
-        "tiff",
-        "psd",
-        "xcf",
-        "heic",
-        "heif",
-        "avif",
-        "zip",
-        "tar",
-        "gz",
-        "tgz",
-        "bz2",
-        "xz",
-        "lz",
-        "lzma",
-        "zst",
-        "7z",
-        "rar",
-        "jar",
-        "war",
-        "ear",
-        "whl",
-        "egg",
-        "apk",
-        "aab",
-        "ipa",
-        "deb",
-        "rpm",
-        "dmg",
-        "iso",
-        "msi",
-        "cab",
-        "ttf",
-        "otf",
-        "woff",
-        "woff2",
-        "eot",
-        "pyc",
-        "pyo",
-        "pyd",
-        "so",
-        "o",
-        "a",
-        "obj",
-        "lib",
-        "dll",
-        "dylib",
-        "exe",
-        "class",
-        "wasm",
-        "bin",
-        "elc",
-        "beam",
-        "db",
-        "sqlite",
-        "sqlite3",
-        "db3",
-        "lance",
-        "parquet",
-        "arrow",
-        "feather",
-        "avro",
-        "orc",
-        "npy",
-        "npz",
-        "pkl",
-        "pickle",
-        "joblib",
-        "h5",
-        "hdf5",
-        "mat",
-        "onnx",
-        "pt",
-        "pth",
-        "safetensors",
-        "ckpt",
-        "tflite",
-        "gguf",
-        "pb",
-        "mp3",
-        "mp4",
-        "m4a",
-        "m4v",
-        "wav",
-        "ogg",
-        "oga",
-        "flac",
-        "aac",
-        "mov",
-        "avi",
-        "mkv",
-        "webm",
-        "wmv",
-        "flv",
-        "swf",
-        "pdf",
-        "doc",
-        "docx",
-        "xls",
-        "xlsx",
-        "ppt",
-        "pptx",
-        "odt",
-        "ods",
-        "odp",
-    ]
-)
-_BINARY_NAMES = frozenset({".DS_Store", ".coverage"})
-# Secrets never belong in an index that may be shared; `.env.example` and friends document settings.
-_SECRET_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".htpasswd"})
-_SECRET_EXT = frozenset({"pem", "key", "p12", "pfx", "jks", "keystore"})
-_ENV_DOC_SUFFIXES = frozenset({"example", "sample", "template", "dist", "defaults", "schema"})
 
 # Environment that would point git at another repository or change how pathspecs are read.
 _GIT_ENV_DROP = frozenset(
@@ -267,38 +46,6 @@ _GIT_ENV_DROP = frozenset(
         "GIT_ICASE_PATHSPECS",
     }
 )
-
-
-def _file_reason(name: str) -> str | None:
-    """The built-in exclusion of a file, judged by its name alone."""
-    lower = name.lower()
-    if name in _LOCK_FILES or lower.endswith(".lock"):
-        return "lock_file"
-    if lower.endswith(_MINIFIED):
-        return "minified"
-    ext = lower.rpartition(".")[2] if "." in lower else ""
-    if name in _SECRET_NAMES or ext in _SECRET_EXT:
-        return "secrets"
-    if lower == ".env" or (lower.startswith(".env.") and ext not in _ENV_DOC_SUFFIXES):
-        return "secrets"
-    if ext in _BINARY_EXT or name in _BINARY_NAMES:
-        return "binary"
-    return None
-
-
-def _looks_like_env(abs_dir: str, name: str) -> bool:
-    """A virtualenv or conda env under any name (one or two stats per folder)."""
-    markers = _ENV_MARKERS + _OLD_ENV_MARKERS if name == "env" else _ENV_MARKERS
-    return any(os.path.exists(os.path.join(abs_dir, m)) for m in markers)
-
-
-# -- data ---------------------------------------------------------------------------------------
-@dataclass
-class Candidate:
-    path: str  # project-relative POSIX path
-    abs_path: Path
-    mtime: float  # st_mtime
-    size: int
 
 
 def _load_spec(path: Path) -> GitIgnoreSpec | None:
@@ -351,7 +98,9 @@ class IgnoreRules:
         # Let git skip untracked dependency/venv/cache/build folders instead of listing them all
         # (not when .contextwareignore re-includes something: git would hide it).
         self._git_prune = (
-            () if negates else tuple(arg for name in sorted({*_DIRS, DATA_DIR_NAME}) for arg in ("-x", name + "/"))
+            ()
+            if negates
+            else tuple(arg for name in sorted({*EXCLUDED_DIRS, DATA_DIR_NAME}) for arg in ("-x", name + "/"))
         )
         self._static_dirs: dict[str, str | None] = {}
         self._ignored_dirs: dict[str, bool] = {}
@@ -402,7 +151,7 @@ class IgnoreRules:
     def _static_reason(self, rel: str, name: str, is_dir: bool) -> str | None:
         if is_dir and (rel == self._data_rel or name == DATA_DIR_NAME):
             return "data_dir"
-        if name in _VCS:
+        if name in VCS_DIRS:
             return "vcs"
         if self._cw is not None:
             hit = self._cw.check_file(rel + "/" if is_dir else rel).include
@@ -411,12 +160,12 @@ class IgnoreRules:
             if hit is False:
                 return None  # an explicit `!pattern` re-includes a built-in exclusion
         if not is_dir:
-            return _file_reason(name)
-        if name in _DIRS:
-            return _DIRS[name]
+            return file_reason(name)
+        if name in EXCLUDED_DIRS:
+            return EXCLUDED_DIRS[name]
         if name.endswith(".egg-info"):
             return "build_output"
-        return "virtualenv" if _looks_like_env(self.abs_path(rel), name) else None
+        return "virtualenv" if looks_like_env(self.abs_path(rel), name) else None
 
     def _static_path_reason(self, rel: str, is_dir: bool) -> str | None:
         parent, _, name = rel.rpartition("/")
@@ -726,65 +475,6 @@ def check_file(
             head = f.read(SNIFF_BYTES)
     except OSError:
         return rel, None, "unreadable"
-    if b"\0" in head and not head.startswith(_UTF16_BOMS):
+    if looks_binary(head):
         return rel, None, "binary"
     return rel, cand, None
-
-
-# -- reading ------------------------------------------------------------------------------------
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13)) + b"\x7f"
-
-
-def read_source(c: Candidate, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str | None, str | None, str | None]:
-    """(text, content_hash, skip_reason), reading the file once.
-
-    skip_reason is "too_large", "binary", "missing" or "unreadable".  content_hash (sha256 hex of the
-    raw bytes) is given whenever the whole file was read, binary included.  Text is UTF-8 (a BOM is
-    dropped), or UTF-16 with a BOM; otherwise, with no NUL byte and at most MAX_CONTROL_SHARE control
-    characters, legacy single-byte text: cp1252 when it decodes, else latin-1.  Anything else, or a
-    NUL in the first 8 KB, is binary."""
-    if c.size > max_bytes:
-        return None, None, "too_large"
-    try:
-        with open(c.abs_path, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except FileNotFoundError:
-        return None, None, "missing"
-    except OSError:
-        return None, None, "unreadable"
-    if len(data) > max_bytes:
-        return None, None, "too_large"
-    import hashlib
-
-    digest = hashlib.sha256(data).hexdigest()
-    text = _decode_text(data)
-    return (text, digest, None) if text is not None else (None, digest, "binary")
-
-
-def _decode_text(data: bytes) -> str | None:
-    """The text of a file's bytes, or None when they look binary (see ``read_source``)."""
-    if data.startswith(_UTF16_BOMS):
-        return _decode_utf16(data)
-    if b"\0" in data[:SNIFF_BYTES]:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    controls = len(data) - len(data.translate(None, _CONTROL_BYTES))
-    if b"\0" in data or controls > MAX_CONTROL_SHARE * len(data):
-        return None
-    try:
-        return data.decode("cp1252")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
-
-
-def _decode_utf16(data: bytes) -> str | None:
-    try:
-        text = data.decode("utf-16")
-    except UnicodeDecodeError:
-        return None
-    controls = sum(1 for ch in text if (ch < " " and ch not in "\t\n\v\f\r") or ch == "\x7f")
-    return None if "\0" in text or controls > MAX_CONTROL_SHARE * max(len(text), 1) else text

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary, detect_language
+from contextware.codeindex.languages import detect_language
+from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary
 from contextware.errors import GeminiError, UsageError
 from contextware.gemini import escape_at, run_gemini
 from contextware.text import cut_at_word

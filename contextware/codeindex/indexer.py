@@ -29,8 +29,8 @@ from contextware.system import stop_on_signals
 from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
-    from contextware.codeindex.files import Candidate
     from contextware.codeindex.local_summary import LocalSummary
+    from contextware.codeindex.source_text import Candidate
     from contextware.storage.project import Project
 
 SUMMARIZERS = ("auto", "gemini", "local")
@@ -252,7 +252,7 @@ def _gemini_ready() -> bool:
 
 
 def _language(w: _Work) -> str | None:
-    from contextware.codeindex.local_summary import detect_language
+    from contextware.codeindex.languages import detect_language
 
     return detect_language(w.candidate.path, w.text[:256])
 
@@ -351,7 +351,7 @@ def _run(
     progress: bool,
     removals: Sequence[str] = (),
 ) -> None:
-    from contextware.codeindex.files import read_source
+    from contextware.codeindex.source_text import read_source
 
     max_bytes = int(project.config["max_file_bytes"])
     writer = _Writer(project, report)

@@ -243,7 +243,7 @@ def stale_reason(manifest: Sequence[dict], current: Sequence[TrackedFile]) -> tu
 
 def read_file_texts(sources: Sources) -> dict[str, str]:
     """The text of every ``--files`` file (and its hash as read); binary files are a UsageError."""
-    from contextware.codeindex.files import Candidate, read_source
+    from contextware.codeindex.source_text import Candidate, read_source
 
     texts: dict[str, str] = {}
     for f in sources.files:
