@@ -14,16 +14,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from contextware.errors import ModelMismatchError, StorageError, first_line
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from pathlib import Path
 
-    from contextware.storage.project import Project
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -82,10 +82,25 @@ def vector_dim(schema: "pa.Schema") -> int | None:
     return getattr(schema.field("vector").type, "list_size", None)
 
 
+class DatabaseOwner(Protocol):
+    """What the database needs of its project (``storage.project.Project``), named here so that the
+    project imports the database and never the other way round."""
+
+    db_uri: str
+
+    @property
+    def lock_dir(self) -> Path: ...
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+
+    def ensure_data_dir(self) -> Path: ...
+
+
 class Database:
     """One project's database.  Cheap to construct; connects on first use."""
 
-    def __init__(self, project: "Project") -> None:
+    def __init__(self, project: DatabaseOwner) -> None:
         self.project = project
         self.uri = project.db_uri
         self._conn = None

@@ -21,7 +21,7 @@ from contextware.storage.project import Project
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
 from tests.gemini_fixtures import GEMINI_TEST_SETTINGS, write_gemini_home
-from tests.test_code_index import make_tree, rows
+from tests.unit.test_code_index import make_tree, rows
 
 MODEL = "gemini-2.5-flash"  # the config default: passed as -m, so the CLI makes no router call
 

@@ -147,21 +147,3 @@ def test_watch_follows_folders_moved_out_of_and_into_the_project(project_dir: Pa
     assert code == 0 and totals["ok"] is True
     assert any("removed pkg/one.py" in line for line in w.seen), w.seen
     assert set(indexed(project_dir)) == {"keep.py", "lib/three.py"}
-
-
-def test_index_file_on_a_vanished_folder_removes_its_rows_only(project_dir: Path):
-    from contextware.codeindex.indexer import index_files
-
-    (project_dir / "pkg").mkdir()
-    (project_dir / "pkg" / "a.py").write_text("A = 1\n")
-    (project_dir / "pkgs.py").write_text("B = 2\n")  # shares the prefix, not the folder
-    project = Project.open(project_dir)
-    crawl(project, summarizer="local")
-    (project_dir / "pkg" / "a.py").unlink()
-    (project_dir / "pkg").rmdir()
-    report = index_files(project, [project_dir / "pkg", project_dir / "nothing_here"], summarizer="local")
-    assert report["removed_files"] == ["pkg/a.py"]
-    assert [s for s in report["skipped_files"] if s["reason"] == "missing"] == [
-        {"path": "nothing_here", "reason": "missing"}
-    ]
-    assert set(indexed(project_dir)) == {"pkgs.py"}

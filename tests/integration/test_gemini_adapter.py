@@ -24,7 +24,7 @@ from contextware.system import KILL_GRACE_SECONDS
 from tests.fake_gemini_api import FakeGeminiAPI, Reply
 from tests.gemini_fixtures import update_gemini_settings
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL = "gemini-2.5-flash"
 
 

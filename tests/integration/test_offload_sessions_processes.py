@@ -13,10 +13,8 @@ import pytest
 
 from contextware import gemini
 from contextware.errors import UsageError
-from contextware.gemini import GeminiSession
 from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command
-from contextware.offload.sessions import age_minutes, find_recoverable
 from contextware.storage.project import Project
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
@@ -143,24 +141,3 @@ def test_recovery_after_state_is_lost_and_unknown_ids_start_fresh(real_gemini, m
     three = offload(project, "Start over?", feature="search")
     assert three["new_gemini_session"] is True and three["gemini_session_id"] not in (sid, "cw_search_deadbeef")
     assert "no longer knows" in three["gemini_session_reason"] and three["turn"] == 2
-
-
-def test_find_recoverable_ages_titles_and_preference():
-    S = GeminiSession
-    sessions = [
-        S(1, "Research on the search feature", "3 days ago", "0a1b2c3d-uuid"),
-        S(2, "Unrelated", "2 hours ago", "cw_search_11111111"),
-        S(3, "[Feature: search] old", "9 days ago", "cw_search_22222222"),
-        S(4, "researching", "Just now", "x1"),
-    ]
-    assert find_recoverable(sessions, "search", "search", 7) == "cw_search_11111111"  # id match wins
-    assert find_recoverable(sessions[:1] + sessions[2:], "search", "search", 7) == "0a1b2c3d-uuid"  # title
-    assert find_recoverable(sessions[2:], "search", "search", 7) is None  # too old; "researching" is not "search"
-    assert find_recoverable(sessions[2:], "search", "search", 10) == "cw_search_22222222"
-    assert [age_minutes(a) for a in ("Just now", "1 minute ago", "5 hours ago", "2 days ago, current", "soon")] == [
-        0,
-        1,
-        300,
-        2880,
-        None,
-    ]

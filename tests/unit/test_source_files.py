@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,17 +15,12 @@ from contextware.codeindex.files import IgnoreRules, check_file, list_project_fi
 from contextware.codeindex.source_text import Candidate, read_source
 
 HAVE_GIT = shutil.which("git") is not None
+
+
 needs_git = pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
+
+
 MODES = [pytest.param("git", marks=needs_git), "walk"]
-
-
-@pytest.fixture(autouse=True)
-def quiet_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No developer git config (global excludes, signing, hooks) leaks into the tests."""
-    empty = tmp_path_factory.mktemp("gitconfig") / "config"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -463,19 +457,6 @@ def test_listing_2000_files_is_fast(project_dir: Path, mode: str) -> None:
     elapsed = time.perf_counter() - started
     assert len(cands) == 2001
     assert elapsed < 1.0, f"listing 2000 files took {elapsed:.2f}s"
-
-
-def test_import_is_light() -> None:
-    """Importing the module (the watch process and hooks do) must not pull in pathspec or git."""
-    code = "import sys, contextware.codeindex.files as m; print('pathspec' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[1],
-    ).stdout
-    assert out.strip() == "False"
 
 
 @needs_git

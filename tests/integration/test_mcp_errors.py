@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 from tests.conftest import run_script
-from tests.test_mcp_server import SERVER, call, serve
+from tests.integration.test_mcp_server import SERVER, call, serve
 
 
 def _damage_store(project_dir: Path) -> list[Path]:

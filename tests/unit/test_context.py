@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -90,22 +89,6 @@ def test_stale_files_are_counted(briefed: Project):
     os.utime(briefed.root / "pkg" / "api.py", (1, 1))
     (briefed.root / "pkg" / "billing.py").unlink()
     assert session_context(briefed)["code_index"]["stale"] == 2
-
-
-def test_empty_project_and_bad_budget(project: Project, script):
-    ctx = session_context(project)
-    assert set(ctx) == {"project", "budget_tokens", "tokens", "truncated"}
-    assert not (project.data_dir / "lancedb").exists()  # briefing writes nothing
-    out = script("context", "--budget-tokens", "5")
-    assert out.returncode == 2 and out.json["error"]["code"] == "bad_budget"
-    text = script("context", "--format", "text")
-    assert text.returncode == 0 and text.stdout.startswith("# Project memory:")
-
-
-def test_context_script_json(briefed: Project, script):
-    out = script("context", "--budget-tokens", "300", cwd=Path(briefed.root))
-    data = out.json
-    assert data["ok"] is True and data["tokens"] <= 300 and data["constraints"]
 
 
 def test_a_bad_store_setting_does_not_cost_the_briefing(briefed: Project):

@@ -1,0 +1,179 @@
+"""Start-up cost and layering: scripts stay thin, --help imports nothing heavy, the package's layers
+only point one way."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SCRIPTS
+
+HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
+
+
+SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
+
+
+# Scripts go through contextware.cli, except the MCP server: a long-lived stdio server, not a command.
+FRONT_END = {"mcp_server": "contextware.hosts.mcp_server"}
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_scripts_are_thin(name):
+    tree = ast.parse((SCRIPTS / f"{name}.py").read_text())
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, ast.ImportFrom) and n.module == FRONT_END.get(name, "contextware.cli") for n in imports)
+    assert len([n for n in tree.body if not isinstance(n, ast.Expr) or not isinstance(n.value, ast.Constant)]) <= 2
+
+
+def _imports(path: Path) -> set[str]:
+    mods = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            mods.add(("." * node.level) + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            mods.update(a.name for a in node.names)
+    return mods
+
+
+def test_core_never_imports_the_cli():
+    for path in (REPO / "contextware").glob("*.py"):
+        assert not any("cli" in m.split(".") for m in _imports(path)), path
+
+
+def test_heavy_libraries_are_imported_lazily():
+    """No module of the package imports a heavy library at module level."""
+    for path in list((REPO / "contextware").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not any(n.split(".")[0] in HEAVY for n in names), f"{path.name} imports {names} at module level"
+
+
+def test_no_module_is_huge():
+    for path in (REPO / "contextware").rglob("*.py"):
+        assert path.stat().st_size < 40_000, path
+
+
+# -- the import graph: layers point one way, and no module imports another in a loop ---------------
+# Rank of each top-level part of the package: a module may import its own part or a lower rank.
+LAYERS = {
+    "errors": 0,
+    "system": 1,
+    "text": 1,
+    "redact": 1,
+    "gemini": 2,
+    "storage": 3,
+    "codeindex": 4,
+    "offload": 5,
+    "memory": 6,
+    "hosts": 7,
+    "cli": 8,
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (at any depth of the file, TYPE_CHECKING included)."""
+    modules = {_module_name(p): p for p in (REPO / "contextware").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in modules else base)
+            elif isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name and t != "contextware"}
+    return graph
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part(m) for m in _import_graph()} - {""}
+    assert parts <= set(LAYERS), f"unranked parts: {sorted(parts - set(LAYERS))}: add them to LAYERS"
+
+
+def test_imports_never_go_up_the_layers():
+    upward = [
+        f"{src} -> {dst}"
+        for src, targets in _import_graph().items()
+        for dst in targets
+        if _part(src) and _part(dst) and _part(src) != _part(dst) and LAYERS[_part(dst)] >= LAYERS[_part(src)]
+    ]
+    assert upward == []
+
+
+def test_no_import_cycles():
+    """Tarjan's strongly connected components: any component of more than one module is a cycle."""
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert cycles == []
+
+
+def test_the_layer_test_sees_a_planted_cycle_and_an_upward_import(tmp_path, monkeypatch):
+    """The checks above can fail: a copy of the package with one upward import planted is caught."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "contextware", copy / "contextware")
+    (copy / "contextware" / "storage" / "planted.py").write_text(
+        "from contextware.memory import records\nfrom contextware.storage import planted_too\n"
+    )
+    (copy / "contextware" / "storage" / "planted_too.py").write_text("from contextware.storage import planted\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", copy)
+    with pytest.raises(AssertionError):
+        test_imports_never_go_up_the_layers()
+    with pytest.raises(AssertionError):
+        test_no_import_cycles()
