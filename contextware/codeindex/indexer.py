@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
 from contextware.system import stop_on_signals
 from contextware.text import sql_str, utcnow
@@ -315,6 +316,7 @@ class _Writer:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in rows:
                     row["vector"] = None
+        stamp(CODE_TABLE, rows)
 
         def write(tbl: Any) -> None:
             import pyarrow as pa

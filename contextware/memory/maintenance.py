@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import StorageError
 from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
 from contextware.text import iso
@@ -82,9 +83,12 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
             rows = table.to_arrow().to_pylist()
             todo = rows if (all_rows or changed_model) else [r for r in rows if r.get("vector") is None]
             if todo:
+                # A new vector and checksum must not vouch for damaged content: repair first.
+                verify_rows(name, ({k: v for k, v in r.items() if k != "vector"} for r in todo))
                 vectors = embedder.embed([embedding_text(name, r) for r in todo])
                 for row, vec in zip(todo, vectors, strict=False):
                     row["vector"] = vec.tolist()
+                stamp(name, todo)
             if changed_model:
                 schema = table_schema(name, embedder.dim, embedder.model_id)
                 data = pa.Table.from_pylist(rows, schema=schema)

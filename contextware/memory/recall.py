@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
+from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
 from contextware.text import parse_since, parse_topics, sql_str, truncate
 
@@ -217,6 +218,7 @@ def search_table(
 
         for row in db.read(vec):
             found.setdefault(row["id"], row)
+    verify_rows(name, found.values())
     out = []
     for rid, row in found.items():
         has_vec = qvec is not None and row.get("vector") is not None

@@ -14,6 +14,7 @@ from contextware.errors import NotFoundError, UsageError
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
 from contextware.text import chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
 
@@ -135,6 +136,7 @@ def _save_rows(
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
+    stamp(collection, rows)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())
         if table is not None
@@ -316,7 +318,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
 
 
 # -- reading and fixing -----------------------------------------------------------------------------
-PUBLIC_DROP = {"vector", "search_text", "text_hash", "_distance", "_score", "_relevance_score", "_rowid"}
+PUBLIC_DROP = {"vector", "search_text", "text_hash", "checksum", "_distance", "_score", "_relevance_score", "_rowid"}
 
 
 def public_row(row: dict, collection: str) -> dict:
@@ -334,6 +336,7 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
     table = project.db.open_table(collection) if collection else None
     if table is not None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
+        verify_rows(collection, rows)
         if rows:
             return collection, table, rows[0]
     raise NotFoundError(f"No memory has the id {record_id}.")
@@ -355,10 +358,11 @@ def list_records(
         table = project.db.open_table(name)
         if table is None:
             continue
-        columns = [c for c in table.schema.names if c not in PUBLIC_DROP]
+        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c == "checksum"]
         rows = project.db.read(
             lambda table=table, columns=columns: table.search().select(columns).limit(None).to_arrow().to_pylist()
         )
+        verify_rows(name, rows)
         if name == "facts" and not include_superseded:
             rows = [r for r in rows if r.get("status") != "superseded"]
         records += [public_row(r, name) for r in rows]
@@ -420,6 +424,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, new)])
     new["vector"] = vectors[0] if vectors else None
+    stamp(collection, [new])
 
     def write(tbl: Any) -> None:
         if not tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list():
