@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import StorageError
+from contextware.errors import ContextwareError, StorageError
 from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import stamp, verify_rows
@@ -108,48 +109,43 @@ def compact(project: "Project") -> dict:
 
 
 def repair(project: "Project") -> dict:
-    """Make every table readable again: restore the newest readable version, or move an
-    unrecoverable table aside (kept under ``damaged/``) so that a fresh one can be created."""
-    import shutil
-    import time
+    """Make every table readable again, keeping every row that can be read (``storage.salvage``):
+    roll back past unreadable manifests, salvage rows by range and by row, re-embed damaged vectors,
+    and move aside (under ``damaged/``) only what cannot be read.  Reports per table and in total how
+    many rows were kept, recovered and lost; raises ``damaged_data`` if a table is still unreadable."""
+    from contextware.storage.salvage import repair_table, verify_readable
 
-    db = project.db
-    report: dict[str, Any] = {"tables": {}}
     if not is_local_uri(project.db_uri):
         raise StorageError(
             "repair works on a local database only; restore object-store data with your provider's tools."
         )
+    db = project.db
     root = project.db_uri
     names = sorted(n[:-6] for n in os.listdir(root) if n.endswith(".lance")) if os.path.isdir(root) else []
+    damaged_dir = project.data_dir / "damaged"
+    tables: dict[str, Any] = {}
     for name in names:
-        path = os.path.join(root, f"{name}.lance")
-        status = "ok"
+        with db.write_lock(name):
+            info = repair_table(db, name, damaged_dir)
+        for key in ("moved_to", "backup"):
+            if key in info:
+                info[key] = project.relpath(Path(info[key]))
+        tables[name] = info
+    if any(t["recovered"] for t in tables.values()):
         try:
-            table = db.conn.open_table(name)
-            table.to_arrow()
-        except Exception:  # noqa: BLE001
-            status = _restore_newest_readable(db, name) or "moved"
-            if status == "moved":
-                target = project.data_dir / "damaged" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}.lance"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(path, target)
-                status = f"moved to {project.relpath(target)}"
-        report["tables"][name] = status
-    return report
-
-
-def _restore_newest_readable(db: Any, name: str) -> str | None:
-    try:
-        table = db.conn.open_table(name)
-        versions = sorted((v["version"] for v in table.list_versions()), reverse=True)
-    except Exception:  # noqa: BLE001
-        return None
-    for version in versions:
-        try:
-            table.checkout(version)
-            table.to_arrow()
-            table.restore(version)
-            return f"restored version {version}"
-        except Exception:  # noqa: BLE001
-            continue
-    return None
+            reembed(project)
+        except ContextwareError as exc:  # the rows are kept; their vectors wait for the model
+            for info in tables.values():
+                if info["recovered"]:
+                    info["vectors_pending"] = exc.message
+    for name, info in tables.items():
+        if info["status"] != "moved":
+            verify_readable(db, name)
+    lost = [t["lost"] for t in tables.values()]
+    return {
+        "repaired": sorted(n for n, t in tables.items() if t["status"] != "ok"),
+        "kept": sum(t["kept"] for t in tables.values()),
+        "recovered": sum(t["recovered"] for t in tables.values()),
+        "lost": None if None in lost else sum(lost),
+        "tables": tables,
+    }

@@ -229,7 +229,10 @@ class Database:
     def replace_table(self, name: str, data: "pa.Table") -> Any:
         """Replace a table's rows and schema in one commit (a crash leaves the old or the new
         table, never neither).  Call with the write lock held."""
-        table = with_retries(lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite"))
+        table = with_retries(
+            # on_bad_vectors: rows whose vector is missing (not embedded yet) stay null, as in ``add``.
+            lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite", on_bad_vectors="null")
+        )
         _declare_key_and_index(table)
         self._tables[name] = table
         return table
