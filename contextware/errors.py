@@ -106,5 +106,8 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def internal_error(exc: BaseException) -> dict:
-    """The error body for an exception that is not a ContextwareError (never a traceback)."""
+    """The error body for an exception that is not a ContextwareError (never a traceback); a full
+    disk met anywhere is ``disk_full``, not a bug."""
+    if is_disk_full(exc):
+        return disk_full(exc).to_dict()
     return {"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first_line(exc)}."}
