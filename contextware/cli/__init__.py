@@ -61,7 +61,9 @@ def read_content(value: str | None) -> str | None:
     """The positional content, or standard input for ``-``."""
     if value != "-":
         return value
-    data = sys.stdin.buffer.read()
+    from contextware.system import MAX_INPUT_BYTES, read_limited
+
+    data = read_limited(sys.stdin.buffer, MAX_INPUT_BYTES, "Standard input")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
