@@ -47,7 +47,12 @@ def parse_since(raw: str) -> datetime:
         from datetime import timedelta
 
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
-        return utcnow() - timedelta(**{unit: int(rel.group(1))})
+        try:
+            return utcnow() - timedelta(**{unit: int(rel.group(1))})
+        except (OverflowError, ValueError):
+            raise UsageError(
+                f"--since {raw!r} reaches back before the year 1; give a smaller age such as 365d.", code="bad_since"
+            ) from None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -56,6 +61,19 @@ def parse_since(raw: str) -> datetime:
             code="bad_since",
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def check_unicode(text: str, what: str) -> str:
+    """Refuse text holding a lone surrogate: what Python makes of bytes that are not UTF-8 on a
+    command line, or a ``"\\ud800"`` escape in JSON.  It could be neither stored nor printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"The {what} is not valid Unicode text (it holds bytes that are not UTF-8 or a lone surrogate); give UTF-8 text.",
+            code="bad_encoding",
+        ) from None
+    return text
 
 
 def chunk_text(text: str, size: int) -> list[str]:

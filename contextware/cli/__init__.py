@@ -106,6 +106,11 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         return _fail(exc.to_dict(), exc.exit_code, fmt, argv)
     except KeyboardInterrupt:
         return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
+    except UnicodeEncodeError as exc:  # bytes that are not UTF-8 on the command line, met anywhere
+        if "surrogate" not in str(exc):
+            return _fail(internal_error(exc), 1, fmt, argv)
+        message = "An argument is not valid UTF-8 text (it holds bytes that are not UTF-8); give UTF-8 text."
+        return _fail({"code": "bad_encoding", "message": message}, 2, fmt, argv)
     except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
         return _fail(internal_error(exc), 1, fmt, argv)
 

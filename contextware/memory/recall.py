@@ -55,7 +55,7 @@ from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import parse_since, parse_topics, sql_str, truncate
+from contextware.text import check_unicode, parse_since, parse_topics, sql_str, truncate
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -351,6 +351,7 @@ def recall(
     prompts would fill its slots and set the margin for the memories it shows)."""
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
+    check_unicode(query, "query")
     if not 1 <= limit <= 100:
         raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
     if mode not in ("summary", "exact"):

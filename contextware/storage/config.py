@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError
+from contextware.errors import ConfigError, UsageError
 
 DEFAULTS: dict[str, Any] = {
     # Memory
@@ -73,5 +73,34 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
+    check_types(user, path)
     config.update(user)
     return config
+
+
+# Settings that may also be null (see DEFAULTS' comments).
+NULLABLE = frozenset({"cache_ttl_days"})
+_TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", dict: "an object", list: "a list"}
+
+
+def check_types(user: dict[str, Any], path: Path) -> None:
+    """Each known setting must have the type of its default (a number where a number is expected:
+    ``"500"`` is refused, not compared as text later).  Unknown keys are left to their own check."""
+    for key, value in user.items():
+        if key not in DEFAULTS:
+            continue
+        default = DEFAULTS[key]
+        if value is None and key in NULLABLE:
+            continue
+        kind = type(default)
+        if kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            raise UsageError(
+                f"{key} in {path} must be {_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}, not {json.dumps(value)}; fix it or remove the key to use the default.",
+                code="bad_config",
+            )
