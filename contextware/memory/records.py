@@ -265,7 +265,9 @@ def save_episode(
     return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
 
 
-def save_log(project: "Project", text: str, *, session_id: str | None, role: str | None, source: str = "agent") -> dict:
+def save_log(
+    project: "Project", text: str, *, session_id: str | None = None, role: str | None = None, source: str = "agent"
+) -> dict:
     if session_id is None or not _SESSION.match(session_id):
         raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
     role_v = check_choice(role or "", ROLES, "--role") if role else None

@@ -64,6 +64,8 @@ def storage_options() -> dict[str, str]:
 
 
 def _is_retryable(exc: Exception) -> bool:
+    if is_disk_full(exc):  # no retry frees space
+        return False
     text = str(exc).lower()
     return any(marker in text for marker in _RETRYABLE)
 
