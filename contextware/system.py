@@ -18,8 +18,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import BinaryIO
 from pathlib import Path
+from typing import BinaryIO
 
 KILL_GRACE_SECONDS = 3.0
 CANCEL_POLL_SECONDS = 0.2

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
-from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
 from contextware.system import stop_on_signals

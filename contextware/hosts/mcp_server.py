@@ -128,7 +128,9 @@ class ContextwareMCPServer(MCPServer):
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pump)
-                await self._lowlevel_server.run(receive, write_stream, self._lowlevel_server.create_initialization_options())
+                await self._lowlevel_server.run(
+                    receive, write_stream, self._lowlevel_server.create_initialization_options()
+                )
                 tg.cancel_scope.cancel()
 
 

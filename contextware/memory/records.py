@@ -337,7 +337,7 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
     check_id(record_id)
     collection = collection_for_id(record_id)
     table = project.db.open_table(collection) if collection else None
-    if table is not None:
+    if table is not None and collection:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
         verify_rows(collection, rows)
         if rows:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import secrets
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -182,7 +182,9 @@ class Database:
             table = self.conn.open_table(name)
         except Exception as exc:  # noqa: BLE001
             text = str(exc).lower()
-            missing = isinstance(exc, (ValueError, FileNotFoundError)) or "not found" in text or "does not exist" in text
+            missing = (
+                isinstance(exc, (ValueError, FileNotFoundError)) or "not found" in text or "does not exist" in text
+            )
             if missing and not self._has_table_files(name):
                 return None
             if missing:

@@ -32,7 +32,16 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "episodes": ("id", "goal", "result", "category", "summary", "topics", "source"),
     "logs": ("id", "session_id", "role", "text", "chunk_index", "chunk_count", "source"),
     "code_index": ("id", "file_path", "language", "summary", "symbols", "content_hash"),
-    "offloads": ("id", "prompt", "prompt_hash", "source_paths", "session_name", "turn_number", "summary", "response_file"),
+    "offloads": (
+        "id",
+        "prompt",
+        "prompt_hash",
+        "source_paths",
+        "session_name",
+        "turn_number",
+        "summary",
+        "response_file",
+    ),
     "kv": ("id", "namespace", "key", "data", "size"),
 }
 

@@ -125,7 +125,7 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
             }
         try:
             table = _open(db, name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if not (is_damage(exc) or isinstance(exc, (ValueError, FileNotFoundError))):
                 raise
             version, path = manifests[0]

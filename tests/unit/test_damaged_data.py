@@ -208,8 +208,15 @@ def test_a_sound_table_is_left_alone_by_repair(tmp_path: Path):
 def test_row_problem_tells_content_from_vector():
     from contextware.storage.integrity import stamp
 
-    row = {"id": "fact-000000000000", "text": "x", "kind": "note", "topics": [], "source": "agent",
-           "supersedes": None, "vector": [1.0, 0.0]}
+    row = {
+        "id": "fact-000000000000",
+        "text": "x",
+        "kind": "note",
+        "topics": [],
+        "source": "agent",
+        "supersedes": None,
+        "vector": [1.0, 0.0],
+    }
     stamp("facts", [row])
     assert row_problem("facts", row) is None
     assert row_problem("facts", {**row, "text": "y"}) == "content"

@@ -46,7 +46,9 @@ def test_saves_on_a_full_disk_fail_as_disk_full_and_are_not_committed(small_fs: 
     failures: list[ContextwareError] = []
     for i in range(100):
         try:
-            saved.append(records.save_fact(Project.open(root), f"Fact {i}: service {i} listens on port {9000 + i}. " * 5)["id"])
+            saved.append(
+                records.save_fact(Project.open(root), f"Fact {i}: service {i} listens on port {9000 + i}. " * 5)["id"]
+            )
         except ContextwareError as exc:
             failures.append(exc)
             if len(failures) == 3:
