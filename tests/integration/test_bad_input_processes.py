@@ -248,3 +248,28 @@ def test_a_damaged_table_is_damaged_data_with_exit_1(tmp_path, seeded):
     envelope = json.loads(out.stdout.decode().strip())
     assert out.returncode == 1 and envelope["error"]["code"] == "damaged_data"
     assert "memory.py repair" in envelope["error"]["message"]
+
+
+def test_the_mcp_server_answers_bad_json_with_a_parse_error_and_goes_on(tmp_path):
+    """JSON-RPC 2.0: text that is not JSON gets -32700, JSON that is not a message -32600 (the SDK
+    alone answers neither); the server then answers the next request."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    lines = [b"this is not json\n", b'{"no": "jsonrpc"}\n', b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n']
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mcp_server.py")],
+        cwd=root,
+        input=b"".join(lines),
+        capture_output=True,
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert replies[0] == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": replies[0]["error"]["message"]},
+    }
+    assert replies[0]["error"]["message"].startswith("Parse error")
+    assert replies[1]["error"]["code"] == -32600 and replies[1]["id"] is None
+    assert replies[2] == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr.decode(errors="replace")
