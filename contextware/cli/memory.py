@@ -93,4 +93,6 @@ def render_text(result: dict) -> str:
             body = r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
             lines.append(f"{r['id']}  {r.get('created_at', '')}  {body[:100]}")
         return "\n".join(lines)
+    if "repaired" in result and "message" in result:
+        return result["message"]
     return json.dumps(result, indent=2, ensure_ascii=False, default=str)

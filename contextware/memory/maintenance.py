@@ -142,10 +142,32 @@ def repair(project: "Project") -> dict:
         if info["status"] != "moved":
             verify_readable(db, name)
     lost = [t["lost"] for t in tables.values()]
+    repaired = sorted(n for n, t in tables.items() if t["status"] != "ok")
     return {
-        "repaired": sorted(n for n, t in tables.items() if t["status"] != "ok"),
+        "message": _repair_message(tables, repaired),
+        "repaired": repaired,
         "kept": sum(t["kept"] for t in tables.values()),
         "recovered": sum(t["recovered"] for t in tables.values()),
         "lost": None if None in lost else sum(lost),
         "tables": tables,
     }
+
+
+def _repair_message(tables: dict[str, Any], repaired: list[str]) -> str:
+    """One sentence per repaired table: what was kept, recovered and lost, and where the rest is."""
+    if not repaired:
+        return "Every table was read back intact; nothing needed repair."
+    parts = []
+    for name in repaired:
+        t = tables[name]
+        lost = (
+            "an unknown number of rows (versions whose manifest is unreadable)"
+            if t["lost"] is None
+            else f"{t['lost']} row(s)"
+        )
+        where = t.get("moved_to") or t.get("backup")
+        parts.append(
+            f"{name}: {t['status'].replace('_', ' ')}, kept {t['kept']} row(s), recovered {t['recovered']}, lost {lost}"
+            + (f"; the damaged files are kept under {where}" if where else "")
+        )
+    return "; ".join(parts) + "."

@@ -50,7 +50,7 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import EmbeddingError, UsageError
+from contextware.errors import DamagedDataError, EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.integrity import verify_rows
@@ -201,6 +201,8 @@ def search_table(
         for row in db.read(fts):
             found[row["id"]] = row
             bm25[row["id"]] = float(row.get("_score") or 0.0)
+    except DamagedDataError:
+        raise
     except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
         pass
     if qvec is not None:

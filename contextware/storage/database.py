@@ -42,6 +42,7 @@ _DAMAGE_SIGNS = (
     "tail read position",
     "is outside file",
     "does not have sufficient data",
+    "_indices/",  # an index file that is missing or unreadable (a damaged one reads as "legacy")
 )
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import DamagedDataError, disk_full, first_line, is_disk_full
 from contextware.storage.database import is_damage
 from contextware.storage.integrity import VECTOR_COLUMN, row_problem
+from contextware.storage.schemas import FTS_COLUMN
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database
@@ -95,6 +96,17 @@ def _salvage_rows(table: Any, count: int, columns: list[str]) -> tuple[list[dict
     return rows, lost
 
 
+def _index_works(table: Any) -> bool:
+    """Does the full-text index answer?  A damaged index file fails every search that uses it."""
+    if FTS_COLUMN not in table.schema.names:
+        return True
+    try:
+        table.search("repair", query_type="fts", fts_columns=FTS_COLUMN).limit(1).to_list()
+    except Exception as exc:  # noqa: BLE001
+        return not is_damage(exc)
+    return True
+
+
 def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]:
     """Repair one local table in place (see the module docstring); returns its report.  Call with
     the table's write lock held."""
@@ -159,7 +171,10 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
     report["recovered"] = recovered
     if report["lost"] is not None:
         report["lost"] = unreadable + bad
-    if not (unreadable or bad or recovered):
+    index_broken = not _index_works(table)
+    if index_broken:
+        report["index_rebuilt"] = True
+    if not (unreadable or bad or recovered or index_broken):
         return report
 
     # 3. Keep a copy of everything, then replace the table with what was salvaged.
@@ -184,9 +199,12 @@ def verify_readable(db: "Database", name: str) -> None:
     from contextware.storage.integrity import verify_rows
 
     try:
-        rows = _open(db, name).to_arrow().to_pylist()
+        table = _open(db, name)
+        rows = table.to_arrow().to_pylist()
     except Exception as exc:  # noqa: BLE001
         raise DamagedDataError(
             f"The {name} table is still unreadable after repair ({first_line(exc)}); restore it from a backup."
         ) from None
     verify_rows(name, rows)
+    if not _index_works(table):
+        raise DamagedDataError(f"The full-text index of the {name} table is still damaged after repair.")

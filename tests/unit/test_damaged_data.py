@@ -224,3 +224,31 @@ def test_row_problem_tells_content_from_vector():
     assert row_problem("facts", {**row, "checksum": None, "vector": [1e24, 0.0]}) == "vector"
     assert row_problem("facts", {**row, "checksum": None, "vector": [float("nan"), 0.0]}) == "vector"
     assert row_problem("facts", {**row, "checksum": None}) is None
+
+
+def test_a_damaged_full_text_index_is_detected_and_rebuilt_by_repair(tmp_path: Path):
+    project = _project(tmp_path / "p")
+    ids = _save_facts(project, FACTS[:5])
+    maintenance.compact(project)
+    for path in (_table_dir(project, "facts") / "_indices").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"garbage" * 3)
+    with pytest.raises(DamagedDataError) as exc:
+        recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+    _assert_damaged(exc)
+    report = maintenance.repair(Project.open(project.root))
+    facts = report["tables"]["facts"]
+    assert facts["status"] == "repaired" and facts["index_rebuilt"] and facts["kept"] == 5 and facts["lost"] == 0
+    out = recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+    assert out["results"][0]["id"] == ids[3]
+
+
+def test_the_repair_message_says_what_was_kept_and_lost(tmp_path: Path):
+    project = _project(tmp_path / "p")
+    ids = _save_facts(project, FACTS[:4])
+    damaged = _file_with(project, "facts", ids[1].encode())
+    damaged.write_bytes(b"not a lance file at all")
+    report = maintenance.repair(Project.open(project.root))
+    assert report["message"].startswith("facts: repaired, kept 3 row(s), recovered 0, lost 1 row(s)")
+    assert "contextware_data/damaged/facts-" in report["message"]
+    assert maintenance.repair(Project.open(project.root))["message"].startswith("Every table was read back intact")
