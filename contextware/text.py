@@ -63,6 +63,19 @@ def parse_since(raw: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+# Terminal control sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks, clipboard),
+# other two-byte ESC sequences, and the C0/C1 control characters other than tab, newline and CR.
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+)
+
+
+def strip_terminal_controls(text: str) -> str:
+    """Text without the escape sequences and control characters a terminal would act on (stored
+    colour codes replayed by ``--format text`` could retitle, move or clear the user's terminal)."""
+    return _TERMINAL_CONTROLS.sub("", text) if ("\x1b" in text or _TERMINAL_CONTROLS.search(text)) else text
+
+
 def check_unicode(text: str, what: str) -> str:
     """Refuse text holding a lone surrogate: what Python makes of bytes that are not UTF-8 on a
     command line, or a ``"\\ud800"`` escape in JSON.  It could be neither stored nor printed."""

@@ -16,7 +16,17 @@ from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
-from contextware.text import check_unicode, chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
+from contextware.text import (
+    check_unicode,
+    chunk_text,
+    iso,
+    new_id,
+    parse_topics,
+    sql_str,
+    strip_terminal_controls,
+    text_hash,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -36,7 +46,7 @@ def _require_text(text: str | None, what: str) -> str:
         raise UsageError(f"The {what} is empty; give the text to save.", code="empty_content")
     if "\x00" in text:
         raise UsageError(f"The {what} contains NUL bytes; save text, not binary data.", code="bad_content")
-    return check_unicode(text, what).strip()
+    return strip_terminal_controls(check_unicode(text, what)).strip()
 
 
 def check_choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
