@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.storage.schemas import CODE_TABLE
+from contextware.storage.integrity import GUARDED, verify_rows
+from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
 from contextware.text import iso
 
@@ -62,14 +63,23 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
+    # Rows whose content is shown are checked against their checksum (which needs every guarded
+    # column); metadata-only reads (session ids and times) are not.
+    guarded = GUARDED.get(table, ())
+    check = any(c in guarded and c not in ("id", "file_path", "namespace") for c in columns)
+    selected = [*columns, *(c for c in (*guarded, CHECKSUM_COLUMN) if c not in columns)] if check else columns
 
     def query() -> list[dict]:
-        q = tbl.search().select(columns)
+        q = tbl.search().select(selected)
         if where:
             q = q.where(where)
         return q.limit(None).to_arrow().to_pylist()
 
-    return project.db.read(query)
+    rows = project.db.read(query)
+    if check:
+        verify_rows(table, rows)
+        rows = [{c: r.get(c) for c in columns} for r in rows]
+    return rows
 
 
 def _sessions(project: "Project") -> dict[str, Any]:

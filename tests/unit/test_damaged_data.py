@@ -252,3 +252,17 @@ def test_the_repair_message_says_what_was_kept_and_lost(tmp_path: Path):
     assert report["message"].startswith("facts: repaired, kept 3 row(s), recovered 0, lost 1 row(s)")
     assert "contextware_data/damaged/facts-" in report["message"]
     assert maintenance.repair(Project.open(project.root))["message"].startswith("Every table was read back intact")
+
+
+def test_the_session_briefing_never_shows_a_damaged_fact(tmp_path: Path):
+    from contextware.memory.briefing import session_context
+
+    project = _project(tmp_path / "p")
+    for text in ("Always run the linter before committing.", "Use pnpm, not npm."):
+        records.save_fact(project, text, kind="constraint")
+    assert "Use pnpm" in json.dumps(session_context(Project.open(project.root)))
+    path = _file_with(project, "facts", b"Use pnpm, not npm.")
+    _flip(path, b"Use pnpm, not npm.", len("Use pn"), 1)  # pnpm -> prpm
+    brief = session_context(Project.open(project.root))
+    shown = json.dumps(brief)
+    assert "prpm" not in shown and "memory.py repair" in shown
