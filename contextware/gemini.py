@@ -21,6 +21,7 @@ from typing import Any
 
 from contextware.errors import GeminiError, UsageError
 from contextware.system import Cancelled, contextware_home, run_in_group, write_atomic
+from contextware.text import cut_at_word
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
@@ -205,7 +206,7 @@ def _one_sentence(text: str, limit: int = 300) -> str:
     text = _ANSI_RE.sub("", text).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     text = " ".join(lines[:2]) if lines else ""
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return cut_at_word(text, limit)
 
 
 def _sentence(prefix: str, detail: str) -> str:

@@ -11,9 +11,10 @@ from pydantic import Field, WithJsonSchema
 
 from contextware.codeindex.indexer import SUMMARIZERS
 from contextware.errors import UsageError
-from contextware.hosts.mcp_calls import call, split_list, under_root
+from contextware.hosts.mcp_calls import call, under_root
 from contextware.memory.recall import SCOPES
 from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
+from contextware.text import split_list
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
 CONTEXT_FORMATS = ("markdown", "json")

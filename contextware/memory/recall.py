@@ -54,7 +54,7 @@ from contextware.errors import EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import parse_since, parse_topics, sql_str, truncate
+from contextware.text import cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -310,7 +310,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
             **public_offload(project, hit["row"]),
         }
         if mode == "summary" and isinstance(out.get("summary"), str):
-            out["summary"] = truncate(out["summary"], SUMMARY_CHARS * 3)
+            out["summary"] = cut_at_word(out["summary"], SUMMARY_CHARS * 3)
         return out
     row = public_row(hit["row"], hit["collection"])
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
@@ -318,7 +318,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
     if mode == "summary":
         for key in ("text", "summary"):
             if isinstance(row.get(key), str):
-                row[key] = truncate(row[key], SUMMARY_CHARS)
+                row[key] = cut_at_word(row[key], SUMMARY_CHARS)
         for key in ("source", "updated_at", "chunk_count"):
             row.pop(key, None)
     out.update({k: v for k, v in row.items() if v is not None})

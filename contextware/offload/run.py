@@ -70,8 +70,8 @@ def offload(
     """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
-    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources, split_list
-    from contextware.text import parse_topics
+    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources
+    from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
     session = check_name(session, "--session")

@@ -17,8 +17,7 @@ import pytest
 
 from contextware.errors import GeminiError
 from contextware.offload.run import offload
-from contextware.offload.summary import approx_tokens
-from contextware.text import iso, utcnow
+from contextware.text import approx_tokens, iso, utcnow
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import (  # noqa: F401
     fake_gemini,
