@@ -2,7 +2,8 @@
 
 Used by the code summariser and by research offloads.  Every failure is a :class:`GeminiError` whose
 ``code`` says what went wrong (``auth``, ``untrusted_folder``, ``rate_limited``, ``timeout``, ...) and
-whose message is one sentence.  See DESIGN.md, "Gemini CLI facts", for the behaviour relied on here.
+whose message is one sentence.  The behaviour relied on was verified against Gemini CLI 0.61.0, and the
+integration tests run the real CLI against a local fake of its API (``tests/fake_gemini_api.py``).
 """
 
 from __future__ import annotations

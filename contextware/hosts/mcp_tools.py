@@ -44,7 +44,7 @@ def _strings(description: str, min_items: int = 0) -> Any:
 
 
 def _int(description: str, minimum: int, maximum: int | None = None) -> Any:
-    bounds = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
+    bounds: dict[str, Any] = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
     return Annotated[int, Field(description=description, json_schema_extra=bounds)]
 
 

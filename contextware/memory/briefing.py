@@ -80,7 +80,7 @@ def _sessions(project: "Project") -> dict[str, Any]:
             last[sid] = at
     if not last:
         return {"session_count": 0, "last_session": None}
-    sid = max(last, key=last.get)
+    sid = max(last, key=lambda s: last[s])
     return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid])}}
 
 

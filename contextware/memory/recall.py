@@ -356,7 +356,7 @@ def recall(
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
     topics = parse_topics(topic)
-    filters = {
+    filters: dict[str, Any] = {
         "kind": check_choice(kind, FACT_KINDS, "--kind"),
         "result": check_choice(result, RESULTS, "--result"),
         "category": check_slug(category, "--category"),
@@ -422,7 +422,7 @@ def recall(
         from contextware.codeindex.hits import attach_content
 
         attach_content(project, results, text, max_chars or DEFAULT_MAX_CHARS)
-    out = {"query": query, "results": results, "degraded": degraded}
+    out: dict[str, Any] = {"query": query, "results": results, "degraded": degraded}
     if refreshed:
         out["refreshed"] = refreshed
     return out

@@ -125,7 +125,7 @@ def sessions_command(project: "Project", action: str, name: str | None = None, *
         return session_list(project)
     if not name:
         raise UsageError(f"sessions {action} needs the session's name.", code="usage")
-    name = check_name(name, "--session")
+    name = check_name(name, "--session") or name
     if action == "show":
         return session_show(project, name)
     return session_delete(project, name, keep_gemini=keep_gemini)

@@ -108,7 +108,7 @@ def summarize_turn(
 ) -> tuple[Summary, Summary]:
     """(summary of this turn, updated cumulative summary of the session)."""
     max_tokens, words = _words(project)
-    if not (previous or "").strip():
+    if previous is None or not previous.strip():
         first = summarize_response(project, response)
         return first, first
     error = None

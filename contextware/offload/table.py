@@ -87,7 +87,7 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
     vectors, why = (
         embed_texts(project.embedder, [embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else ([], None)
     )
-    for row, vec in zip(rows, vectors or [None] * len(rows), strict=False):
+    for row, vec in zip(rows, vectors if vectors is not None else [None] * len(rows), strict=False):
         row["vector"] = vec
     return why
 

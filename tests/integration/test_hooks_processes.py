@@ -1,4 +1,4 @@
-"""hook.py fed the JSON that Gemini CLI sends for each event (DESIGN.md, "Hooks")."""
+"""hook.py fed the JSON that Gemini CLI sends for each event (its hook input: session_id, cwd, hook_event_name, prompt, ...)."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def _search_ms(project: Project, qvec) -> float:
 
 def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     """Every save is its own commit; automatic maintenance keeps disk use and search time close to
-    those of the same rows compacted (DESIGN: unmaintained, 1,000 writes grew 2 MB to 49 MB)."""
+    those of the same rows compacted (unmaintained, 1,000 single-row writes grew 2 MB of data to 49 MB on disk)."""
     texts = [
         f"Note {i}: the {['billing', 'search', 'auth', 'export'][i % 4]} worker number {i} retries {i % 7} times."
         for i in range(1000)
