@@ -1,7 +1,7 @@
 """Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
-score, gated by a relevance floor.  What each row embeds and indexes is decided in ``views.py``.
+score, gated by a relevance floor.  What each row embeds and indexes is decided in ``storage/embedded_text.py``.
 
-1. The question is widened by ``views.expand_query`` (a generic engineering thesaurus: "ship" brings
+1. The question is widened by ``embedded_text.expand_query`` (a generic engineering thesaurus: "ship" brings
    "deploy release rollout ...").  The query vector is the normalised sum of the question's embedding
    and EXPANSION_WEIGHT times the widened question's embedding (one batch of two; at most
    EXPANSION_WORDS added words, to bound its cost), so synonyms pull the vector toward the memory's

@@ -4,11 +4,11 @@ only a summary; the full answer stays on disk (``<data_dir>/offloads/``) and is 
 This module is the entry point the command line, hooks and MCP server share: it checks the input
 (every bad input is a UsageError before anything is written) and dispatches to
 
-- ``offload_cache``: one-shot offloads with a cache keyed by prompt, model and sources;
-- ``offload_sessions``: named sessions, feature sessions and ``--resume-id``
-  (``offload_session_admin``: ``sessions list | show | delete``);
-- ``offload_sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
-- ``offload_index``: the table rows, the recall filters (``offload_where``) and
+- ``cache``: one-shot offloads with a cache keyed by prompt, model and sources;
+- ``sessions``: named sessions, feature sessions and ``--resume-id``
+  (``session_admin``: ``sessions list | show | delete``);
+- ``sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
+- ``table``: the table rows, the recall filters (``offload_where``) and
   ``registered_projects`` for ``--global``.
 """
 

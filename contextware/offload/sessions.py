@@ -6,7 +6,7 @@ A session is ``offloads/sessions/<name>/``: one ``full_response-<ISO8601>.md`` p
 cumulative summary of what has been learned, which is what a turn returns.
 
 The Gemini session behind it runs under our own id (``cw_<name>_<hex>``, see
-``offload_store.new_gemini_session_id``), written to ``session.json`` *before* the call, so a crash
+``offload.files.new_gemini_session_id``), written to ``session.json`` *before* the call, so a crash
 mid-call loses nothing: the next call resumes that id, or starts it if the CLI never created it.
 Policies (configurable, see config.DEFAULTS):
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from contextware.memory import records
 from contextware.memory.recall import recall
@@ -81,6 +82,7 @@ def _search_ms(project: Project, qvec) -> float:
     return sorted(times)[len(times) // 2] * 1000
 
 
+@pytest.mark.slow
 def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     """Every save is its own commit; automatic maintenance keeps disk use and search time close to
     those of the same rows compacted (unmaintained, 1,000 single-row writes grew 2 MB of data to 49 MB on disk)."""
