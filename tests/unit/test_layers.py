@@ -1,5 +1,5 @@
-"""Start-up cost and layering: scripts stay thin, --help imports nothing heavy, the package's layers
-only point one way."""
+"""Layering: scripts stay thin, heavy libraries are imported lazily, the package's layers only point
+one way with no import cycle, and ARCHITECTURE.md names what exists."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The LanceDB layer under real concurrency, growth and version changes."""
+"""The LanceDB layer in-process: the declared primary key, schema evolution and growth under many
+single saves.  Concurrency across processes: tests/integration/test_storage_processes.py."""
 
 from __future__ import annotations
 
