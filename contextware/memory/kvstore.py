@@ -32,7 +32,7 @@ from contextware.errors import ConfigError, NotFoundError, StorageError, UsageEr
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
 from contextware.system import write_atomic
-from contextware.text import iso, sql_str, utcnow
+from contextware.text import cut_at_word, iso, sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -51,7 +51,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # -- validation -----------------------------------------------------------------------------------
 def _show(value: str, limit: int = 60) -> str:
-    return repr(value if len(value) <= limit else value[:limit] + "…")
+    return repr(cut_at_word(value, limit))
 
 
 def check_namespace(value: str | None, *, allow_all: bool = False) -> str:
