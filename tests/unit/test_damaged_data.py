@@ -60,6 +60,7 @@ def _assert_damaged(exc: pytest.ExceptionInfo) -> None:
     assert "memory.py repair" in exc.value.message, exc.value.message
 
 
+@pytest.mark.slow  # 30+ saves, each its own version
 def test_one_damaged_fragment_among_30_loses_only_its_row(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS)
@@ -85,6 +86,7 @@ def test_one_damaged_fragment_among_30_loses_only_its_row(tmp_path: Path):
     assert out["results"] and "8007" in out["results"][0]["text"]
 
 
+@pytest.mark.slow  # 30+ saves, each its own version
 def test_damaged_newest_manifest_rolls_back_to_the_newest_readable_version(tmp_path: Path):
     project = _project(tmp_path / "p")
     _save_facts(project, FACTS[:34] if len(FACTS) >= 34 else FACTS + [f"Extra fact {i}." for i in range(4)])
