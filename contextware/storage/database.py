@@ -226,6 +226,8 @@ class Database:
             try:
                 table = with_retries(lambda: self.conn.create_table(name, schema=schema))
             except Exception as exc:  # noqa: BLE001
+                if is_disk_full(exc):
+                    raise disk_full(exc, f"the creation of the {name} table") from None
                 raise StorageError(f"Cannot create the {name} table: {first_line(exc)}.") from None
             _declare_key_and_index(table)
         self._tables[name] = table

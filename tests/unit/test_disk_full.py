@@ -78,3 +78,12 @@ def test_a_store_save_on_a_full_disk_is_disk_full_and_keeps_the_old_value(small_
             kvstore.save(Project.open(root), "baselines", "GET /users", {"p95_ms": i, "pad": "x" * 20_000})
     value = kvstore.load(Project.open(root), "baselines", "GET /users")["data"]
     assert value == {"p95_ms": 120} or value.get("pad") == "x" * 20_000  # an old or a whole new value
+
+
+def test_the_first_save_on_a_full_disk_is_disk_full(small_fs: Path):
+    root = small_fs / "proj"
+    root.mkdir()
+    Project.open(root).ensure_data_dir()
+    _fill(small_fs, 0)
+    with pytest.raises(DiskFullError):
+        records.save_fact(Project.open(root), "Nothing fits on this disk.")
