@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, StorageError
+from contextware.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import stamp, verify_rows
@@ -36,7 +36,11 @@ def stats(project: "Project") -> dict:
     tables: dict[str, Any] = {}
     last_write = None
     for name in db.table_names():
-        table = db.open_table(name)
+        try:
+            table = db.open_table(name)
+        except DamagedDataError as exc:  # stats is where one looks first: show the damage, go on
+            tables[name] = {"damaged": exc.message}
+            continue
         if table is None:
             continue
         versions = table.list_versions()

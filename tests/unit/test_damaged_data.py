@@ -120,6 +120,7 @@ def test_every_manifest_deleted_is_an_error_not_an_empty_table(tmp_path: Path):
     assert "manifest" in exc.value.message
     with pytest.raises(DamagedDataError):
         recall(fresh, "which port?", scope="facts")
+    assert "memory.py repair" in maintenance.stats(fresh)["tables"]["facts"]["damaged"]
 
     report = maintenance.repair(Project.open(project.root))
     facts = report["tables"]["facts"]
