@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -256,14 +257,26 @@ def test_the_mcp_server_answers_bad_json_with_a_parse_error_and_goes_on(tmp_path
     root = tmp_path / "proj"
     root.mkdir()
     lines = [b"this is not json\n", b'{"no": "jsonrpc"}\n', b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n']
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "mcp_server.py")],
         cwd=root,
-        input=b"".join(lines),
-        capture_output=True,
-        timeout=60,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
-    replies = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(lines))
+        proc.stdin.flush()
+        answers = [proc.stdout.readline() for _ in lines]  # a client keeps stdin open until it has its answers
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    finally:
+        watchdog.cancel()
+    stderr = proc.stderr.read() if proc.stderr else b""
+    replies = [json.loads(line) for line in answers]
     assert replies[0] == {
         "jsonrpc": "2.0",
         "id": None,
@@ -272,4 +285,4 @@ def test_the_mcp_server_answers_bad_json_with_a_parse_error_and_goes_on(tmp_path
     assert replies[0]["error"]["message"].startswith("Parse error")
     assert replies[1]["error"]["code"] == -32600 and replies[1]["id"] is None
     assert replies[2] == {"jsonrpc": "2.0", "id": 7, "result": {}}
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0 and "Traceback" not in stderr.decode(errors="replace")
