@@ -127,9 +127,23 @@ def repair(project: "Project") -> dict:
         )
     db = project.db
     root = project.db_uri
-    names = sorted(n[:-6] for n in os.listdir(root) if n.endswith(".lance")) if os.path.isdir(root) else []
     damaged_dir = project.data_dir / "damaged"
     tables: dict[str, Any] = {}
+    if os.path.exists(root) and not os.path.isdir(root):  # a file where the database should be
+        import shutil
+        import time
+
+        target = damaged_dir / f"lancedb-{time.strftime('%Y%m%dT%H%M%S')}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(root, target)
+        tables[os.path.basename(root)] = {
+            "status": "moved",
+            "kept": 0,
+            "recovered": 0,
+            "lost": None,
+            "moved_to": project.relpath(target),
+        }
+    names = sorted(n[:-6] for n in os.listdir(root) if n.endswith(".lance")) if os.path.isdir(root) else []
     for name in names:
         with db.write_lock(name):
             info = repair_table(db, name, damaged_dir)

@@ -269,3 +269,14 @@ def test_the_session_briefing_never_shows_a_damaged_fact(tmp_path: Path):
     brief = session_context(Project.open(project.root))
     shown = json.dumps(brief)
     assert "prpm" not in shown and "memory.py repair" in shown
+
+
+def test_a_file_where_the_database_should_be_is_moved_aside_not_reported_intact(tmp_path: Path):
+    project = _project(tmp_path / "p")
+    Path(project.db_uri).write_bytes(b"not a database")
+    with pytest.raises(DamagedDataError):
+        records.list_records(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root))
+    assert report["repaired"] == ["lancedb"] and report["lost"] is None, report
+    assert not report["message"].startswith("Every table")
+    assert records.save_fact(Project.open(project.root), "A fresh database works.")["written"] == 1
