@@ -280,3 +280,17 @@ def test_a_file_where_the_database_should_be_is_moved_aside_not_reported_intact(
     assert report["repaired"] == ["lancedb"] and report["lost"] is None, report
     assert not report["message"].startswith("Every table")
     assert records.save_fact(Project.open(project.root), "A fresh database works.")["written"] == 1
+
+
+def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_path: Path):
+    project = _project(tmp_path / "p")
+    ids = _save_facts(project, FACTS[:12])
+    maintenance.compact(project)  # one fragment holds every row
+    files = _data_files(project, "facts")
+    assert len(files) == 1
+    _flip(files[0], b"Service number 7 listens", len("Service number 7 listens on port 800"), 1)
+    report = maintenance.repair(Project.open(project.root))
+    facts = report["tables"]["facts"]
+    assert facts == {**facts, "status": "repaired", "kept": 11, "recovered": 0, "lost": 1}, report
+    left = {r["id"] for r in records.list_records(Project.open(project.root), limit=100)["records"]}
+    assert left == set(ids) - {ids[7]}
