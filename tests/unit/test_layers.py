@@ -66,6 +66,7 @@ LAYERS = {
     "system": 1,
     "text": 1,
     "redact": 1,
+    "fence": 1,
     "gemini": 2,
     "storage": 3,
     "codeindex": 4,
