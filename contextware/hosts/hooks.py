@@ -114,13 +114,34 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     from contextware.storage.embeddings import preload_in_background
 
     preload_in_background(project.embedder)
-    for role, key in (("user", "prompt"), ("agent", "prompt_response")):
-        text = payload.get(key)
+    turn = {"user": payload.get("prompt"), "agent": _answer_as_shown(payload)}
+    for role, text in turn.items():
         if isinstance(text, str):
-            text = strip_injected(text)  # the prompt as the CLI holds it carries our BeforeAgent block
+            text = strip_injected(text)  # the prompt as the CLI holds it carries our hooks' context
             if text.strip():
                 save_log(project, text, session_id=session, role=role, source="hook")
     return None
+
+
+def _answer_as_shown(payload: dict) -> Any:
+    """The turn's answer as the user saw it: the agent messages after the last user message of the
+    transcript.  Gemini CLI 0.61's ``prompt_response`` joins the streamed chunks' texts with a space
+    after merging them (an answer streamed as "Not" + "ed." arrives as "Noted. ed."), so it is only
+    the fallback when the transcript is missing or holds no answer yet."""
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path:
+        try:
+            turns = _transcript_turns(Path(path))
+        except OSError:
+            turns = []
+        answer: list[str] = []
+        for role, text in reversed(turns):
+            if role == "user":
+                break
+            answer.insert(0, text)
+        if answer:
+            return "\n\n".join(answer)
+    return payload.get("prompt_response")
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:
