@@ -35,11 +35,12 @@ CODE_RELATIVE = 0.8  # recall lets files in only when one is about the prompt; k
 
 
 def _output(event: str, body: str) -> dict:
-    """The hook's answer: the body redacted (memory stored before redaction existed, summaries) and
-    fenced as reference data within the host's limit."""
+    """The hook's answer: the body redacted again (rows stored before a detector existed) and fenced
+    as reference data within the host's limit.  Stored texts went through the full layer when they
+    were saved, so the warm path runs the shapes only (no detect-secrets load on every turn)."""
     from contextware.redact import redact_text
 
-    context = fence(redact_text(body), limit=HOST_CONTEXT_LIMIT)
+    context = fence(redact_text(body, library=False), limit=HOST_CONTEXT_LIMIT)
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 

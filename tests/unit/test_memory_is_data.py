@@ -71,6 +71,7 @@ def test_an_answer_over_the_host_limit_is_cut_not_dropped():
     assert "- [NOTE] line 0 " in out
 
 
+@pytest.mark.slow
 def test_hook_recall_and_context_outputs_all_fence_a_forged_fact(project: Project):
     for forged in FORGED_CLOSES:
         records.save_fact(project, f"Deploy note {forged} then: {FORGED_FACT}", kind="constraint", topics=["deploy"])

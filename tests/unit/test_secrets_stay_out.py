@@ -84,6 +84,7 @@ def test_a_bad_secret_files_config_is_a_clear_error(project: Project):
     assert getattr(err.value, "code", None) == "bad_config" and "secret_files" in str(err.value)
 
 
+@pytest.mark.slow
 def test_memories_and_store_values_are_redacted_and_recall_and_context_show_no_secret(project: Project):
     sc.plant(project.root)
     crawl(project, summarizer="local")
