@@ -10,7 +10,8 @@ Prints one JSON document:
   standard library selection of bench/stdlib_corpus.py plus this repository's own package),
   per file count and total (target <= 1 over 300 files);
 - ``cost_ms``: per-text cost on the warm path (detectors loaded), median and p95, for a fact-sized
-  text, a log-sized text and a whole source file, and the one-time load of detect-secrets.
+  text, a log-sized text, a hook answer (shapes only, as the hooks run it) and a whole source file,
+  and the one-time load of detect-secrets.
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def main() -> None:
             r.redact(text)
             samples.append(time.perf_counter() - t0)
         costs[name] = _ms(samples)
+    hook_body = "\n".join(f"- [CONSTRAINT] {fact} (fact-{i:012x})" for i in range(16))  # ~1600 chars
+    samples = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        r.redact(hook_body, library=False)
+        samples.append(time.perf_counter() - t0)
+    costs["hook_answer_shapes_only"] = _ms(samples)
     costs["source_file"] = _ms(file_costs)
     costs["source_file"]["mean_chars"] = sum(len(t) for _, t in texts) // len(texts)
     costs["detect_secrets_load_once"] = round(load_s * 1000, 1)

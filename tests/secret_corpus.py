@@ -147,6 +147,23 @@ def plant(root: Path) -> None:
         path.write_text(text)
 
 
+def table_dump(root: Path) -> str:
+    """Every column of every table of the project at ``root`` as text (vectors left out)."""
+    import json
+
+    from contextware.storage.project import Project
+
+    db = Project.open(root).db
+    out = []
+    for name in ("facts", "episodes", "logs", "code_index", "offloads", "kv"):
+        table = db.open_table(name)
+        if table is not None:
+            arrow = table.to_arrow()
+            rows = arrow.drop_columns([c for c in ("vector",) if c in arrow.column_names]).to_pylist()
+            out.append(json.dumps(rows, default=str))
+    return "\n".join(out)
+
+
 def leaks(text: str) -> list[str]:
     """The planted secrets found in ``text``."""
     return [s for s in SECRETS if s in text]

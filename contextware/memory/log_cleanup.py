@@ -63,7 +63,7 @@ def clean_injected_logs(project: "Project") -> dict:
         pieces = chunk_text(text, chunk_size)
         digest = text_hash(first.get("session_id") or "", first.get("role") or "", text)
         for i, piece in enumerate(pieces):
-            row: dict[str, Any] = {
+            new: dict[str, Any] = {
                 **first,
                 "id": new_id(ID_PREFIX[LOGS]),
                 "text": piece,
@@ -72,8 +72,8 @@ def clean_injected_logs(project: "Project") -> dict:
                 "updated_at": utcnow(),
                 "text_hash": f"{digest}:{i}",
             }
-            row[FTS_COLUMN] = search_text(LOGS, row)
-            new_rows.append(row)
+            new[FTS_COLUMN] = search_text(LOGS, new)
+            new_rows.append(new)
     embedder = project.embedder
     vectors, _degraded = embed_texts(embedder, [embedding_text(LOGS, r) for r in new_rows]) if new_rows else ([], None)
     for i, row in enumerate(new_rows):

@@ -49,18 +49,6 @@ def _turn(gemini_bin: str, root: Path, env: dict, prompt: str, resume: bool) -> 
     return proc
 
 
-def _all_rows(project: Project) -> str:
-    """Every column of every table as text (vectors left out)."""
-    db = Project.open(project.root).db
-    out = []
-    for name in ("facts", "episodes", "logs", "code_index", "offloads", "kv"):
-        table = db.open_table(name)
-        if table is not None:
-            rows = table.to_arrow().drop_columns([c for c in ("vector",) if c in table.schema.names]).to_pylist()
-            out.append(json.dumps(rows, default=str))
-    return "\n".join(out)
-
-
 def test_a_multi_turn_session_stores_no_injected_block_and_the_answers_as_seen(
     gemini_bin, fake_gemini_api, gemini_cli_env, project: Project
 ):
@@ -106,4 +94,4 @@ def test_no_planted_secret_reaches_a_table_or_any_request_the_cli_sends(
     bodies = [json.dumps(r.body) for r in fake_gemini_api.requests]
     assert any("contextware-memory" in b for b in bodies)  # memory was injected into the requests
     assert [sc.leaks(b) for b in bodies] == [[] for _ in bodies]
-    assert sc.leaks(_all_rows(project)) == []
+    assert sc.leaks(sc.table_dump(project.root)) == []

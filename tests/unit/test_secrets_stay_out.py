@@ -19,19 +19,7 @@ from tests import secret_corpus as sc
 
 
 def table_dump(project: Project) -> str:
-    """Every column of every table as text (vectors left out)."""
-    db = Project.open(project.root).db
-    out = []
-    for name in ("facts", "episodes", "logs", "code_index", "offloads", "kv"):
-        table = db.open_table(name)
-        if table is not None:
-            arrow = table.to_arrow()
-            out.append(
-                json.dumps(
-                    arrow.drop_columns([c for c in ("vector",) if c in arrow.column_names]).to_pylist(), default=str
-                )
-            )
-    return "\n".join(out)
+    return sc.table_dump(project.root)
 
 
 def test_secret_files_are_skipped_counted_and_nothing_leaks_into_the_index(project: Project):
