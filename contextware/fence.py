@@ -47,13 +47,18 @@ _TAG_LOOSE = re.compile(_LT + r"(\s*/?\s*contextware[\s_\-]*memory)", re.IGNOREC
 _EDGES = re.compile(r"^" + _LT + r"|" + _GT + r"$", re.IGNORECASE)
 
 
-def clean(text: str) -> str:
-    """``text`` with terminal escapes, control and invisible characters removed, ``\\r\\n`` as ``\\n``
-    and every fence-shaped tag defanged (``<`` becomes ``&lt;``)."""
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: escape sequences and invisible characters removed, other control
+    characters (but newline and tab) shown as U+FFFD.  Every ``--format text`` output goes through it."""
     text = text.replace("\r\n", "\n")
     text = _ANSI.sub("", text)
     text = _CONTROL.sub("\ufffd", text)
-    text = _INVISIBLE.sub("", text)
+    return _INVISIBLE.sub("", text)
+
+
+def clean(text: str) -> str:
+    """``printable`` text with every fence-shaped tag defanged (its brackets become ``‹ ›``)."""
+    text = printable(text)
     # The brackets of a tag-shaped run (raw or as HTML entities, which is how Gemini CLI delivers our
     # own tags) become "‹" and "›": the model still reads what was stored, but no tag.
     text = _TAG_RE.sub(lambda m: "‹" + _EDGES.sub("", m.group(0)) + "›", text)

@@ -37,6 +37,8 @@ def test_crawl_reports_secret_files_by_count_and_text_outputs_are_fenced(project
         assert len(re.findall(r"</\s*contextware[\s_\-]*memory", text, re.I)) == 1, text
         assert not any(line.startswith(("# SYSTEM", "Ignore the user")) for line in text.splitlines()), text
         assert "\x1b" not in text and sc.leaks(text) == [], text
+    listed = run_script("memory", "list", "--format", "text", cwd=project_dir)  # any text output
+    assert listed.returncode == 0 and "Use tabs." in listed.stdout and "\x1b" not in listed.stdout
 
 
 def test_a_bad_json_file_is_never_quoted_in_the_error(project_dir: Path, tmp_path: Path):
