@@ -36,6 +36,7 @@ _PLACEHOLDER = re.compile(
         required|optional|str|string|bytes|int|env|getenv)\W*)$""",
     re.IGNORECASE | re.VERBOSE,
 )
+_NEXT_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # An unquoted value that is code, not a secret: a call, an index, an attribute path.
 _CODE_VALUE = re.compile(r"^[A-Za-z_][\w]*(?:[.(\[]|$)")
 
@@ -74,6 +75,8 @@ def _has_digit(value: str) -> bool:
 def _unquoted_secretish(value: str) -> bool:
     """An unquoted value after ``name=``: not a placeholder, not code such as ``request.form[...]``."""
     if len(value) < 6 or _PLACEHOLDER.match(value) or any(c in value for c in "()[]{}"):
+        return False
+    if _NEXT_ASSIGNMENT.match(value):  # `DB_PASSWORD= DEBUG=1`: an empty value, then the next setting
         return False
     return not (_CODE_VALUE.match(value) and not any(c.isdigit() for c in value))
 

@@ -15,7 +15,7 @@ from contextware.hosts import hooks
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
 from contextware.memory.briefing import render_fenced, session_context
-from contextware.memory.log_cleanup import clean_injected_logs
+from contextware.memory.cleanup import clean_injected_logs
 from contextware.memory.recall import recall
 from contextware.storage.project import Project
 

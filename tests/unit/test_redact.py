@@ -58,6 +58,7 @@ def test_the_secret_part_is_masked_and_its_name_kept(text, expected):
         "The password reset flow lives in auth/reset.py and sends an email.",
         "max_tokens = 4096",
         "DB_PASSWORD=",
+        "DB_PASSWORD= DEBUG=1",
         "https://github.com/org/repo/blob/main/README.md",
     ],
 )

@@ -121,3 +121,37 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     hits = recall(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
     hit = next(h for h in hits if h["file_path"] == "src/util.py")
     assert "content" not in hit and "secret" in hit["content_note"] and sc.DB_PASSWORD not in json.dumps(hits)
+
+
+def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, capsys):
+    """Rows written as an older version wrote them (no or weaker redaction), then `memory.py repair`."""
+    sc.plant(project.root)
+    (project.root / ".aws").mkdir(exist_ok=True)
+    fact = records.save_fact(project, "The staging database password lives in the vault.", kind="environment")
+    episode = records.save_episode(project, "Rotated the keys.", goal="rotate keys", result="success")
+    log = records.save_log(project, "what is the redis url?", session_id="old", role="user")
+    kvstore.save(project, "deploy", "creds", {"note": "none yet"})
+    crawl(project, summarizer="local")
+    db = Project.open(project.root).db
+    legacy = {
+        "facts": (fact["id"], {"text": sc.INLINE["db_password"]}),
+        "episodes": (episode["id"], {"summary": sc.INLINE["aws_secret_key"], "goal": sc.INLINE["npm"]}),
+        "logs": (log["ids"][0], {"text": sc.INLINE["redis_url"]}),
+        "kv": ("deploy/creds", {"data": json.dumps({"password": sc.JSON_PASSWORD, "url": sc.INLINE["mysql_url"]})}),
+        "code_index": ("app/keys.py", {"summary": f"Keys helper; token {sc.GITHUB}"}),
+    }
+    for name, (rid, values) in legacy.items():
+        db.open_table(name).update(where=f"id = '{rid}'", values=values)
+    assert sc.leaks(table_dump(project))  # the old rows do hold secrets
+    from contextware.cli import run
+
+    assert run("memory", ["repair", "--project-root", str(project.root)]) == 0
+    report = json.loads(capsys.readouterr().out)["secrets_scrubbed"]
+    assert report == {"facts": 1, "episodes": 1, "logs": 1, "kv": 1, "code_index_removed": 1}, report
+    assert sc.leaks(table_dump(project)) == []
+    hit = recall(Project.open(project.root), "staging database password", scope="memory")["results"][0]
+    assert hit["id"] == fact["id"] and "[REDACTED:password_assignment]" in hit["text"]
+    again = crawl(Project.open(project.root), summarizer="local")
+    assert again["indexed_files"] == ["app/keys.py"]  # the removed row comes back, redacted
+    assert run("memory", ["repair", "--project-root", str(project.root)]) == 0
+    assert json.loads(capsys.readouterr().out)["secrets_scrubbed"] == dict.fromkeys(report, 0)
