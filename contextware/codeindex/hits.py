@@ -155,7 +155,7 @@ def read_indexed_file(
     root_real = os.path.realpath(root)
     real = os.path.realpath(os.path.join(root_real, rel_path))
     inside = os.path.relpath(real, root_real)
-    if inside.startswith("..") or os.path.isabs(inside):
+    if inside == os.pardir or inside.startswith(os.pardir + os.sep) or os.path.isabs(inside):
         return None, f"Not read: {rel_path} now leads outside the project (a link changed since indexing)."
     if secrets(inside.replace(os.sep, "/")):
         return None, f"Not read: {rel_path} now leads to a secret-bearing file."
