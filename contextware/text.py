@@ -76,7 +76,8 @@ def parse_since(raw: str) -> datetime:
 # Terminal control sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks, clipboard),
 # other two-byte ESC sequences, and the C0/C1 control characters other than tab, newline and CR.
 _TERMINAL_CONTROLS = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 
 

@@ -72,10 +72,10 @@ def read_content(value: str | None) -> str | None:
 
 def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
     if fmt == "text":
-        from contextware.text import strip_terminal_controls
+        from contextware.fence import printable
 
         text = render(result) if render else json.dumps(result, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write(strip_terminal_controls(text).rstrip("\n") + "\n")
+        sys.stdout.write(printable(text).rstrip("\n") + "\n")  # stored escape sequences never reach a terminal
     else:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()

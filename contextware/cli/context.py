@@ -10,7 +10,7 @@ from contextware.memory.briefing import DEFAULT_BUDGET
 DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
 constraints and preferences (verbatim), recent failures and their lessons, code-index coverage and
 the most central files, open offload sessions, and the session store's namespaces.
---format text gives markdown to paste into a prompt."""
+--format text gives markdown to paste into a prompt, fenced as reference data."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -33,6 +33,6 @@ def handle(args: argparse.Namespace) -> dict:
 
 
 def render_text(result: dict) -> str:
-    from contextware.memory.briefing import render_markdown
+    from contextware.memory.briefing import render_fenced
 
-    return render_markdown(result)
+    return render_fenced(result)

@@ -80,38 +80,51 @@ def handle(args: argparse.Namespace) -> dict:
 
 
 def render_hit(hit: dict) -> str:
+    """One result as text: stored texts on one line (``inline``), file content indented (``block``)."""
+    from contextware.fence import block, inline
+
     c = hit["collection"]
     if c == "episodes":
-        line = f"[{hit.get('result', '').upper()}] [{hit.get('category', '').upper()}] Goal: {hit.get('goal')} | Summary: {hit.get('summary')}"
+        line = (
+            f"[{inline(hit.get('result', '')).upper()}] [{inline(hit.get('category', '')).upper()}] "
+            f"Goal: {inline(hit.get('goal'))} | Summary: {inline(hit.get('summary'))}"
+        )
     elif c == "facts":
         flag = " (superseded)" if hit.get("status") == "superseded" else ""
-        line = f"[{hit.get('kind', 'note').upper()}]{flag} {hit.get('text')}"
+        line = f"[{inline(hit.get('kind', 'note')).upper()}]{flag} {inline(hit.get('text'))}"
     elif c == "code_index":
         stale = " [STALE]" if hit.get("stale") else ""
-        symbols = ", ".join(hit.get("symbols") or [])
-        line = f"{hit['file_path']}{stale}: {hit.get('summary')}" + (f"\n    symbols: {symbols}" if symbols else "")
+        symbols = inline(", ".join(hit.get("symbols") or []))
+        line = f"{inline(hit['file_path'])}{stale}: {inline(hit.get('summary'))}" + (
+            f"\n    symbols: {symbols}" if symbols else ""
+        )
         if hit.get("content") is not None:
-            line += "\n" + hit["content"]
+            line += "\n" + block(hit["content"])
         for e in hit.get("excerpts") or []:
-            line += f"\n    --- lines {e['lines']} ---\n{e['text']}"
+            line += f"\n    --- lines {inline(e['lines'])} ---\n{block(e['text'])}"
         if hit.get("content_note"):
-            line += f"\n    ({hit['content_note']})"
+            line += f"\n    ({inline(hit['content_note'])})"
     elif c == "offloads":
-        where = f" [session {hit['session_name']}]" if hit.get("session_name") else ""
-        line = f"[OFFLOAD]{where} {hit.get('summary')}\n    full answer: {hit.get('full_response_path')}"
+        where = f" [session {inline(hit['session_name'])}]" if hit.get("session_name") else ""
+        line = (
+            f"[OFFLOAD]{where} {inline(hit.get('summary'))}\n    full answer: {inline(hit.get('full_response_path'))}"
+        )
     elif c == "logs":
-        line = f"[LOG {hit.get('session_id')} {hit.get('role')}] {hit.get('text')}"
+        line = f"[LOG {inline(hit.get('session_id'))} {inline(hit.get('role'))}] {inline(hit.get('text'))}"
     else:
-        line = str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")})
-    project = f" [{hit['project']}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
+        line = inline(str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")}))
+    project = f" [{inline(hit['project'])}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
     return f"- {line}  ({hit['id']}, {hit['score']:.2f}){project}"
 
 
 def render_text(result: dict) -> str:
+    """Results fenced as reference data: a stored text can neither close the fence nor start a line."""
+    from contextware.fence import fence, inline
+
     lines = []
     if result.get("degraded"):
-        lines.append(f"(degraded: {result['degraded']})")
+        lines.append(f"(degraded: {inline(result['degraded'])})")
     if not result["results"]:
-        lines.append("Nothing relevant in memory.")
+        return "\n".join([*lines, "Nothing relevant in memory."])
     lines += [render_hit(h) for h in result["results"]]
-    return "\n".join(lines)
+    return fence("\n".join(lines))

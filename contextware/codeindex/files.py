@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, file_reason, looks_like_env
+from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, SecretFiles, file_reason, looks_like_env
 from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
+from contextware.errors import ConfigError
+from contextware.storage.config import load_config
 from contextware.storage.layout import DATA_DIR_NAME, find_git_root
 
 if TYPE_CHECKING:
@@ -88,8 +91,17 @@ class IgnoreRules:
     process: per batch of changes) to see edited ignore files.
     """
 
-    def __init__(self, root: Path, data_rel: str | None, contextwareignore: GitIgnoreSpec | None, git: bool) -> None:
+    def __init__(
+        self,
+        root: Path,
+        data_rel: str | None,
+        contextwareignore: GitIgnoreSpec | None,
+        git: bool,
+        secrets: SecretFiles | None = None,
+    ) -> None:
         self.root = root
+        self.secrets = secrets or SecretFiles()
+        self.excluded: Counter[str] = Counter()  # files a listing left out by built-in rule, by reason
         self.git = git  # list with git; switched off for the run when git fails
         self._root_str = str(root)
         self._data_rel = data_rel
@@ -111,7 +123,13 @@ class IgnoreRules:
     def load(cls, root: Path, data_dir: Path) -> "IgnoreRules":
         root = Path(root).resolve()
         data_rel = _rel_to(str(Path(data_dir).resolve()), str(root))
-        return cls(root, data_rel or None, _load_spec(root / ".contextwareignore"), git=find_git_root(root) is not None)
+        return cls(
+            root,
+            data_rel or None,
+            _load_spec(root / ".contextwareignore"),
+            git=find_git_root(root) is not None,
+            secrets=secret_files(Path(data_dir)),
+        )
 
     def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
         """Why this project-relative path is excluded ("ignored", "data_dir", "vcs", "virtualenv",
@@ -160,7 +178,7 @@ class IgnoreRules:
             if hit is False:
                 return None  # an explicit `!pattern` re-includes a built-in exclusion
         if not is_dir:
-            return file_reason(name)
+            return "secrets" if self.secrets(rel) else file_reason(name)
         if name in EXCLUDED_DIRS:
             return EXCLUDED_DIRS[name]
         if name.endswith(".egg-info"):
@@ -265,10 +283,13 @@ class IgnoreRules:
     def _from_git(self, listed: Iterable[str]) -> list[Candidate]:
         out = []
         for rel in listed:
-            if not self._static_path_reason(rel, False):
-                cand = self._candidate(rel)
-                if cand is not None:
-                    out.append(cand)
+            reason = self._static_path_reason(rel, False)
+            if reason:
+                self.excluded[reason] += 1
+                continue
+            cand = self._candidate(rel)
+            if cand is not None:
+                out.append(cand)
         return out
 
     def _walk(self, start: str, out: list[Candidate]) -> None:
@@ -290,7 +311,10 @@ class IgnoreRules:
                     is_dir = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
-                if self._static_reason(rel, entry.name, is_dir) or self._gitignored(rel, is_dir):
+                reason = self._static_reason(rel, entry.name, is_dir)
+                if reason and not is_dir:
+                    self.excluded[reason] += 1
+                if reason or self._gitignored(rel, is_dir):
                     continue
                 if is_dir:
                     stack.append(rel)
@@ -404,17 +428,37 @@ class IgnoreRules:
             return None
 
 
+def secret_files(data_dir: Path) -> SecretFiles:
+    """The secret-file rules with the project's ``secret_files`` / ``secret_files_allowed`` config."""
+    config = load_config(data_dir)
+    lists = {}
+    for key in ("secret_files", "secret_files_allowed"):
+        value = config.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f'{key} in config.json must be a list of file patterns such as "*.pem".', code="bad_config"
+            )
+        lists[key] = value
+    return SecretFiles(lists["secret_files"], lists["secret_files_allowed"])
+
+
 # -- public API ---------------------------------------------------------------------------------
 def list_project_files(
-    root: Path, data_dir: Path, paths: Sequence[str | Path] | None = None
+    root: Path,
+    data_dir: Path,
+    paths: Sequence[str | Path] | None = None,
+    excluded: Counter[str] | None = None,
 ) -> tuple[list[Candidate], dict[str, str]]:
     """Every indexable candidate file under root (or under the given files/folders, which may be
     absolute or relative to the *current working directory*), sorted by path, with their stat;
     plus a dict rel_path -> reason for explicitly given paths that were skipped (outside the
     project root, ignored, not found...).  ``paths=None`` means the whole project, ``[]`` nothing.
 
-    Size and content are not judged here (see ``read_source``)."""
+    Size and content are not judged here (see ``read_source``).  ``excluded``, when given, gets the
+    number of listed files left out by each built-in rule ("secrets", "lock_file", ...)."""
     rules = IgnoreRules.load(root, data_dir)
+    if excluded is not None:
+        rules.excluded = excluded
     if paths is None:
         return _sorted(rules._list_dirs([""], {})), {}
     skipped: dict[str, str] = {}

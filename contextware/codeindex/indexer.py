@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
+from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
@@ -57,6 +58,7 @@ class Report:
     indexed_files: list[str] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    excluded: Counter = field(default_factory=Counter)  # left out by a built-in rule, by reason
     failed: list[dict] = field(default_factory=list)
     summarizers: Counter = field(default_factory=Counter)
     fallbacks: int = 0
@@ -73,6 +75,7 @@ class Report:
             "skipped": len(skipped),
             "skipped_reasons": {r: len(p) for r, p in sorted(self.skipped.items())},
             "skipped_files": skipped[:list_limit],
+            "excluded": dict(sorted(self.excluded.items())),
             "failed": len(self.failed),
             "failures": self.failed[:list_limit],
             "indexed_files": sorted(self.indexed_files)[:list_limit],
@@ -379,7 +382,8 @@ def _run(
             writer.touched.append(c)
             report.unchanged += 1
             continue
-        todo.append(_Work(c, text or "", digest or ""))
+        # Secrets in a file never reach a summariser (Gemini), a summary, a symbol or the search text.
+        todo.append(_Work(c, redact_text(text or ""), digest or ""))
 
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
     workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))
@@ -488,7 +492,7 @@ def crawl(
     elif summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    listed, explicit = list_project_files(project.root, project.data_dir, paths or None)
+    listed, explicit = list_project_files(project.root, project.data_dir, paths or None, report.excluded)
     candidates = _drop_bad_names(listed, report)
     for rel, reason in explicit.items():
         report.skipped[reason].append(printable_name(rel))

@@ -321,3 +321,11 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         "tokens": approx_tokens(render_markdown(ctx)),
         "truncated": truncated,
     }
+
+
+def render_fenced(ctx: dict, limit: int | None = None) -> str:
+    """The briefing as markdown inside the memory fence (``contextware.fence``), every stored text on
+    one line: what ``context.py --format text``, the MCP tool and the SessionStart hook show."""
+    from contextware.fence import fence, inline_all
+
+    return fence(render_markdown(inline_all(ctx)), limit)

@@ -21,6 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "summarizer": "auto",  # auto | gemini | local
     "max_file_bytes": 1_000_000,
     "crawl_jobs": 0,  # 0: one per CPU (at most 8)
+    "secret_files": [],  # more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)
+    "secret_files_allowed": [],  # patterns of the default list to index anyway (their text is still redacted)
     # Gemini CLI (code summaries and offloads)
     "gemini_model": "gemini-2.5-flash",
     "gemini_timeout_s": 180,

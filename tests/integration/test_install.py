@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import REPO, SCRIPTS, run_script

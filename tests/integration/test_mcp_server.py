@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from tests.conftest import SCRIPTS
 
 SERVER = SCRIPTS / "mcp_server.py"
@@ -416,9 +417,12 @@ def test_load_session_context_fits_the_budget(project_dir):
             markdown = result.content[0].text
             envelope = result.structured_content
             assert envelope["ok"] is True and envelope["markdown"] == markdown
-            assert markdown.startswith("# Project memory: proj")
-            assert "Never commit directly to main" in markdown
-            assert len(markdown) <= 200 * 4 and envelope["tokens"] <= 200 and envelope["truncated"] is True
+            # The briefing is fenced as reference data; the budget holds for the briefing inside.
+            assert markdown.startswith(FENCE_OPEN) and markdown.endswith(FENCE_CLOSE)
+            body = markdown[len(FENCE_OPEN) : -len(FENCE_CLOSE)].split("\n\n", 1)[1].strip()
+            assert body.startswith("# Project memory: proj")
+            assert "Never commit directly to main" in body
+            assert len(body) <= 200 * 4 and envelope["tokens"] <= 200 and envelope["truncated"] is True
             as_json = await call(client, "load_session_context", {"format": "json"})
             assert as_json["truncated"] is False and len(as_json["preferences"]) == 30
 
