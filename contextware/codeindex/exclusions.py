@@ -224,9 +224,15 @@ _SECRET_EXT = frozenset({"pem", "key", "p12", "pfx", "jks", "keystore"})
 _ENV_DOC_SUFFIXES = frozenset({"example", "sample", "template", "dist", "defaults", "schema"})
 
 
+# Git's own settings files: they say how to treat other files, and are not source themselves.
+_GIT_FILES = frozenset({".gitattributes"})
+
+
 def file_reason(name: str) -> str | None:
     """The built-in exclusion of a file, judged by its name alone."""
     lower = name.lower()
+    if name in _GIT_FILES:
+        return "vcs"
     if name in _LOCK_FILES or lower.endswith(".lock"):
         return "lock_file"
     if lower.endswith(_MINIFIED):
