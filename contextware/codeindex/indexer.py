@@ -361,8 +361,7 @@ def _run(
     """``rejudge_minified``: minified files were indexed by config until now; unchanged files are
     read again to find them (nothing else about an unchanged file can have changed)."""
     from contextware.codeindex.files import restored_reasons
-    from contextware.codeindex.source_text import MINIFIED_MIN_CHARS
-    from contextware.codeindex.source_text import looks_minified, read_source
+    from contextware.codeindex.source_text import MINIFIED_MIN_CHARS, looks_minified, read_source
 
     max_bytes = int(project.config["max_file_bytes"])
     keep_minified = "minified" in restored_reasons(project.config)
@@ -374,10 +373,10 @@ def _run(
         report.scanned += 1
         old = existing.get(c.path)
         redo = force or (upgrade and old is not None and old.get("summarizer") != "gemini")
-        if old is not None and not redo and old["mtime"] == c.mtime and old["size"] == c.size:
-            if not (rejudge_minified and c.size >= MINIFIED_MIN_CHARS):
-                report.unchanged += 1
-                continue
+        same_stat = old is not None and old["mtime"] == c.mtime and old["size"] == c.size
+        if same_stat and not redo and not (rejudge_minified and c.size >= MINIFIED_MIN_CHARS):
+            report.unchanged += 1
+            continue
         text, digest, reason = read_source(c, max_bytes)
         if not reason and not keep_minified and looks_minified(text or ""):
             reason = "minified"

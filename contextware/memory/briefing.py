@@ -126,9 +126,8 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
         vec = row.get("vector")
         if vec is not None:
             v = np.asarray(vec, dtype=np.float32)
-            if vectors:
-                if float((np.stack(vectors) @ v).max()) >= threshold:
-                    continue
+            if vectors and float((np.stack(vectors) @ v).max()) >= threshold:
+                continue
             vectors.append(v)
         kept.append(row)
     return kept

@@ -96,7 +96,7 @@ def test_index_file_names_the_reason(project: Project) -> None:
         "src/proto/billing_pb2.py": "generated",
         ".gitattributes": "vcs",
     }
-    rel, cand, reason = check_file(project.root, project.data_dir, project.root / "web/bundle.js")
+    _rel, cand, reason = check_file(project.root, project.data_dir, project.root / "web/bundle.js")
     assert cand is not None and reason is None  # content is judged when the indexer reads it
     assert index_files(project, [project.root / "web/bundle.js"])["skipped_reasons"] == {"minified": 1}
 
