@@ -128,7 +128,7 @@ class Attributes:
         self._files.setdefault(dir_rel, [])
 
     def reason(self, rel: str) -> str | None:
-        """ "generated" or "vendored" when the file is marked so (generated wins), else None."""
+        """Why the file stays out: generated or vendored when marked so (generated wins), else None."""
         state: dict[str, bool | None] = {}
         parts = rel.split("/")
         for depth in range(len(parts)):  # root first: deeper files override

@@ -57,9 +57,8 @@ def watch(
     log = log or _logger(sys.stderr)
     stop = stop_event or threading.Event()
     root = project.root.resolve()
-    rules = [
-        IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
-    ]  # reloaded when an ignore file changes
+    # reloaded when an ignore file changes
+    rules = [IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))]
     data_dir = project.data_dir.resolve()
     restore = stop_on_signals(stop)
     totals = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "failed": 0, "compactions": 0}
