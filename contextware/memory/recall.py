@@ -18,6 +18,9 @@ score, gated by a relevance floor.  What each row embeds and indexes is decided 
    in memory resembles the question and recall returns no results; otherwise it returns the rows
    whose score is within MARGIN of the best, best first.  Without vectors (degraded mode) recall
    keeps any full-text match (LEXICAL_FLOOR) and no margin applies.
+4. Every candidate gets a ``confidence`` in [0, 1] (``confidence.py``: several signals, one
+   logistic model).  Unless one reaches ``min_confidence`` (config ``recall_min_confidence``; the
+   prompt hook's ``hook_min_confidence``), recall returns nothing: ``"answerable": false``.
 
 Calibration (``uv run bench/recall_quality.py --tune``, on the tune split of
 bench/data/memory_eval.json; ``--split test`` reports the held-out split): EXPANSION_WEIGHT,
