@@ -61,9 +61,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.memory.confidence import check_min_confidence
     from contextware.memory.recall import recall
     from contextware.storage.embeddings import preload_in_background
 
+    if args.min_confidence is not None:  # before the model loads: exiting under its thread can abort
+        check_min_confidence(args.min_confidence)
     project = open_project(args)
     preload_in_background(project.embedder)
     return recall(
