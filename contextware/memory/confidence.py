@@ -33,6 +33,7 @@ Standard library only: this runs on every recall and every prompt hook.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ _STOP_TEXT = """a about above after again against all am an and any are as at be
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude stem: enough for "deploys"/"deploying"/"deployed" to meet."""
     for suffix in ("ational", "ation", "ings", "ing", "ies", "ied", "edly", "ed", "ers", "er", "ly", "es", "s"):
@@ -89,14 +91,20 @@ def content_words(text: str) -> list[str]:
     return out
 
 
-def word_stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower())}
+@functools.lru_cache(maxsize=8192)
+def word_stems(text: str) -> frozenset[str]:
+    """The stems of a text (cached: the same rows come back question after question)."""
+    return frozenset(map(stem, _WORD.findall(text.lower())))
 
 
-def _matches(word: str, stems: set[str]) -> bool:
-    if stem(word) in stems:
-        return True
-    return any(stem(r) in stems for r in related_words(word))
+@functools.lru_cache(maxsize=4096)
+def _forms(word: str) -> frozenset[str]:
+    """The stems that count as the word: its own and its thesaurus family's."""
+    return frozenset([stem(word), *map(stem, related_words(word))])
+
+
+def _matches(word: str, stems: frozenset[str]) -> bool:
+    return not _forms(word).isdisjoint(stems)
 
 
 def row_text(row: dict) -> str:
@@ -118,13 +126,14 @@ def features(hits: Sequence[dict], query: str) -> list[dict[str, float]]:
     ``similarity`` and ``bm25``, as ``recall.select`` has them after fusion)."""
     words = content_words(query)
     stems = [word_stems(row_text(h["row"])) for h in hits]
-    known = set().union(*stems) if stems else set()
+    known = frozenset().union(*stems)
     unknown = sum(not _matches(w, known) for w in words) / len(words) if words else 0.0
     by_vec, by_lex = _ranks(hits, "relevance"), _ranks(hits, "bm25")
     scores = [h["score"] for h in hits]
+    best, second = [*sorted(scores, reverse=True), 0.0, 0.0][:2]  # for the best *other* score
     out = []
     for i, h in enumerate(hits):
-        others = max((s for j, s in enumerate(scores) if j != i), default=0.0)
+        others = second if scores[i] == best else best
         rr_vec = 1.0 / by_vec[i] if i in by_vec else 0.0
         rr_lex = 1.0 / by_lex[i] if i in by_lex else 0.0
         bm25 = float(h.get("bm25") or 0.0)
