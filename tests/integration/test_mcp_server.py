@@ -65,6 +65,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
             "source": (S, None, _),
             "session": (S, None, _),
             "all_projects": (B, None, False),
+            "min_confidence": ("number", None, _),
         },
         ["query"],
     ),
