@@ -120,17 +120,19 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
     are kept as they are."""
     import numpy as np
 
-    kept: list[dict] = []
-    vectors: list[Any] = []
-    for row in rows:
-        vec = row.get("vector")
-        if vec is not None:
-            v = np.asarray(vec, dtype=np.float32)
-            if vectors and float((np.stack(vectors) @ v).max()) >= threshold:
-                continue
-            vectors.append(v)
-        kept.append(row)
-    return kept
+    with_vec = [i for i, r in enumerate(rows) if r.get("vector") is not None]
+    if not with_vec:
+        return list(rows)
+    matrix = np.asarray([rows[i]["vector"] for i in with_vec], dtype=np.float32)
+    sims = matrix @ matrix.T  # stored vectors are normalised: cosine similarities, in one product
+    dropped: set[int] = set()
+    kept_vec: list[int] = []
+    for j, i in enumerate(with_vec):
+        if kept_vec and float(sims[j, kept_vec].max()) >= threshold:
+            dropped.add(i)
+        else:
+            kept_vec.append(j)
+    return [r for i, r in enumerate(rows) if i not in dropped]
 
 
 class _Memory:
