@@ -8,8 +8,9 @@ from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Search the project's memory with a question in plain words.
 
-Retrieval is hybrid (meaning plus exact words); a question with no answer in memory returns no
-results rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
+Retrieval is hybrid (meaning plus exact words); each result carries a confidence (0-1) combined
+from several signals. A question with no answer in memory returns "answerable": false and no results
+rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -40,6 +41,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only facts of this kind")
     p.add_argument("--result", help="only episodes with this result: success, failure or partial")
     p.add_argument("--category", help="only episodes of this category")
+    p.add_argument(
+        "--min-confidence",
+        type=float,
+        metavar="C",
+        help="answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off",
+    )
     p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
     p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
     p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
@@ -54,9 +61,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.memory.confidence import check_min_confidence
     from contextware.memory.recall import recall
     from contextware.storage.embeddings import preload_in_background
 
+    if args.min_confidence is not None:  # before the model loads: exiting under its thread can abort
+        check_min_confidence(args.min_confidence)
     project = open_project(args)
     preload_in_background(project.embedder)
     return recall(
@@ -76,6 +86,7 @@ def handle(args: argparse.Namespace) -> dict:
         source=args.source,
         session=args.session,
         global_=args.global_,
+        min_confidence=args.min_confidence,
     )
 
 
@@ -114,7 +125,8 @@ def render_hit(hit: dict) -> str:
     else:
         line = inline(str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")}))
     project = f" [{inline(hit['project'])}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
-    return f"- {line}  ({hit['id']}, {hit['score']:.2f}){project}"
+    conf = f", confidence {hit['confidence']:.2f}" if hit.get("confidence") is not None else ""
+    return f"- {line}  ({hit['id']}, {hit['score']:.2f}{conf}){project}"
 
 
 def render_text(result: dict) -> str:

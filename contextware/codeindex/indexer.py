@@ -11,6 +11,7 @@ concurrent indexers leave exactly one row per file.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -28,7 +29,7 @@ from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
-from contextware.system import stop_on_signals
+from contextware.system import stop_on_signals, write_atomic
 from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class Report:
     indexed_files: list[str] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    excluded: Counter = field(default_factory=Counter)  # left out by a built-in rule, by reason
+    excluded: Counter = field(default_factory=Counter)  # files the listing left out by rule, per reason
     failed: list[dict] = field(default_factory=list)
     summarizers: Counter = field(default_factory=Counter)
     fallbacks: int = 0
@@ -356,10 +357,15 @@ def _run(
     jobs: int | None,
     progress: bool,
     removals: Sequence[str] = (),
+    rejudge_minified: bool = False,
 ) -> None:
-    from contextware.codeindex.source_text import read_source
+    """``rejudge_minified``: minified files were indexed by config until now; unchanged files are
+    read again to find them (nothing else about an unchanged file can have changed)."""
+    from contextware.codeindex.files import restored_reasons
+    from contextware.codeindex.source_text import MINIFIED_MIN_CHARS, looks_minified, read_source
 
     max_bytes = int(project.config["max_file_bytes"])
+    keep_minified = "minified" in restored_reasons(project.config)
     writer = _Writer(project, report)
     writer.removals.extend(removals)
     report.removed_files.extend(removals)
@@ -368,10 +374,13 @@ def _run(
         report.scanned += 1
         old = existing.get(c.path)
         redo = force or (upgrade and old is not None and old.get("summarizer") != "gemini")
-        if old is not None and not redo and old["mtime"] == c.mtime and old["size"] == c.size:
+        same_stat = old is not None and old["mtime"] == c.mtime and old["size"] == c.size
+        if same_stat and not redo and not (rejudge_minified and c.size >= MINIFIED_MIN_CHARS):
             report.unchanged += 1
             continue
         text, digest, reason = read_source(c, max_bytes)
+        if not reason and not keep_minified and looks_minified(text or ""):
+            reason = "minified"
         if reason:
             report.skipped[reason].append(c.path)
             if old is not None:
@@ -481,7 +490,7 @@ def crawl(
 ) -> dict:
     """Index the project (or the given files and folders): new and changed files are summarised,
     unchanged ones skipped, rows of deleted or newly ignored files removed."""
-    from contextware.codeindex.files import IgnoreRules, list_project_files
+    from contextware.codeindex.files import IgnoreRules, list_project_files, restored_reasons
 
     started = time.monotonic()
     summarizer = check_summarizer(summarizer)
@@ -492,18 +501,27 @@ def crawl(
     elif summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    listed, explicit = list_project_files(project.root, project.data_dir, paths or None, report.excluded)
+    restored = restored_reasons(project.config)
+    listed, explicit = list_project_files(
+        project.root, project.data_dir, paths or None, restored=restored, excluded=report.excluded
+    )
     candidates = _drop_bad_names(listed, report)
     for rel, reason in explicit.items():
         report.skipped[reason].append(printable_name(rel))
     existing = _meta(project)
     present = {c.path for c in candidates}
     if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
-        rules = IgnoreRules.load(project.root, project.data_dir)
+        rules = IgnoreRules.load(project.root, project.data_dir, restored)
         scope = [rel for rel in map(rules.relative, paths) if rel is not None]
     else:
         scope = [""]
     gone = sorted(p for p in existing if p not in present and _under(p, scope))
+    # Which classes config brought back at the last crawl: a class switched off again must leave.
+    state = project.data_dir / "cache" / "index_restored.json"
+    try:
+        before = set(json.loads(state.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        before = set()
     _run(
         project,
         candidates,
@@ -515,7 +533,11 @@ def crawl(
         jobs=jobs,
         progress=progress,
         removals=gone,
+        rejudge_minified="minified" in before - restored,
     )
+    if before != set(restored):
+        project.ensure_data_dir()
+        write_atomic(state, json.dumps(sorted(restored)))
     if report.indexed_files or report.removed_files:
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
@@ -526,7 +548,7 @@ def index_files(
     project: "Project", paths: Sequence[str | Path], *, summarizer: str = "auto", force: bool = False
 ) -> dict:
     """(Re)index the given files; a file that no longer exists is removed from the index."""
-    from contextware.codeindex.files import IgnoreRules, check_file
+    from contextware.codeindex.files import IgnoreRules, check_file, restored_reasons
 
     started = time.monotonic()
     if not paths:
@@ -535,7 +557,7 @@ def index_files(
     if summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    rules = IgnoreRules.load(project.root, project.data_dir)
+    rules = IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
     max_bytes = int(project.config["max_file_bytes"])
     candidates: dict[str, "Candidate"] = {}
     missing: list[str] = []

@@ -14,6 +14,10 @@ SNIFF_BYTES = 8192
 # (tab, newlines and form feed excepted): legacy-encoded text has almost none, random binary ~10%.
 MAX_CONTROL_SHARE = 0.005
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Minified (or otherwise machine-packed) text: a line this long, or lines this long on average.
+MINIFIED_LINE_CHARS = 5000
+MINIFIED_MEAN_LINE_CHARS = 300
+MINIFIED_MIN_CHARS = 2000  # a short file is never judged minified
 
 
 @dataclass
@@ -69,6 +73,18 @@ def read_source(c: Candidate, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str |
     digest = hashlib.sha256(data).hexdigest()
     text = _decode_text(data)
     return (text, digest, None) if text is not None else (None, digest, "binary")
+
+
+def looks_minified(text: str) -> bool:
+    """Machine-packed text (minified JavaScript or CSS, a bundle, a one-line data dump): a line over
+    MINIFIED_LINE_CHARS, or lines over MINIFIED_MEAN_LINE_CHARS on average.  Judged on read, never
+    while listing (it needs the content)."""
+    if len(text) < MINIFIED_MIN_CHARS:
+        return False
+    lines = text.count("\n") + 1
+    if len(text) / lines > MINIFIED_MEAN_LINE_CHARS:
+        return True
+    return any(len(line) > MINIFIED_LINE_CHARS for line in text.splitlines())
 
 
 def _decode_text(data: bytes) -> str | None:

@@ -2,7 +2,7 @@
 
 - SessionStart: the session briefing (``context.py``) as ``additionalContext``.
 - BeforeAgent: the facts, lessons of similar episodes and top code files relevant to the prompt,
-  within a small budget; nothing at all when nothing is relevant.
+  within a small budget; nothing at all when no result reaches ``hook_min_confidence``.
 - AfterAgent: the prompt and the response saved as ``logs`` rows (secrets redacted by ``memory``),
   in projects that already use memory or are git repositories (never a stray folder elsewhere).
 - PreCompress: turns of the transcript that are not in the logs yet (a safety net for turns whose
@@ -82,7 +82,8 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
         from contextware.storage.embeddings import preload_in_background
 
         preload_in_background(project.embedder)
-    hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",))["results"]
+    gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
+    hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate)["results"]
     lines: list[str] = []
     files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)

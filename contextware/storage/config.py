@@ -17,12 +17,21 @@ DEFAULTS: dict[str, Any] = {
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,
+    # Confidence (0-1) the best result must reach, else recall answers "answerable": false with no
+    # results (contextware/memory/confidence.py); the prompt hook, which injects unasked, is stricter.
+    "recall_min_confidence": 0.15,
+    "hook_min_confidence": 0.2,
     # Code index
     "summarizer": "auto",  # auto | gemini | local
     "max_file_bytes": 1_000_000,
     "crawl_jobs": 0,  # 0: one per CPU (at most 8)
     "secret_files": [],  # more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)
     "secret_files_allowed": [],  # patterns of the default list to index anyway (their text is still redacted)
+    # Left out of the code index by default; true brings the class back: files marked
+    # linguist-generated / linguist-vendored in .gitattributes, minified files (.min.js, long lines).
+    "index_generated": False,
+    "index_vendored": False,
+    "index_minified": False,
     # Gemini CLI (code summaries and offloads)
     "gemini_model": "gemini-2.5-flash",
     "gemini_timeout_s": 180,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import selectors
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.storage.embedded_text import FAMILIES
 from tests.conftest import SCRIPTS
 
 SERVER = SCRIPTS / "mcp_server.py"
@@ -64,6 +66,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
             "source": (S, None, _),
             "session": (S, None, _),
             "all_projects": (B, None, False),
+            "min_confidence": ("number", None, _),
         },
         ["query"],
     ),
@@ -403,12 +406,14 @@ def test_load_session_context_fits_the_budget(project_dir):
             await call(
                 client, "save_fact", {"content": "Never commit directly to main; open a PR.", "kind": "constraint"}
             )
+            # thirty different preferences (the briefing shows near-duplicates once)
+            words = FAMILIES.split()
             for i in range(30):
                 await call(
                     client,
                     "save_fact",
                     {
-                        "content": f"Preference number {i}: keep module {i} under 400 lines of code.",
+                        "content": f"Preference {i}: " + " ".join(random.Random(i).sample(words, 8)) + ".",
                         "kind": "preference",
                     },
                 )
