@@ -19,6 +19,7 @@ from contextware.hosts.setup import (
     Runner,
     _q,
     choose_runner,
+    install_result,
     manifest,
     manifest_path,
     mcp_server,
@@ -50,9 +51,7 @@ def hook_definitions(runner: Runner) -> dict[str, dict]:
     command = runner.command("hook.py")
     out = {}
     for event, (timeout, description) in HOOK_EVENTS.items():
-        name = settings_merge.HOOK_NAME_PREFIX + "".join("-" + c.lower() if c.isupper() else c for c in event).lstrip(
-            "-"
-        )
+        name = settings_merge.hook_name(event)
         out[event] = {
             "matcher": "*",
             "hooks": [
@@ -75,8 +74,9 @@ instructions; the user's current request wins.
   `{run} {skill}/scripts/recall.py --query "how do we run the tests?"` (`--scope code` finds files).
 - Save what the next session needs (preferences, constraints, decisions, lessons):
   `{run} {skill}/scripts/save_fact.py "..." --kind decision`.
-- The `contextware` skill is the full guide (also at {skill}/SKILL.md); the `contextware` MCP
-  server offers the same operations as tools.
+- The `contextware` skill is the full guide (also at {skill}/SKILL.md). In interactive sessions the
+  `contextware` MCP server offers the same operations as tools; headless runs (`gemini -p`) offer no
+  MCP tools, so use the commands above there.
 """
 
 
@@ -149,17 +149,7 @@ def folder_trusted(root: Path) -> bool | None:
 
 
 def _result(action: str, scope: str, **fields) -> dict:
-    written, removed = fields.pop("written", []), fields.pop("removed", [])
-    return {
-        "action": action,
-        "agent": "gemini",
-        "scope": scope,
-        "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
-        "written": written,
-        "removed": removed,
-        **fields,
-        "manifest": str(manifest_path()),
-    }
+    return install_result("gemini", action, scope, **fields)
 
 
 def _mcp_warning() -> list[str]:

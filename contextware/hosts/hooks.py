@@ -1,12 +1,15 @@
-"""Gemini CLI hooks (``scripts/hook.py``): memory brought into every turn without the agent asking.
+"""Gemini CLI and Claude Code hooks (``scripts/hook.py``, ``contextware hook``): memory brought into
+every turn without the agent asking.  Claude Code's events map onto Gemini's handlers.
 
-- SessionStart: the session briefing (``context.py``) as ``additionalContext``.
-- BeforeAgent: the facts, lessons of similar episodes and top code files relevant to the prompt,
-  within a small budget; nothing at all when nothing is relevant.
-- AfterAgent: the prompt and the response saved as ``logs`` rows (secrets redacted by ``memory``),
-  in projects that already use memory or are git repositories (never a stray folder elsewhere).
-- PreCompress: turns of the transcript that are not in the logs yet (a safety net for turns whose
-  AfterAgent hook failed) are saved before the CLI compresses the history.
+- SessionStart: the session briefing (``context.py``) as ``additionalContext``, and one line on how
+  to reach the memory with the tools this host offers (``--host``; see ``instructions``).
+- BeforeAgent (Claude Code: UserPromptSubmit): the facts, lessons of similar episodes and top code
+  files relevant to the prompt, within a small budget; nothing at all when nothing is relevant.
+- AfterAgent (Claude Code: Stop, whose prompt is read from the transcript): the prompt and the
+  response saved as ``logs`` rows (secrets redacted by ``memory``), in projects that already use
+  memory or are git repositories (never a stray folder elsewhere).
+- PreCompress (Claude Code: PreCompact): turns of the transcript that are not in the logs yet (a
+  safety net for turns whose AfterAgent hook failed) are saved before the CLI compresses the history.
 
 A hook never blocks or fails the turn: whatever goes wrong, it prints nothing, exits 0 and appends
 one line to ``<data_dir>/hooks.log``.  Recalled memory is fenced and labelled as reference data,
@@ -45,12 +48,14 @@ def _output(event: str, context: str) -> dict:
 
 
 def session_start(project: "Project", payload: dict) -> dict | None:
+    from contextware.hosts.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
 
     ctx = session_context(project, int(project.config["hook_session_tokens"]))
     if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
         return None
-    return _output("SessionStart", fence(render_markdown(ctx)))
+    usage = how_to_reach_memory(str(payload.get("_host") or ""))
+    return _output("SessionStart", fence(render_markdown(ctx)) + (f"\n{usage}" if usage else ""))
 
 
 def _line(hit: dict) -> str:
@@ -93,7 +98,7 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
             lines.append(line)
     if not lines:
         return None
-    return _output("BeforeAgent", fence("\n".join(lines)))
+    return _output(str(payload.get("hook_event_name") or "BeforeAgent"), fence("\n".join(lines)))
 
 
 def _records_here(project: "Project") -> bool:
@@ -118,6 +123,15 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
         if isinstance(text, str) and text.strip():
             save_log(project, text, session_id=session, role=role, source="hook")
     return None
+
+
+def stop(project: "Project", payload: dict) -> dict | None:
+    """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
+    from contextware.hosts.claude_transcript import last_prompt
+
+    path = payload.get("transcript_path")
+    prompt = last_prompt(Path(path)) if isinstance(path, str) and Path(path).is_file() else None
+    return after_agent(project, {**payload, "prompt": prompt, "prompt_response": payload.get("last_assistant_message")})
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:
@@ -165,7 +179,13 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     if not path or not Path(path).is_file() or not _records_here(project):
         return None
     session = str(payload.get("session_id") or "unknown")
-    for role, text in _transcript_turns(Path(path))[-40:]:
+    if payload.get("hook_event_name") == "PreCompact":  # Claude Code's transcript
+        from contextware.hosts.claude_transcript import turns
+
+        read = turns(Path(path))
+    else:
+        read = _transcript_turns(Path(path))
+    for role, text in read[-40:]:
         save_log(project, text, session_id=session, role=role, source="hook")  # exact duplicates are skipped
     return None
 
@@ -175,6 +195,9 @@ HANDLERS = {
     "BeforeAgent": before_agent,
     "AfterAgent": after_agent,
     "PreCompress": pre_compress,
+    "UserPromptSubmit": before_agent,  # Claude Code
+    "Stop": stop,
+    "PreCompact": pre_compress,
 }
 
 
@@ -191,13 +214,14 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None") -> N
         pass
 
 
-def run_hook(stdin: str) -> str:
+def run_hook(stdin: str, host: str | None = None) -> str:
     """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
     event, project = "", None
     try:
         payload = json.loads(stdin) if stdin.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
+        payload["_host"] = host
         event = str(payload.get("hook_event_name") or "")
         handler = HANDLERS.get(event)
         if handler is None:
@@ -217,11 +241,12 @@ def run_hook(stdin: str) -> str:
         return ""
 
 
-USAGE = """usage: hook.py < EVENT_JSON
+USAGE = """usage: hook.py [--host gemini|claude|claude-plugin] < EVENT_JSON
 
-Gemini CLI hook for Contextware: reads one event (SessionStart, BeforeAgent, AfterAgent, PreCompress)
-as JSON on stdin and prints the hook output, or nothing. Always exits 0; errors go to
-contextware_data/hooks.log. Installed by scripts/install.py."""
+Gemini CLI and Claude Code hook for Contextware: reads one event (SessionStart, BeforeAgent,
+AfterAgent, PreCompress; Claude Code's UserPromptSubmit, Stop, PreCompact) as JSON on stdin and
+prints the hook output, or nothing. --host names the tools the session-start note points to.
+Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/install.py."""
 
 
 def main() -> None:
@@ -232,7 +257,9 @@ def main() -> None:
         data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     except Exception:  # noqa: BLE001
         data = ""
-    out = run_hook(data)
+    args = sys.argv[1:]
+    host = args[args.index("--host") + 1] if "--host" in args[:-1] else None
+    out = run_hook(data, host)
     if out:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()

@@ -149,7 +149,7 @@ def undo(
     fallback_dirs: tuple[Path, ...] = (),
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Undo every file of ``installs[key]`` (or, with no record, the ``defaults``: label -> (path, kind,
-    expected text)), remove the folders the install created when empty, and drop the entry.
+    the text we would have written, or for JSON the key of its MCP servers)), remove the folders the install created when empty, and drop the entry.
     Returns ({"written", "removed", "kept"}: names) and warnings."""
     entry = installs.get(key) or {}
     out: dict[str, list[str]] = {"written": [], "removed": [], "kept": []}
@@ -160,7 +160,10 @@ def undo(
         path, kind, expected = defaults.get(label, (Path(rec.get("path", "")), rec.get("kind", "text"), None))
         path = Path(rec["path"]) if rec.get("path") else path
         kind = rec.get("kind") or kind
-        done = undo_json(path, rec, bool(entry)) if kind == "json" else undo_text(path, rec, bool(entry), expected)
+        if kind == "json":  # for a JSON file, the third default is the servers' key ("mcpServers" if None)
+            done = undo_json(path, rec, bool(entry), expected or "mcpServers")
+        else:
+            done = undo_text(path, rec, bool(entry), expected)
         if done:
             out[done].append(show(path))
         if done == "kept":

@@ -22,6 +22,11 @@ HOOK_NAME_PREFIX = "contextware-"
 MCP_SCRIPT = "scripts/mcp_server.py"
 
 
+def hook_name(event: str) -> str:
+    """Our hook's ``name`` for an event (``SessionStart`` -> ``contextware-session-start``): how we know it."""
+    return HOOK_NAME_PREFIX + "".join("-" + c.lower() if c.isupper() else c for c in event).lstrip("-")
+
+
 def sha256_text(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -211,6 +211,21 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     return True
 
 
+def install_result(agent: str, action: str, scope: str, **fields) -> dict:
+    """The result every installer returns: what was written and removed, and whether anything changed."""
+    written, removed = fields.pop("written", []), fields.pop("removed", [])
+    return {
+        "action": action,
+        "agent": agent,
+        "scope": scope,
+        "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
+        "written": written,
+        "removed": removed,
+        **fields,
+        "manifest": str(manifest_path()),
+    }
+
+
 def manifest_path() -> Path:
     return contextware_home() / "install-manifest.json"
 
