@@ -21,7 +21,9 @@ sys.path.insert(0, str(NETGUARD_DIR))
 import sitecustomize as _netguard  # noqa: E402,F401  - installs the audit hook in this process
 
 pytest_plugins = [
-    f"tests.{name}" for name in ("gemini_fixtures", "claude_fixtures") if (Path(__file__).parent / f"{name}.py").exists()
+    f"tests.{name}"
+    for name in ("gemini_fixtures", "claude_fixtures")
+    if (Path(__file__).parent / f"{name}.py").exists()
 ]
 
 

@@ -47,8 +47,8 @@ PLUGIN_DIR = Path("plugins") / "claude" / NAME  # in the repository
 PLUGIN_HOST = "claude-plugin"
 
 
-def hook_definitions(runner: Runner, host: str = "claude", command: str | None = None) -> dict[str, dict]:
-    command = command or runner.command("hook.py", "--host", host)
+def hook_definitions(runner: Runner, host: str = "claude") -> dict[str, dict]:
+    command = runner.command("hook.py", "--host", host)
     return {
         event: {
             "matcher": "",
@@ -163,7 +163,6 @@ def plugin_files() -> dict[str, str]:
         "index): briefed at session start, recalled into every prompt, each turn saved. Needs the `contextware` "
         "command on PATH.",
         "author": {"name": "Contextware"},
-        "license": "MIT",
         "keywords": ["memory", "context", "mcp"],
     }
 
@@ -172,7 +171,7 @@ def plugin_files() -> dict[str, str]:
 
     return {
         ".claude-plugin/plugin.json": dump(manifest_doc),
-        "hooks/hooks.json": dump({"hooks": hooks}),
+        "hooks/hooks.json": dump({"hooks": {event: [definition] for event, definition in hooks.items()}}),
         ".mcp.json": dump({"mcpServers": {NAME: mcp_server(runner)}}),
         f"skills/{NAME}/SKILL.md": skill_text(runner),
     }
@@ -183,6 +182,7 @@ def marketplace_file() -> str:
     doc = {
         "name": NAME,
         "owner": {"name": "Contextware"},
+        "description": "Contextware: a local, searchable memory of your project for Claude Code.",
         "plugins": [
             {
                 "name": NAME,

@@ -8,7 +8,6 @@ environment's console command, first on PATH in ``claude_env``)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,9 +108,10 @@ def test_user_install_writes_settings_state_and_skill_and_uninstall_removes_exac
         "env": {},
     }
     assert (home / ".claude" / "skills" / "contextware" / "SKILL.md").is_file()
-    assert run_script("install", "claude", "--user", "--python", sys.executable, cwd=project_dir, env=env).json[
-        "changed"
-    ] is False
+    assert (
+        run_script("install", "claude", "--user", "--python", sys.executable, cwd=project_dir, env=env).json["changed"]
+        is False
+    )
 
     # Claude Code rewrites ~/.claude.json all the time: only our entry goes, the rest stays as it is then.
     claude_json["numStartups"] = 4
@@ -198,3 +198,30 @@ def test_end_to_end_broken_memory_or_hook_input_never_blocks_the_turn(
     assert "contextware-memory" not in _system_messages(fake_anthropic_api)
     log = (project.data_dir / "hooks.log").read_text()
     assert "UserPromptSubmit failed" in log and "Stop failed" in log
+
+
+@pytest.mark.slow
+def test_end_to_end_the_plugin_validates_installs_from_its_marketplace_and_runs(
+    claude_bin, fake_anthropic_api, claude_env, remembering_project: Project
+):
+    def claude(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [claude_bin, *args], env=claude_env, cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+
+    valid = claude("plugin", "validate", str(REPO / "plugins" / "claude" / "contextware"))
+    assert valid.returncode == 0 and "Validation passed" in valid.stdout and "must be" not in valid.stdout, valid.stdout
+    assert claude("plugin", "validate", str(REPO)).returncode == 0  # the marketplace
+    added = claude("plugin", "marketplace", "add", str(REPO))
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = claude("plugin", "install", "contextware@contextware")
+    assert installed.returncode == 0 and "Successfully installed" in installed.stdout, installed.stdout
+
+    root = remembering_project.root
+    (root / ".git").mkdir()
+    proc = run_claude(claude_bin, PROMPT, root, claude_env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    system = _system_messages(fake_anthropic_api)
+    assert FACT in system.split("UserPromptSubmit hook additional context: ", 1)[1].split(FENCE_CLOSE)[0]
+    assert "mcp__plugin_contextware_contextware__recall" in system  # a plugin's tools carry its name
+    assert sorted(r["role"] for r in _logs(root)) == ["agent", "user"]
