@@ -61,6 +61,13 @@ def hook_definitions(runner: Runner) -> dict[str, dict]:
     return out
 
 
+MCP_TIMEOUT_MS = 900_000  # an offload may run for minutes; Gemini CLI's default would cut it off
+
+
+def gemini_mcp_server(runner: Runner) -> dict:
+    return {**mcp_server(runner), "timeout": MCP_TIMEOUT_MS}
+
+
 def context_text(runner: Runner) -> str:
     skill = _q(skill_dir())
     run = f"uv run --project {skill}" if runner.kind == "uv" else _q(runner.exe)
@@ -91,7 +98,7 @@ def extension_files(runner: Runner) -> dict[str, str]:
         "description": "Persistent, searchable memory of the current project (facts, decisions, "
         "lessons, code index), recalled into every turn.",
         "contextFileName": CONTEXT_FILE,
-        "mcpServers": {NAME: mcp_server(runner)},
+        "mcpServers": {NAME: gemini_mcp_server(runner)},
     }
     return {
         "gemini-extension.json": json.dumps(manifest, indent=2) + "\n",
@@ -221,7 +228,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
         linked_now=linked_now,
         runner=runner.kind,
         hook_command=runner.command("hook.py"),
-        mcp_server=mcp_server(runner),
+        mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
     )
 
@@ -274,7 +281,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
     runner, warnings = choose_runner(python, project=True)  # a committed file: portable unless --python
     settings_path, skill_path = _paths(root)
     edits = [
-        json_edit("settings", settings_path, hooks=hook_definitions(runner), mcp=mcp_server(runner)),
+        json_edit("settings", settings_path, hooks=hook_definitions(runner), mcp=gemini_mcp_server(runner)),
         text_edit("skill", skill_path, skill_text(runner)),
     ]
     sync_environment(runner)
@@ -297,7 +304,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
         project_root=str(root),
         runner=runner.kind,
         hook_command=runner.command("hook.py"),
-        mcp_server=mcp_server(runner),
+        mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
         next=f"Start gemini in {root}.",
     )

@@ -67,7 +67,11 @@ def test_project_merge_keeps_the_users_settings_and_uninstall_restores_the_bytes
         assert len(ours) == 1 and ours[0]["matcher"] == "*"
         assert ours[0]["hooks"][0]["command"] == HOOK_COMMAND and ours[0]["hooks"][0]["timeout"] > 0
     assert data["mcpServers"]["github"] == USER_SETTINGS["mcpServers"]["github"]
-    assert data["mcpServers"]["contextware"] == {"command": sys.executable, "args": [str(SCRIPTS / "mcp_server.py")]}
+    assert data["mcpServers"]["contextware"] == {
+        "command": sys.executable,
+        "args": [str(SCRIPTS / "mcp_server.py")],
+        "timeout": 900_000,  # ms: room for long offloads
+    }
     skill = (project_dir / ".gemini" / "skills" / "contextware" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: contextware\n") and "<skill_dir>" not in skill
     assert f"{REPO}/scripts/recall.py" in skill

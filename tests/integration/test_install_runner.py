@@ -117,7 +117,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
         {"command": "contextware", "args": ["mcp"]}
         if portable
         else {"command": argv2[0], "args": [*argv2[1:], f"{REPO}/scripts/mcp_server.py"]}
-    )
+    ) | {"timeout": 900_000}
     assert two["changed"] is True and two["runner"] == kind2
     # the skill names the scripts' paths for a Python runner, the console command for the portable one
     assert two["written"] == [".gemini/settings.json"] + (
@@ -214,7 +214,7 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())
     manifest = json.loads((ext / "gemini-extension.json").read_text())
     assert manifest["mcpServers"] == {
-        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")]}
+        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")], "timeout": 900_000}
     }
     context = (ext / "CONTEXTWARE.md").read_text()
     assert f"uv run --project {REPO}" in context and sys.executable not in context
