@@ -19,6 +19,7 @@ from contextware.memory import records
 from contextware.storage.project import Project
 from tests.claude_fixtures import run_claude
 from tests.conftest import REPO, run_script
+from tests.fake_anthropic_api import message_texts
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
 PROMPT = "Can I deploy the release to production on Friday?"
@@ -129,7 +130,7 @@ def test_user_install_writes_settings_state_and_skill_and_uninstall_removes_exac
 def _system_messages(fake_anthropic_api) -> str:
     turns = fake_anthropic_api.message_requests()
     assert turns, "Claude Code sent no request"
-    return "\n".join(turns[-1].message_texts("system"))
+    return "\n".join(message_texts(turns[-1], "system"))
 
 
 def _logs(root: Path) -> list[dict]:
@@ -161,7 +162,7 @@ def test_end_to_end_memory_reaches_the_model_and_the_turn_is_stored_once(
     briefing = system.split("SessionStart hook additional context: ", 1)[1]
     assert FACT in briefing.split(FENCE_CLOSE)[0]
     assert "mcp__contextware__recall" in briefing  # this host's own tool names
-    assert PROMPT in "\n".join(fake_anthropic_api.message_requests()[-1].message_texts("user"))
+    assert PROMPT in "\n".join(message_texts(fake_anthropic_api.message_requests()[-1], "user"))
 
     logs = _logs(root)
     assert sorted((r["role"], r["text"]) for r in logs) == [
