@@ -10,7 +10,7 @@ edited text file.  Used by every host's installer (Gemini CLI, Claude Code, MCP-
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,7 @@ def undo_text(path: Path, rec: dict, known: bool, expected: str | None) -> str |
 def undo(
     installs: dict,
     key: str,
-    defaults: dict[str, tuple[Path, str, str | None]],
+    defaults: Mapping[str, tuple[Path, str, str | None]],
     show: Callable[[Path], str],
     fallback_dirs: tuple[Path, ...] = (),
 ) -> tuple[dict[str, list[str]], list[str]]:

@@ -54,7 +54,7 @@ def test_project_install_is_portable_idempotent_and_uninstall_restores_the_bytes
     (project_dir / ".mcp.json").write_text(json.dumps(USER_MCP, indent=4))
     before = _tree(project_dir)
 
-    out = run_script("install", "claude", "--project", cwd=project_dir).json
+    out = run_script("install", "claude", "--project", cwd=project_dir, env={"PATH": "/usr/bin:/bin"}).json
     assert out["ok"] and out["changed"] and out["agent"] == "claude" and out["runner"] == "command"
     assert out["written"] == [".claude/settings.json", ".mcp.json", ".claude/skills/contextware/SKILL.md"]
     settings = json.loads((project_dir / ".claude" / "settings.json").read_text())
@@ -75,6 +75,7 @@ def test_project_install_is_portable_idempotent_and_uninstall_restores_the_bytes
     skill = (project_dir / ".claude" / "skills" / "contextware" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: contextware\n") and 'contextware recall --query "' in skill
 
+    assert any("`contextware` is not on PATH" in w for w in out["warnings"])  # not on this PATH
     installed = _tree(project_dir)
     again = run_script("install", "claude", "--project", "--format", "text", cwd=project_dir)
     assert "Nothing changed: already installed." in again.stdout and _tree(project_dir) == installed
@@ -226,3 +227,28 @@ def test_end_to_end_the_plugin_validates_installs_from_its_marketplace_and_runs(
     assert FACT in system.split("UserPromptSubmit hook additional context: ", 1)[1].split(FENCE_CLOSE)[0]
     assert "mcp__plugin_contextware_contextware__recall" in system  # a plugin's tools carry its name
     assert sorted(r["role"] for r in _logs(root)) == ["agent", "user"]
+
+
+@pytest.mark.slow
+def test_end_to_end_user_install_connects_the_mcp_server_and_runs_the_hooks_everywhere(
+    claude_bin, fake_anthropic_api, claude_env, remembering_project: Project
+):
+    root = remembering_project.root
+    out = run_script("install", "claude", "--python", sys.executable, cwd=root, env=claude_env).json
+    assert out["changed"] and out["scope"] == "user", out
+    listed = subprocess.run(
+        [claude_bin, "mcp", "list"], cwd=root, env=claude_env, capture_output=True, text=True, timeout=120
+    )
+    line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("contextware:")), "")
+    assert "Connected" in line, listed.stdout + listed.stderr  # read from ~/.claude.json, and it answered
+
+    proc = run_claude(claude_bin, PROMPT, root, claude_env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    system = _system_messages(fake_anthropic_api)
+    assert FACT in system.split("UserPromptSubmit hook additional context: ", 1)[1].split(FENCE_CLOSE)[0]
+
+    gone = run_script("install", "uninstall", "claude", "--user", cwd=root, env=claude_env).json
+    assert gone["changed"] and gone["warnings"] == [], gone
+    fake_anthropic_api.requests.clear()
+    assert run_claude(claude_bin, PROMPT, root, claude_env).returncode == 0
+    assert "contextware-memory" not in _system_messages(fake_anthropic_api)
