@@ -19,6 +19,7 @@ not instructions.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import traceback
@@ -75,10 +76,20 @@ def _line(hit: dict) -> str:
     return ""
 
 
+_HOOK_BLOCK = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def typed_prompt(payload: dict) -> str:
+    """What the person typed: Gemini CLI's ``prompt`` also carries what hooks added before it (each
+    in ``<hook_context>``, our briefing among them), which must neither steer recall nor be logged."""
+    prompt = payload.get("prompt")
+    return _HOOK_BLOCK.sub("", prompt).strip() if isinstance(prompt, str) else ""
+
+
 def before_agent(project: "Project", payload: dict) -> dict | None:
     from contextware.memory.recall import recall
 
-    prompt = (payload.get("prompt") or "").strip()
+    prompt = typed_prompt(payload)
     if len(prompt) < 3:
         return None
     budget = int(project.config["hook_prompt_tokens"]) * 4
@@ -119,8 +130,7 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     from contextware.storage.embeddings import preload_in_background
 
     preload_in_background(project.embedder)
-    for role, key in (("user", "prompt"), ("agent", "prompt_response")):
-        text = payload.get(key)
+    for role, text in (("user", typed_prompt(payload)), ("agent", payload.get("prompt_response"))):
         if isinstance(text, str) and text.strip():
             save_log(project, text, session_id=session, role=role, source="hook")
     return None
