@@ -7,6 +7,8 @@ written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ContextwareError(Exception):
     """Base class: ``code`` is a stable slug, the message one clear sentence."""
@@ -22,7 +24,7 @@ class ContextwareError(Exception):
         self.details = details or {}
 
     def to_dict(self) -> dict:
-        err = {"code": self.code, "message": self.message}
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
             err["details"] = self.details
         return err

@@ -39,6 +39,17 @@ def iso(value: datetime | None) -> str | None:
     return value.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def parse_iso(value: object) -> datetime | None:
+    """An ISO 8601 date or time (``Z`` accepted) as an aware UTC-based datetime; None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
 def parse_since(raw: str) -> datetime:
     """``--since``: an ISO date or datetime, or a relative age such as ``7d``, ``12h``, ``30m``."""
     value = raw.strip()
@@ -48,14 +59,13 @@ def parse_since(raw: str) -> datetime:
 
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
         return utcnow() - timedelta(**{unit: int(rel.group(1))})
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+    parsed = parse_iso(value)
+    if parsed is None:
         raise UsageError(
             f"--since {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
             code="bad_since",
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        )
+    return parsed
 
 
 def chunk_text(text: str, size: int) -> list[str]:
@@ -83,15 +93,17 @@ def chunk_text(text: str, size: int) -> list[str]:
     return [c for c in chunks if c]
 
 
-def truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:") + "…"
+CHARS_PER_TOKEN = 4  # the one token estimate: about four characters of English or code per token
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of ``text`` as models count them, estimated (rounded up) without a tokenizer."""
+    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def cut_at_word(text: str, limit: int) -> str:
-    """Cut at a word boundary so that the result, ellipsis included, fits in ``limit``."""
+    """The one text shortener: cut at a word boundary so that the result, ellipsis included, fits in
+    ``limit`` characters."""
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
@@ -103,6 +115,14 @@ def cut_at_word(text: str, limit: int) -> str:
 def sql_str(value: str) -> str:
     """A SQL string literal for LanceDB filters."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def split_list(raw: str | Iterable[str] | None) -> list[str]:
+    """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
+    if raw is None:
+        return []
+    items = [raw] if isinstance(raw, str) else list(raw)
+    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
 
 def parse_topics(raw: str | Iterable[str] | None) -> list[str]:

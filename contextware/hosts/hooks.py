@@ -98,7 +98,8 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 
         preload_in_background(project.embedder)
     hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",))["results"]
-    lines, files = [], 0
+    lines: list[str] = []
+    files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)
     for hit in hits:
         if hit["collection"] == "code_index":

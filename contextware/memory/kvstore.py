@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
 from contextware.storage.schemas import KV_TABLE
 from contextware.system import write_atomic
-from contextware.text import iso, sql_str, utcnow
+from contextware.text import cut_at_word, iso, sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -50,7 +50,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # -- validation -----------------------------------------------------------------------------------
 def _show(value: str, limit: int = 60) -> str:
-    return repr(value if len(value) <= limit else value[:limit] + "…")
+    return repr(cut_at_word(value, limit))
 
 
 def check_namespace(value: str | None, *, allow_all: bool = False) -> str:

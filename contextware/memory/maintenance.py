@@ -91,9 +91,11 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
                 table = db.replace_table(name, data)
             elif todo:
                 data = pa.Table.from_pylist(todo, schema=table.schema)
-                with_retries(
-                    lambda table=table, data=data: table.merge_insert("id").when_matched_update_all().execute(data)
-                )
+
+                def update(table: Any = table, data: Any = data) -> Any:
+                    return table.merge_insert("id").when_matched_update_all().execute(data)
+
+                with_retries(update)
             db._maintain(table, force=bool(todo))
         report["tables"][name] = {"reembedded": len(todo), "rows": len(rows), "model_changed": changed_model}
     return report

@@ -1,7 +1,7 @@
 """Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
-score, gated by a relevance floor.  What each row embeds and indexes is decided in ``views.py``.
+score, gated by a relevance floor.  What each row embeds and indexes is decided in ``storage/embedded_text.py``.
 
-1. The question is widened by ``views.expand_query`` (a generic engineering thesaurus: "ship" brings
+1. The question is widened by ``embedded_text.expand_query`` (a generic engineering thesaurus: "ship" brings
    "deploy release rollout ...").  The query vector is the normalised sum of the question's embedding
    and EXPANSION_WEIGHT times the widened question's embedding (one batch of two; at most
    EXPANSION_WORDS added words, to bound its cost), so synonyms pull the vector toward the memory's
@@ -54,7 +54,7 @@ from contextware.errors import EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import parse_since, parse_topics, sql_str, truncate
+from contextware.text import cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -310,7 +310,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
             **public_offload(project, hit["row"]),
         }
         if mode == "summary" and isinstance(out.get("summary"), str):
-            out["summary"] = truncate(out["summary"], SUMMARY_CHARS * 3)
+            out["summary"] = cut_at_word(out["summary"], SUMMARY_CHARS * 3)
         return out
     row = public_row(hit["row"], hit["collection"])
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
@@ -318,7 +318,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
     if mode == "summary":
         for key in ("text", "summary"):
             if isinstance(row.get(key), str):
-                row[key] = truncate(row[key], SUMMARY_CHARS)
+                row[key] = cut_at_word(row[key], SUMMARY_CHARS)
         for key in ("source", "updated_at", "chunk_count"):
             row.pop(key, None)
     out.update({k: v for k, v in row.items() if v is not None})
@@ -356,7 +356,7 @@ def recall(
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
     topics = parse_topics(topic)
-    filters = {
+    filters: dict[str, Any] = {
         "kind": check_choice(kind, FACT_KINDS, "--kind"),
         "result": check_choice(result, RESULTS, "--result"),
         "category": check_slug(category, "--category"),
@@ -422,7 +422,7 @@ def recall(
         from contextware.codeindex.hits import attach_content
 
         attach_content(project, results, text, max_chars or DEFAULT_MAX_CHARS)
-    out = {"query": query, "results": results, "degraded": degraded}
+    out: dict[str, Any] = {"query": query, "results": results, "degraded": degraded}
     if refreshed:
         out["refreshed"] = refreshed
     return out

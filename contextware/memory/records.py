@@ -7,7 +7,7 @@ Each returns a JSON-ready dict; each failure is a ``ContextwareError``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import NotFoundError, UsageError
@@ -202,7 +202,7 @@ def save_fact(
             code="too_long",
         )
     now = utcnow()
-    row = {
+    row: dict[str, Any] = {
         "id": new_id(ID_PREFIX["facts"]),
         "text": body,
         "kind": kind,
@@ -247,7 +247,7 @@ def save_episode(
             f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long"
         )
     now = utcnow()
-    row = {
+    row: dict[str, Any] = {
         "id": new_id(ID_PREFIX["episodes"]),
         "goal": goal_text,
         "result": outcome,
@@ -311,7 +311,8 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     if extra:
         flags = ", ".join("--" + ("session" if e == "session_id" else e) for e in extra)
         raise UsageError(f"{flags} does not apply to --type {type_}.", code="bad_option")
-    func = {"fact": save_fact, "episode": save_episode, "log": save_log}[type_]
+    savers: dict[str, Callable[..., dict]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
+    func = savers[type_]
     return func(project, content, **given)
 
 
@@ -332,7 +333,7 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
     check_id(record_id)
     collection = collection_for_id(record_id)
     table = project.db.open_table(collection) if collection else None
-    if table is not None:
+    if collection and table is not None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
         if rows:
             return collection, table, rows[0]
@@ -356,9 +357,11 @@ def list_records(
         if table is None:
             continue
         columns = [c for c in table.schema.names if c not in PUBLIC_DROP]
-        rows = project.db.read(
-            lambda table=table, columns=columns: table.search().select(columns).limit(None).to_arrow().to_pylist()
-        )
+
+        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict]:
+            return table.search().select(columns).limit(None).to_arrow().to_pylist()
+
+        rows = project.db.read(read_all)
         if name == "facts" and not include_superseded:
             rows = [r for r in rows if r.get("status") != "superseded"]
         records += [public_row(r, name) for r in rows]

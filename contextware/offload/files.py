@@ -213,7 +213,7 @@ def gemini_options(project: "Project", *, timeout_key: str = "offload_timeout_s"
 def new_gemini_session_id(name: str) -> str:
     """``cw_<name>_<8 hex>``: our own id for a new Gemini session.  Its first 8 characters hold a
     ``_`` and no ``-``: Gemini CLI's retention cleanup can delete sessions whose first 8 characters are
-    all alphanumeric, and ``--delete-session`` fails for ids with ``-`` there (see DESIGN.md)."""
+    all alphanumeric, and ``--delete-session`` fails for ids with ``-`` there (both seen with Gemini CLI 0.61.0)."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")[:40] or "session"
     return f"cw_{slug}_{secrets.token_hex(4)}"
 

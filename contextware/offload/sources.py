@@ -100,14 +100,6 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def split_list(raw: str | Sequence[str] | None) -> list[str]:
-    """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
-    if raw is None:
-        return []
-    items = [raw] if isinstance(raw, str) else list(raw)
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
-
-
 def _show(project: "Project", path: Path) -> str:
     try:
         rel = path.relative_to(project.root).as_posix()

@@ -1,6 +1,6 @@
 """The LanceDB layer: connection, tables, the cross-process write lock, retries and maintenance.
 
-Facts verified for lancedb 0.40 (see DESIGN.md): connections need ``read_consistency_interval=0`` to
+Facts verified for lancedb 0.40: connections need ``read_consistency_interval=0`` to
 see other processes' writes; ``merge_insert`` needs a non-nullable key declared with
 ``set_unenforced_primary_key``; concurrent commits can fail and must be retried; every write is a
 new version and fragment, so tables are compacted as they grow.

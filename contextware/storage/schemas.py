@@ -91,7 +91,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("content_hash", "string"),
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
-            ("imports", "list<string>"),  # views.import_words of the content
+            ("imports", "list<string>"),  # embedded_text.import_words of the content
         ]
     if name == KV_TABLE:
         return [
@@ -101,7 +101,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("size", "int64"),  # bytes of `data` (UTF-8)
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
-            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see store.py)
+            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
         ]
     if name == OFFLOADS_TABLE:
         return [

@@ -1,4 +1,4 @@
-"""The namespaced session store (scripts/store.py, contextware/memory/kvstore.py) on a real LanceDB."""
+"""The namespaced session store (contextware/memory/kvstore.py) on a real LanceDB, in-process."""
 
 from __future__ import annotations
 
