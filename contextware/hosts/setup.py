@@ -191,9 +191,9 @@ def skill_text(runner: Runner | None = None) -> str:
         ) from None
     if runner is not None and runner.portable:
         text = _SCRIPT_CALL.sub(lambda m: runner.run_prefix(m.group(1) or m.group(2)), text)
-        return text.replace("`<skill_dir>` is the folder holding this file.", f"`{runner.exe}` is on PATH.").replace(
-            "<skill_dir>", "<contextware checkout>"
-        )
+        return text.replace(
+            "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{runner.exe}` command's."
+        ).replace("<skill_dir>", "<contextware checkout>")
     return text.replace("<skill_dir>", _q(skill_dir()))
 
 
