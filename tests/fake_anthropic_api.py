@@ -3,8 +3,9 @@
 Point the CLI at it with ``ANTHROPIC_BASE_URL=<api.base_url>`` and ``ANTHROPIC_API_KEY=...`` (see
 ``tests/claude_fixtures.py``).  It answers:
 
-- ``POST /v1/messages`` — a turn; streamed as server-sent events when the body asks ``"stream": true``
-  (``message_start``, ``content_block_start``, ``content_block_delta`` with ``text_delta``,
+- ``POST /v1/messages`` — a turn (text, or a scripted tool call); streamed as server-sent events when
+  the body asks ``"stream": true`` (``message_start``, ``content_block_start``, ``content_block_delta``
+  with ``text_delta`` or ``input_json_delta``,
   ``content_block_stop``, ``message_delta`` with ``stop_reason`` and ``usage``, ``message_stop``),
   else one JSON message;
 - ``POST /v1/messages/count_tokens`` — ``{"input_tokens": N}``;
@@ -36,6 +37,7 @@ class Reply:
     status: int = 200  # != 200: an HTTP error {"type": "error", "error": {...}} with this status
     error_message: str = "Scripted error from the fake Anthropic API."
     stop_reason: str = "end_turn"
+    tool_use: dict | None = None  # {"name", "input"}: answer with this tool call instead of text
 
 
 def message_texts(request: RecordedRequest, role: str | None = None) -> list[str]:
@@ -108,13 +110,18 @@ class _Handler(_GeminiHandler):
             self._error(reply.status, "invalid_request_error", reply.error_message)
             return
         body = req.body if isinstance(req.body, dict) else {}
+        if reply.tool_use:
+            block = {"type": "tool_use", "id": f"toolu_fake_{uuid.uuid4().hex[:12]}", **reply.tool_use}
+            stop_reason = "tool_use"
+        else:
+            block, stop_reason = {"type": "text", "text": reply.text}, reply.stop_reason
         message = {
             "id": f"msg_fake_{uuid.uuid4().hex[:16]}",
             "type": "message",
             "role": "assistant",
             "model": str(body.get("model") or "claude-fake"),
-            "content": [{"type": "text", "text": reply.text}],
-            "stop_reason": reply.stop_reason,
+            "content": [block],
+            "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
         }
@@ -127,14 +134,19 @@ class _Handler(_GeminiHandler):
             "stop_reason": None,
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1},
         }
+        if block["type"] == "tool_use":
+            first = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": reply.text}
         events = [
             {"type": "message_start", "message": start},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply.text}},
+            {"type": "content_block_start", "index": 0, "content_block": first},
+            {"type": "content_block_delta", "index": 0, "delta": delta},
             {"type": "content_block_stop", "index": 0},
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
                 "usage": {"output_tokens": reply.output_tokens},
             },
             {"type": "message_stop"},

@@ -19,7 +19,7 @@ from contextware.memory import records
 from contextware.storage.project import Project
 from tests.claude_fixtures import run_claude
 from tests.conftest import REPO, run_script
-from tests.fake_anthropic_api import message_texts
+from tests.fake_anthropic_api import Reply, message_texts
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
 PROMPT = "Can I deploy the release to production on Friday?"
@@ -171,6 +171,28 @@ def test_end_to_end_memory_reaches_the_model_and_the_turn_is_stored_once(
         ("user", PROMPT),
     ]  # stored once: one row per side of the turn, the prompt without any hook text
     assert len({r["session_id"] for r in logs}) == 1
+
+    # The project's .mcp.json server answers the model's tool call (`contextware mcp` from PATH).
+    fake_anthropic_api.requests.clear()
+    fake_anthropic_api.push(
+        Reply(tool_use={"name": "mcp__contextware__recall", "input": {"query": "when may we deploy?"}}), "Done."
+    )
+    env = {**claude_env, "ENABLE_TOOL_SEARCH": "false"}  # MCP tools in the request's tools, not deferred
+    proc = run_claude(
+        claude_bin, "Ask the memory when we may deploy.", root, env, "--allowedTools", "mcp__contextware__recall"
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "Done.", proc.stdout + proc.stderr[-2000:]
+    turns = fake_anthropic_api.message_requests()
+    assert "mcp__contextware__recall" in [t.get("name") for t in turns[0].body.get("tools", [])]
+    results = [
+        b
+        for m in turns[-1].body["messages"]
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert len(results) == 1 and not results[0].get("is_error"), results
+    assert FACT in json.dumps(results[0]["content"])
 
 
 @pytest.mark.slow
