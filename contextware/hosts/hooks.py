@@ -202,6 +202,9 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     return None
 
 
+# Events that only save (nothing to add to the turn): a caller may hand them on without waiting.
+CAPTURE_EVENTS = frozenset({"AfterAgent", "PreCompress", "Stop", "PreCompact"})
+
 HANDLERS = {
     "SessionStart": session_start,
     "BeforeAgent": before_agent,
