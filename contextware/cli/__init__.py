@@ -148,13 +148,20 @@ def run_hook() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``contextware`` console command: ``contextware <command> [options]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    names = ", ".join(COMMANDS)
+    names = ", ".join([*COMMANDS, "hook", "mcp"])
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(
             f"usage: contextware <command> [options]\n\ncommands: {names}\n"
             "Run `contextware <command> --help` for a command's options.\n"
         )
         raise SystemExit(0 if argv else 2)
+    if argv[0] == "hook":  # what installed hooks and MCP configs run (no path of this machine in them)
+        run_hook()
+    if argv[0] == "mcp":
+        from contextware.hosts.mcp_server import main as mcp_main
+
+        mcp_main(argv[1:])
+        raise SystemExit(0)
     if argv[0] not in COMMANDS:
         raise SystemExit(
             _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)

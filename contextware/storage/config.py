@@ -54,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
     "hook_session_tokens": 1000,
     "hook_prompt_tokens": 400,
+    # Linked git worktrees use the main checkout's memory ("shared") or their own ("separate"); read from
+    # the main checkout's config.json (or $CONTEXTWARE_WORKTREES) by storage.layout.
+    "worktrees": "shared",
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
     # Session store (scripts/store.py): limits enforced by eviction on every save.
