@@ -89,7 +89,13 @@ def typed_prompt(payload: dict) -> str:
     """What the person typed: Gemini CLI's ``prompt`` also carries what hooks added before it (each
     in ``<hook_context>``, our briefing among them), which must neither steer recall nor be logged."""
     prompt = payload.get("prompt")
-    return _HOOK_BLOCK.sub("", prompt).strip() if isinstance(prompt, str) else ""
+    return without_hook_context(prompt) if isinstance(prompt, str) else ""
+
+
+def without_hook_context(text: str) -> str:
+    """A user message without the blocks hooks added to it (Gemini CLI keeps them in the prompt it
+    hands to AfterAgent and in the transcript that PreCompress reads)."""
+    return _HOOK_BLOCK.sub("", text).strip()
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
@@ -241,7 +247,7 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     else:
         read = _transcript_turns(Path(path))
     for role, text in read[-40:]:
-        text = strip_injected(text)
+        text = strip_injected(without_hook_context(text) if role == "user" else text)
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
             save_log(project, fit_log(project, text), session_id=session, role=role, source="hook")
     return None
