@@ -269,7 +269,11 @@ def select(
     floor = FLOOR if floor is None else floor
     margin = MARGIN if margin is None else margin
     for h in hits:
-        if h["collection"] == CODE_TABLE:
+        if h["collection"] == CODE_TABLE and "features" in h:  # codeindex.search: files, definitions, BM25
+            from contextware.codeindex.search import fuse_code
+
+            h["score"] = fuse_code(h["features"]) * CODE_SCALE
+        elif h["collection"] == CODE_TABLE:
             h["score"] = fuse(h["similarity"], h["bm25"], CODE_BM25_WEIGHT, CODE_BM25_HALF) * CODE_SCALE
         else:
             h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
@@ -457,5 +461,10 @@ def _candidates(
         where = _filters(name, root=project.root, **filters)
         # Code is searched with the plain question: synonyms of the engineering thesaurus match
         # too many files' words (calibrated on bench/data/code_eval.json).
-        hits += search_table(project, name, text if name == CODE_TABLE else wide, qvec, where, candidates, plain)
+        if name == CODE_TABLE:
+            from contextware.codeindex.search import code_candidates
+
+            hits += code_candidates(project, text, qvec, plain, where, candidates)
+        else:
+            hits += search_table(project, name, wide, qvec, where, candidates, plain)
     return hits, degraded

@@ -1,0 +1,166 @@
+"""Ranking source files for a question: four rankers fused, definition hits aggregated to files.
+
+Each question is run against two tables (four queries):
+
+* the files (``CODE_TABLE``): the vector of path + summary + symbol names, and BM25 over path,
+  symbols, summary and content with camelCase identifiers split (``embedded_text.code_search_text``);
+* the definitions (``CHUNKS_TABLE``, ``chunks.py``): the vector of each function's, method's or
+  class's name, signature, doc and first lines, and BM25 over its name and body.
+
+A file's score is
+
+    FILE_SIM * cos(file) + CHUNK_SIM * cos(best chunk)
+      + FILE_BM25 * sat(bm25(file), FILE_HALF) + CHUNK_BM25 * sat(bm25(best chunk), CHUNK_HALF)
+
+with ``sat(x, h) = x / (x + h)``: cosines carry paraphrase, the saturated BM25 terms reward shared
+words without letting a long file win on length; a question about one behaviour inside a function
+reaches its file through that function's chunk even when the file's summary never mentions it.
+The best chunk (by its own cosine and BM25) gives the hit its ``lines`` and ``symbol``.
+Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench/code_quality.py
+--tune``); the test splits are reported apart.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from contextware.text import sql_str
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+WEIGHTS: dict[str, float] = {
+    "file_sim": 0.6,
+    "chunk_sim": 0.4,
+    "file_bm25": 1.2,
+    "file_half": 16.0,
+    "chunk_bm25": 0.3,
+    "chunk_half": 8.0,
+}
+CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
+
+
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
+
+
+def _query(
+    project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int
+) -> tuple[dict[str, dict], dict[str, float]]:
+    """Rows of one table found by BM25 or by vector (each with its ``vector``), and their BM25 scores."""
+    db = project.db
+    table = db.open_table(name)
+    if table is None:
+        return {}, {}
+    columns = [c for c in table.schema.names if c != FTS_COLUMN]
+    found: dict[str, dict] = {}
+    bm25: dict[str, float] = {}
+
+    def fts() -> list[dict]:
+        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(limit)
+        if where:
+            q = q.where(where, prefilter=True)
+        return q.to_list()
+
+    try:
+        for row in db.read(fts):
+            found[row["id"]] = row
+            bm25[row["id"]] = float(row.get("_score") or 0.0)
+    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
+        pass
+    if qvec is not None:
+
+        def vec() -> list[dict]:
+            q = table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns).limit(limit)
+            if where:
+                q = q.where(where, prefilter=True)
+            return q.to_list()
+
+        for row in db.read(vec):
+            found.setdefault(row["id"], row)
+    return found, bm25
+
+
+def _sat(x: float, half: float) -> float:
+    return x / (x + half) if x > 0 else 0.0
+
+
+def code_candidates(
+    project: "Project", query: str, qvec: Any, plain: Any, where: str | None, candidates: int
+) -> list[dict]:
+    """Candidate files with their features (``fuse_code`` scores them); the shape of
+    ``recall.search_table``'s hits plus ``features``, ``lines`` and ``symbol``."""
+    files, file_bm25 = _query(project, CODE_TABLE, query, qvec, where, candidates)
+    chunks, chunk_bm25 = _query(project, CHUNKS_TABLE, query, qvec, where, max(candidates, CHUNK_CANDIDATES))
+    best: dict[str, dict] = {}  # per file: its best chunk's features
+    for cid, row in chunks.items():
+        sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else 0.0
+        rel = _cosine(plain, row["vector"]) if plain is not None and row.get("vector") is not None else sim
+        feat = {"sim": sim, "rel": rel, "bm25": chunk_bm25.get(cid, 0.0), "row": row}
+        old = best.get(row["file_path"])
+        if old is None:
+            best[row["file_path"]] = {**feat, "sim_max": sim, "bm25_max": feat["bm25"]}
+            continue
+        old["sim_max"] = max(old["sim_max"], sim)
+        old["bm25_max"] = max(old["bm25_max"], feat["bm25"])
+        old["rel"] = max(old["rel"], rel)
+        if _chunk_score(feat) > _chunk_score(old):
+            old.update({k: feat[k] for k in ("sim", "bm25", "row")})
+    if missing := [p for p in best if p not in files]:
+        files.update(_file_rows(project, missing, where))
+    out = []
+    for fid, row in files.items():
+        has_vec = qvec is not None and row.get("vector") is not None
+        sim = _cosine(qvec, row["vector"]) if has_vec else None
+        rel = _cosine(plain, row["vector"]) if has_vec and plain is not None else sim
+        chunk = best.get(fid)
+        features = {
+            "file_sim": sim or 0.0,
+            "file_bm25": file_bm25.get(fid, 0.0),
+            "chunk_sim": chunk["sim_max"] if chunk else (sim or 0.0),  # no definition found: neutral
+            "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
+        }
+        hit = {
+            "row": row,
+            "collection": CODE_TABLE,
+            "similarity": sim,
+            "relevance": max(x for x in (rel, chunk["rel"] if chunk else None, -1.0) if x is not None)
+            if (rel is not None or chunk)
+            else None,
+            "bm25": features["file_bm25"],
+            "features": features,
+        }
+        if chunk:
+            hit["lines"] = [int(chunk["row"]["start_line"]), int(chunk["row"]["end_line"])]
+            hit["symbol"] = chunk["row"]["name"]
+        out.append(hit)
+    return out
+
+
+def _chunk_score(feat: dict) -> float:
+    """Which of a file's chunks its hit points at."""
+    return WEIGHTS["chunk_sim"] * feat["sim"] + WEIGHTS["chunk_bm25"] * _sat(feat["bm25"], WEIGHTS["chunk_half"])
+
+
+def _file_rows(project: "Project", paths: list[str], where: str | None) -> dict[str, dict]:
+    table = project.db.open_table(CODE_TABLE)
+    if table is None:
+        return {}
+    columns = [c for c in table.schema.names if c != FTS_COLUMN]
+    cond = f"id IN ({', '.join(sql_str(p) for p in paths)})" + (f" AND ({where})" if where else "")
+    rows = project.db.read(lambda: table.search().where(cond).select(columns).limit(None).to_list())
+    return {r["id"]: r for r in rows}
+
+
+def fuse_code(features: dict[str, float], weights: dict[str, float] | None = None) -> float:
+    """A file's fused score from its features (see the module docstring)."""
+    w = WEIGHTS if weights is None else {**WEIGHTS, **weights}
+    return (
+        w["file_sim"] * features["file_sim"]
+        + w["chunk_sim"] * features["chunk_sim"]
+        + w["file_bm25"] * _sat(features["file_bm25"], w["file_half"])
+        + w["chunk_bm25"] * _sat(features["chunk_bm25"], w["chunk_half"])
+    )
