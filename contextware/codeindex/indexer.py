@@ -287,6 +287,7 @@ class _Writer:
             "language": summary.language,
             "summary": summary.summary,
             "symbols": list(summary.symbols),
+            "questions": list(summary.questions) or None,
             "summarizer": summarizer,
             "mtime": c.mtime,
             "size": c.size,

@@ -127,7 +127,8 @@ def code_embedding_text(row: dict) -> str:
     """Path, summary, then symbol names: the summary says what the file is for in prose, the path
     and names anchor it (the model reads ~256 tokens, so the longest part goes last)."""
     symbols = ", ".join(identifier_words(s) for s in (row.get("symbols") or [])[:60])
-    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} Defines: {symbols}"
+    asked = " ".join(row.get("questions") or [])  # a Gemini summary's questions the file answers
+    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} {asked} Defines: {symbols}"
 
 
 def code_search_text(row: dict, content: str, limit: int) -> str:
@@ -135,7 +136,8 @@ def code_search_text(row: dict, content: str, limit: int) -> str:
     characters): questions name behaviour that a summary leaves out."""
     symbols = " ".join(identifier_words(s) for s in row.get("symbols") or [])
     body = split_identifiers(content[:limit])
-    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {body}"
+    asked = " ".join(row.get("questions") or [])
+    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {asked} {body}"
 
 
 def embedding_text(collection: str, row: dict) -> str:

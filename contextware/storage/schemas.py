@@ -96,6 +96,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
             ("imports", "list<string>"),  # views.import_words of the content
+            ("questions", "list<string>"),  # what the file answers, from a Gemini summary
         ]
     if name == CHUNKS_TABLE:
         return [

@@ -156,3 +156,25 @@ def test_the_full_text_index_finds_a_split_identifier(project: Project):
         table = db.open_table(name)
         found = table.search("unit price", query_type="fts", fts_columns=FTS_COLUMN).select([column]).to_list()
         assert [r[column] for r in found][:1] == ["web/cart.js"], name
+
+
+def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
+    """The questions of a Gemini reply entry are kept and searched (lexical and vector fields)."""
+    from contextware.codeindex.gemini_summary import SourceFile, validate_entry
+    from contextware.codeindex.indexer import Report, _Work, _Writer
+    from contextware.codeindex.source_text import Candidate
+
+    entry = {"summary": "Shipping labels.", "symbols": [], "questions": ["where are parcels stickered?", 3, " "]}
+    summary = validate_entry(SourceFile("src/shipping.py", TREE["src/shipping.py"], "python"), entry)
+    assert summary.questions == ["where are parcels stickered?"]
+    assert validate_entry(SourceFile("a.py", "x", "python"), {"summary": "S.", "symbols": []}).questions == []
+
+    make_tree(project.root)
+    path = project.root / "src/shipping.py"
+    writer = _Writer(project, Report())
+    st = path.stat()
+    writer.add(_Work(Candidate("src/shipping.py", path, st.st_mtime, st.st_size), path.read_text(), "h"), summary, "gemini")
+    writer.flush()
+    table = Project.open(project.root).db.open_table(CODE_TABLE)
+    found = table.search("stickered", query_type="fts", fts_columns=FTS_COLUMN).select(["id", "questions"]).to_list()
+    assert [(r["id"], r["questions"]) for r in found] == [("src/shipping.py", ["where are parcels stickered?"])]
