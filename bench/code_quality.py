@@ -180,7 +180,9 @@ def open_corpus(workspace: Path, *, crawl_again: bool = False, summarizer: str =
         stats = crawl(project, summarizer=summarizer)
         stats = {"seconds": round(time.perf_counter() - t0, 1), **counts_only(stats)}
         marker.write_text(
-            json.dumps({"python": sys.version.split()[0], "selection": _selection(name), "files": files, "crawl": stats})
+            json.dumps(
+                {"python": sys.version.split()[0], "selection": _selection(name), "files": files, "crawl": stats}
+            )
         )
     return project, files, stats
 
@@ -266,15 +268,19 @@ def table(rows: list[tuple[str, str, str, dict, dict | None]]) -> str:
     head = "| set | split | n | ours R@1 | ours R@5 | ours MRR | BM25 R@1 | BM25 R@5 | BM25 MRR |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, split, _, bm25, ours in rows:
-        o = (
-            f"{ours['recall@1']:.3f} | {ours['recall@5']:.3f} | {ours['mrr']:.3f}"
-            if ours
-            else "- | - | -"
-        )
+        o = f"{ours['recall@1']:.3f} | {ours['recall@5']:.3f} | {ours['mrr']:.3f}" if ours else "- | - | -"
         lines.append(
             f"| {name} | {split} | {bm25['n']} | {o} | {bm25['recall@1']:.3f} | {bm25['recall@5']:.3f} | {bm25['mrr']:.3f} |"
         )
     return "\n".join(lines)
+
+
+def _pooled(ms: list) -> dict | None:
+    """Metrics of several sets together, each question counted once."""
+    if any(m is None for m in ms):
+        return None
+    n = sum(m["n"] for m in ms)
+    return {k: sum(m[k] * m["n"] for m in ms) / n for k in ("recall@1", "recall@5", "mrr")} | {"n": n}
 
 
 def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
@@ -293,9 +299,7 @@ def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
     scored = []
     for values in itertools.product(*grid.values()):
         w = dict(zip(grid, values, strict=True))
-        per_set = [
-            evaluate(lambda q, n=name: rerank(feats[n][q], w), qs) for name, qs in tune_qs.items()
-        ]
+        per_set = [evaluate(lambda q, n=name, w=w: rerank(feats[n][q], w), qs) for name, qs in tune_qs.items()]
         r1 = sum(m["recall@1"] for m in per_set) / len(per_set)
         r5 = sum(m["recall@5"] for m in per_set) / len(per_set)
         mrr = sum(m["mrr"] for m in per_set) / len(per_set)
@@ -311,7 +315,10 @@ def main() -> None:
     parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
     parser.add_argument("--misses", action="store_true", help="list the questions our method misses at rank 1")
     parser.add_argument(
-        "--keep", metavar="DIR", type=Path, help="workspace to build+crawl the corpora into once and reuse on later runs"
+        "--keep",
+        metavar="DIR",
+        type=Path,
+        help="workspace to build+crawl the corpora into once and reuse on later runs",
     )
     parser.add_argument("--recrawl", action="store_true", help="with --keep: crawl the kept corpora again")
     parser.add_argument("--baseline-only", action="store_true", help="BM25 only; no contextware needed")
@@ -337,7 +344,9 @@ def main() -> None:
                 projects[name] = project
             missing = sorted({a for q in all_qs for a in q["answers"]} - set(files))
             if missing:
-                print(f"warning: {name}: answer files not in the corpus (counted as misses): {missing}", file=sys.stderr)
+                print(
+                    f"warning: {name}: answer files not in the corpus (counted as misses): {missing}", file=sys.stderr
+                )
             bm25 = bm25_index(root, files)
             ranked: dict[str, dict[str, list[str]]] = {"bm25": {q["q"]: bm25.search(q["q"], DEPTH) for q in all_qs}}
             per_query_ms = None
@@ -354,7 +363,7 @@ def main() -> None:
             )
             for split in splits:
                 qs = [q for q in all_qs if split == "all" or q["split"] == split]
-                res = {m: evaluate(lambda q, m=m: ranked[m][q], qs) for m in ranked}
+                res = {m: evaluate(lambda q, m=m, r=ranked: r[m][q], qs) for m in ranked}
                 rows.append((name, split, len(qs), res["bm25"], res.get("ours")))
                 if args.misses:
                     missed.append((name, split, res.get("ours") or res["bm25"]))
@@ -366,19 +375,14 @@ def main() -> None:
     for split in splits:  # overall: each question counts once
         part = [r for r in rows if r[1] == split]
         if len(part) > 1:
-            def pooled(i: int) -> dict | None:
-                ms = [r[i] for r in part]
-                if any(m is None for m in ms):
-                    return None
-                n = sum(m["n"] for m in ms)
-                return {k: sum(m[k] * m["n"] for m in ms) / n for k in ("recall@1", "recall@5", "mrr")} | {"n": n}
-
-            rows.append(("overall", split, 0, pooled(3), pooled(4)))
+            rows.append(("overall", split, 0, _pooled([r[3] for r in part]), _pooled([r[4] for r in part])))
     print(table(rows))
     for name, split, res in missed:
         print(f"\nmisses at rank 1, {name} {split} ({len(res['misses'])}; '@5' = found in the top 5):")
         for miss in res["misses"]:
-            print(f"- [{'@5' if miss['at5'] else '  '}] {miss['q']}\n    want {miss['answers']}\n    got  {miss['got']}")
+            print(
+                f"- [{'@5' if miss['at5'] else '  '}] {miss['q']}\n    want {miss['answers']}\n    got  {miss['got']}"
+            )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ def source_root(meta: dict) -> Path:
             _run(["apt-get", "install", "-y", "-qq", name])
             status = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True, text=True)
         if status.stdout.strip() != version:
-            print(f"warning: {name} is {status.stdout.strip()}, the questions were written for {version}", file=sys.stderr)
+            print(
+                f"warning: {name} is {status.stdout.strip()}, the questions were written for {version}", file=sys.stderr
+            )
         return root
     cache = CACHE / registry / f"{name}-{version}"
     marker = cache / ".complete"
@@ -62,8 +64,18 @@ def source_root(meta: dict) -> Path:
         cache.mkdir(parents=True)
         if registry == "pypi":
             _run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(cache),
-                 f"{name}=={version}"]
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    str(cache),
+                    f"{name}=={version}",
+                ]
             )
         elif registry == "npm":
             _run(["npm", "pack", f"{name}@{version}", "--silent"], cwd=cache)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
-MAX_CHUNKS = 48  # per file: the largest definitions win; a file's own row covers the rest
+MAX_CHUNKS = 12  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
-EMBED_CHARS = 360  # ~80 tokens: name, signature, doc and the body's first lines
+EMBED_CHARS = 160  # ~40 tokens: name, doc or signature, first lines (the cost grows with length)
 SEARCH_CHARS = 6000  # of a chunk's body in its full-text column
 _DOC_CHARS = 200
 _SKIP_KINDS = frozenset({"const", "mod", "namespace"})

@@ -223,9 +223,11 @@ def validate_entry(file: SourceFile, entry: dict) -> LocalSummary | GeminiError:
         )
     text = " ".join(summary.replace("\\@", "@").split())
     questions = entry.get("questions")
-    asked = [" ".join(q.split())[:QUESTION_CHARS] for q in questions if isinstance(q, str) and q.strip()] if (
-        isinstance(questions, list)
-    ) else []
+    asked = (
+        [" ".join(q.split())[:QUESTION_CHARS] for q in questions if isinstance(q, str) and q.strip()]
+        if (isinstance(questions, list))
+        else []
+    )
     return LocalSummary(
         file.language, cut_at_word(text, SUMMARY_LIMIT), _clean_symbols(symbols or []), asked[:MAX_QUESTIONS]
     )

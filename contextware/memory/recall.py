@@ -40,8 +40,9 @@ question at all only when its best file resembles the plain question (CODE_FLOOR
 questions have a file at 0.36 or more, nine of ten off-topic questions none above 0.24) or scores
 high (CODE_SCORE_FLOOR: the right first answers of the set score 0.47 and more, the best files for
 the off-topic questions 0.12-0.40).  BM25, hence the score, grows with the corpus; the similarity
-floor keeps small projects answerable.  Per-definition vectors, a separate BM25 over summaries and
-per-function BM25 were tried and did not help on the held-out split.
+floor keeps small projects answerable.  Files are ranked by ``codeindex.search`` (file and
+definition-level rankers fused; its docstring says how); ``fuse`` with CODE_BM25_WEIGHT remains for
+code hits without its features.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ def chunks(project: Project) -> dict[str, dict]:
     if table is None:
         return {}
     out = {}
-    for row in table.search().select(["id", "file_path", "name", "start_line", "end_line", "vector"]).limit(None).to_list():
+    for row in (
+        table.search().select(["id", "file_path", "name", "start_line", "end_line", "vector"]).limit(None).to_list()
+    ):
         assert row["id"] not in out, f"duplicate chunk {row['id']}"
         out[row["id"]] = row
     return out
@@ -72,7 +74,10 @@ def names(project: Project, path: str) -> set[str]:
 
 
 def test_identifiers_are_split_in_place():
-    assert split_identifiers("x = parseHTTPResponse(fooBar)") == "x = parseHTTPResponse parse HTTP Response(fooBar foo Bar)"
+    assert (
+        split_identifiers("x = parseHTTPResponse(fooBar)")
+        == "x = parseHTTPResponse parse HTTP Response(fooBar foo Bar)"
+    )
     assert split_identifiers("snake_case and kebab-case stay; plain words too") == (
         "snake_case and kebab-case stay; plain words too"
     )
@@ -83,8 +88,11 @@ def test_file_chunks_have_line_ranges_and_short_texts():
     assert set(found) == {"format_receipt", "settle_amount", "LedgerWriter", "LedgerWriter.append"}
     lines = BILLING.split("\n")
     settle = found["settle_amount"]
-    assert lines[settle.start - 1].startswith("def settle_amount") and lines[settle.end - 1].strip() == "return round(value)"
-    assert settle.embedding_text.startswith("settle amount (def).") and len(settle.embedding_text) <= 360
+    assert (
+        lines[settle.start - 1].startswith("def settle_amount")
+        and lines[settle.end - 1].strip() == "return round(value)"
+    )
+    assert settle.embedding_text.startswith("settle amount (def).") and len(settle.embedding_text) <= 160
     assert "rounding" in settle.search_text
     assert file_chunks("notes.txt", "just text", None) == []
 
@@ -93,7 +101,12 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
     make_tree(project.root)
     crawl(project, summarizer="local")
     stored = chunks(project)
-    assert names(project, "src/billing.py") == {"format_receipt", "settle_amount", "LedgerWriter", "LedgerWriter.append"}
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "settle_amount",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
     assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
     assert all(r["vector"] is not None for r in stored.values())
     assert "src/billing.py#10-16" in stored  # keyed by path and 1-based line range
@@ -102,13 +115,23 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
     billing = project.root / "src/billing.py"
     billing.write_text(BILLING.replace("settle_amount", "round_to_cents"), encoding="utf-8")
     index_files(project, [billing], summarizer="local")
-    assert names(project, "src/billing.py") == {"format_receipt", "round_to_cents", "LedgerWriter", "LedgerWriter.append"}
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "round_to_cents",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
     assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
 
     # crawl after a change: replaced again, without duplicates
     billing.write_text(BILLING, encoding="utf-8")
     crawl(project, summarizer="local")
-    assert names(project, "src/billing.py") == {"format_receipt", "settle_amount", "LedgerWriter", "LedgerWriter.append"}
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "settle_amount",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
 
     # a deleted file: its chunks go with its row (crawl, and index_file of the missing path)
     (project.root / "web/cart.js").unlink()
@@ -135,7 +158,11 @@ def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(proje
     make_tree(project.root, {**TREE, "src/billing.py": filler + BILLING + filler})
     crawl(project, summarizer="local")
     hit = recall(
-        Project.open(project.root), "where do we round halves to the even cent?", scope="code", mode="exact", max_chars=600
+        Project.open(project.root),
+        "where do we round halves to the even cent?",
+        scope="code",
+        mode="exact",
+        max_chars=600,
     )["results"][0]
     assert hit["file_path"] == "src/billing.py" and "content" not in hit
     start, end = hit["lines"]
@@ -173,7 +200,9 @@ def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
     path = project.root / "src/shipping.py"
     writer = _Writer(project, Report())
     st = path.stat()
-    writer.add(_Work(Candidate("src/shipping.py", path, st.st_mtime, st.st_size), path.read_text(), "h"), summary, "gemini")
+    writer.add(
+        _Work(Candidate("src/shipping.py", path, st.st_mtime, st.st_size), path.read_text(), "h"), summary, "gemini"
+    )
     writer.flush()
     table = Project.open(project.root).db.open_table(CODE_TABLE)
     found = table.search("stickered", query_type="fts", fts_columns=FTS_COLUMN).select(["id", "questions"]).to_list()
