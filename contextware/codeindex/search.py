@@ -114,22 +114,21 @@ def code_candidates(
     out = []
     for fid, row in files.items():
         has_vec = qvec is not None and row.get("vector") is not None
-        sim = _cosine(qvec, row["vector"]) if has_vec else None
-        rel = _cosine(plain, row["vector"]) if has_vec and plain is not None else sim
+        file_sim = _cosine(qvec, row["vector"]) if has_vec else None
+        file_rel = _cosine(plain, row["vector"]) if has_vec and plain is not None else file_sim
         chunk = best.get(fid)
         features = {
-            "file_sim": sim or 0.0,
+            "file_sim": file_sim or 0.0,
             "file_bm25": file_bm25.get(fid, 0.0),
-            "chunk_sim": chunk["sim_max"] if chunk else (sim or 0.0),  # no definition found: neutral
+            "chunk_sim": chunk["sim_max"] if chunk else (file_sim or 0.0),  # no definition found: neutral
             "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
         }
+        rels = [r for r in (file_rel, chunk["rel"] if chunk and qvec is not None else None) if r is not None]
         hit = {
             "row": row,
             "collection": CODE_TABLE,
-            "similarity": sim,
-            "relevance": max(x for x in (rel, chunk["rel"] if chunk else None, -1.0) if x is not None)
-            if (rel is not None or chunk)
-            else None,
+            "similarity": file_sim,
+            "relevance": max(rels) if rels else None,  # how much the file or one of its definitions resembles it
             "bm25": features["file_bm25"],
             "features": features,
         }
