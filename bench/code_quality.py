@@ -275,6 +275,38 @@ def table(rows: list[tuple[str, str, str, dict, dict | None]]) -> str:
     return "\n".join(lines)
 
 
+def latency(project, qs: list[dict], rounds: int = 3) -> dict:
+    """Warm recall latency with this ranking, and what it would be with the file-only ranking it
+    replaced (``recall.search_table`` over the files table): both candidate searches are timed
+    interleaved on the same questions, the difference applied to the full recall's median."""
+    import statistics
+
+    from contextware.codeindex.search import code_candidates
+    from contextware.memory.recall import query_vectors, recall, search_table
+    from contextware.storage.schemas import CODE_TABLE
+
+    full, new, old = [], [], []
+    for _ in range(rounds):
+        for q in qs:
+            t0 = time.perf_counter()
+            recall(project, q["q"], scope="code", limit=LIMIT)
+            full.append(time.perf_counter() - t0)
+            qvec, plain = query_vectors(project.embedder, q["q"], q["q"])
+            t0 = time.perf_counter()
+            code_candidates(project, q["q"], qvec, plain, None, 30)
+            new.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            search_table(project, CODE_TABLE, q["q"], qvec, None, 30, plain)
+            old.append(time.perf_counter() - t0)
+    ms = {k: statistics.median(v) * 1000 for k, v in (("full", full), ("new", new), ("old", old))}
+    before = ms["full"] - ms["new"] + ms["old"]
+    return {
+        "recall_ms": round(ms["full"], 1),
+        "file_only_recall_ms": round(before, 1),
+        "ratio": round(ms["full"] / before, 3),
+    }
+
+
 def _pooled(ms: list) -> dict | None:
     """Metrics of several sets together, each question counted once."""
     if any(m is None for m in ms):
@@ -323,6 +355,7 @@ def main() -> None:
     parser.add_argument("--recrawl", action="store_true", help="with --keep: crawl the kept corpora again")
     parser.add_argument("--baseline-only", action="store_true", help="BM25 only; no contextware needed")
     parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights on the tune splits")
+    parser.add_argument("--latency", action="store_true", help="warm recall latency against the file-only ranking")
     args = parser.parse_args()
 
     names = SETS if args.set == "all" else (args.set,)
@@ -367,6 +400,9 @@ def main() -> None:
                 rows.append((name, split, len(qs), res["bm25"], res.get("ours")))
                 if args.misses:
                     missed.append((name, split, res.get("ours") or res["bm25"]))
+        if args.latency:
+            for name, project in projects.items():
+                print(f"latency {name}: {json.dumps(latency(project, questions('all', name)))}")
         if args.tune and projects:
             _tune(projects, {n: questions("tune", n) for n in projects})
     finally:

@@ -63,20 +63,10 @@ def source_root(meta: dict) -> Path:
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(parents=True)
         if registry == "pypi":
-            _run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--no-binary",
-                    ":all:",
-                    "-d",
-                    str(cache),
-                    f"{name}=={version}",
-                ]
-            )
+            pip = shutil.which("pip") or shutil.which("pip3")
+            if pip is None:
+                sys.exit("registry_corpus: pip is needed to fetch the PyPI corpus")
+            _run([pip, "download", "--no-deps", "--no-binary", ":all:", "-d", str(cache), f"{name}=={version}"])
         elif registry == "npm":
             _run(["npm", "pack", f"{name}@{version}", "--silent"], cwd=cache)
         else:

@@ -30,14 +30,15 @@ from contextware.text import sql_str
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-WEIGHTS: dict[str, float] = {
+WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tune splits
     "file_sim": 0.6,
     "chunk_sim": 0.4,
-    "file_bm25": 1.2,
-    "file_half": 16.0,
-    "chunk_bm25": 0.3,
+    "file_bm25": 1.5,
+    "file_half": 8.0,
+    "chunk_bm25": 0.0,  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
     "chunk_half": 8.0,
 }
+LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
 
@@ -141,7 +142,7 @@ def code_candidates(
 
 def _chunk_score(feat: dict) -> float:
     """Which of a file's chunks its hit points at."""
-    return WEIGHTS["chunk_sim"] * feat["sim"] + WEIGHTS["chunk_bm25"] * _sat(feat["bm25"], WEIGHTS["chunk_half"])
+    return feat["sim"] + LINES_BM25 * _sat(feat["bm25"], WEIGHTS["chunk_half"])
 
 
 def _file_rows(project: "Project", paths: list[str], where: str | None) -> dict[str, dict]:
