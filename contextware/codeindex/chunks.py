@@ -3,9 +3,10 @@ tree-sitter extractor of ``local_summary`` finds, with its 1-based line range.
 
 A chunk is embedded on its own (``embedding_text``: the name split into words, the signature, the
 docstring or the comment above, and the first lines of the body, kept short: the model's cost grows
-with the sequence length) and full-text indexed (``search_text``: the name and the whole body with
-its identifiers split into words), so that a question about one behaviour inside a function finds
-that function, and the file's hit can point at its lines.  Rows live in ``schemas.CHUNKS_TABLE``,
+with the sequence length) and full-text indexed (``search_text``: the path, the name and the same
+head with identifiers split; recall searches it only without vectors, since the file's own BM25
+already covers the body), so that a question about one behaviour inside a function finds that
+function, and the file's hit can point at its lines.  Rows live in ``schemas.CHUNKS_TABLE``,
 keyed ``<path>#<start>-<end>``, and are written, replaced and removed with their file's row by
 ``indexer``.
 """
@@ -20,7 +21,6 @@ from contextware.storage.embedded_text import identifier_words, split_identifier
 MAX_CHUNKS = 12  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
 EMBED_CHARS = 160  # ~40 tokens: name, doc or signature, first lines (the cost grows with length)
-SEARCH_CHARS = 6000  # of a chunk's body in its full-text column
 _DOC_CHARS = 200
 _SKIP_KINDS = frozenset({"const", "mod", "namespace"})
 
@@ -77,7 +77,7 @@ def file_chunks(path: str, text: str, language: str | None) -> list[Chunk]:
                 start=start + 1,
                 end=end + 1,
                 embedding_text=f"{lead} {head}"[:EMBED_CHARS],
-                search_text=f"{path_words} {identifier_words(d.name)} {split_identifiers(chr(10).join(body))[:SEARCH_CHARS]}",
+                search_text=f"{path_words} {lead} {split_identifiers(head)}",
             )
         )
     chunks.sort(key=lambda c: c.start)

@@ -39,6 +39,7 @@ WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tun
     "chunk_half": 8.0,
 }
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
+MISSING_FILES = 10  # files found only through a definition whose rows are fetched (the best by cosine)
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
 
@@ -48,41 +49,63 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def _query(
-    project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int
-) -> tuple[dict[str, dict], dict[str, float]]:
-    """Rows of one table found by BM25 or by vector (each with its ``vector``), and their BM25 scores."""
+def _searches(
+    project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int, lexical: bool = True
+) -> list:
+    """The BM25 (if ``lexical``) and the vector search of one table, as calls to run (none if the
+    table is missing)."""
     db = project.db
     table = db.open_table(name)
     if table is None:
-        return {}, {}
+        return []
     columns = [c for c in table.schema.names if c != FTS_COLUMN]
-    found: dict[str, dict] = {}
-    bm25: dict[str, float] = {}
 
     def fts() -> list[dict]:
         q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(limit)
         if where:
             q = q.where(where, prefilter=True)
-        return q.to_list()
+        try:
+            return [{**r, "_bm25": float(r.get("_score") or 0.0)} for r in db.read(q.to_list)]
+        except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
+            return []
 
-    try:
-        for row in db.read(fts):
-            found[row["id"]] = row
-            bm25[row["id"]] = float(row.get("_score") or 0.0)
-    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
-        pass
-    if qvec is not None:
+    def vec() -> list[dict]:
+        q = table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns).limit(limit)
+        if where:
+            q = q.where(where, prefilter=True)
+        return db.read(q.to_list)
 
-        def vec() -> list[dict]:
-            q = table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns).limit(limit)
-            if where:
-                q = q.where(where, prefilter=True)
-            return q.to_list()
+    return [f for f, wanted in ((fts, lexical), (vec, qvec is not None)) if wanted]
 
-        for row in db.read(vec):
+
+def _gather(results: list) -> tuple[dict[str, dict], dict[str, float]]:
+    found: dict[str, dict] = {}
+    bm25: dict[str, float] = {}
+    for rows in (r() if callable(r) else r for r in results):
+        for row in rows:
             found.setdefault(row["id"], row)
+            if "_bm25" in row:
+                bm25[row["id"]] = row["_bm25"]
     return found, bm25
+
+
+def _parallel(project: "Project", query: str, qvec: Any, where: str | None, candidates: int) -> tuple:
+    """The four searches (files and chunks, BM25 and vector) at once: each is mostly waiting on
+    LanceDB's native code, so the question costs about its slowest search, not their sum."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    file_calls = _searches(project, CODE_TABLE, query, qvec, where, candidates)
+    # Definitions are searched by vector only: their BM25 added nothing over the file's (weight 0 on
+    # the tune splits) and cost a query.  Without vectors (degraded mode) their BM25 stands in.
+    chunk_calls = _searches(
+        project, CHUNKS_TABLE, query, qvec, where, max(candidates, CHUNK_CANDIDATES), lexical=qvec is None
+    )
+    with ThreadPoolExecutor(max_workers=max(1, len(file_calls) + len(chunk_calls))) as pool:
+        file_futures = [pool.submit(c) for c in file_calls]
+        chunk_futures = [pool.submit(c) for c in chunk_calls]
+        files = _gather([f.result() for f in file_futures])
+        chunks = _gather([f.result() for f in chunk_futures])
+    return files, chunks
 
 
 def _sat(x: float, half: float) -> float:
@@ -94,8 +117,7 @@ def code_candidates(
 ) -> list[dict]:
     """Candidate files with their features (``fuse_code`` scores them); the shape of
     ``recall.search_table``'s hits plus ``features``, ``lines`` and ``symbol``."""
-    files, file_bm25 = _query(project, CODE_TABLE, query, qvec, where, candidates)
-    chunks, chunk_bm25 = _query(project, CHUNKS_TABLE, query, qvec, where, max(candidates, CHUNK_CANDIDATES))
+    (files, file_bm25), (chunks, chunk_bm25) = _parallel(project, query, qvec, where, candidates)
     best: dict[str, dict] = {}  # per file: its best chunk's features
     for cid, row in chunks.items():
         sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else 0.0
@@ -110,7 +132,8 @@ def code_candidates(
         old["rel"] = max(old["rel"], rel)
         if _chunk_score(feat) > _chunk_score(old):
             old.update({k: feat[k] for k in ("sim", "bm25", "row")})
-    if missing := [p for p in best if p not in files]:
+    missing = sorted((p for p in best if p not in files), key=lambda p: -best[p]["sim_max"])[:MISSING_FILES]
+    if missing:
         files.update(_file_rows(project, missing, where))
     out = []
     for fid, row in files.items():

@@ -234,7 +234,7 @@ def _order(hits: list[dict]) -> list[dict]:
         value = h["row"].get("created_at")
         return value.timestamp() if value is not None else 0.0
 
-    hits.sort(key=lambda h: (-math.floor(h["score"] / TIE), -created(h)))
+    hits.sort(key=lambda h: (-math.floor(h["score"] / TIE), -created(h), -h["score"]))  # code: no created_at
     position = {h["row"]["id"]: i for i, h in enumerate(hits)}
     for h in list(hits):
         old = h["row"].get("supersedes")
