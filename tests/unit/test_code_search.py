@@ -12,6 +12,7 @@ from contextware.memory.recall import recall
 from contextware.storage.embedded_text import split_identifiers
 from contextware.storage.project import Project
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from tests.unit.test_code_index import make_tree as write_tree
 
 # The summary of billing.py says nothing about currency rounding: only a function body does.
 BILLING = '''"""Billing helpers for the shop."""
@@ -50,10 +51,7 @@ TREE = {
 
 
 def make_tree(root: Path, files: dict[str, str] = TREE) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_tree(root, files)
 
 
 def chunks(project: Project) -> dict[str, dict]:
@@ -168,10 +166,10 @@ def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(proje
     start, end = hit["lines"]
     lines = (project.root / "src/billing.py").read_text().splitlines()
     assert lines[start - 1].startswith("def settle_amount")
-    first = hit["excerpts"][0] if hit["excerpts"][0]["lines"].startswith(str(start)) else None
-    assert any(e["lines"] == f"{start}-{end}" for e in hit["excerpts"]), hit["excerpts"]
+    shown = [e for e in hit["excerpts"] if e["lines"] == f"{start}-{end}"]
+    assert shown and "banker's rounding" in shown[0]["text"], hit["excerpts"]
+    assert shown[0]["text"] == "\n".join(lines[start - 1 : end])
     assert sum(len(e["text"]) for e in hit["excerpts"]) <= 600
-    assert first is None or "banker's rounding" in first["text"]
 
 
 def test_the_full_text_index_finds_a_split_identifier(project: Project):
