@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
-MAX_CHUNKS = 12  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
+MAX_CHUNKS = 8  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
-EMBED_CHARS = 160  # ~40 tokens: name, doc or signature, first lines (the cost grows with length)
+EMBED_CHARS = 120  # ~30 tokens: name, doc or signature, first lines (the cost grows with length)
 _DOC_CHARS = 200
 _SKIP_KINDS = frozenset({"const", "mod", "namespace"})
 

@@ -15,7 +15,9 @@ A file's score is
 with ``sat(x, h) = x / (x + h)``: cosines carry paraphrase, the saturated BM25 terms reward shared
 words without letting a long file win on length; a question about one behaviour inside a function
 reaches its file through that function's chunk even when the file's summary never mentions it.
-The best chunk (by its own cosine and BM25) gives the hit its ``lines`` and ``symbol``.
+The best chunk (by its own cosine and BM25) gives the hit its ``lines`` and ``symbol``.  A file is a
+candidate when one of its own two searches finds it: fetching the rows of files found only through
+a definition cost a query and changed no tune result.
 Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench/code_quality.py
 --tune``); the test splits are reported apart.
 """
@@ -25,7 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
-from contextware.text import sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -39,7 +40,6 @@ WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tun
     "chunk_half": 8.0,
 }
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
-MISSING_FILES = 10  # files found only through a definition whose rows are fetched (the best by cosine)
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
 
@@ -132,9 +132,6 @@ def code_candidates(
         old["rel"] = max(old["rel"], rel)
         if _chunk_score(feat) > _chunk_score(old):
             old.update({k: feat[k] for k in ("sim", "bm25", "row")})
-    missing = sorted((p for p in best if p not in files), key=lambda p: -best[p]["sim_max"])[:MISSING_FILES]
-    if missing:
-        files.update(_file_rows(project, missing, where))
     out = []
     for fid, row in files.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -166,16 +163,6 @@ def code_candidates(
 def _chunk_score(feat: dict) -> float:
     """Which of a file's chunks its hit points at."""
     return feat["sim"] + LINES_BM25 * _sat(feat["bm25"], WEIGHTS["chunk_half"])
-
-
-def _file_rows(project: "Project", paths: list[str], where: str | None) -> dict[str, dict]:
-    table = project.db.open_table(CODE_TABLE)
-    if table is None:
-        return {}
-    columns = [c for c in table.schema.names if c != FTS_COLUMN]
-    cond = f"id IN ({', '.join(sql_str(p) for p in paths)})" + (f" AND ({where})" if where else "")
-    rows = project.db.read(lambda: table.search().where(cond).select(columns).limit(None).to_list())
-    return {r["id"]: r for r in rows}
 
 
 def fuse_code(features: dict[str, float], weights: dict[str, float] | None = None) -> float:

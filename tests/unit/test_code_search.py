@@ -90,7 +90,7 @@ def test_file_chunks_have_line_ranges_and_short_texts():
         lines[settle.start - 1].startswith("def settle_amount")
         and lines[settle.end - 1].strip() == "return round(value)"
     )
-    assert settle.embedding_text.startswith("settle amount (def).") and len(settle.embedding_text) <= 160
+    assert settle.embedding_text.startswith("settle amount (def).") and len(settle.embedding_text) <= 120
     assert "rounding" in settle.search_text
     assert file_chunks("notes.txt", "just text", None) == []
 
