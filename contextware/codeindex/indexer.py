@@ -341,7 +341,7 @@ class _Writer:
         # Chunks first: a crash between the two writes leaves the file's old row (and hash), so the
         # next crawl redoes the file and its chunks.
         replaced = [r["id"] for r in rows] + list(removals)
-        if chunks or (replaced and self.project.db.open_table(CHUNKS_TABLE) is not None):
+        if rows or (replaced and self.project.db.open_table(CHUNKS_TABLE) is not None):
             self.project.db.write(
                 CHUNKS_TABLE,
                 lambda tbl: replace_chunks(tbl, replaced, chunks),
@@ -519,6 +519,8 @@ def crawl(
     for rel, reason in explicit.items():
         report.skipped[reason].append(rel)
     existing = _meta(project)
+    if existing and project.db.open_table(CHUNKS_TABLE) is None:
+        force = True  # an index written before definition chunks existed: build them for every file
     present = {c.path for c in candidates}
     if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
         rules = IgnoreRules.load(project.root, project.data_dir)

@@ -205,3 +205,14 @@ def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
     table = Project.open(project.root).db.open_table(CODE_TABLE)
     found = table.search("stickered", query_type="fts", fts_columns=FTS_COLUMN).select(["id", "questions"]).to_list()
     assert [(r["id"], r["questions"]) for r in found] == [("src/shipping.py", ["where are parcels stickered?"])]
+
+
+def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
+    """An index written before chunks existed (no code_chunks table) is re-indexed once."""
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    Project.open(project.root).db.conn.drop_table(CHUNKS_TABLE)
+    out = crawl(Project.open(project.root), summarizer="local")
+    assert out["indexed"] == len(TREE)
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
