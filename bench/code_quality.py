@@ -11,11 +11,15 @@ hyper from Debian's golang-*-dev / librust-*-dev packages, fetched by bench/regi
     uv run bench/code_quality.py --misses          # also list the questions our method misses
     uv run bench/code_quality.py --keep /tmp/cq    # build + crawl once into /tmp/cq/<set>, reuse it after
     uv run bench/code_quality.py --baseline-only   # BM25 only (no contextware import, no crawl)
+    uv run bench/code_quality.py --latency         # also warm recall latency against the file-only ranking
+
+The registry sets need pip, npm and (as root, after ``apt-get update``) apt-get; their sources are
+cached under ~/.cache/contextware-bench (CONTEXTWARE_BENCH_CACHE), the Debian ones installed.
 
 "ours": the corpus is copied into a temporary project (``CONTEXTWARE_HOME`` points into the temp dir
 too, so the global registry is untouched), crawled with ``code_index.crawl(project,
-summarizer="local")`` (one row per file: summary + symbols), and every question goes through the
-real ``recall(project, q, scope="code", limit=5)``.
+summarizer="local")`` (one row per file: summary + symbols, and its definition chunks), and every
+question goes through the real ``recall(project, q, scope="code", limit=10)``.
 
 "bm25": Okapi BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over the WHOLE text of
 each file (contents only, not the path), implemented here in pure Python.  Tokenizer: runs of
@@ -23,17 +27,17 @@ letters/digits, split further at ``_`` and camelCase boundaries (``HTTPRedirectH
 redirect, handler; ``parse_qsl`` -> parse, qsl), lowercased; no stemming, no stop words.
 
 recall@k: the share of questions with an answer file among the first k results; MRR: the mean of
-1/rank of the first answer file among the first 10 (0 when none).  The question set
-was written by hand with paraphrased behaviour rather than identifiers; ``kind`` says whether a
-question is about what the file is for ("summary"), one behaviour inside a function ("detail"), or
+1/rank of the first answer file among the first 10 (0 when none).  The question sets
+were written by hand with paraphrased behaviour rather than identifiers, before any tuning; in the
+stdlib set ``kind`` says whether a question is about what the file is for ("summary"), one behaviour inside a function ("detail"), or
 names a concept with a close word / guessed identifier ("concept").  Calibrate on ``tune``, report
 ``test``.
 
 Reuse from a tuning loop (no re-crawl):
 
     from bench.code_quality import open_corpus, questions, evaluate, rank_ours
-    project, files = open_corpus(Path("/tmp/cq"))              # builds + crawls only the first time
-    qs = questions("tune")
+    project, files, _ = open_corpus(Path("/tmp/cq/go"), name="go")   # builds + crawls only the first time
+    qs = questions("tune", "go")
     print(evaluate(lambda q: rank_ours(project, q), qs))
 """
 
