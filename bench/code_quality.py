@@ -329,9 +329,7 @@ def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
         "chunk_sim": [0.0, 0.2, 0.4, 0.6],
         "file_bm25": [0.6, 1.0, 1.5, 2.0],
         "file_half": [8.0, 16.0, 32.0],
-        "chunk_bm25": [0.0, 0.3, 0.6, 1.0],
-        "chunk_half": [4.0, 8.0, 16.0],
-    }
+    }  # chunk_bm25 stays 0: recall no longer runs the definitions' BM25 search (see codeindex.search)
     scored = []
     for values in itertools.product(*grid.values()):
         w = dict(zip(grid, values, strict=True))
