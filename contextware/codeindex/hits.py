@@ -92,6 +92,9 @@ def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
         "indexed_at": iso(row.get("indexed_at")),
         "stale": note is not None,
     }
+    if hit.get("lines"):  # the definition that matched best (codeindex.search)
+        out["lines"] = list(hit["lines"])
+        out["symbol"] = hit.get("symbol")
     if mode != "exact" and len(symbols) > SUMMARY_SYMBOLS:
         out["symbols_total"] = len(symbols)
     if note:
@@ -197,6 +200,8 @@ def attach_content(project: "Project", results: list[dict], query: str, max_char
             r["content_note"] = f"Over the --max-chars budget: read {r['file_path']} ({len(lines)} lines) directly."
             continue
         ranges = relevant_ranges(lines, query, remaining)
+        if r.get("lines"):  # the matched definition first, as much of it as the budget allows
+            ranges = _with_definition(lines, r["lines"], ranges, remaining)
         excerpts = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1 : b])} for a, b in ranges]
         remaining -= sum(len(e["text"]) + 1 for e in excerpts)
         r["excerpts"] = excerpts
@@ -204,3 +209,26 @@ def attach_content(project: "Project", results: list[dict], query: str, max_char
             f"{r['file_path']} has {len(lines)} lines, more than the --max-chars budget allows; these are the "
             "line ranges most relevant to the query. Read the rest of the file yourself."
         )
+
+
+def _with_definition(
+    lines: list[str], span: list[int], ranges: list[tuple[int, int]], budget: int
+) -> list[tuple[int, int]]:
+    """``span`` (1-based, inclusive; cut to ``budget``), then those of ``ranges`` that still fit
+    and do not overlap it, in file order."""
+    a, b = max(1, span[0]), min(len(lines), span[1])
+    used = 0
+    for i in range(a, b + 1):
+        if used + len(lines[i - 1]) + 1 > budget:
+            b = max(a, i - 1)
+            break
+        used += len(lines[i - 1]) + 1
+    chosen = [(a, b)]
+    for lo, hi in ranges:
+        cost = sum(len(lines[j - 1]) + 1 for j in range(lo, hi + 1))
+        if hi < a or lo > b:
+            if used + cost > budget:
+                continue
+            chosen.append((lo, hi))
+            used += cost
+    return sorted(chosen)

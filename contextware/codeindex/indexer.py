@@ -28,7 +28,7 @@ from contextware.errors import ContextwareError, EmbeddingError, GeminiError, Us
 from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
-from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
 from contextware.system import stop_on_signals, write_atomic
 from contextware.text import sql_str, utcnow
 
@@ -283,6 +283,7 @@ class _Writer:
         self.rows: list[dict] = []
         self.touched: list["Candidate"] = []  # same bytes, new stat: only mtime and size change
         self.removals: list[str] = []
+        self.chunk_rows: list[dict] = []  # of the files in ``rows``: they replace those files' chunks
 
     def add(self, w: _Work, summary: "LocalSummary", summarizer: str) -> None:
         c = w.candidate
@@ -292,6 +293,7 @@ class _Writer:
             "language": summary.language,
             "summary": summary.summary,
             "symbols": list(summary.symbols),
+            "questions": list(summary.questions) or None,
             "summarizer": summarizer,
             "mtime": c.mtime,
             "size": c.size,
@@ -300,6 +302,7 @@ class _Writer:
         }
         row[FTS_COLUMN] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)
         row["imports"] = import_words(w.text[:SEARCH_CONTENT_CHARS])
+        self.chunk_rows += chunk_rows(c.path, w.text[:SEARCH_CONTENT_CHARS], summary.language, row["indexed_at"])
         self.rows.append(row)
         self.report.indexed_files.append(c.path)
         self.report.summarizers[summarizer] += 1
@@ -307,21 +310,23 @@ class _Writer:
             self.flush()
 
     def flush(self) -> None:
-        rows, touched, removals = self.rows, self.touched, self.removals
+        rows, touched, removals, chunks = self.rows, self.touched, self.removals, self.chunk_rows
         if not (rows or touched or removals):
             return
-        self.rows, self.touched, self.removals = [], [], []
+        self.rows, self.touched, self.removals, self.chunk_rows = [], [], [], []
         embedder = self.project.embedder
         if rows:
             try:
                 vectors = embedder.embed([code_embedding_text(r) for r in rows])
                 for row, vec in zip(rows, vectors, strict=False):
                     row["vector"] = vec.tolist()
+                embed_chunks(embedder, chunks)
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
-                for row in rows:
+                for row in [*rows, *chunks]:
                     row["vector"] = None
         stamp(CODE_TABLE, rows)
+        stamp(CHUNKS_TABLE, chunks)
 
         def write(tbl: Any) -> None:
             import pyarrow as pa
@@ -341,7 +346,55 @@ class _Writer:
                 tbl.delete(_in_list(removals[start : start + 500]))
 
         self.project.ensure_data_dir()
+        # Chunks first: a crash between the two writes leaves the file's old row (and hash), so the
+        # next crawl redoes the file and its chunks.
+        replaced = [r["id"] for r in rows] + list(removals)
+        if rows or (replaced and self.project.db.open_table(CHUNKS_TABLE) is not None):
+            self.project.db.write(
+                CHUNKS_TABLE,
+                lambda tbl: replace_chunks(tbl, replaced, chunks),
+                dim=embedder.dim,
+                model_id=embedder.model_id,
+            )
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
+
+
+def chunk_rows(path: str, text: str, language: str | None, indexed_at: Any) -> list[dict]:
+    """The rows of ``CHUNKS_TABLE`` for one file (vectors are added by ``embed_chunks``)."""
+    from contextware.codeindex.chunks import file_chunks
+
+    return [
+        {
+            "id": f"{path}#{c.start}-{c.end}",
+            "file_path": path,
+            "name": c.name,
+            "kind": c.kind,
+            "start_line": c.start,
+            "end_line": c.end,
+            "text": c.embedding_text,
+            "indexed_at": indexed_at,
+            "search_text": c.search_text,
+        }
+        for c in file_chunks(path, text, language)
+    ]
+
+
+def embed_chunks(embedder: Any, rows: list[dict]) -> None:
+    """Vectors for chunk rows, embedded shortest first: a batch is padded to its longest text."""
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["text"]))
+    vectors = embedder.embed([rows[i]["text"] for i in order]) if rows else []
+    for i, vec in zip(order, vectors, strict=False):
+        rows[i]["vector"] = vec.tolist()
+
+
+def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict]) -> None:
+    """Drop every chunk of ``paths`` and add ``rows`` (the new chunks of some of them)."""
+    import pyarrow as pa
+
+    for start in range(0, len(paths), 500):
+        tbl.delete(f"file_path IN ({', '.join(sql_str(p) for p in paths[start : start + 500])})")
+    if rows:
+        tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
 
 
 # -- the pipeline --------------------------------------------------------------------------------
@@ -509,6 +562,8 @@ def crawl(
     for rel, reason in explicit.items():
         report.skipped[reason].append(printable_name(rel))
     existing = _meta(project)
+    if existing and project.db.open_table(CHUNKS_TABLE) is None:
+        force = True  # an index written before definition chunks existed: build them for every file
     present = {c.path for c in candidates}
     if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
         rules = IgnoreRules.load(project.root, project.data_dir, restored)
@@ -541,6 +596,7 @@ def crawl(
     if report.indexed_files or report.removed_files:
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
+        project.db.compact(CHUNKS_TABLE)
     return report.to_dict(started)
 
 

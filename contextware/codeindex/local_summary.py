@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contextware.codeindex.languages import GRAMMARS, detect_language
@@ -28,6 +28,7 @@ class LocalSummary:
     language: str | None
     summary: str
     symbols: list[str]
+    questions: list[str] = field(default_factory=list)  # what the file answers (Gemini only)
 
 
 # Patterns stay strings: compiling them at import costs milliseconds; re caches them on first use.

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from contextware.storage.schemas import CODE_TABLE
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.system import stop_on_signals
 
 IGNORE_FILES = (".gitignore", ".contextwareignore", ".gitattributes")
@@ -108,6 +108,7 @@ def watch(
                     dirty |= _recrawl(project, summarizer, totals, log, stop, folders)
             if dirty and time.monotonic() - last_compact >= compact_every_s:
                 project.db.compact(CODE_TABLE)
+                project.db.compact(CHUNKS_TABLE)
                 totals["compactions"] += 1
                 log("compacted the code index")
                 last_compact, dirty = time.monotonic(), False

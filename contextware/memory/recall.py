@@ -43,8 +43,9 @@ question at all only when its best file resembles the plain question (CODE_FLOOR
 questions have a file at 0.36 or more, nine of ten off-topic questions none above 0.24) or scores
 high (CODE_SCORE_FLOOR: the right first answers of the set score 0.47 and more, the best files for
 the off-topic questions 0.12-0.40).  BM25, hence the score, grows with the corpus; the similarity
-floor keeps small projects answerable.  Per-definition vectors, a separate BM25 over summaries and
-per-function BM25 were tried and did not help on the held-out split.
+floor keeps small projects answerable.  Files are ranked by ``codeindex.search`` (file and
+definition-level rankers fused; its docstring says how); ``fuse`` with CODE_BM25_WEIGHT remains for
+code hits without its features.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def _order(hits: list[dict]) -> list[dict]:
         value = h["row"].get("created_at")
         return value.timestamp() if value is not None else 0.0
 
-    hits.sort(key=lambda h: (-math.floor(h["score"] / TIE), -created(h)))
+    hits.sort(key=lambda h: (-math.floor(h["score"] / TIE), -created(h), -h["score"]))  # code: no created_at
     position = {h["row"]["id"]: i for i, h in enumerate(hits)}
     for h in list(hits):
         old = h["row"].get("supersedes")
@@ -282,7 +283,11 @@ def select(
     floor = FLOOR if floor is None else floor
     margin = MARGIN if margin is None else margin
     for h in hits:
-        if h["collection"] == CODE_TABLE:
+        if h["collection"] == CODE_TABLE and "features" in h:  # codeindex.search: files, definitions, BM25
+            from contextware.codeindex.search import fuse_code
+
+            h["score"] = fuse_code(h["features"]) * CODE_SCALE
+        elif h["collection"] == CODE_TABLE:
             h["score"] = fuse(h["similarity"], h["bm25"], CODE_BM25_WEIGHT, CODE_BM25_HALF) * CODE_SCALE
         else:
             h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
@@ -496,5 +501,10 @@ def _candidates(
         where = _filters(name, root=project.root, **filters)
         # Code is searched with the plain question: synonyms of the engineering thesaurus match
         # too many files' words (calibrated on bench/data/code_eval.json).
-        hits += search_table(project, name, text if name == CODE_TABLE else wide, qvec, where, candidates, plain)
+        if name == CODE_TABLE:
+            from contextware.codeindex.search import code_candidates
+
+            hits += code_candidates(project, text, qvec, plain, where, candidates)
+        else:
+            hits += search_table(project, name, wide, qvec, where, candidates, plain)
     return hits, degraded

@@ -118,18 +118,31 @@ def identifier_words(text: str) -> str:
     return " ".join(_IDENT_PART.findall(text))
 
 
+_MIXED_CASE = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
+
+
+def split_identifiers(text: str) -> str:
+    """Each camelCase or PascalCase identifier followed by its words (``parseHTTPResponse`` ->
+    "parseHTTPResponse parse HTTP Response"), in place so that term frequencies hold: the full-text
+    index already splits ``snake_case`` and ``kebab-case`` at their punctuation, not case changes."""
+    return _MIXED_CASE.sub(lambda m: f"{m.group(0)} {identifier_words(m.group(0))}", text)
+
+
 def code_embedding_text(row: dict) -> str:
     """Path, summary, then symbol names: the summary says what the file is for in prose, the path
     and names anchor it (the model reads ~256 tokens, so the longest part goes last)."""
     symbols = ", ".join(identifier_words(s) for s in (row.get("symbols") or [])[:60])
-    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} Defines: {symbols}"
+    asked = " ".join(row.get("questions") or [])  # a Gemini summary's questions the file answers
+    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} {asked} Defines: {symbols}"
 
 
 def code_search_text(row: dict, content: str, limit: int) -> str:
     """Path and symbol names split into words, the summary, and the file's content (up to ``limit``
     characters): questions name behaviour that a summary leaves out."""
     symbols = " ".join(identifier_words(s) for s in row.get("symbols") or [])
-    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {content[:limit]}"
+    body = split_identifiers(content[:limit])
+    asked = " ".join(row.get("questions") or [])
+    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {asked} {body}"
 
 
 def embedding_text(collection: str, row: dict) -> str:

@@ -32,6 +32,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "episodes": ("id", "goal", "result", "category", "summary", "topics", "source"),
     "logs": ("id", "session_id", "role", "text", "chunk_index", "chunk_count", "source"),
     "code_index": ("id", "file_path", "language", "summary", "symbols", "content_hash"),
+    "code_chunks": ("id", "file_path", "name", "kind", "start_line", "end_line", "text"),
     "offloads": (
         "id",
         "prompt",

@@ -23,12 +23,16 @@ FTS_COLUMN = "search_text"
 # The code index: one row per source file, keyed by its project-relative path (id == file_path).
 CODE_TABLE = "code_index"
 
+# Definition-level chunks of the indexed files (codeindex.chunks): one row per function, method, class
+# or type, keyed "<file_path>#<start>-<end>", written and removed together with the file's row.
+CHUNKS_TABLE = "code_chunks"
+
 # Research offloads: one row per cached answer, session turn or session synthesis.  The files under
 # <data_dir>/offloads/ are the source of truth; this table is an index rebuilt from them (sync.py).
 OFFLOADS_TABLE = "offloads"
 
 # Tables whose rows carry a vector of the configured embedding model (re-embedded together).
-VECTOR_TABLES = (*MEMORY_TABLES, CODE_TABLE, OFFLOADS_TABLE)
+VECTOR_TABLES = (*MEMORY_TABLES, CODE_TABLE, CHUNKS_TABLE, OFFLOADS_TABLE)
 
 # Id prefix per table, so `memory.py get ID` knows where to look.
 ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
@@ -95,6 +99,18 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
             ("imports", "list<string>"),  # embedded_text.import_words of the content
+            ("questions", "list<string>"),  # what the file answers, from a Gemini summary
+        ]
+    if name == CHUNKS_TABLE:
+        return [
+            ("file_path", "string"),
+            ("name", "string"),
+            ("kind", "string"),
+            ("start_line", "int32"),  # 1-based, inclusive
+            ("end_line", "int32"),
+            ("text", "string"),  # what is embedded (chunks.Chunk.embedding_text)
+            ("indexed_at", "timestamp"),
+            ("search_text", "string"),
         ]
     if name == KV_TABLE:
         return [

@@ -81,7 +81,9 @@ def test_batch_of_three_in_one_request(summarize, fake_gemini_api: FakeGeminiAPI
     assert sent == {f.path: f.text for f in THREE}  # every file's content reached the API intact
     assert responder.batches == [["src/parser.py", "web/util.js", "README.md"]]
     assert "ops\\@example.com" in text and "SECRET-CONTENT-XYZ" not in text  # no @path expansion
-    assert text.rstrip().endswith("[] when there are none.")  # stdin first, then the -p instructions
+    assert text.rstrip().endswith(
+        'this file answers (for example "where do we retry failed uploads?").'
+    )  # stdin, then -p
     assert (tmp_path / "state" / "gemini_rate.json").exists()
 
 

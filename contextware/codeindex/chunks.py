@@ -1,0 +1,84 @@
+"""Definition-level chunks of a source file: one per function, method, class or type that the
+tree-sitter extractor of ``local_summary`` finds, with its 1-based line range.
+
+A chunk is embedded on its own (``embedding_text``: the name split into words, the signature, the
+docstring or the comment above, and the first lines of the body, kept short: the model's cost grows
+with the sequence length) and full-text indexed (``search_text``: the path, the name and the same
+head with identifiers split; recall searches it only without vectors, since the file's own BM25
+already covers the body), so that a question about one behaviour inside a function finds that
+function, and the file's hit can point at its lines.  Rows live in ``schemas.CHUNKS_TABLE``,
+keyed ``<path>#<start>-<end>``, and are written, replaced and removed with their file's row by
+``indexer``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from contextware.storage.embedded_text import identifier_words, split_identifiers
+
+MAX_CHUNKS = 8  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
+MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
+EMBED_CHARS = 120  # ~30 tokens: name, doc or signature, first lines (the cost grows with length)
+_DOC_CHARS = 200
+_SKIP_KINDS = frozenset({"const", "mod", "namespace"})
+
+
+@dataclass
+class Chunk:
+    name: str
+    kind: str
+    start: int  # 1-based, inclusive
+    end: int
+    embedding_text: str
+    search_text: str
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def file_chunks(path: str, text: str, language: str | None) -> list[Chunk]:
+    """The definition chunks of one file (none for a language without a grammar, or on any parser
+    surprise: chunks add to the file's row, they never cost it)."""
+    from contextware.codeindex.languages import GRAMMARS
+    from contextware.codeindex.local_summary import _comment_above, _extract, _markers
+
+    if not language or language not in GRAMMARS or not text.strip():
+        return []
+    try:
+        _, defs, ex = _extract(language, text.replace("\r\n", "\n").replace("\r", "\n"))
+    except Exception:  # noqa: BLE001
+        return []
+    if ex is None:
+        return []
+    lines = ex.lines
+    spans = []
+    for d in defs:
+        if d.kind in _SKIP_KINDS or d.node is None:
+            continue
+        start, end = d.node.start_point[0], d.node.end_point[0]
+        if end - start + 1 < MIN_LINES:
+            continue
+        spans.append((d, start, end))
+    spans.sort(key=lambda s: s[1] - s[2])  # largest first when there are too many
+    path_words = identifier_words(path)
+    chunks = []
+    for d, start, end in spans[:MAX_CHUNKS]:
+        body = lines[start : end + 1]
+        head = _squash(" ".join(body[:12]))  # the signature, and a docstring that sits inside the body
+        above = "" if d.doc is not None else _squash(_comment_above(lines, start, _markers(language)))[:_DOC_CHARS]
+        lead = f"{identifier_words(d.name)} ({d.kind}). {above}"
+        chunks.append(
+            Chunk(
+                name=d.name,
+                kind=d.kind,
+                start=start + 1,
+                end=end + 1,
+                embedding_text=f"{lead} {head}"[:EMBED_CHARS],
+                search_text=f"{path_words} {lead} {split_identifiers(head)}",
+            )
+        )
+    chunks.sort(key=lambda c: c.start)
+    return chunks

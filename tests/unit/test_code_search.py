@@ -1,0 +1,236 @@
+"""Code search over content: definition chunks written, replaced and removed with their file,
+identifiers split for the full-text index, hits pointing at the matching definition's lines, and
+exact mode showing that definition; real LanceDB and the real embedding model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextware.codeindex.chunks import file_chunks
+from contextware.codeindex.indexer import crawl, index_files
+from contextware.memory.recall import recall
+from contextware.storage.embedded_text import split_identifiers
+from contextware.storage.project import Project
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from tests.unit.test_code_index import make_tree as write_tree
+
+# The summary of billing.py says nothing about currency rounding: only a function body does.
+BILLING = '''"""Billing helpers for the shop."""
+
+
+def format_receipt(order):
+    """Render a receipt for an order."""
+    lines = [f"{item.name}: {item.price}" for item in order.items]
+    return "\\n".join(lines)
+
+
+def settle_amount(cents, rate):
+    value = cents * rate
+    # banker's rounding to whole cents, so that halves go to the even neighbour
+    remainder = value % 1
+    if remainder == 0.5:
+        return int(value) if int(value) % 2 == 0 else int(value) + 1
+    return round(value)
+
+
+class LedgerWriter:
+    """Appends entries to the ledger file."""
+
+    def append(self, entry):
+        self.entries.append(entry)
+        return len(self.entries)
+'''
+TREE = {
+    "src/billing.py": BILLING,
+    "src/shipping.py": '"""Shipping: carriers and parcel labels."""\n\n\ndef print_label(parcel):\n'
+    '    """Print the carrier label of a parcel."""\n    return parcel.carrier.label(parcel)\n',
+    "web/cart.js": "// Shopping cart widget.\nexport function computeInvoiceTotal(lines) {\n"
+    "  let sum = 0;\n  for (const l of lines) sum += l.qty * l.unitPrice;\n  return sum;\n}\n",
+    "cmd/main.go": "// Package main starts the shop server.\npackage main\n\nfunc main() {\n\tserve()\n\treturn\n}\n",
+}
+
+
+def make_tree(root: Path, files: dict[str, str] = TREE) -> None:
+    write_tree(root, files)
+
+
+def chunks(project: Project) -> dict[str, dict]:
+    table = Project.open(project.root).db.open_table(CHUNKS_TABLE)
+    if table is None:
+        return {}
+    out = {}
+    for row in (
+        table.search().select(["id", "file_path", "name", "start_line", "end_line", "vector"]).limit(None).to_list()
+    ):
+        assert row["id"] not in out, f"duplicate chunk {row['id']}"
+        out[row["id"]] = row
+    return out
+
+
+def names(project: Project, path: str) -> set[str]:
+    return {r["name"] for r in chunks(project).values() if r["file_path"] == path}
+
+
+def test_identifiers_are_split_in_place():
+    assert (
+        split_identifiers("x = parseHTTPResponse(fooBar)")
+        == "x = parseHTTPResponse parse HTTP Response(fooBar foo Bar)"
+    )
+    assert split_identifiers("snake_case and kebab-case stay; plain words too") == (
+        "snake_case and kebab-case stay; plain words too"
+    )
+
+
+def test_file_chunks_have_line_ranges_and_short_texts():
+    found = {c.name: c for c in file_chunks("src/billing.py", BILLING, "python")}
+    assert set(found) == {"format_receipt", "settle_amount", "LedgerWriter", "LedgerWriter.append"}
+    lines = BILLING.split("\n")
+    settle = found["settle_amount"]
+    assert (
+        lines[settle.start - 1].startswith("def settle_amount")
+        and lines[settle.end - 1].strip() == "return round(value)"
+    )
+    assert settle.embedding_text.startswith("settle amount (def).") and len(settle.embedding_text) <= 120
+    assert "rounding" in settle.search_text
+    assert file_chunks("notes.txt", "just text", None) == []
+
+
+def test_chunks_are_written_replaced_and_removed_with_their_file(project: Project):
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    stored = chunks(project)
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "settle_amount",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert all(r["vector"] is not None for r in stored.values())
+    assert "src/billing.py#10-16" in stored  # keyed by path and 1-based line range
+
+    # index_file: the changed file's chunks are replaced, the others' untouched
+    billing = project.root / "src/billing.py"
+    billing.write_text(BILLING.replace("settle_amount", "round_to_cents"), encoding="utf-8")
+    index_files(project, [billing], summarizer="local")
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "round_to_cents",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+
+    # crawl after a change: replaced again, without duplicates
+    billing.write_text(BILLING, encoding="utf-8")
+    crawl(project, summarizer="local")
+    assert names(project, "src/billing.py") == {
+        "format_receipt",
+        "settle_amount",
+        "LedgerWriter",
+        "LedgerWriter.append",
+    }
+
+    # a deleted file: its chunks go with its row (crawl, and index_file of the missing path)
+    (project.root / "web/cart.js").unlink()
+    out = crawl(project, summarizer="local")
+    assert out["removed_files"] == ["web/cart.js"] and names(project, "web/cart.js") == set()
+    billing.unlink()
+    index_files(project, [billing], summarizer="local")
+    assert names(project, "src/billing.py") == set()
+    assert {r["file_path"] for r in chunks(project).values()} == {"src/shipping.py", "cmd/main.go"}
+
+
+def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(project: Project):
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    row = Project.open(project.root).db.open_table(CODE_TABLE).search().where("id = 'src/billing.py'").to_list()[0]
+    assert "rounding" not in row["summary"]  # only the body says it
+    hit = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")["results"][0]
+    assert hit["file_path"] == "src/billing.py"
+    assert hit["lines"] == [10, 16] and hit["symbol"] == "settle_amount"
+
+
+def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(project: Project):
+    filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
+    make_tree(project.root, {**TREE, "src/billing.py": filler + BILLING + filler})
+    crawl(project, summarizer="local")
+    hit = recall(
+        Project.open(project.root),
+        "where do we round halves to the even cent?",
+        scope="code",
+        mode="exact",
+        max_chars=600,
+    )["results"][0]
+    assert hit["file_path"] == "src/billing.py" and "content" not in hit
+    start, end = hit["lines"]
+    lines = (project.root / "src/billing.py").read_text().splitlines()
+    assert lines[start - 1].startswith("def settle_amount")
+    shown = [e for e in hit["excerpts"] if e["lines"] == f"{start}-{end}"]
+    assert shown and "banker's rounding" in shown[0]["text"], hit["excerpts"]
+    assert shown[0]["text"] == "\n".join(lines[start - 1 : end])
+    assert sum(len(e["text"]) for e in hit["excerpts"]) <= 600
+
+
+def test_the_full_text_index_finds_a_split_identifier(project: Project):
+    # "unitPrice" appears only inside a function body, never as a symbol
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    db = Project.open(project.root).db
+    for name, column in ((CODE_TABLE, "file_path"), (CHUNKS_TABLE, "file_path")):
+        table = db.open_table(name)
+        found = table.search("unit price", query_type="fts", fts_columns=FTS_COLUMN).select([column]).to_list()
+        assert [r[column] for r in found][:1] == ["web/cart.js"], name
+
+
+def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
+    """The questions of a Gemini reply entry are kept and searched (lexical and vector fields)."""
+    from contextware.codeindex.gemini_summary import SourceFile, validate_entry
+    from contextware.codeindex.indexer import Report, _Work, _Writer
+    from contextware.codeindex.source_text import Candidate
+
+    entry = {"summary": "Shipping labels.", "symbols": [], "questions": ["where are parcels stickered?", 3, " "]}
+    summary = validate_entry(SourceFile("src/shipping.py", TREE["src/shipping.py"], "python"), entry)
+    assert summary.questions == ["where are parcels stickered?"]
+    assert validate_entry(SourceFile("a.py", "x", "python"), {"summary": "S.", "symbols": []}).questions == []
+
+    make_tree(project.root)
+    path = project.root / "src/shipping.py"
+    writer = _Writer(project, Report())
+    st = path.stat()
+    writer.add(
+        _Work(Candidate("src/shipping.py", path, st.st_mtime, st.st_size), path.read_text(), "h"), summary, "gemini"
+    )
+    writer.flush()
+    table = Project.open(project.root).db.open_table(CODE_TABLE)
+    found = table.search("stickered", query_type="fts", fts_columns=FTS_COLUMN).select(["id", "questions"]).to_list()
+    assert [(r["id"], r["questions"]) for r in found] == [("src/shipping.py", ["where are parcels stickered?"])]
+
+
+def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
+    """An index written before chunks existed (no code_chunks table) is re-indexed once."""
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    Project.open(project.root).db.conn.drop_table(CHUNKS_TABLE)
+    out = crawl(Project.open(project.root), summarizer="local")
+    assert out["indexed"] == len(TREE)
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
+
+
+def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project: Project):
+    """Code search reads its own rows (files and definitions): both are checked like every table's."""
+    import pytest
+
+    from contextware.errors import DamagedDataError
+
+    write_tree(project.root, {"src/billing.py": BILLING})
+    crawl(project, summarizer="local")
+    question = "where do we round amounts to whole cents?"
+    assert recall(Project.open(project.root), question, scope="code")["results"]
+    for table, column in ((CHUNKS_TABLE, "text"), (CODE_TABLE, "summary")):
+        db = Project.open(project.root).db
+        db.open_table(table).update(where="file_path = 'src/billing.py'", values={column: "tampered"})
+        with pytest.raises(DamagedDataError):
+            recall(Project.open(project.root), question, scope="code")
+        crawl(Project.open(project.root), summarizer="local", force=True)  # a re-index writes them anew
