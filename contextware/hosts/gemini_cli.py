@@ -46,7 +46,7 @@ USER_KEY = "gemini:user"
 
 
 def hook_definitions(runner: Runner) -> dict[str, dict]:
-    command = runner.command("hook.py")
+    command = runner.hook_command("hook.py")
     out = {}
     for event, (timeout, description) in HOOK_EVENTS.items():
         name = settings_merge.HOOK_NAME_PREFIX + "".join("-" + c.lower() if c.isupper() else c for c in event).lstrip(
@@ -229,7 +229,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
         linked=bool(link or already),
         linked_now=linked_now,
         runner=runner.kind,
-        hook_command=runner.command("hook.py"),
+        hook_command=runner.hook_command("hook.py"),
         mcp_server=mcp_server(runner),
         warnings=warnings + _mcp_warning(),
     )
@@ -339,7 +339,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
         written=written,
         project_root=str(root),
         runner=runner.kind,
-        hook_command=runner.command("hook.py"),
+        hook_command=runner.hook_command("hook.py"),
         mcp_server=mcp_server(runner),
         warnings=warnings + _mcp_warning(),
         next=f"Start gemini in {root}.",

@@ -50,6 +50,21 @@ class Runner:
     def command(self, script: str) -> str:
         return shlex.join(self.argv(script))
 
+    def hook_command(self, script: str) -> str:
+        """Hooks start on every turn: the environment's Python runs the script directly (``uv run``
+        would add its own resolution to each start); the script imports only the standard library
+        before it asks the resident service."""
+        if self.kind == "uv":
+            return shlex.join([str(environment_python()), f"{skill_dir()}/scripts/{script}"])
+        return self.command(script)
+
+
+def environment_python() -> Path:
+    """The Python of the skill's environment, as ``uv sync --project <skill_dir>`` makes it."""
+    raw = os.environ.get("UV_PROJECT_ENVIRONMENT")
+    base = Path(raw) if raw else Path(".venv")
+    return (base if base.is_absolute() else skill_dir() / base) / "bin" / "python"
+
 
 def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> tuple[int, str, str]:
     """Run a helper program in its own process group; killed with its children after ``timeout``."""

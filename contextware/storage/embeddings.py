@@ -222,7 +222,10 @@ def preload_in_background(embedder: Embedder) -> threading.Thread | None:
         except Exception:  # noqa: BLE001 - the error is kept and raised again on use
             pass
 
-    thread = threading.Thread(target=run, name="contextware-model-load", daemon=True)
+    # Not a daemon: the interpreter waits for it before exiting.  A process that exits while this
+    # thread is inside onnxruntime's native code aborts (SIGABRT, exit 134), which fast failures
+    # (bad input, a read-only data dir) did 5-85 % of the time.
+    thread = threading.Thread(target=run, name="contextware-model-load", daemon=False)
     thread.start()
     return thread
 

@@ -67,6 +67,11 @@ def _runner(kind: str, tmp_path: Path) -> tuple[list[str], dict[str, str], str, 
     return ["--python", py], {}, "python", [py]
 
 
+def _hook_argv(kind: str, argv: list[str]) -> list[str]:
+    """Hooks never start through ``uv run``: the uv runner's hooks run the skill environment's Python."""
+    return [str(REPO / ".venv" / "bin" / "python")] if kind == "uv" else argv
+
+
 def _install(root: Path, opts: list[str], env: dict[str, str]):
     res = run_script("install", "gemini", "--project", *opts, cwd=root, env=env)
     assert res.returncode == 0, res.stdout + res.stderr[-2000:]
@@ -109,7 +114,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
 
     opts2, env2, kind2, argv2 = _runner(second, tmp_path)
     two = _install(project_dir, opts2, env2)
-    hook_command = shlex.join([*argv2, f"{REPO}/scripts/hook.py"])
+    hook_command = shlex.join([*_hook_argv(second, argv2), f"{REPO}/scripts/hook.py"])
     mcp = {"command": argv2[0], "args": [*argv2[1:], f"{REPO}/scripts/mcp_server.py"]}
     assert two["changed"] is True and two["runner"] == kind2
     assert two["written"] == [".gemini/settings.json"]  # the skill is the same for every runner
@@ -198,7 +203,7 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
         "hooks/hooks.json",
     ]
 
-    hook_command = shlex.join([*argv2, f"{REPO}/scripts/hook.py"])
+    hook_command = shlex.join([*_hook_argv("uv", argv2), f"{REPO}/scripts/hook.py"])
     hooks = json.loads((ext / "hooks" / "hooks.json").read_text())["hooks"]
     assert sorted(hooks) == sorted(EVENTS)
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())
