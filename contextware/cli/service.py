@@ -48,7 +48,9 @@ def handle(args: argparse.Namespace) -> dict:
         try:
             client.ensure_running(ep)  # ServiceUnsafe (exit 1) for a folder or socket that is not private
         except client.Unavailable as exc:
-            raise ContextwareError(f"The service did not start ({exc}); see {ep.log}.", code="service_unavailable") from None
+            raise ContextwareError(
+                f"The service did not start ({exc}); see {ep.log}.", code="service_unavailable"
+            ) from None
     try:
         status = client.exchange(ep, {"op": "status"}, timeout=5.0)
     except client.Unavailable:

@@ -115,7 +115,9 @@ def sync_environment(runner: Runner) -> None:
     """``uv sync --project <skill_dir>`` once, so the ``--no-sync`` hook runs find an environment."""
     if runner.kind != "uv":
         return
-    rc, _, err = run_tool([runner.exe, "sync", "--project", str(skill_dir())], UV_SYNC_TIMEOUT)
+    # Compiled once here: the project no longer sets compile-bytecode, which made every `uv run`
+    # re-compile the whole environment.
+    rc, _, err = run_tool([runner.exe, "sync", "--compile-bytecode", "--project", str(skill_dir())], UV_SYNC_TIMEOUT)
     if rc != 0:
         raise ContextwareError(
             f"uv sync --project {skill_dir()} failed ({_last_line(err)}); nothing was installed.", code="uv_sync_failed"

@@ -138,7 +138,7 @@ class Service:
                 return
             try:
                 conn, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 if time.monotonic() - self.last_request > self.idle_s:
                     log(f"idle for {self.idle_s:.0f} s: exiting")
                     return

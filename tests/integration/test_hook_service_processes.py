@@ -44,7 +44,14 @@ def _data_dir(project_dir: Path) -> Path:
 
 
 def test_before_agent_through_the_service_matches_in_process(project_dir, services):
-    run("save_fact", "Never deploy on Fridays", "--kind", "constraint", cwd=project_dir, env={"CONTEXTWARE_SERVICE": "off"})
+    run(
+        "save_fact",
+        "Never deploy on Fridays",
+        "--kind",
+        "constraint",
+        cwd=project_dir,
+        env={"CONTEXTWARE_SERVICE": "off"},
+    )
     payload = event("BeforeAgent", project_dir, prompt="can we deploy on friday?")
     served = hook(payload, project_dir)
     info = status(project_dir)
@@ -65,7 +72,9 @@ def test_after_agent_with_the_service_down_is_spooled_then_saved_once(project_di
     check_folder(ep, create=True)
     with open(ep.server_lock, "w") as held:  # a service that cannot start: the lock is taken
         fcntl.flock(held, fcntl.LOCK_EX)
-        turn = event("AfterAgent", project_dir, prompt="rename the cache module", prompt_response="Renamed it to store.")
+        turn = event(
+            "AfterAgent", project_dir, prompt="rename the cache module", prompt_response="Renamed it to store."
+        )
         out = hook(turn, project_dir)
         assert (out.returncode, out.stdout) == (0, "")
         lines = (data_dir / spool.SPOOL).read_text().splitlines()
@@ -137,3 +146,32 @@ def test_twenty_fast_failures_never_abort(project_dir, writable_again):
         codes.append(hook(turn, project_dir, env={"CONTEXTWARE_SERVICE": "off"}, prefix=prefix).returncode)
         codes.append(run("save_fact", "x", "--kind", "bogus", cwd=project_dir, prefix=prefix).returncode)
     assert 134 not in codes and set(codes) <= {0, 2}
+
+
+HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
+
+
+@pytest.mark.parametrize("script, argv", [("hook", []), ("recall", ["--query", "can we deploy on friday?"])])
+def test_warm_path_imports_only_the_standard_library(project_dir, services, script, argv):
+    run("save_fact", "Never deploy on Fridays", cwd=project_dir, env={"CONTEXTWARE_SERVICE": "off"})
+    assert run("service", "start", cwd=project_dir).json["running"] is True
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = [{str(SCRIPTS / (script + '.py'))!r}, *{argv!r}]\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+        "sys.stderr.write('HEAVY=' + ','.join(heavy))\n"
+    )
+    payload = event("BeforeAgent", project_dir, prompt="can we deploy on friday?") if script == "hook" else None
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=project_dir,
+        env={**os.environ, **ON},
+        timeout=120,
+    )
+    assert "Never deploy on Fridays" in out.stdout
+    assert out.stderr.split("HEAVY=")[-1].strip() == ""
+    assert status(project_dir)["requests"] >= 1

@@ -121,7 +121,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
     assert two["hook_command"] == hook_command and two["mcp_server"] == mcp
     if "uv" in (first, second):
         calls = (tmp_path / "fake-uv-bin" / "calls.log").read_text().splitlines()
-        assert calls == [f"sync --project {REPO}"]  # only the uv install synced
+        assert calls == [f"sync --compile-bytecode --project {REPO}"]  # only the uv install synced
 
     data = json.loads(path.read_text())
     ours = _ours(data)
