@@ -189,7 +189,8 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     home = Path(os.environ["CONTEXTWARE_HOME"])
     gemini_home = Path(os.environ["GEMINI_CLI_HOME"])
     before_home, before_gemini = _tree(home), _tree(gemini_home)
-    opts1, env1, _, _argv1 = _runner("python", tmp_path)
+    # another Python than the environment's: the uv runner's hooks run the environment's Python
+    opts1, env1, _, _argv1 = _runner("other-python", tmp_path)
     opts2, env2, _, argv2 = _runner("uv", tmp_path)
 
     one = run_script("install", "gemini", "--no-link", *opts1, cwd=project_dir, env=env1)
