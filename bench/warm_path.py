@@ -1,6 +1,6 @@
 """The warm path: hooks and scripts with and without the resident service, as agents and hosts run them.
 
-    uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0]
+    uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0] [--gemini-turns 0]
 
 Project: 10,000 memory rows (8,000 facts, 2,000 episodes, embedded with the real model) and a code
 index of 300 standard-library files (local summariser), built once and cached under
@@ -16,7 +16,9 @@ Each path is timed from process start to exit, as the caller sees it:
 each with a warm service (``CONTEXTWARE_SERVICE=auto``, started beforehand) and without one
 (``CONTEXTWARE_SERVICE=off``: the in-process path, as every call was before the service).  "cold"
 is the first call with no service running (it starts one and leaves it warm).  ``--aborts N`` also
-runs N fast-failing calls (bad input, in-process) and counts exits with code 134 (SIGABRT).
+runs N fast-failing calls (bad input, in-process) and counts exits with code 134 (SIGABRT);
+``--gemini-turns N`` times real Gemini CLI turns (``CONTEXTWARE_TEST_GEMINI_BIN``, against the local
+fake API of the tests) without and with the hooks installed in the project.
 Prints medians and p95 in milliseconds as one JSON document.
 """
 
@@ -183,11 +185,63 @@ def _service(root: Path, env: dict, action: str) -> dict:
     return json.loads(proc.stdout)
 
 
+def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
+    """A real Gemini CLI turn against the local fake API, without and with the extension's hooks
+    installed in the project (medians of ``turns`` turns after the first)."""
+    import tempfile
+
+    from tests.fake_gemini_api import FakeGeminiAPI
+    from tests.gemini_fixtures import make_gemini_env, write_gemini_home
+
+    gemini = os.environ.get("CONTEXTWARE_TEST_GEMINI_BIN") or shutil.which("gemini")
+    if not gemini:
+        return {"skipped": "no Gemini CLI (set CONTEXTWARE_TEST_GEMINI_BIN)"}
+    api = FakeGeminiAPI().start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            home = write_gemini_home(Path(tmp) / "home")
+            (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+            ours = {k: v for k, v in base_env.items() if k.startswith("CONTEXTWARE_")}
+            env = {**make_gemini_env(home, api.base_url, tmpdir=Path(tmp) / "t"), **ours}
+
+            def timed() -> dict:
+                samples = []
+                for i in range(turns + 1):
+                    cmd = [
+                        gemini,
+                        "-m",
+                        "gemini-2.5-flash",
+                        "-o",
+                        "json",
+                        "-p",
+                        f"Question {i}: which queue does billing use?",
+                    ]
+                    took, proc = _run(cmd, root, env)
+                    assert proc.returncode == 0, proc.stderr[-2000:]
+                    samples.append(took)
+                return _stats(samples[1:])
+
+            install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
+            without = timed()
+            _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
+            try:
+                with_hooks = timed()
+            finally:
+                _run([*install, "uninstall", "--project"], root, env)
+                _service(root, env, "stop")
+    finally:
+        api.stop()
+    return {"without": without, "with extension": with_hooks, "added_p50": with_hooks["p50"] - without["p50"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="runs of each warm path")
     parser.add_argument("--cold-runs", type=int, default=6, help="runs of each path without a service")
     parser.add_argument("--aborts", type=int, default=0, help="fast-failing runs to count SIGABRT exits in")
+    parser.add_argument(
+        "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with hooks"
+    )
     args = parser.parse_args()
     root = cache_root() / "project"
     home = cache_root() / "home"
@@ -282,6 +336,8 @@ def main() -> None:
             "sigabrt_134": codes.count(134),
             "exit_codes": sorted(set(codes)),
         }
+    if args.gemini_turns:
+        report["gemini_cli_turn_ms"] = gemini_turns(root, args.gemini_turns, on)
     report["load_average_at_end"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2))
 

@@ -43,6 +43,7 @@ MAX_LOG_BYTES = 1 << 20
 # runs and installs stay in the caller's process (long, or they spawn Gemini CLI with its environment).
 QUICK = {"save", "recall", "context", "store"}
 QUICK_MEMORY_ACTIONS = {"list", "get", "update", "delete", "stats"}
+READS_STDIN = {"save", "memory", "store"}  # commands that take "-" for standard input
 
 
 class Unavailable(Exception):
@@ -329,7 +330,7 @@ def run_command(command: str, argv: Sequence[str], prog: str) -> int | None:
     if data_dir is None or not data_dir.is_dir():
         return None  # nothing saved yet: the first write creates the data dir in-process
     stdin = None
-    if "-" in argv:
+    if "-" in argv and command in READS_STDIN:
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")  # the in-process retry reads it again
         stdin = base64.b64encode(data).decode("ascii")
