@@ -294,7 +294,7 @@ def main() -> None:
     report["load_average_at_start"] = os.getloadavg()[0]
     _service(root, on, "stop")
     results: dict = {}
-    for name, (cmd, stdin) in paths.items():
+    for name, (cmd, stdin) in paths.items() if args.runs and args.cold_runs else ():
         if "before:" in name:
             modes = [("no service", off, args.cold_runs)]
         else:

@@ -52,7 +52,7 @@ def handle(args: argparse.Namespace) -> dict:
                 f"The service did not start ({exc}); see {ep.log}.", code="service_unavailable"
             ) from None
     try:
-        status = client.exchange(ep, {"op": "status"}, timeout=5.0)
+        status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
     except client.Unavailable:
         return {"mode": client.mode(), "running": False, "socket": str(ep.socket)}
     return {"mode": client.mode(), **{k: v for k, v in status.items() if k != "ok"}}

@@ -77,12 +77,14 @@ def answer(data: str) -> str:
             return _in_process(data, data_dir, event)
         ep = client.endpoint(data_dir)
         try:
-            client.notify(ep, {"op": "drain"})
-        except client.Unavailable:
             try:
+                client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
+            except client.Unavailable as exc:
+                if isinstance(exc, client.VersionMismatch):
+                    client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
                 client.start_detached(ep)  # it drains the spool as it starts
-            except (client.Unavailable, client.ServiceUnsafe):
-                return _in_process("", data_dir, event)
+        except (client.Unavailable, client.ServiceUnsafe):
+            return _in_process("", data_dir, event)  # no service can be had: save the spool here
         return ""
     try:
         reply = client.call(data_dir, {"op": "hook", "stdin": data, "cwd": here, "env": env}, HOOK_TIMEOUT_S)

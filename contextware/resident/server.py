@@ -177,8 +177,10 @@ class Service:
         elif op == "run":
             log(f"run {request.get('command')} {request.get('id')}")
             self._reply(conn, self.run(request))
+            log(f"done {request.get('id')} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "hook":
             self._reply(conn, self.hook(request))
+            log(f"hook answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         else:
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Unknown op {op!r}."}})
         self.last_request = time.monotonic()

@@ -37,6 +37,7 @@ from contextware.service.protocol import (
 CONNECT_TIMEOUT_S = 0.1
 START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer waits for the warm-up
 COMMAND_TIMEOUT_S = 300.0  # writes wait up to 120 s for the table lock
+STATUS_TIMEOUT_S = 60.0  # a service answers once warmed up (seconds on a busy machine)
 MAX_LOG_BYTES = 1 << 20
 
 # Commands answered by the service: quick work on an open database.  Crawls, watch, offloads, index
@@ -243,7 +244,7 @@ def ensure_running(ep: Endpoint, wait_s: float = START_WAIT_S) -> None:
 def stop(ep: Endpoint, wait_s: float = 10.0) -> dict[str, Any]:
     """Ask the service to exit and wait until it is gone; kill it when it does not go."""
     try:
-        status = exchange(ep, {"op": "status"}, timeout=5.0)
+        status = exchange(ep, {"op": "status"}, timeout=STATUS_TIMEOUT_S)
     except VersionMismatch as exc:
         status = exc.answer
     except Unavailable:
