@@ -225,13 +225,24 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
             without = timed()
             _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
             try:
-                with_hooks = timed()
+                with_extension = timed()
+                settings = root / ".gemini" / "settings.json"
+                data = json.loads(settings.read_text())
+                data.pop("mcpServers", None)  # the hooks alone: the CLI also starts MCP servers every turn
+                settings.write_text(json.dumps(data, indent=2))
+                hooks_only = timed()
             finally:
                 _run([*install, "uninstall", "--project"], root, env)
                 _service(root, env, "stop")
     finally:
         api.stop()
-    return {"without": without, "with extension": with_hooks, "added_p50": with_hooks["p50"] - without["p50"]}
+    return {
+        "without": without,
+        "with extension (hooks + MCP server)": with_extension,
+        "with the hooks only": hooks_only,
+        "added_p50": with_extension["p50"] - without["p50"],
+        "added_p50_hooks_only": hooks_only["p50"] - without["p50"],
+    }
 
 
 def main() -> None:
