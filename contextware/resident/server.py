@@ -181,6 +181,9 @@ class Service:
         elif op == "hook":
             self._reply(conn, self.hook(request))
             log(f"hook answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+            conn.close()
+            if spool.pending(self.data_dir):
+                self.drain_spool()  # turns a poke missed: saved after the answer, off the turn's path
         else:
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Unknown op {op!r}."}})
         self.last_request = time.monotonic()
@@ -224,8 +227,6 @@ class Service:
     def hook(self, request: dict[str, Any]) -> dict[str, Any]:
         from contextware.hosts.hooks import run_hook
 
-        if self.data_dir.is_dir() and spool.pending(self.data_dir):
-            self.drain_spool()  # earlier turns first
         with caller_context(request.get("cwd"), request.get("env") or {}):
             out = run_hook(str(request.get("stdin") or ""))
         return {"ok": True, "stdout": out}
