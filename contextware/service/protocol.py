@@ -1,6 +1,6 @@
 """Where a project's service listens, how that place is checked, and what travels over the socket.
 
-The socket lives in a short private folder, ``$XDG_RUNTIME_DIR`` (else the temp dir) /
+The socket lives in a short private folder, ``$XDG_RUNTIME_DIR`` (else ``/tmp``) /
 ``contextware-<uid>-<hash of the data dir>``: Unix socket paths are limited to ~104-108 bytes, so
 the data dir itself (anywhere, any length) cannot hold it.  The folder must be the user's own with
 mode 0700 and the socket 0600; anything else is refused rather than used.
@@ -62,12 +62,12 @@ class Endpoint:
 
 
 def runtime_base() -> Path:
+    """``$XDG_RUNTIME_DIR``, else ``/tmp``.  ``TMPDIR`` is not followed on purpose: callers of one
+    project with different temp dirs (a host gives its hooks its own) must meet at one socket."""
     raw = os.environ.get("XDG_RUNTIME_DIR")
     if raw and os.path.isdir(raw):
         return Path(raw)
-    import tempfile  # ~4 ms: only where no runtime dir is set
-
-    return Path(tempfile.gettempdir())
+    return Path("/tmp")
 
 
 def endpoint(data_dir: Path) -> Endpoint:
