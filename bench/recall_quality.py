@@ -1,5 +1,6 @@
 """Retrieval quality of recall on bench/data/memory_eval.json: hybrid recall next to plain vector
-search and plain BM25 (the native full-text index alone).
+search and plain BM25 (the native full-text index alone), the confidence gate on questions whose
+answer is not in memory, and supersession (a newer fact that replaced an older one).
 
     uv run bench/recall_quality.py                # report on the held-out test split
     uv run bench/recall_quality.py --split all    # or tune, or all
@@ -13,7 +14,10 @@ question: "vector" ranks by cosine similarity alone, "bm25" by the full-text sco
 
 recall@k: the share of answerable questions with an answer among the first k results.
 no_answer_empty: the share of unanswerable questions for which nothing is returned (hybrid: the
-floor; vector: never; bm25: no word of the question is in the index).
+floor and the confidence gate at recall's default ``recall_min_confidence``; "hybrid_hook": at the
+prompt hook's ``hook_min_confidence``; vector: never; bm25: no word of the question is in the index).
+supersession_right: questions about a fact that superseded another, answered by the newer fact first
+(the older one is never shown).
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from contextware.memory import confidence as confidence_mod
 from contextware.memory import recall as recall_mod
 from contextware.memory import records
+from contextware.storage.config import DEFAULTS
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.project import Project
 
@@ -42,9 +48,11 @@ CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x 
 
 def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
     ids: dict[str, str] = {}
+    by_key: dict[str, str] = {}
     for item in items:
         if item["type"] == "fact":
-            out = records.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"))
+            old = by_key.get(item.get("supersedes", ""))
+            out = records.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"), supersedes=old)
         else:
             out = records.save_episode(
                 project,
@@ -55,6 +63,7 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
                 topics=item.get("topics"),
             )
         ids[out["id"]] = item["key"]
+        by_key[item["key"]] = out["id"]
     return ids
 
 
@@ -81,9 +90,10 @@ def plain_candidates(project: Project, questions: list[str]) -> dict[str, list[d
     return {q: search(project, q, v) for q, v in zip(questions, vecs, strict=False)}
 
 
-def ranking(hits: list[dict], method: str, **params) -> list[str]:
+def ranking(hits: list[dict], method: str, query: str = "", **params) -> list[str]:
     if method == "hybrid":
-        return [h["row"]["id"] for h in recall_mod.select([dict(h) for h in hits], LIMIT, **params)]
+        params.setdefault("min_confidence", DEFAULTS["recall_min_confidence"])
+        return [h["row"]["id"] for h in recall_mod.select([dict(h) for h in hits], LIMIT, query=query, **params)]
     key = "similarity" if method == "vector" else "bm25"
     scored = [h for h in hits if h[key] is not None and (method == "vector" or h[key] > 0)]
     return [h["row"]["id"] for h in sorted(scored, key=lambda h: -h[key])][:LIMIT]
@@ -92,10 +102,10 @@ def ranking(hits: list[dict], method: str, **params) -> list[str]:
 def evaluate(cands: dict, questions: list[dict], no_answer: list[dict], ids: dict, method: str, **params) -> dict:
     hits = [0, 0, 0]
     for q in questions:
-        order = [ids[i] for i in ranking(cands[q["q"]], method, **params)]
+        order = [ids[i] for i in ranking(cands[q["q"]], method, q["q"], **params)]
         for j, k in enumerate((1, 3, 5)):
             hits[j] += bool(set(q["answers"]) & set(order[:k]))
-    empty = sum(not ranking(cands[q["q"]], method, **params) for q in no_answer)
+    empty = sum(not ranking(cands[q["q"]], method, q["q"], **params) for q in no_answer)
     n = len(questions)
     return {
         "recall@1": round(hits[0] / n, 3),
@@ -105,13 +115,55 @@ def evaluate(cands: dict, questions: list[dict], no_answer: list[dict], ids: dic
     }
 
 
+def supersession(cands: dict, pairs: list[dict], ids: dict) -> dict:
+    """A question about a fact that was superseded: right when the newer fact comes first and the
+    older one is not shown at all."""
+    right = 0
+    for p in pairs:
+        order = [ids[i] for i in ranking(cands[p["q"]], "hybrid", p["q"], min_confidence=0.0)]
+        right += bool(order) and order[0] == p["answer"] and p["superseded"] not in order
+    return {"supersession_right": f"{right}/{len(pairs)}"}
+
+
+def fit_confidence(cands: dict, qs: list[dict], na: list[dict], ids: dict, top: int = 3) -> dict[str, float]:
+    """Logistic regression (Newton's method, a little L2) of "this candidate is an answer" on the
+    confidence signals of the first ``top`` candidates of every tune question: answers are
+    positives; other candidates, and every candidate of an unanswerable question, negatives."""
+    import numpy as np
+
+    xs, ys = [], []
+    for q in qs + na:
+        hits = [dict(h) for h in cands[q["q"]]]
+        for h in hits:
+            h["score"] = recall_mod.fuse(h["similarity"], h["bm25"])
+        feats = confidence_mod.features(hits, q["q"])
+        for h, f in sorted(zip(hits, feats, strict=True), key=lambda p: -p[0]["score"])[:top]:
+            xs.append([1.0, *(f[k] for k in confidence_mod.FEATURES)])
+            ys.append(float(ids[h["row"]["id"]] in q.get("answers", ())))
+    x, y = np.array(xs), np.array(ys)
+    w = np.zeros(x.shape[1])
+    ridge = 0.01 * np.diag([0.0] + [1.0] * (x.shape[1] - 1))
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-x @ w))
+        grad = x.T @ (p - y) + ridge @ w
+        hess = (x * (p * (1 - p))[:, None]).T @ x + ridge
+        w -= np.linalg.solve(hess, grad)
+    return {
+        "bias": round(float(w[0]), 3),
+        **{k: round(float(v), 3) for k, v in zip(confidence_mod.FEATURES, w[1:], strict=True)},
+    }
+
+
 def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     """Stage 1: expansion weight and BM25 weight/half for recall@3 (then @1, @5) with no floor.
     Stage 2: the floor, two standard deviations below the mean best relevance of the answerable tune
     questions, so that it silences only questions unlike anything in memory (a floor chosen for the
     best recall/no-answer trade-off on tune, or just below the least relevant answerable tune
     question, did not carry over to the test split: unanswerable questions about the same project
-    resemble its memories as much as hard paraphrases do; see the printed curve).  Stage 3: the tightest margin costing no recall@5."""
+    resemble its memories as much as hard paraphrases do; see the printed curve).  Stage 3: the
+    tightest margin costing no recall@5.  Stage 4: the confidence weights (``fit_confidence``),
+    then the gates: recall's default costs at most 2 points of recall@3 on tune, the prompt hook's
+    at most 5 (it injects unasked: silence is cheap there)."""
     texts = [q["q"] for q in qs + na]
     saved = recall_mod.EXPANSION_WEIGHT
     best = None
@@ -119,28 +171,32 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
         recall_mod.EXPANSION_WEIGHT = lam
         cands = hybrid_candidates(project, texts)
         for weight, half in itertools.product((0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5), (1, 2, 4, 8, 16, 32)):
-            m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=-1.0, margin=9.0)
+            m = evaluate(
+                cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=-1.0, margin=9.0, min_confidence=0.0
+            )
             key = (m["recall@3"], m["recall@1"], m["recall@5"])
             if best is None or key > best[0]:
                 best = (key, lam, weight, half, cands)
     recall_mod.EXPANSION_WEIGHT = saved
     (r3, _, r5), lam, weight, half, cands = best
+    fixed = {"weight": weight, "half": half, "min_confidence": 0.0}
     curve = []
     for f in [x / 200 for x in range(30, 91)]:
-        m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=f, margin=9.0)
+        m = evaluate(cands, qs, na, ids, "hybrid", floor=f, margin=9.0, **fixed)
         curve.append((f, m["recall@3"], m["no_answer_empty"]))
     best = [max(h["relevance"] for h in cands[q["q"]]) for q in qs]
     mean = sum(best) / len(best)
     sd = (sum((b - mean) ** 2 for b in best) / (len(best) - 1)) ** 0.5
     floor = int((mean - 2 * sd) * 200) / 200  # rounded down to the grid
-    r5_floor = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=9.0)["recall@5"]
+    r5_floor = evaluate(cands, qs, na, ids, "hybrid", floor=floor, margin=9.0, **fixed)["recall@5"]
     margin = 9.0
     for mg in (0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04):
-        m = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=mg)
+        m = evaluate(cands, qs, na, ids, "hybrid", floor=floor, margin=mg, **fixed)
         if m["recall@5"] < r5_floor:
             break
         margin = mg
-    final = evaluate(cands, qs, na, ids, "hybrid", weight=weight, half=half, floor=floor, margin=margin)
+    fixed.pop("min_confidence")
+    gates = tune_gates(cands, qs, na, ids, floor=floor, margin=margin, **fixed)
     return {
         "tuned_on": "tune",
         "EXPANSION_WEIGHT": lam,
@@ -148,15 +204,44 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
         "BM25_HALF": half,
         "FLOOR": floor,
         "MARGIN": margin,
-        **final,
+        **gates,
         "unfloored": {"recall@3": r3, "recall@5": r5},
         "floor_curve (floor, recall@3, no_answer_empty)": curve,
+    }
+
+
+def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, **params) -> dict:
+    """Stage 4 alone (``--tune-confidence``, with the fusion constants as they are): the confidence
+    weights, then recall's default gate (the highest costing at most 2.5 points of recall@3 on tune)
+    and the prompt hook's (at most 5 points: it injects unasked, so silence is cheap there)."""
+    weights = fit_confidence(cands, qs, na, ids)
+    saved_weights = dict(confidence_mod.WEIGHTS)
+    confidence_mod.WEIGHTS.update(weights)
+    gate_curve = []
+    for g in [x / 100 for x in range(0, 61, 5)]:
+        m = evaluate(cands, qs, na, ids, "hybrid", min_confidence=g, **params)
+        gate_curve.append((g, m["recall@3"], m["no_answer_empty"]))
+    top_r3 = gate_curve[0][1]
+    recall_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.025)
+    hook_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.05)
+    final = evaluate(cands, qs, na, ids, "hybrid", min_confidence=recall_gate, **params)
+    confidence_mod.WEIGHTS.clear()
+    confidence_mod.WEIGHTS.update(saved_weights)
+    return {
+        "confidence.WEIGHTS": weights,
+        "recall_min_confidence": recall_gate,
+        "hook_min_confidence": hook_gate,
+        **final,
+        "gate_curve (min_confidence, recall@3, no_answer_empty)": gate_curve,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tune", action="store_true", help="calibrate the constants on the tune split")
+    parser.add_argument(
+        "--tune-confidence", action="store_true", help="calibrate only the confidence weights and gates"
+    )
     parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
@@ -170,12 +255,17 @@ def main() -> None:
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0
-        if args.tune:
-            result = tune(project, pick(data["questions"], "tune"), pick(data["no_answer"], "tune"), ids)
+        if args.tune or args.tune_confidence:
+            qs, na = pick(data["questions"], "tune"), pick(data["no_answer"], "tune")
+            if args.tune:
+                result = tune(project, qs, na, ids)
+            else:
+                result = tune_gates(hybrid_candidates(project, [q["q"] for q in qs + na]), qs, na, ids)
             print(json.dumps(result))
             return
         qs, na = pick(data["questions"], args.split), pick(data["no_answer"], args.split)
-        texts = [q["q"] for q in qs + na]
+        pairs = data.get("supersession", [])
+        texts = [q["q"] for q in qs + na + pairs]
         t0 = time.perf_counter()
         hybrid = hybrid_candidates(project, texts)
         per_query_ms = (time.perf_counter() - t0) * 1000 / len(texts)
@@ -190,7 +280,10 @@ def main() -> None:
         "constants": {
             k: getattr(recall_mod, k) for k in ("EXPANSION_WEIGHT", "BM25_WEIGHT", "BM25_HALF", "FLOOR", "MARGIN")
         },
-        "hybrid": evaluate(hybrid, qs, na, ids, "hybrid"),
+        "min_confidence": {k: DEFAULTS[k] for k in ("recall_min_confidence", "hook_min_confidence")},
+        "hybrid": {**evaluate(hybrid, qs, na, ids, "hybrid"), **supersession(hybrid, pairs, ids)},
+        "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=DEFAULTS["hook_min_confidence"]),
+        "hybrid_ungated": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=0.0),
         "vector": evaluate(plain, qs, na, ids, "vector"),
         "bm25": evaluate(plain, qs, na, ids, "bm25"),
     }

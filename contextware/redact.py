@@ -1,54 +1,492 @@
-"""Redaction of obvious secrets before anything is stored."""
+"""The one redaction layer: every text passes it before it is stored or put in a model's context.
+
+Two detector sets run in order over a text:
+
+1. **Shapes** (``_PATTERNS``, standard-library regexes over the whole text): private-key and PGP
+   blocks, provider tokens (AWS, GitHub, GitLab, npm, Hugging Face, SendGrid, Slack, Stripe, OpenAI,
+   Google, PyPI, JWT), AWS secret access keys, ``DB_PASSWORD=``-style assignments (``_`` counts as a
+   word boundary), JSON/YAML ``"password": "..."`` pairs, passwords in URLs (``redis://:pw@``),
+   ``Authorization: Basic ...``, Azure ``AccountKey=``, ``.netrc`` and kubeconfig fields.
+2. **detect-secrets** (Yelp's plugins, loaded once per process on first use): its provider detectors,
+   its keyword detector and its entropy checks, each candidate passed through its heuristic filters
+   (sequential strings, UUIDs, ids, templates, ``$VAR`` and indirect references).  Only lines that
+   can hold a secret (a long token with a digit, a secret-sounding word, a quote-delimited token)
+   are handed to it, which keeps ordinary code cheap (``bench/redact_cost.py`` measures it).  Its
+   ``scan_line`` is deliberately not used: under ``default_settings`` it reports unfiltered candidates.
+
+Each secret becomes ``[REDACTED:<kind>]`` (the secret part only: ``DB_PASSWORD=[REDACTED:...]``), so
+what the text was about survives.  When detect-secrets is missing the shapes still run.
+"""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
-
-# (name, pattern, group to replace or 0 for the whole match)
-_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
-    (
-        "private_key",
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)"),
-        0,
-    ),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), 0),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}\b"), 0),
-    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}\b"), 0),
-    ("slack_token", re.compile(r"\bxox[abposr]-[0-9A-Za-z\-]{10,}\b"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b"), 0),
-    ("bearer_token", re.compile(r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9._~+/\-]{16,}=*)"), 1),
-    ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@"), 1),
-    (
-        "password_assignment",
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|client[_-]?secret)"
-            r"\s*[:=]\s*[\"']?([^\s\"',;]{6,})"
-        ),
-        1,
-    ),
-]
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 MASK = "[REDACTED]"
+_MASK_RE = re.compile(r"\[REDACTED(?::[a-z_]+)?\]")
+
+# Values that name a secret rather than being one: placeholders, references, templates.
+_PLACEHOLDER = re.compile(
+    r"""^(?:\[REDACTED(?::[a-z_]+)?\]|<[^>]*>|\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%\(?\w*\)?s?|\*+|x+|\.\.\.+|
+        (?:none|null|nil|true|false|undefined|changeme|password|secret|your[_-]?\w*|example\w*|redacted|
+        required|optional|str|string|bytes|int|env|getenv)\W*)$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_NEXT_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# An unquoted value that is code, not a secret: a call, an index, an attribute path.
+_CODE_VALUE = re.compile(r"^[A-Za-z_][\w]*(?:[.(\[]|$)")
+
+_KEYWORDS = (
+    r"(?:passw(?:or)?d|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|"
+    r"client[_-]?secret|credentials?|(?:auth|access|refresh|api|bearer|bot|oauth|session|personal|deploy|"
+    r"github|gitlab|npm|slack|hf)[_-]?token|_?authtoken)"
+)
+# A secret-sounding name ends with its keyword (DB_PASSWORD, aws_secret_access_key, _authToken),
+# optionally followed by a suffix that still names the secret (SECRET_KEY_BASE).
+_NAME_END = r"(?:[_-]?(?:base|value|b64|base64))?"
+
+_SECRET_KEY = re.compile(_KEYWORDS + _NAME_END + r"$", re.IGNORECASE)
 
 
-def redact(text: str) -> tuple[str, dict[str, int]]:
-    """Return the text with secrets masked, and how many of each kind were masked."""
+class _Pattern(NamedTuple):
+    name: str
+    regex: re.Pattern[str]
+    group: int  # the group holding the secret; 0 the whole match; -1 the first of "…", '…', bare
+    check: Callable[[str], bool] | None  # is the candidate a secret (not a placeholder, not code)?
+    needles: tuple[str, ...]  # lowercase; the pattern only runs on lines holding one of them
+
+
+_SNAKE_NAME = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
+
+
+def _secretish(value: str) -> bool:
+    """A quoted or clearly delimited value that is not a placeholder, a template or a snake_case name."""
+    return sum(c.isalnum() for c in value) >= 4 and not _PLACEHOLDER.match(value) and not _SNAKE_NAME.match(value)
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
+
+
+def _unquoted_secretish(value: str) -> bool:
+    """An unquoted value after ``name=``: not a placeholder, not code such as ``request.form[...]``."""
+    if len(value) < 6 or _PLACEHOLDER.match(value) or any(c in value for c in "()[]{}"):
+        return False
+    if _NEXT_ASSIGNMENT.match(value):  # `DB_PASSWORD= DEBUG=1`: an empty value, then the next setting
+        return False
+    return not (_CODE_VALUE.match(value) and not any(c.isdigit() for c in value))
+
+
+def _aws_secret(value: str) -> bool:
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+        and ("/" in value or "+" in value)
+    )
+
+
+def _p(
+    name: str, regex: str, group: int = 0, check: Callable[[str], bool] | None = None, needles: tuple[str, ...] = ()
+) -> _Pattern:
+    return _Pattern(name, re.compile(regex), group, check, needles)
+
+
+_KEY_NEEDLES = (
+    "pass",
+    "pwd",
+    "secret",
+    "apikey",
+    "api_key",
+    "api-key",
+    "accesskey",
+    "access_key",
+    "access-key",
+    "privatekey",
+    "private_key",
+    "private-key",
+    "credential",
+    "authtoken",
+    "_token",
+    "-token",
+)
+# Patterns with needles run only on the lines holding one of them (lowercase); the others run over
+# the whole text (they start with a literal, or must span lines).
+_PATTERNS: list[_Pattern] = [
+    _p(
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)",
+    ),
+    _p(
+        "aws_access_key",
+        r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![A-Z0-9])",
+        needles=("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+    ),
+    _p(
+        "aws_secret_key",
+        r"(?i)secret_?(?:access)?_?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        1,
+        needles=("secret",),
+    ),
+    _p("aws_secret_key", r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", 0, _aws_secret),
+    _p(
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b",
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _p(
+        "gitlab_token",
+        r"\bgl(?:pat|dt|ptt|rt|cbt|soat|ft)-[A-Za-z0-9_\-]{20,}",
+        needles=("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "glsoat-", "glft-"),
+    ),
+    _p("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", needles=("npm_",)),
+    _p("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}\b", needles=("hf_",)),
+    _p("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", needles=("sg.",)),
+    _p("pypi_token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", needles=("pypi-age",)),
+    _p("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", needles=("aiza",)),
+    _p("openai_key", r"\bsk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_\-]{20,}\b", needles=("sk-",)),
+    _p("stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}\b", needles=("_live_", "_test_")),
+    _p("slack_token", r"\bxox[abposre]-[0-9A-Za-z\-]{10,}\b", needles=("xox",)),
+    _p("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"),
+    _p("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", needles=("eyj",)),
+    _p(
+        "azure_key",
+        r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*([^;\s\"']{16,})",
+        1,
+        needles=("accountkey", "sharedaccess"),
+    ),
+    _p(
+        "authorization_header",
+        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|digest|negotiate)\s+([A-Za-z0-9+/=._~\-]{8,})",
+        1,
+        needles=("authorization",),
+    ),
+    _p("bearer_token", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/\-]{16,}=*)", 1, _has_digit, ("bearer",)),
+    # scheme://user:password@host, including an empty user (redis://:pw@host)
+    _p("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:([^\s@/]+)@", 1, _secretish, ("://",)),
+    _p("netrc_password", r"(?i)\b(?:login|user)\s+\S+\s+password\s+(\S+)", 1, _secretish, ("password",)),
+    _p("kubeconfig_key", r"(?i)\bclient-key-data\s*:\s*([A-Za-z0-9+/=]{16,})", 1, needles=("client-key-data",)),
+    # "password": "...", 'api_key': '...', password: "..." (JSON, YAML, Python dicts)
+    _p(
+        "password_assignment",
+        r"(?i)(?<![\w.\-])[\"']?[\w.\-]*" + _KEYWORDS + _NAME_END + r"[\"']?[ \t]*:[ \t]*[\"']([^\"'\n]{4,})[\"']",
+        1,
+        _secretish,
+        _KEY_NEEDLES,
+    ),
+    # NAME=value, name = "value", name: value; `_` before the keyword is a boundary (DB_PASSWORD=)
+    _p(
+        "password_assignment",
+        r"(?i)(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]*" + _KEYWORDS + _NAME_END + r"(?![A-Za-z0-9_])[\"']?[ \t]*"
+        r"(?::=|=>|[:=])[ \t]*(?:\"([^\"\n]{4,})\"|'([^'\n]{4,})'|([^\s\"'`,;)\]}]{6,}))",
+        -1,
+        None,
+        _KEY_NEEDLES,
+    ),
+]
+_NEEDLES = re.compile("|".join(sorted({re.escape(n) for p in _PATTERNS for n in p.needles}, key=len, reverse=True)))
+
+
+# -- detect-secrets -----------------------------------------------------------------------------
+# A line worth handing to detect-secrets: a long token with a digit in it, a secret-sounding word,
+# a URL with credentials, a key block.
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/=\-]{20,}")
+_DS_HINT = re.compile(r"(?i:" + _KEYWORDS + r")[\"']?\s*[:=]|://\S*@|-----BEGIN")
+
+
+def _candidate_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the lines worth handing to detect-secrets, in order."""
+    starts: set[int] = set()
+    for m in _LONG_RUN.finditer(text):
+        run = m.group(0)
+        if any(c.isdigit() for c in run) and any(c.isalpha() for c in run):
+            starts.add(text.rfind("\n", 0, m.start()) + 1)
+    seen: set[int] = set()
+    for m in _NEEDLES.finditer(text.lower()):  # a secret-sounding name, a URL, ... on this line?
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start not in seen:
+            seen.add(start)
+            end = text.find("\n", start)
+            if _DS_HINT.search(text, start, len(text) if end < 0 else end):
+                starts.add(start)
+    if "-----BEGIN" in text:
+        starts.update(text.rfind("\n", 0, m.start()) + 1 for m in re.finditer("-----BEGIN", text))
+    spans = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        spans.append((start, len(text) if end < 0 else end))
+    return spans
+
+
+_DS_NAMES = {
+    "AWS Access Key": "aws_access_key",
+    "Secret Keyword": "password_assignment",
+    "Base64 High Entropy String": "high_entropy_string",
+    "Hex High Entropy String": "high_entropy_string",
+    "Basic Auth Credentials": "url_password",
+    "Private Key": "private_key",
+}
+_ds_lock = threading.Lock()
+_ds: dict[str, Any] = {}
+
+
+def _detect_secrets() -> dict[str, Any] | None:
+    """The detect-secrets plugins and filters, built once; None when the library is missing."""
+    with _ds_lock:
+        if not _ds:
+            try:
+                _ds.update(_load_detect_secrets())
+            except ImportError:
+                _ds["missing"] = True
+        return None if _ds.get("missing") else _ds
+
+
+def _load_detect_secrets() -> dict[str, Any]:
+    from detect_secrets.filters import heuristic
+    from detect_secrets.plugins import (
+        artifactory,
+        aws,
+        azure_storage_key,
+        basic_auth,
+        cloudant,
+        discord,
+        github_token,
+        gitlab_token,
+        high_entropy_strings,
+        ibm_cloud_iam,
+        ibm_cos_hmac,
+        jwt,
+        keyword,
+        mailchimp,
+        npm,
+        openai,
+        private_key,
+        pypi_token,
+        sendgrid,
+        slack,
+        softlayer,
+        square_oauth,
+        stripe,
+        telegram_token,
+        twilio,
+    )
+
+    regex_plugins = [
+        artifactory.ArtifactoryDetector(),
+        aws.AWSKeyDetector(),
+        azure_storage_key.AzureStorageKeyDetector(),
+        basic_auth.BasicAuthDetector(),
+        cloudant.CloudantDetector(),
+        discord.DiscordBotTokenDetector(),
+        github_token.GitHubTokenDetector(),
+        gitlab_token.GitLabTokenDetector(),
+        ibm_cloud_iam.IbmCloudIamDetector(),
+        ibm_cos_hmac.IbmCosHmacDetector(),
+        jwt.JwtTokenDetector(),
+        mailchimp.MailchimpDetector(),
+        npm.NpmDetector(),
+        openai.OpenAIDetector(),
+        private_key.PrivateKeyDetector(),
+        pypi_token.PypiTokenDetector(),
+        sendgrid.SendGridDetector(),
+        slack.SlackDetector(),
+        softlayer.SoftlayerDetector(),
+        square_oauth.SquareOAuthDetector(),
+        stripe.StripeDetector(),
+        telegram_token.TelegramBotTokenDetector(),
+        twilio.TwilioKeyDetector(),
+    ]
+    # JWT's detector checks the token decodes; private_key only flags the BEGIN line (our shape
+    # masks the block).  Telegram, IBM and Softlayer detectors match ordinary hex/ids: they need
+    # their own keyword, which their regexes already require.
+    return {
+        "regex": regex_plugins,
+        "keyword": keyword.KeywordDetector(),
+        "keyword_groups": keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+        "base64": high_entropy_strings.Base64HighEntropyString(limit=4.5),
+        "hex": high_entropy_strings.HexHighEntropyString(limit=3.0),
+        "filters": heuristic,
+    }
+
+
+def _filtered(ds: dict[str, Any], secret: str, line: str, plugin: Any) -> bool:
+    """detect-secrets' own heuristics: True when the candidate is not a secret."""
+    h = ds["filters"]
+    return (
+        len(secret) < 6
+        or bool(_MASK_RE.search(secret))
+        or h.is_sequential_string(secret)
+        or h.is_potential_uuid(secret)
+        or h.is_likely_id_string(secret, line, plugin)
+        or h.is_templated_secret(secret)
+        or h.is_prefixed_with_dollar_sign(secret)
+        or h.is_not_alphanumeric_string(secret)
+        or bool(_PLACEHOLDER.match(secret))
+    )
+
+
+def _entropy_secret(ds: dict[str, Any], value: str, line: str) -> bool:
+    """Whether a quoted string is a high-entropy secret.  Hex needs a secret-sounding name on its
+    line (bare hex strings in code are digests and ids); base64 needs length and mixed classes."""
+    if len(value) < 20:
+        return False
+    is_hex = all(c in "0123456789abcdefABCDEF" for c in value)
+    if is_hex:
+        if not re.search(_KEYWORDS, line, re.IGNORECASE):
+            return False
+        plugin = ds["hex"]
+    else:
+        if not (
+            any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+        ):
+            return False
+        plugin = ds["base64"]
+    return plugin.calculate_shannon_entropy(value) > plugin.entropy_limit and not _filtered(ds, value, line, plugin)
+
+
+def _scan_line(ds: dict[str, Any], line: str) -> list[tuple[str, str]]:
+    """(kind, secret) pairs that detect-secrets finds on one line, after its filters."""
+    found: list[tuple[str, str]] = []
+    for plugin in ds["regex"]:
+        for secret in plugin.analyze_string(line):
+            if secret and not _MASK_RE.search(secret) and len(secret) >= 6 and _secretish(secret):
+                kind = _DS_NAMES.get(plugin.secret_type) or re.sub(r"\W+", "_", plugin.secret_type.lower()).strip("_")
+                found.append((kind, secret))
+    kw = ds["keyword"]
+    for secret in kw.analyze_string(line, denylist_regex_to_group=ds["keyword_groups"]):
+        if secret and not _filtered(ds, secret, line, kw):
+            found.append(("password_assignment", secret))
+    for value in ds["base64"].analyze_string(line):
+        if _entropy_secret(ds, value, line):
+            found.append(("high_entropy_string", value))
+    return found
+
+
+# -- the API ------------------------------------------------------------------------------------
+def _mask(name: str) -> str:
+    return f"[REDACTED:{name}]"
+
+
+def _substitute(p: _Pattern, text: str, found: Counter[str]) -> str:
+    def sub(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if p.group == 0:
+            if _MASK_RE.fullmatch(whole) or (p.check is not None and not p.check(whole)):
+                return whole
+            found[p.name] += 1
+            return _mask(p.name)
+        if p.group < 0:  # the first group that matched: quoted "...", quoted '...', or bare
+            idx = next(i for i in (1, 2, 3) if match.group(i) is not None)
+            value = match.group(idx)
+            ok = _unquoted_secretish(value) if idx == 3 else _secretish(value)
+        else:
+            idx, value = p.group, match.group(p.group)
+            ok = p.check(value) if p.check is not None else True
+        if not ok or _MASK_RE.search(value):
+            return whole
+        found[p.name] += 1
+        start, end = match.span(idx)
+        offset = match.start(0)
+        return whole[: start - offset] + _mask(p.name) + whole[end - offset :]
+
+    return p.regex.sub(sub, text)
+
+
+def _apply_patterns(text: str, found: Counter[str]) -> str:
+    for p in _PATTERNS:
+        if not p.needles:
+            text = _substitute(p, text, found)
+    lower = text.lower()
+    hits = {m.start() for m in _NEEDLES.finditer(lower)}
+    if not hits:
+        return text
+    # The lines holding a needle, each once; the patterns whose needles it holds run on it.
+    spans: dict[int, int] = {}
+    for pos in hits:
+        start = lower.rfind("\n", 0, pos) + 1
+        if start not in spans:
+            end = lower.find("\n", pos)
+            spans[start] = len(lower) if end < 0 else end
+    out, last = [], 0
+    for start in sorted(spans):
+        end = spans[start]
+        line, low = text[start:end], lower[start:end]
+        for p in _PATTERNS:
+            if p.needles and any(n in low for n in p.needles):
+                line = _substitute(p, line, found)
+        out += [text[last:start], line]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _apply_detect_secrets(text: str, found: Counter[str]) -> str:
+    spans = _candidate_lines(text)
+    if not spans:
+        return text
+    ds = _detect_secrets()
+    if ds is None:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        line = text[start:end]
+        if len(line) <= 20_000:
+            for kind, secret in sorted(_scan_line(ds, line), key=lambda h: -len(h[1])):
+                if secret in line:
+                    found[kind] += 1
+                    line = line.replace(secret, _mask(kind))
+        out += [text[last:start], line]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def redact(text: str, library: bool = True) -> tuple[str, dict[str, int]]:
+    """The text with secrets masked, and how many of each kind were masked.  ``library=False`` runs
+    the shapes only (no detect-secrets, whose first load costs ~0.2-0.3 s): for a hook's warm path,
+    over texts that were fully redacted when they were stored."""
     found: Counter[str] = Counter()
-    for name, pattern, group in _PATTERNS:
-
-        def _sub(match: re.Match[str], name: str = name, group: int = group) -> str:
-            if MASK in match.group(0) and group == 0:
-                return match.group(0)
-            found[name] += 1
-            if group == 0:
-                return f"[REDACTED:{name}]"
-            start, end = match.span(group)
-            offset = match.start(0)
-            whole = match.group(0)
-            return whole[: start - offset] + MASK + whole[end - offset :]
-
-        text = pattern.sub(_sub, text)
+    if not text:
+        return text, {}
+    text = _apply_patterns(text, found)
+    if library:
+        text = _apply_detect_secrets(text, found)
     return text, dict(found)
+
+
+def redact_text(text: str, library: bool = True) -> str:
+    """``redact`` without the counts."""
+    return redact(text, library)[0]
+
+
+def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
+    """A JSON value with every string leaf (and every key that names a secret's value) redacted;
+    adds what was masked to ``counts``."""
+    counts = {} if counts is None else counts
+
+    def walk(v: Any, key: str | None = None) -> Any:
+        if isinstance(v, str):
+            # A value under a secret-sounding key ({"api_key": "..."}) is a secret as a whole.
+            if key is not None and _SECRET_KEY.search(key) and "\n" not in v and _secretish(v):
+                _add(counts, {"password_assignment": 1})
+                return _mask("password_assignment")
+            clean, found = redact(v)
+            _add(counts, found)
+            return clean
+        if isinstance(v, dict):
+            return {k: walk(x, str(k)) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+def _add(counts: dict[str, int], found: dict[str, int]) -> None:
+    for k, n in found.items():
+        counts[k] = counts.get(k, 0) + n

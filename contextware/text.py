@@ -58,7 +58,12 @@ def parse_since(raw: str) -> datetime:
         from datetime import timedelta
 
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
-        return utcnow() - timedelta(**{unit: int(rel.group(1))})
+        try:
+            return utcnow() - timedelta(**{unit: int(rel.group(1))})
+        except (OverflowError, ValueError):
+            raise UsageError(
+                f"--since {raw!r} reaches back before the year 1; give a smaller age such as 365d.", code="bad_since"
+            ) from None
     parsed = parse_iso(value)
     if parsed is None:
         raise UsageError(
@@ -66,6 +71,33 @@ def parse_since(raw: str) -> datetime:
             code="bad_since",
         )
     return parsed
+
+
+# Terminal control sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks, clipboard),
+# other two-byte ESC sequences, and the C0/C1 control characters other than tab, newline and CR.
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+)
+
+
+def strip_terminal_controls(text: str) -> str:
+    """Text without the escape sequences and control characters a terminal would act on (stored
+    colour codes replayed by ``--format text`` could retitle, move or clear the user's terminal)."""
+    return _TERMINAL_CONTROLS.sub("", text) if ("\x1b" in text or _TERMINAL_CONTROLS.search(text)) else text
+
+
+def check_unicode(text: str, what: str) -> str:
+    """Refuse text holding a lone surrogate: what Python makes of bytes that are not UTF-8 on a
+    command line, or a ``"\\ud800"`` escape in JSON.  It could be neither stored nor printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"The {what} is not valid Unicode text (it holds bytes that are not UTF-8 or a lone surrogate); give UTF-8 text.",
+            code="bad_encoding",
+        ) from None
+    return text
 
 
 def chunk_text(text: str, size: int) -> list[str]:

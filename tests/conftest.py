@@ -20,7 +20,11 @@ NETGUARD_DIR = Path(__file__).parent / "netguard"
 sys.path.insert(0, str(NETGUARD_DIR))
 import sitecustomize as _netguard  # noqa: E402,F401  - installs the audit hook in this process
 
-pytest_plugins = ["tests.gemini_fixtures"] if (Path(__file__).parent / "gemini_fixtures.py").exists() else []
+pytest_plugins = [
+    f"tests.{name}"
+    for name in ("gemini_fixtures", "claude_fixtures")
+    if (Path(__file__).parent / f"{name}.py").exists()
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

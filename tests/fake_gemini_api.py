@@ -134,12 +134,12 @@ class FakeGeminiAPI:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler (a fake of another API built on this one returns its own)."""
+        return _Handler
+
     def start(self) -> FakeGeminiAPI:
-        api = self
-
-        class Handler(_Handler):
-            fake = api
-
+        Handler = type("Handler", (self.handler_class(),), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(

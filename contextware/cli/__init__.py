@@ -62,7 +62,9 @@ def read_content(value: str | None) -> str | None:
     """The positional content, or standard input for ``-``."""
     if value != "-":
         return value
-    data = sys.stdin.buffer.read()
+    from contextware.system import MAX_INPUT_BYTES, read_limited
+
+    data = read_limited(sys.stdin.buffer, MAX_INPUT_BYTES, "Standard input")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -71,8 +73,10 @@ def read_content(value: str | None) -> str | None:
 
 def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
     if fmt == "text":
+        from contextware.fence import printable
+
         text = render(result) if render else json.dumps(result, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.write(printable(text).rstrip("\n") + "\n")  # stored escape sequences never reach a terminal
     else:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -105,6 +109,11 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         return _fail(exc.to_dict(), exc.exit_code, fmt, argv)
     except KeyboardInterrupt:
         return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
+    except UnicodeEncodeError as exc:  # bytes that are not UTF-8 on the command line, met anywhere
+        if "surrogate" not in str(exc):
+            return _fail(internal_error(exc), 1, fmt, argv)
+        message = "An argument is not valid UTF-8 text (it holds bytes that are not UTF-8); give UTF-8 text."
+        return _fail({"code": "bad_encoding", "message": message}, 2, fmt, argv)
     except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
         return _fail(internal_error(exc), 1, fmt, argv)
 
@@ -148,13 +157,20 @@ def run_hook() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``contextware`` console command: ``contextware <command> [options]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    names = ", ".join(COMMANDS)
+    names = ", ".join([*COMMANDS, "hook", "mcp"])
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(
             f"usage: contextware <command> [options]\n\ncommands: {names}\n"
             "Run `contextware <command> --help` for a command's options.\n"
         )
         raise SystemExit(0 if argv else 2)
+    if argv[0] == "hook":  # what installed hooks and MCP configs run (no path of this machine in them)
+        run_hook()
+    if argv[0] == "mcp":
+        from contextware.hosts.mcp_server import main as mcp_main
+
+        mcp_main(argv[1:])
+        raise SystemExit(0)
     if argv[0] not in COMMANDS:
         raise SystemExit(
             _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)

@@ -7,10 +7,11 @@ import argparse
 from contextware.cli import add_common, new_parser, open_project
 from contextware.memory.briefing import DEFAULT_BUDGET
 
-DESCRIPTION = """Brief a fresh session in one call, within a token budget: the project, its active
-constraints and preferences (verbatim), recent failures and their lessons, code-index coverage and
-the most central files, open offload sessions, and the session store's namespaces.
---format text gives markdown to paste into a prompt."""
+DESCRIPTION = """Brief a fresh session in one call, within a token budget, most important first: the
+project, its active constraints, preferences, decisions, conventions and environment facts
+(verbatim), open failures and their lessons, recent work, code-index coverage and the most central
+files, offload sessions, and the session store's namespaces. Near-duplicates are shown once, as the
+newest. --format text gives markdown to paste into a prompt, fenced as reference data."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -33,6 +34,6 @@ def handle(args: argparse.Namespace) -> dict:
 
 
 def render_text(result: dict) -> str:
-    from contextware.memory.briefing import render_markdown
+    from contextware.memory.briefing import render_fenced
 
-    return render_markdown(result)
+    return render_fenced(result)

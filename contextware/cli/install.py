@@ -1,4 +1,5 @@
-"""``install.py``: wire Contextware's hooks, MCP server and skill into Gemini CLI, or take them out."""
+"""``install.py``: wire Contextware's hooks, MCP server and skill into Gemini CLI, Claude Code or any
+MCP host, or take them out."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 
 from contextware.cli import add_common, new_parser
 
-DESCRIPTION = """Install Contextware into Gemini CLI, or remove it again.
+DESCRIPTION = """Install Contextware into an agent host, or remove it again.
 
   gemini [--user]     write a Gemini CLI extension (hooks, MCP server, skill, context file) to
                       $CONTEXTWARE_HOME/gemini-extension/contextware/ and link it with
@@ -14,14 +15,24 @@ DESCRIPTION = """Install Contextware into Gemini CLI, or remove it again.
   gemini --project    merge the hooks and the MCP server into <project_root>/.gemini/settings.json
                       (other settings and hooks kept) and copy the skill to
                       <project_root>/.gemini/skills/contextware/SKILL.md
-  uninstall [--user|--project]
+  claude [--user]     Claude Code for every project: hooks in ~/.claude/settings.json, the MCP
+                      server in ~/.claude.json, the skill in ~/.claude/skills/contextware/
+  claude --project    this project: .claude/settings.json, .mcp.json, .claude/skills/contextware/
+  mcp --host HOST [--user|--project]
+                      only the MCP server, in HOST's own file: cursor (.cursor/mcp.json,
+                      ~/.cursor/mcp.json), vscode (.vscode/mcp.json, the user profile's mcp.json),
+                      claude-desktop (claude_desktop_config.json, --user only), or print (print
+                      the snippet for any other host; writes nothing)
+  uninstall [gemini|claude|mcp] [--host HOST] [--user|--project]
                       remove exactly what install added (recorded in
                       $CONTEXTWARE_HOME/install-manifest.json); untouched files get their original
-                      bytes back
+                      bytes back; the agent defaults to gemini
 
-Hooks (SessionStart, BeforeAgent, AfterAgent, PreCompress) and the MCP server run
-`uv run --no-sync --project <skill_dir> <skill_dir>/scripts/...` after one `uv sync`; with --python
-PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, they run `PATH <skill_dir>/scripts/...`.
+Files a project commits (--project) call `contextware hook` and `contextware mcp` from PATH, so
+they work on every machine with Contextware installed (`uv tool install <skill_dir>`). User-level
+files run `uv run --no-sync --project <skill_dir> <skill_dir>/scripts/...` after one `uv sync`;
+with --python PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, `PATH <skill_dir>/scripts/...`
+(--python with --project writes that path into the project's files, with a warning).
 Running install again changes nothing ("changed": false). The Gemini CLI binary is $CONTEXTWARE_GEMINI_BIN
 or `gemini` on PATH. Project hooks run only in folders Gemini CLI trusts."""
 
@@ -33,14 +44,32 @@ def _scope(p: argparse.ArgumentParser) -> None:
         dest="scope",
         action="store_const",
         const="user",
-        help="for every project of this user, as a linked Gemini CLI extension (default)",
+        help="for every project of this user (default; Gemini CLI: a linked extension)",
     )
     g.add_argument(
         "--project",
         dest="scope",
         action="store_const",
         const="project",
-        help="for this project only, in <project_root>/.gemini/",
+        help="for this project only, in files the project commits (.gemini/, .claude/, .mcp.json, ...)",
+    )
+
+
+def _python(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="run hooks and the MCP server with this Python (it must import contextware) instead of "
+        "uv run or, for --project, the contextware command; default $CONTEXTWARE_HOOK_PYTHON (user scope)",
+    )
+
+
+def _host(p: argparse.ArgumentParser, required: bool) -> None:
+    from contextware.hosts.mcp_hosts import HOSTS
+
+    p.add_argument(
+        "--host", choices=HOSTS, required=required, default=None, help="the MCP host whose config file to write"
     )
 
 
@@ -49,19 +78,22 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
     g = sub.add_parser("gemini", help="install into Gemini CLI (--user, the default, or --project)")
     _scope(g)
-    g.add_argument(
-        "--python",
-        metavar="PATH",
-        default=None,
-        help="run hooks and the MCP server with this Python (it must import contextware) instead of "
-        "uv run; default $CONTEXTWARE_HOOK_PYTHON",
-    )
+    _python(g)
     g.add_argument(
         "--no-link",
         action="store_true",
         help="--user: write the extension folder but do not run `gemini extensions link`",
     )
+    c = sub.add_parser("claude", help="install into Claude Code (--user, the default, or --project)")
+    _scope(c)
+    _python(c)
+    m = sub.add_parser("mcp", help="only the MCP server, in a host's own config file (--host)")
+    _host(m, required=True)
+    _scope(m)
+    _python(m)
     u = sub.add_parser("uninstall", help="remove what install added (--user, the default, or --project)")
+    u.add_argument("agent", nargs="?", choices=("gemini", "claude", "mcp"), default="gemini", help="default gemini")
+    _host(u, required=False)
     _scope(u)
     for action in sub.choices.values():
         add_common(action)
@@ -73,15 +105,30 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.hosts.install import install, uninstall
 
     scope = args.scope or "user"
-    if args.action == "gemini":
-        return install("gemini", scope, project_root=args.project_root, python=args.python, link=not args.no_link)
-    return uninstall("gemini", scope, project_root=args.project_root)
+    if args.action == "uninstall":
+        return uninstall(args.agent, scope, project_root=args.project_root, host=args.host)
+    return install(
+        args.action,
+        scope,
+        project_root=args.project_root,
+        python=args.python,
+        link=not getattr(args, "no_link", False),
+        host=getattr(args, "host", None),
+    )
+
+
+HOST_NAMES = {"gemini": "Gemini CLI", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
 
 
 def render_text(result: dict) -> str:
-    where = result.get("project_root") or result.get("extension_dir")
+    if result["action"] == "print":
+        import json
+
+        return json.dumps(result["config"], indent=2)
+    where = result.get("project_root") or result.get("extension_dir") or result.get("config_file") or "~"
     verb = "Installed Contextware into" if result["action"] == "install" else "Removed Contextware from"
-    lines = [f"{verb} Gemini CLI ({result['scope']} scope: {where})"]
+    host = result.get("host") or result["agent"]
+    lines = [f"{verb} {HOST_NAMES.get(host, host)} ({result['scope']} scope: {where})"]
     for key in ("written", "removed", "kept"):
         lines += [f"  {key:<8}{path}" for path in result.get(key) or []]
     if result.get("linked_now"):

@@ -16,7 +16,9 @@ DESCRIPTION = """Inspect and fix the project's memory.
   stats                               rows, disk, model, versions per table
   reembed [--all]                     fill in missing vectors / rebuild for a new model
   compact                             compact tables and drop old versions
-  repair                              make damaged tables readable again"""
+  repair                              make damaged tables readable again, clean logs
+                                      stored with injected memory blocks, and redact
+                                      secrets older versions stored"""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -83,7 +85,12 @@ def handle(args: argparse.Namespace) -> dict:
         return maintenance.reembed(project, all_rows=args.all)
     if action == "compact":
         return maintenance.compact(project)
-    return maintenance.repair(project)
+    from contextware.memory.cleanup import clean_injected_logs, scrub_secrets
+
+    report = maintenance.repair(project)
+    report["logs_cleaned"] = clean_injected_logs(project)  # turns stored with injected blocks (issue 14)
+    report["secrets_scrubbed"] = scrub_secrets(project)  # texts stored before today's detectors (issue 15)
+    return report
 
 
 def render_text(result: dict) -> str:
@@ -93,4 +100,6 @@ def render_text(result: dict) -> str:
             body = r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
             lines.append(f"{r['id']}  {r.get('created_at', '')}  {body[:100]}")
         return "\n".join(lines)
+    if "repaired" in result and "message" in result:
+        return result["message"]
     return json.dumps(result, indent=2, ensure_ascii=False, default=str)

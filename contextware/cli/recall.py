@@ -8,8 +8,9 @@ from contextware.cli import add_common, new_parser, open_project
 
 DESCRIPTION = """Search the project's memory with a question in plain words.
 
-Retrieval is hybrid (meaning plus exact words); a question with no answer in memory returns no
-results rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
+Retrieval is hybrid (meaning plus exact words); each result carries a confidence (0-1) combined
+from several signals. A question with no answer in memory returns "answerable": false and no results
+rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -40,6 +41,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only facts of this kind")
     p.add_argument("--result", help="only episodes with this result: success, failure or partial")
     p.add_argument("--category", help="only episodes of this category")
+    p.add_argument(
+        "--min-confidence",
+        type=float,
+        metavar="C",
+        help="answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off",
+    )
     p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
     p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
     p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
@@ -54,9 +61,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.memory.confidence import check_min_confidence
     from contextware.memory.recall import recall
     from contextware.storage.embeddings import preload_in_background
 
+    if args.min_confidence is not None:  # before the model loads: exiting under its thread can abort
+        check_min_confidence(args.min_confidence)
     project = open_project(args)
     preload_in_background(project.embedder)
     return recall(
@@ -76,42 +86,57 @@ def handle(args: argparse.Namespace) -> dict:
         source=args.source,
         session=args.session,
         global_=args.global_,
+        min_confidence=args.min_confidence,
     )
 
 
 def render_hit(hit: dict) -> str:
+    """One result as text: stored texts on one line (``inline``), file content indented (``block``)."""
+    from contextware.fence import block, inline
+
     c = hit["collection"]
     if c == "episodes":
-        line = f"[{hit.get('result', '').upper()}] [{hit.get('category', '').upper()}] Goal: {hit.get('goal')} | Summary: {hit.get('summary')}"
+        line = (
+            f"[{inline(hit.get('result', '')).upper()}] [{inline(hit.get('category', '')).upper()}] "
+            f"Goal: {inline(hit.get('goal'))} | Summary: {inline(hit.get('summary'))}"
+        )
     elif c == "facts":
         flag = " (superseded)" if hit.get("status") == "superseded" else ""
-        line = f"[{hit.get('kind', 'note').upper()}]{flag} {hit.get('text')}"
+        line = f"[{inline(hit.get('kind', 'note')).upper()}]{flag} {inline(hit.get('text'))}"
     elif c == "code_index":
         stale = " [STALE]" if hit.get("stale") else ""
-        symbols = ", ".join(hit.get("symbols") or [])
-        line = f"{hit['file_path']}{stale}: {hit.get('summary')}" + (f"\n    symbols: {symbols}" if symbols else "")
+        symbols = inline(", ".join(hit.get("symbols") or []))
+        line = f"{inline(hit['file_path'])}{stale}: {inline(hit.get('summary'))}" + (
+            f"\n    symbols: {symbols}" if symbols else ""
+        )
         if hit.get("content") is not None:
-            line += "\n" + hit["content"]
+            line += "\n" + block(hit["content"])
         for e in hit.get("excerpts") or []:
-            line += f"\n    --- lines {e['lines']} ---\n{e['text']}"
+            line += f"\n    --- lines {inline(e['lines'])} ---\n{block(e['text'])}"
         if hit.get("content_note"):
-            line += f"\n    ({hit['content_note']})"
+            line += f"\n    ({inline(hit['content_note'])})"
     elif c == "offloads":
-        where = f" [session {hit['session_name']}]" if hit.get("session_name") else ""
-        line = f"[OFFLOAD]{where} {hit.get('summary')}\n    full answer: {hit.get('full_response_path')}"
+        where = f" [session {inline(hit['session_name'])}]" if hit.get("session_name") else ""
+        line = (
+            f"[OFFLOAD]{where} {inline(hit.get('summary'))}\n    full answer: {inline(hit.get('full_response_path'))}"
+        )
     elif c == "logs":
-        line = f"[LOG {hit.get('session_id')} {hit.get('role')}] {hit.get('text')}"
+        line = f"[LOG {inline(hit.get('session_id'))} {inline(hit.get('role'))}] {inline(hit.get('text'))}"
     else:
-        line = str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")})
-    project = f" [{hit['project']}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
-    return f"- {line}  ({hit['id']}, {hit['score']:.2f}){project}"
+        line = inline(str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")}))
+    project = f" [{inline(hit['project'])}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
+    conf = f", confidence {hit['confidence']:.2f}" if hit.get("confidence") is not None else ""
+    return f"- {line}  ({hit['id']}, {hit['score']:.2f}{conf}){project}"
 
 
 def render_text(result: dict) -> str:
+    """Results fenced as reference data: a stored text can neither close the fence nor start a line."""
+    from contextware.fence import fence, inline
+
     lines = []
     if result.get("degraded"):
-        lines.append(f"(degraded: {result['degraded']})")
+        lines.append(f"(degraded: {inline(result['degraded'])})")
     if not result["results"]:
-        lines.append("Nothing relevant in memory.")
+        return "\n".join([*lines, "Nothing relevant in memory."])
     lines += [render_hit(h) for h in result["results"]]
-    return "\n".join(lines)
+    return fence("\n".join(lines))

@@ -4,7 +4,9 @@ judged by name alone so a walk can prune without reading anything."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 from collections.abc import Iterable
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})
@@ -218,24 +220,22 @@ _BINARY_EXT = frozenset(
     ]
 )
 _BINARY_NAMES = frozenset({".DS_Store", ".coverage"})
-# Secrets never belong in an index that may be shared; `.env.example` and friends document settings.
-_SECRET_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".htpasswd"})
-_SECRET_EXT = frozenset({"pem", "key", "p12", "pfx", "jks", "keystore"})
-_ENV_DOC_SUFFIXES = frozenset({"example", "sample", "template", "dist", "defaults", "schema"})
+
+
+# Git's own settings files: they say how to treat other files, and are not source themselves.
+_GIT_FILES = frozenset({".gitattributes"})
 
 
 def file_reason(name: str) -> str | None:
     """The built-in exclusion of a file, judged by its name alone."""
     lower = name.lower()
+    if name in _GIT_FILES:
+        return "vcs"
     if name in _LOCK_FILES or lower.endswith(".lock"):
         return "lock_file"
     if lower.endswith(_MINIFIED):
         return "minified"
     ext = lower.rpartition(".")[2] if "." in lower else ""
-    if name in _SECRET_NAMES or ext in _SECRET_EXT:
-        return "secrets"
-    if lower == ".env" or (lower.startswith(".env.") and ext not in _ENV_DOC_SUFFIXES):
-        return "secrets"
     if ext in _BINARY_EXT or name in _BINARY_NAMES:
         return "binary"
     return None
@@ -245,3 +245,121 @@ def looks_like_env(abs_dir: str, name: str) -> bool:
     """A virtualenv or conda env under any name (one or two stats per folder)."""
     markers = _ENV_MARKERS + _OLD_ENV_MARKERS if name == "env" else _ENV_MARKERS
     return any(os.path.exists(os.path.join(abs_dir, m)) for m in markers)
+
+
+# -- secret-bearing files ---------------------------------------------------------------------------
+# Files that hold credentials by their usual names; never read, summarised or sent anywhere.  A pattern
+# without "/" matches a file name, one with "/" the path's last components (``.aws/credentials``
+# anywhere).  Case-insensitive.  Config: ``secret_files`` adds patterns, ``secret_files_allowed``
+# indexes matching files anyway (their text still goes through redaction).
+SECRET_FILE_PATTERNS: tuple[str, ...] = (
+    # environment files
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    # keys and certificates
+    "*.pem",
+    "*.key",
+    "*.crt",
+    "*.cer",
+    "*.der",
+    "*.p12",
+    "*.pfx",
+    "*.p8",
+    "*.jks",
+    "*.keystore",
+    "*.ppk",
+    "*.asc",
+    "*.kdbx",
+    # SSH keys
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*_rsa",
+    "*_dsa",
+    "*_ecdsa",
+    "*_ed25519",
+    "deploy_key*",
+    ".ssh/*",
+    # login and package-manager credentials
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".my.cnf",
+    ".htpasswd",
+    ".git-credentials",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".docker/config.json",
+    ".dockercfg",
+    ".composer/auth.json",
+    ".vault-token",
+    # cloud credentials
+    ".aws/credentials",
+    ".aws/config",
+    ".azure/*",
+    "gcloud/*",
+    "application_default_credentials.json",
+    "client_secret*.json",
+    "service-account*.json",
+    "service_account*.json",
+    "credentials.json",
+    "secrets.json",
+    "secrets.yml",
+    "secrets.yaml",
+    # Terraform variables and state
+    "*.tfvars",
+    "*.tfvars.json",
+    "*.tfstate",
+    "*.tfstate.*",
+    ".terraformrc",
+    "terraform.rc",
+    # Kubernetes
+    "kubeconfig",
+    "kubeconfig.*",
+    "*.kubeconfig",
+    ".kube/config",
+)
+# A file whose last extension says it documents a setting (`.env.example`) holds no secret.
+_DOC_SUFFIXES = frozenset({"example", "sample", "template", "tmpl", "dist", "defaults", "schema"})
+
+
+class SecretFiles:
+    """Which project-relative paths are secret-bearing files (``SECRET_FILE_PATTERNS`` plus config).
+
+    Every listed file is asked, so the patterns are compiled into one regular expression per number
+    of path components they span (a loop over 65 globs per file tripled the cost of listing)."""
+
+    def __init__(self, extra: Iterable[str] = (), allowed: Iterable[str] = ()) -> None:
+        self._patterns = _Globs((*SECRET_FILE_PATTERNS, *extra))
+        self._allowed = _Globs(allowed)
+
+    def __call__(self, rel: str) -> bool:
+        lower = rel.lower()
+        if lower.rpartition(".")[2] in _DOC_SUFFIXES and "." in lower.rpartition("/")[2].lstrip("."):
+            return False
+        parts = lower.split("/")
+        return self._patterns.match(parts) and not self._allowed.match(parts)
+
+
+class _Globs:
+    """Case-insensitive globs over a path's last components: ``*.pem`` matches a file name,
+    ``.aws/credentials`` the last two components, anywhere in the project."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        by_length: dict[int, list[str]] = {}
+        for pattern in patterns:
+            components = [c for c in pattern.strip().lower().strip("/").split("/") if c]
+            if components:
+                by_length.setdefault(len(components), []).append(fnmatch.translate("/".join(components)))
+        self._by_length = {n: re.compile("|".join(f"(?:{rx})" for rx in rxs)) for n, rxs in by_length.items()}
+
+    def match(self, parts: list[str]) -> bool:
+        # A "*" could cross a "/" only if the tail had more separators than the pattern: it has exactly as many.
+        return any(len(parts) >= n and rx.match("/".join(parts[-n:])) for n, rx in self._by_length.items())

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, file_reason, looks_like_env
+from contextware.codeindex.attributes import Attributes
+from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, SecretFiles, file_reason, looks_like_env
 from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
+from contextware.errors import ConfigError
+from contextware.storage.config import load_config
 from contextware.storage.layout import DATA_DIR_NAME, find_git_root
 
 if TYPE_CHECKING:
@@ -80,6 +84,15 @@ def _clean_rel(rel_path: str) -> str:
     return "" if rel == "." else rel
 
 
+# Exclusions that config can bring back (config key -> reason), see README "What is indexed".
+RESTORABLE = {"index_generated": "generated", "index_vendored": "vendored", "index_minified": "minified"}
+
+
+def restored_reasons(config: Mapping[str, object]) -> frozenset[str]:
+    """The exclusion classes a project's config brings back into the index."""
+    return frozenset(reason for key, reason in RESTORABLE.items() if config.get(key) is True)
+
+
 # -- rules --------------------------------------------------------------------------------------
 class IgnoreRules:
     """Built once per run from the project root and data dir.
@@ -88,8 +101,20 @@ class IgnoreRules:
     process: per batch of changes) to see edited ignore files.
     """
 
-    def __init__(self, root: Path, data_rel: str | None, contextwareignore: GitIgnoreSpec | None, git: bool) -> None:
+    def __init__(
+        self,
+        root: Path,
+        data_rel: str | None,
+        contextwareignore: GitIgnoreSpec | None,
+        git: bool,
+        secrets: SecretFiles | None = None,
+        restored: frozenset[str] = frozenset(),
+    ) -> None:
         self.root = root
+        self.secrets = secrets or SecretFiles()
+        self.restored = restored  # exclusion classes config brings back (``restored_reasons``)
+        self.excluded: Counter[str] = Counter()  # files a listing left out, per reason
+        self._attributes = Attributes(root)
         self.git = git  # list with git; switched off for the run when git fails
         self._root_str = str(root)
         self._data_rel = data_rel
@@ -108,15 +133,22 @@ class IgnoreRules:
         self._git_verdicts: dict[str, bool] = {}  # rel -> ignored, from ``ask_git``
 
     @classmethod
-    def load(cls, root: Path, data_dir: Path) -> "IgnoreRules":
+    def load(cls, root: Path, data_dir: Path, restored: frozenset[str] = frozenset()) -> "IgnoreRules":
         root = Path(root).resolve()
         data_rel = _rel_to(str(Path(data_dir).resolve()), str(root))
-        return cls(root, data_rel or None, _load_spec(root / ".contextwareignore"), git=find_git_root(root) is not None)
+        return cls(
+            root,
+            data_rel or None,
+            _load_spec(root / ".contextwareignore"),
+            git=find_git_root(root) is not None,
+            secrets=secret_files(Path(data_dir)),
+            restored=restored,
+        )
 
     def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
         """Why this project-relative path is excluded ("ignored", "data_dir", "vcs", "virtualenv",
         "dependencies", "cache", "editor", "build_output", "lock_file", "minified", "secrets",
-        "binary", "contextwareignore"), or None if included.  Looks at the path's folders too.  In
+        "binary", "generated", "vendored", "contextwareignore"), or None if included.  Looks at the path's folders too.  In
         git mode "ignored" asks ``git check-ignore`` (tracked files are never ignored)."""
         rel = _clean_rel(rel_path)
         if not rel:
@@ -160,7 +192,10 @@ class IgnoreRules:
             if hit is False:
                 return None  # an explicit `!pattern` re-includes a built-in exclusion
         if not is_dir:
-            return file_reason(name)
+            if self.secrets(rel):
+                return "secrets"  # never brought back by the index_* switches (secret_files_allowed does)
+            reason = file_reason(name) or self._attributes.reason(rel)  # .gitattributes: linguist-*
+            return None if reason in self.restored else reason
         if name in EXCLUDED_DIRS:
             return EXCLUDED_DIRS[name]
         if name.endswith(".egg-info"):
@@ -262,13 +297,21 @@ class IgnoreRules:
                 self._walk(d, out)
         return out
 
-    def _from_git(self, listed: Iterable[str]) -> list[Candidate]:
+    def _from_git(self, listed: Sequence[str]) -> list[Candidate]:
+        with_attributes = {rel.rpartition("/")[0] for rel in listed if rel.rpartition("/")[2] == ".gitattributes"}
+        for rel in listed:  # git listed every .gitattributes: no folder needs to be asked for one
+            folder = rel.rpartition("/")[0]
+            if folder not in with_attributes:
+                self._attributes.known_absent(folder)
         out = []
         for rel in listed:
-            if not self._static_path_reason(rel, False):
-                cand = self._candidate(rel)
-                if cand is not None:
-                    out.append(cand)
+            reason = self._static_path_reason(rel, False)
+            if reason:
+                self.excluded[reason] += 1
+                continue
+            cand = self._candidate(rel)
+            if cand is not None:
+                out.append(cand)
         return out
 
     def _walk(self, start: str, out: list[Candidate]) -> None:
@@ -283,6 +326,8 @@ class IgnoreRules:
                 continue
             if not any(e.name == ".gitignore" for e in entries):
                 self._gitignores.setdefault(dir_rel, None)  # spares a failed open per folder
+            if not any(e.name == ".gitattributes" for e in entries):
+                self._attributes.known_absent(dir_rel)
             prefix = dir_rel + "/" if dir_rel else ""
             for entry in entries:
                 rel = prefix + entry.name
@@ -290,7 +335,10 @@ class IgnoreRules:
                     is_dir = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
-                if self._static_reason(rel, entry.name, is_dir) or self._gitignored(rel, is_dir):
+                static = self._static_reason(rel, entry.name, is_dir)
+                if static and not is_dir and not self._gitignored(rel, is_dir):
+                    self.excluded[static] += 1
+                if static or self._gitignored(rel, is_dir):
                     continue
                 if is_dir:
                     stack.append(rel)
@@ -404,19 +452,44 @@ class IgnoreRules:
             return None
 
 
+def secret_files(data_dir: Path) -> SecretFiles:
+    """The secret-file rules with the project's ``secret_files`` / ``secret_files_allowed`` config."""
+    config = load_config(data_dir)
+    lists = {}
+    for key in ("secret_files", "secret_files_allowed"):
+        value = config.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f'{key} in config.json must be a list of file patterns such as "*.pem".', code="bad_config"
+            )
+        lists[key] = value
+    return SecretFiles(lists["secret_files"], lists["secret_files_allowed"])
+
+
 # -- public API ---------------------------------------------------------------------------------
 def list_project_files(
-    root: Path, data_dir: Path, paths: Sequence[str | Path] | None = None
+    root: Path,
+    data_dir: Path,
+    paths: Sequence[str | Path] | None = None,
+    *,
+    restored: frozenset[str] = frozenset(),
+    excluded: Counter[str] | None = None,
 ) -> tuple[list[Candidate], dict[str, str]]:
     """Every indexable candidate file under root (or under the given files/folders, which may be
     absolute or relative to the *current working directory*), sorted by path, with their stat;
     plus a dict rel_path -> reason for explicitly given paths that were skipped (outside the
     project root, ignored, not found...).  ``paths=None`` means the whole project, ``[]`` nothing.
 
-    Size and content are not judged here (see ``read_source``)."""
-    rules = IgnoreRules.load(root, data_dir)
+    Size and content are not judged here (see ``read_source``).  ``restored`` are exclusion classes
+    brought back (``restored_reasons``); ``excluded``, when given, receives the number of files the
+    listing left out per reason (files git lists or the walk meets: a pruned folder's files are not
+    counted)."""
+    rules = IgnoreRules.load(root, data_dir, restored)
     if paths is None:
-        return _sorted(rules._list_dirs([""], {})), {}
+        found_all = _sorted(rules._list_dirs([""], {}))
+        if excluded is not None:
+            excluded.update(rules.excluded)
+        return found_all, {}
     skipped: dict[str, str] = {}
     dirs: list[str] = []
     files: list[str] = []
@@ -434,6 +507,8 @@ def list_project_files(
         dirs, files = [""], []
     found = {c.path: c for c in rules._list_dirs(dirs, skipped)} if dirs else {}
     rules._list_files(files, found, skipped)
+    if excluded is not None:
+        excluded.update(rules.excluded)
     return _sorted(found.values()), skipped
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.exclusions import SecretFiles
 from contextware.text import iso
 
 if TYPE_CHECKING:
@@ -138,16 +140,53 @@ def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int
     return [(lo + 1, hi + 1) for lo, hi in merged]
 
 
+def read_indexed_file(
+    root: Path, rel_path: str, max_bytes: int, secrets: "SecretFiles | None" = None
+) -> tuple[str | None, str | None]:
+    """(text, None) of an indexed file for exact mode, redacted; or (None, why it was not read).
+
+    The file is read only when its real path (links resolved) is inside the project root, is not a
+    secret-bearing file, and is a regular file within the size limit: a link swapped in after
+    indexing (``src/util.py -> /etc/passwd``) is refused, never followed.  The file is opened with
+    ``O_NOFOLLOW`` on its resolved path, so a link swapped in between the check and the read fails."""
+    from contextware.redact import redact_text
+
+    secrets = secrets or SecretFiles()
+    root_real = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root_real, rel_path))
+    inside = os.path.relpath(real, root_real)
+    if inside == os.pardir or inside.startswith(os.pardir + os.sep) or os.path.isabs(inside):
+        return None, f"Not read: {rel_path} now leads outside the project (a link changed since indexing)."
+    if secrets(inside.replace(os.sep, "/")):
+        return None, f"Not read: {rel_path} now leads to a secret-bearing file."
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None, None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"Not read: {rel_path} is no longer a regular file."
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return None, f"Not read: {rel_path} is over the {max_bytes}-byte limit; read it directly."
+    return redact_text(data.decode("utf-8", errors="replace")), None
+
+
 def attach_content(project: "Project", results: list[dict], query: str, max_chars: int) -> None:
     """Exact mode: give each code result its file's content while ``max_chars`` lasts."""
+    from contextware.codeindex.files import secret_files
+
     remaining = max_chars
+    secrets = secret_files(project.data_dir)
     for r in results:
         if r.get("collection") != "code_index":
             continue
         root = Path(r["project"]) if r.get("project") else project.root  # --global: the result's own project
-        try:
-            text = (root / r["file_path"]).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text, refused = read_indexed_file(root, r["file_path"], int(project.config["max_file_bytes"]), secrets)
+        if text is None:
+            if refused:
+                r["content_note"] = refused
             continue
         if len(text) <= remaining:
             r["content"] = text

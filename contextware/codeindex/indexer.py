@@ -11,6 +11,7 @@ concurrent indexers leave exactly one row per file.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -22,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
+from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
-from contextware.system import stop_on_signals
+from contextware.system import stop_on_signals, write_atomic
 from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
@@ -55,6 +59,7 @@ class Report:
     indexed_files: list[str] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    excluded: Counter = field(default_factory=Counter)  # files the listing left out by rule, per reason
     failed: list[dict] = field(default_factory=list)
     summarizers: Counter = field(default_factory=Counter)
     fallbacks: int = 0
@@ -71,6 +76,7 @@ class Report:
             "skipped": len(skipped),
             "skipped_reasons": {r: len(p) for r, p in sorted(self.skipped.items())},
             "skipped_files": skipped[:list_limit],
+            "excluded": dict(sorted(self.excluded.items())),
             "failed": len(self.failed),
             "failures": self.failed[:list_limit],
             "indexed_files": sorted(self.indexed_files)[:list_limit],
@@ -315,6 +321,7 @@ class _Writer:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in rows:
                     row["vector"] = None
+        stamp(CODE_TABLE, rows)
 
         def write(tbl: Any) -> None:
             import pyarrow as pa
@@ -350,10 +357,15 @@ def _run(
     jobs: int | None,
     progress: bool,
     removals: Sequence[str] = (),
+    rejudge_minified: bool = False,
 ) -> None:
-    from contextware.codeindex.source_text import read_source
+    """``rejudge_minified``: minified files were indexed by config until now; unchanged files are
+    read again to find them (nothing else about an unchanged file can have changed)."""
+    from contextware.codeindex.files import restored_reasons
+    from contextware.codeindex.source_text import MINIFIED_MIN_CHARS, looks_minified, read_source
 
     max_bytes = int(project.config["max_file_bytes"])
+    keep_minified = "minified" in restored_reasons(project.config)
     writer = _Writer(project, report)
     writer.removals.extend(removals)
     report.removed_files.extend(removals)
@@ -362,10 +374,13 @@ def _run(
         report.scanned += 1
         old = existing.get(c.path)
         redo = force or (upgrade and old is not None and old.get("summarizer") != "gemini")
-        if old is not None and not redo and old["mtime"] == c.mtime and old["size"] == c.size:
+        same_stat = old is not None and old["mtime"] == c.mtime and old["size"] == c.size
+        if same_stat and not redo and not (rejudge_minified and c.size >= MINIFIED_MIN_CHARS):
             report.unchanged += 1
             continue
         text, digest, reason = read_source(c, max_bytes)
+        if not reason and not keep_minified and looks_minified(text or ""):
+            reason = "minified"
         if reason:
             report.skipped[reason].append(c.path)
             if old is not None:
@@ -376,7 +391,8 @@ def _run(
             writer.touched.append(c)
             report.unchanged += 1
             continue
-        todo.append(_Work(c, text or "", digest or ""))
+        # Secrets in a file never reach a summariser (Gemini), a summary, a symbol or the search text.
+        todo.append(_Work(c, redact_text(text or ""), digest or ""))
 
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
     workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))
@@ -436,6 +452,28 @@ class _Progress:
         sys.stderr.flush()
 
 
+BAD_NAME = "name_not_utf8"
+
+
+def _drop_bad_names(candidates: Iterable["Candidate"], report: Report) -> list["Candidate"]:
+    """Files whose name is not valid UTF-8 (``os.fsdecode`` left surrogates in it) cannot be stored
+    or shown as text: each is skipped, counted under ``name_not_utf8`` (its name shown with escapes)
+    and one warning on stderr says how many."""
+    kept: list["Candidate"] = []
+    bad: list[str] = []
+    for cand in candidates:
+        if is_utf8_name(cand.path):
+            kept.append(cand)
+        else:
+            bad.append(printable_name(cand.path))
+    if bad:
+        report.skipped[BAD_NAME] += bad
+        sys.stderr.write(
+            f"warning: skipped {len(bad)} file(s) whose name is not valid UTF-8, e.g. {bad[0]}; rename them to index them.\n"
+        )
+    return kept
+
+
 def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(not p or path == p or path.startswith(p + "/") for p in prefixes)
 
@@ -452,7 +490,7 @@ def crawl(
 ) -> dict:
     """Index the project (or the given files and folders): new and changed files are summarised,
     unchanged ones skipped, rows of deleted or newly ignored files removed."""
-    from contextware.codeindex.files import IgnoreRules, list_project_files
+    from contextware.codeindex.files import IgnoreRules, list_project_files, restored_reasons
 
     started = time.monotonic()
     summarizer = check_summarizer(summarizer)
@@ -463,17 +501,27 @@ def crawl(
     elif summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    candidates, explicit = list_project_files(project.root, project.data_dir, paths or None)
+    restored = restored_reasons(project.config)
+    listed, explicit = list_project_files(
+        project.root, project.data_dir, paths or None, restored=restored, excluded=report.excluded
+    )
+    candidates = _drop_bad_names(listed, report)
     for rel, reason in explicit.items():
-        report.skipped[reason].append(rel)
+        report.skipped[reason].append(printable_name(rel))
     existing = _meta(project)
     present = {c.path for c in candidates}
     if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
-        rules = IgnoreRules.load(project.root, project.data_dir)
+        rules = IgnoreRules.load(project.root, project.data_dir, restored)
         scope = [rel for rel in map(rules.relative, paths) if rel is not None]
     else:
         scope = [""]
     gone = sorted(p for p in existing if p not in present and _under(p, scope))
+    # Which classes config brought back at the last crawl: a class switched off again must leave.
+    state = project.data_dir / "cache" / "index_restored.json"
+    try:
+        before = set(json.loads(state.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        before = set()
     _run(
         project,
         candidates,
@@ -485,7 +533,11 @@ def crawl(
         jobs=jobs,
         progress=progress,
         removals=gone,
+        rejudge_minified="minified" in before - restored,
     )
+    if before != set(restored):
+        project.ensure_data_dir()
+        write_atomic(state, json.dumps(sorted(restored)))
     if report.indexed_files or report.removed_files:
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
@@ -496,7 +548,7 @@ def index_files(
     project: "Project", paths: Sequence[str | Path], *, summarizer: str = "auto", force: bool = False
 ) -> dict:
     """(Re)index the given files; a file that no longer exists is removed from the index."""
-    from contextware.codeindex.files import IgnoreRules, check_file
+    from contextware.codeindex.files import IgnoreRules, check_file, restored_reasons
 
     started = time.monotonic()
     if not paths:
@@ -505,14 +557,18 @@ def index_files(
     if summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    rules = IgnoreRules.load(project.root, project.data_dir)
+    rules = IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
     max_bytes = int(project.config["max_file_bytes"])
     candidates: dict[str, "Candidate"] = {}
     missing: list[str] = []
     rules.ask_git(rel for rel in map(rules.relative, paths) if rel)  # one git process, not one per file
     for p in paths:
         rel, cand, reason = check_file(project.root, project.data_dir, p, max_bytes=max_bytes, rules=rules)
-        if cand is not None and reason is None:
+        if not is_utf8_name(rel or ""):
+            _drop_bad_names([cand] if cand is not None else [], report)
+            if cand is None:
+                report.skipped[reason or BAD_NAME].append(printable_name(rel))
+        elif cand is not None and reason is None:
             candidates[cand.path] = cand
         elif reason == "missing":
             missing.append(rel)

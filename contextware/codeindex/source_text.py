@@ -4,6 +4,7 @@ text) and content hash in one read, or why it is not text."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,10 @@ SNIFF_BYTES = 8192
 # (tab, newlines and form feed excepted): legacy-encoded text has almost none, random binary ~10%.
 MAX_CONTROL_SHARE = 0.005
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Minified (or otherwise machine-packed) text: a line this long, or lines this long on average.
+MINIFIED_LINE_CHARS = 5000
+MINIFIED_MEAN_LINE_CHARS = 300
+MINIFIED_MIN_CHARS = 2000  # a short file is never judged minified
 
 
 @dataclass
@@ -21,6 +26,21 @@ class Candidate:
     abs_path: Path
     mtime: float  # st_mtime
     size: int
+
+
+def is_utf8_name(rel: str) -> bool:
+    """Is a file name valid UTF-8?  ``os.fsdecode`` turns the bytes of one that is not into lone
+    surrogates, which can be neither stored nor printed as text."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_name(rel: str) -> str:
+    """A file name fit for a report: bytes that are not UTF-8 shown as ``\\xNN`` escapes."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def looks_binary(head: bytes) -> bool:
@@ -53,6 +73,18 @@ def read_source(c: Candidate, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str |
     digest = hashlib.sha256(data).hexdigest()
     text = _decode_text(data)
     return (text, digest, None) if text is not None else (None, digest, "binary")
+
+
+def looks_minified(text: str) -> bool:
+    """Machine-packed text (minified JavaScript or CSS, a bundle, a one-line data dump): a line over
+    MINIFIED_LINE_CHARS, or lines over MINIFIED_MEAN_LINE_CHARS on average.  Judged on read, never
+    while listing (it needs the content)."""
+    if len(text) < MINIFIED_MIN_CHARS:
+        return False
+    lines = text.count("\n") + 1
+    if len(text) / lines > MINIFIED_MEAN_LINE_CHARS:
+        return True
+    return any(len(line) > MINIFIED_LINE_CHARS for line in text.splitlines())
 
 
 def _decode_text(data: bytes) -> str | None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from contextware.storage.schemas import CODE_TABLE
 from contextware.system import stop_on_signals
 
-IGNORE_FILES = (".gitignore", ".contextwareignore")
+IGNORE_FILES = (".gitignore", ".contextwareignore", ".gitattributes")
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -50,14 +50,15 @@ def watch(
     from watchfiles import Change
     from watchfiles import watch as watch_changes
 
-    from contextware.codeindex.files import IgnoreRules
+    from contextware.codeindex.files import IgnoreRules, restored_reasons
     from contextware.codeindex.indexer import check_summarizer
 
     summarizer = check_summarizer(summarizer)
     log = log or _logger(sys.stderr)
     stop = stop_event or threading.Event()
     root = project.root.resolve()
-    rules = [IgnoreRules.load(project.root, project.data_dir)]  # reloaded when an ignore file changes
+    # reloaded when an ignore file changes
+    rules = [IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))]
     data_dir = project.data_dir.resolve()
     restore = stop_on_signals(stop)
     totals = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "failed": 0, "compactions": 0}
@@ -96,7 +97,7 @@ def watch(
             if changes:
                 if any(Path(p).name in IGNORE_FILES for _, p in changes):
                     # New rules change which files belong in the index, not only the changed ones.
-                    rules[0] = IgnoreRules.load(project.root, project.data_dir)
+                    rules[0] = IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
                     dirty |= _recrawl(project, summarizer, totals, log, stop)
                 paths = sorted({p for _, p in changes if not os.path.isdir(p)})
                 if paths:

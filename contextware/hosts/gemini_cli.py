@@ -12,12 +12,14 @@ from contextware import __version__
 from contextware.errors import ContextwareError, GeminiError
 from contextware.gemini import gemini_home, resolve_binary, run_cli
 from contextware.hosts import settings_merge
+from contextware.hosts.installed_files import json_edit, record_and_write, text_edit, undo
 from contextware.hosts.setup import (
     CLI_TIMEOUT,
     NAME,
     Runner,
     _q,
     choose_runner,
+    install_result,
     manifest,
     manifest_path,
     mcp_server,
@@ -49,9 +51,7 @@ def hook_definitions(runner: Runner) -> dict[str, dict]:
     command = runner.hook_command("hook.py")
     out = {}
     for event, (timeout, description) in HOOK_EVENTS.items():
-        name = settings_merge.HOOK_NAME_PREFIX + "".join("-" + c.lower() if c.isupper() else c for c in event).lstrip(
-            "-"
-        )
+        name = settings_merge.hook_name(event)
         out[event] = {
             "matcher": "*",
             "hooks": [
@@ -59,6 +59,13 @@ def hook_definitions(runner: Runner) -> dict[str, dict]:
             ],
         }
     return out
+
+
+MCP_TIMEOUT_MS = 900_000  # an offload may run for minutes; Gemini CLI's default would cut it off
+
+
+def gemini_mcp_server(runner: Runner) -> dict:
+    return {**mcp_server(runner), "timeout": MCP_TIMEOUT_MS}
 
 
 def context_text(runner: Runner) -> str:
@@ -74,8 +81,9 @@ instructions; the user's current request wins.
   `{run} {skill}/scripts/recall.py --query "how do we run the tests?"` (`--scope code` finds files).
 - Save what the next session needs (preferences, constraints, decisions, lessons):
   `{run} {skill}/scripts/save_fact.py "..." --kind decision`.
-- The `contextware` skill is the full guide (also at {skill}/SKILL.md); the `contextware` MCP
-  server offers the same operations as tools.
+- The `contextware` skill is the full guide (also at {skill}/SKILL.md). In interactive sessions the
+  `contextware` MCP server offers the same operations as tools; headless runs (`gemini -p`) offer no
+  MCP tools, so use the commands above there.
 """
 
 
@@ -90,7 +98,7 @@ def extension_files(runner: Runner) -> dict[str, str]:
         "description": "Persistent, searchable memory of the current project (facts, decisions, "
         "lessons, code index), recalled into every turn.",
         "contextFileName": CONTEXT_FILE,
-        "mcpServers": {NAME: mcp_server(runner)},
+        "mcpServers": {NAME: gemini_mcp_server(runner)},
     }
     return {
         "gemini-extension.json": json.dumps(manifest, indent=2) + "\n",
@@ -148,17 +156,7 @@ def folder_trusted(root: Path) -> bool | None:
 
 
 def _result(action: str, scope: str, **fields) -> dict:
-    written, removed = fields.pop("written", []), fields.pop("removed", [])
-    return {
-        "action": action,
-        "agent": "gemini",
-        "scope": scope,
-        "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
-        "written": written,
-        "removed": removed,
-        **fields,
-        "manifest": str(manifest_path()),
-    }
+    return install_result("gemini", action, scope, **fields)
 
 
 def _mcp_warning() -> list[str]:
@@ -230,7 +228,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
         linked_now=linked_now,
         runner=runner.kind,
         hook_command=runner.hook_command("hook.py"),
-        mcp_server=mcp_server(runner),
+        mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
     )
 
@@ -279,59 +277,25 @@ def _paths(root: Path) -> tuple[Path, Path]:
     return gem / "settings.json", gem / "skills" / NAME / "SKILL.md"
 
 
-def _looks_like_our_skill(text: str | None) -> bool:
-    return text is not None and text.startswith(f"---\nname: {NAME}\n")
-
-
 def install_project(root: Path, *, python: str | None) -> dict:
-    runner, warnings = choose_runner(python)
+    runner, warnings = choose_runner(python, project=True)  # a committed file: portable unless --python
     settings_path, skill_path = _paths(root)
-    key = f"gemini:project:{root}"
-    current = settings_merge.read_text(settings_path)
-    data = settings_merge.parse_settings(settings_path, current)
-    new_data, created_keys, mcp_prev = settings_merge.merge(
-        data, hook_definitions(runner), NAME, mcp_server(runner), settings_path
-    )
-    new_text = current if current is not None and new_data == data else settings_merge.dump_like(new_data, current)
-    skill_new, skill_cur = skill_text(), settings_merge.read_text(skill_path)
+    edits = [
+        json_edit("settings", settings_path, hooks=hook_definitions(runner), mcp=gemini_mcp_server(runner)),
+        text_edit("skill", skill_path, skill_text(runner)),
+    ]
     sync_environment(runner)
-    with manifest(write=True) as installs:  # recorded first: a write that fails half-way is still undone
-        prev = installs.get(key) or {}
-        prev_settings, prev_skill = prev.get("settings") or {}, prev.get("skill") or {}
-        settings_rec = {
-            **settings_merge.baseline(prev_settings, current, settings_merge.has_ours(data, NAME)),
-            "created_keys": sorted(set(prev_settings.get("created_keys", [])) | set(created_keys)),
-            "mcp_previous": prev_settings.get("mcp_previous")
-            if settings_merge.is_our_mcp_server(mcp_prev)
-            else mcp_prev,
-            "written_sha256": settings_merge.sha256_text(new_text),
-        }
-        skill_rec = {
-            **settings_merge.baseline(prev_skill, skill_cur, _looks_like_our_skill(skill_cur)),
-            "written_sha256": settings_merge.sha256_text(skill_new),
-        }
-        created_dirs = [d for d in prev.get("created_dirs", []) if Path(d).is_dir()]
-        installs[key] = {
-            "scope": "project",
-            "project_root": str(root),
-            "settings": settings_rec,
-            "skill": skill_rec,
-            "created_dirs": created_dirs,
-            "runner": runner.kind,
-            "installed_at": prev.get("installed_at") or iso(utcnow()),
-        }
-        written = [
-            relative_posix(p, root)
-            for p, text in ((settings_path, new_text), (skill_path, skill_new))
-            if put_text(p, text, created_dirs)
-        ]  # created_dirs grows in place, inside the entry
+    with manifest(write=True) as installs:
+        fields = {"scope": "project", "project_root": str(root), "runner": runner.kind}
+        written = record_and_write(installs, f"gemini:project:{root}", edits, fields, lambda p: relative_posix(p, root))
     if folder_trusted(root) is not True:
         warnings.append(
             f"Gemini CLI reads .gemini/settings.json (so runs these hooks) only in trusted folders: accept "
             f"its trust prompt when you start it in {root}, or set GEMINI_CLI_TRUST_WORKSPACE=true "
             "(--skip-trust alone does not load project settings)."
         )
-    if (new_data.get("hooksConfig") or {}).get("enabled") is False:
+    settings = settings_merge.parse_settings(settings_path, edits[0].new_text)
+    if (settings.get("hooksConfig") or {}).get("enabled") is False:
         warnings.append(f"{settings_path} sets hooksConfig.enabled to false: the hooks will not run.")
     return _result(
         "install",
@@ -340,69 +304,20 @@ def install_project(root: Path, *, python: str | None) -> dict:
         project_root=str(root),
         runner=runner.kind,
         hook_command=runner.hook_command("hook.py"),
-        mcp_server=mcp_server(runner),
+        mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
         next=f"Start gemini in {root}.",
     )
 
 
-def _restore(path: Path, rec: dict) -> str:
-    """Put back the text from before our first write ('written'), or delete the file we created ('removed')."""
-    if rec.get("original") is None:
-        path.unlink()
-        return "removed"
-    put_text(path, rec["original"], [])
-    return "written"
-
-
 def uninstall_project(root: Path) -> dict:
     settings_path, skill_path = _paths(root)
-    key = f"gemini:project:{root}"
-    out: dict[str, list[str]] = {"written": [], "removed": [], "kept": []}
-    warnings: list[str] = []
     with manifest(write=manifest_path().exists()) as installs:
-        entry = installs.get(key) or {}
-        rec = entry.get("settings") or {}
-        current = settings_merge.read_text(settings_path)
-        if current is not None:
-            if entry and "original" in rec and settings_merge.sha256_text(current) == rec.get("written_sha256"):
-                out[_restore(settings_path, rec)].append(relative_posix(settings_path, root))
-            else:
-                data = settings_merge.parse_settings(settings_path, current)
-                if settings_merge.has_ours(data, NAME):
-                    new = settings_merge.unmerge(data, rec.get("created_keys", []), NAME, rec.get("mcp_previous"))
-                    if not new and entry and "original" in rec and rec["original"] is None:
-                        settings_path.unlink()
-                        out["removed"].append(relative_posix(settings_path, root))
-                    else:
-                        put_text(settings_path, settings_merge.dump_like(new, current), [])
-                        out["written"].append(relative_posix(settings_path, root))
-        rec = entry.get("skill") or {}
-        current = settings_merge.read_text(skill_path)
-        if current is not None:
-            if settings_merge.sha256_text(current) == rec.get("written_sha256") or (
-                not entry and current == skill_text()
-            ):
-                out[_restore(skill_path, rec)].append(relative_posix(skill_path, root))
-            elif entry:
-                out["kept"].append(relative_posix(skill_path, root))
-                warnings.append(f"{skill_path} was changed after it was installed: left in place.")
-        dirs = entry.get("created_dirs") or [str(skill_path.parent)]
-        for d in sorted(dirs, key=len, reverse=True):
-            try:
-                Path(d).rmdir()  # only when empty
-            except OSError:
-                pass
-        installs.pop(key, None)
-    return _result(
-        "uninstall",
-        "project",
-        written=out["written"],
-        removed=out["removed"],
-        kept=out["kept"],
-        project_root=str(root),
-        warnings=warnings,
-    )
+        defaults = {"settings": (settings_path, "json", None), "skill": (skill_path, "text", skill_text())}
+        out, warnings = undo(
+            installs, f"gemini:project:{root}", defaults, lambda p: relative_posix(p, root), (skill_path.parent,)
+        )
+    return _result("uninstall", "project", **out, project_root=str(root), warnings=warnings)
 
 
 __all__ = ["install_project", "install_user", "uninstall_project", "uninstall_user"]

@@ -6,8 +6,9 @@ runs ``hooks.run_hook`` on a warm database and model, and prints the answer.
 
 - Events that add context (SessionStart, BeforeAgent, ...) wait for the service's answer, starting
   the service when none runs; when no service can answer they run in this process, as before.
-- Capture events (AfterAgent, PreCompress) never wait: the event is appended to the data dir's
-  spool and the service is poked (or started) to save it; the hook returns at once.
+- Capture events (``hooks.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
+  wait: the event is appended to the data dir's spool and the service is poked (or started) to
+  save it; the hook returns at once.
 - ``CONTEXTWARE_SERVICE=off``, a project without a data dir yet, or a spool that cannot be written
   (read-only data dir) run everything in this process.
 """
@@ -22,7 +23,6 @@ from typing import Any
 
 from contextware.hosts import hooks
 
-CAPTURE_EVENTS = frozenset({"AfterAgent", "PreCompress"})
 HOOK_TIMEOUT_S = 30.0
 
 
@@ -39,7 +39,7 @@ def replay(entry: dict[str, Any]) -> None:
 
 
 def _in_process(data: str, data_dir: Path | None, event: str) -> str:
-    if event in CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
+    if event in hooks.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
         from contextware.service import spool
 
         try:
@@ -70,7 +70,7 @@ def answer(data: str) -> str:
         return _in_process(data, data_dir, event)
     env = client.forwarded_env()
     here = os.getcwd()
-    if event in CAPTURE_EVENTS:
+    if event in hooks.CAPTURE_EVENTS:
         try:
             spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
         except OSError:
@@ -101,8 +101,10 @@ def main() -> None:
         data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     except Exception:  # noqa: BLE001
         data = ""
+    args = sys.argv[1:]
+    host = args[args.index("--host") + 1] if "--host" in args[:-1] else None
     try:
-        out = answer(data)
+        out = answer(hooks.with_host(data, host))
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:

@@ -1,5 +1,6 @@
-"""Putting Contextware's hooks and MCP server into a Gemini CLI ``settings.json`` and taking exactly
-them out again (used by ``contextware.install``).
+"""Putting Contextware's hooks and MCP server into a host's JSON settings (Gemini CLI's and Claude
+Code's ``settings.json``, ``.mcp.json``, Cursor's and VS Code's ``mcp.json``, ...) and taking exactly
+them out again (used by the installers).
 
 Everything else in the file stays as it was: other settings, other hooks (ours are recognised by
 their ``name``, ``contextware-*``), key order, indentation and the final newline.  A file that is not
@@ -19,6 +20,11 @@ from contextware.errors import ContextwareError
 
 HOOK_NAME_PREFIX = "contextware-"
 MCP_SCRIPT = "scripts/mcp_server.py"
+
+
+def hook_name(event: str) -> str:
+    """Our hook's ``name`` for an event (``SessionStart`` -> ``contextware-session-start``): how we know it."""
+    return HOOK_NAME_PREFIX + "".join("-" + c.lower() if c.isupper() else c for c in event).lstrip("-")
 
 
 def sha256_text(text: str | None) -> str | None:
@@ -87,6 +93,8 @@ def is_our_mcp_server(config: Any) -> bool:
     if not isinstance(config, dict):
         return False
     words = [str(config.get("command") or "")] + [str(a) for a in config.get("args") or []]
+    if len(words) >= 2 and words[0].replace("\\", "/").rsplit("/", 1)[-1] == "contextware" and words[1] == "mcp":
+        return True  # the portable form: the console command found on PATH
     return any(w.replace("\\", "/").endswith(MCP_SCRIPT) for w in words)
 
 
@@ -104,13 +112,18 @@ def _container(parent: dict, key: str, kind: type, where: str, created: list[str
 
 
 def merge(
-    data: dict, hooks: dict[str, dict], mcp_name: str, mcp_config: dict | None, path: Path
+    data: dict,
+    hooks: dict[str, dict],
+    mcp_name: str,
+    mcp_config: dict | None,
+    path: Path,
+    mcp_key: str = "mcpServers",
 ) -> tuple[dict, list[str], Any]:
     """``data`` with our hook definitions (one per event, replacing earlier ones of ours, never
-    duplicated) and ``mcpServers[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
+    duplicated) and ``<mcp_key>[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
     new = copy.deepcopy(data)
     created: list[str] = []
-    hook_obj = _container(new, "hooks", dict, "hooks", created, path)
+    hook_obj = _container(new, "hooks", dict, "hooks", created, path) if hooks else {}
     for event, definition in hooks.items():
         defs = _container(hook_obj, event, list, f"hooks.{event}", created, path)
         ours = [i for i, d in enumerate(defs) if is_our_hook_definition(d)]
@@ -122,13 +135,15 @@ def merge(
             del defs[i]
     previous = None
     if mcp_config is not None:
-        servers = _container(new, "mcpServers", dict, "mcpServers", created, path)
+        servers = _container(new, mcp_key, dict, mcp_key, created, path)
         previous = servers.get(mcp_name)
         servers[mcp_name] = mcp_config
     return new, created, previous
 
 
-def unmerge(data: dict, created: list[str], mcp_name: str, mcp_previous: Any = None) -> dict:
+def unmerge(
+    data: dict, created: list[str], mcp_name: str, mcp_previous: Any = None, mcp_key: str = "mcpServers"
+) -> dict:
     """``data`` without our hook definitions and MCP server; containers we created are dropped when
     they end up empty, and an MCP entry we replaced gets its old value back."""
     new = copy.deepcopy(data)
@@ -143,24 +158,24 @@ def unmerge(data: dict, created: list[str], mcp_name: str, mcp_previous: Any = N
                 del hook_obj[event]
         if not hook_obj and "hooks" in created:
             del new["hooks"]
-    servers = new.get("mcpServers")
+    servers = new.get(mcp_key)
     if isinstance(servers, dict):
         if is_our_mcp_server(servers.get(mcp_name)):
             if mcp_previous is not None:
                 servers[mcp_name] = mcp_previous
             else:
                 del servers[mcp_name]
-        if not servers and "mcpServers" in created:
-            del new["mcpServers"]
+        if not servers and mcp_key in created:
+            del new[mcp_key]
     return new
 
 
-def has_ours(data: dict, mcp_name: str) -> bool:
+def has_ours(data: dict, mcp_name: str, mcp_key: str = "mcpServers") -> bool:
     hook_obj = data.get("hooks")
     hooked = isinstance(hook_obj, dict) and any(
         isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values()
     )
-    servers = data.get("mcpServers")
+    servers = data.get(mcp_key)
     return hooked or (isinstance(servers, dict) and is_our_mcp_server(servers.get(mcp_name)))
 
 

@@ -1,12 +1,18 @@
 """What every host's installer shares: how hooks and the MCP server are started (``Runner``: ``uv run
---no-sync --project <skill_dir>`` or a given Python), the one ``uv sync`` that prepares them, the
-skill's text, atomic writes of what we add, and the manifest of everything written
-(``<CONTEXTWARE_HOME>/install-manifest.json``) from which ``uninstall`` removes exactly that."""
+--no-sync --project <skill_dir>``, a given Python, or the ``contextware`` command found on PATH), the
+one ``uv sync`` that prepares them, the skill's text, atomic writes of what we add, and the manifest
+of everything written (``<CONTEXTWARE_HOME>/install-manifest.json``) from which ``uninstall`` removes
+exactly that.
+
+Files a project commits (``--project`` installs) must work on a teammate's machine too, so they get
+the portable runner (``contextware hook``, ``contextware mcp``: no path of this machine); user-level
+files get the machine's own runner."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -35,28 +41,75 @@ def _q(path: Path | str) -> str:
     return shlex.quote(str(path))
 
 
+PORTABLE_COMMAND = "contextware"
+
+
+# script -> the console command running it (``contextware <command>``)
+SCRIPT_COMMANDS = {
+    "save_fact.py": "save",
+    "recall.py": "recall",
+    "memory.py": "memory",
+    "index_file.py": "index",
+    "crawl_project.py": "crawl",
+    "watch.py": "watch",
+    "store.py": "store",
+    "offload.py": "offload",
+    "sync.py": "sync",
+    "context.py": "context",
+    "install.py": "install",
+    "hook.py": "hook",
+    "mcp_server.py": "mcp",
+}
+
+
 @dataclass(frozen=True)
 class Runner:
-    """How hooks and the MCP server start: ``uv run --no-sync --project`` or a given Python."""
+    """How hooks and the MCP server start: ``uv run --no-sync --project``, a given Python, or
+    (``kind="command"``) the ``contextware`` console command looked up on PATH when the host runs it."""
 
-    kind: str  # "uv" | "python"
+    kind: str  # "uv" | "python" | "command"
     exe: str
 
-    def argv(self, script: str) -> list[str]:
+    def argv(self, script: str, *args: str) -> list[str]:
+        if self.kind == "command":
+            return [self.exe, SCRIPT_COMMANDS[script], *args]
         skill = str(skill_dir())
         path = f"{skill}/scripts/{script}"
-        return [self.exe, "run", "--no-sync", "--project", skill, path] if self.kind == "uv" else [self.exe, path]
+        base = [self.exe, "run", "--no-sync", "--project", skill, path] if self.kind == "uv" else [self.exe, path]
+        return [*base, *args]
 
-    def command(self, script: str) -> str:
-        return shlex.join(self.argv(script))
+    def command(self, script: str, *args: str) -> str:
+        return shlex.join(self.argv(script, *args))
 
-    def hook_command(self, script: str) -> str:
+    def hook_command(self, script: str, *args: str) -> str:
         """Hooks start on every turn: the environment's Python runs the script directly (``uv run``
         would add its own resolution to each start); the script imports only the standard library
         before it asks the resident service."""
         if self.kind == "uv":
-            return shlex.join([str(environment_python()), f"{skill_dir()}/scripts/{script}"])
-        return self.command(script)
+            return shlex.join([str(environment_python()), f"{skill_dir()}/scripts/{script}", *args])
+        return self.command(script, *args)
+
+    @property
+    def portable(self) -> bool:
+        return self.kind == "command"
+
+    def run_prefix(self, script: str) -> str:
+        """How an agent runs ``scripts/<script>`` the same way (for instructions we write)."""
+        if self.kind == "command":
+            return f"{self.exe} {SCRIPT_COMMANDS[script]}"
+        skill = _q(skill_dir())
+        run = f"uv run --project {skill}" if self.kind == "uv" else _q(self.exe)
+        return f"{run} {skill}/scripts/{script}"
+
+
+def portable_runner() -> tuple[Runner, list[str]]:
+    """The runner for files a project commits, with a warning when ``contextware`` is not on PATH here."""
+    if shutil.which(PORTABLE_COMMAND):
+        return Runner("command", PORTABLE_COMMAND), []
+    return Runner("command", PORTABLE_COMMAND), [
+        f"`{PORTABLE_COMMAND}` is not on PATH: the project's hooks and MCP server call it, so they do nothing "
+        f"on this machine until it is (`uv tool install {skill_dir()}`); teammates need it on PATH too."
+    ]
 
 
 def environment_python() -> Path:
@@ -87,7 +140,18 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def choose_runner(python: str | None) -> tuple[Runner, list[str]]:
+def choose_runner(python: str | None, *, project: bool = False) -> tuple[Runner, list[str]]:
+    """The runner for files of one scope: a project's (committed, so portable unless ``python`` is
+    given explicitly) or the user's (this machine's ``--python``/``$CONTEXTWARE_HOOK_PYTHON``/uv)."""
+    if project:
+        if not python:
+            return portable_runner()
+        runner, warnings = choose_runner(python)
+        return runner, [
+            *warnings,
+            f"--python writes {runner.exe} into the project's files: a teammate's hooks will not find it; "
+            f"leave --python out to have them call `{PORTABLE_COMMAND}` from PATH.",
+        ]
     python = python or os.environ.get("CONTEXTWARE_HOOK_PYTHON") or None
     if python:
         found = python if os.sep in python else shutil.which(python)
@@ -129,14 +193,25 @@ def mcp_server(runner: Runner) -> dict:
     return {"command": argv[0], "args": argv[1:]}
 
 
-def skill_text() -> str:
+_SCRIPT_CALL = re.compile(r"uv run --project <skill_dir> <skill_dir>/scripts/(\w+\.py)|<skill_dir>/scripts/(\w+\.py)")
+
+
+def skill_text(runner: Runner | None = None) -> str:
+    """SKILL.md with ``<skill_dir>`` filled in; for a portable runner, script calls become
+    ``contextware <command>`` so the copy holds no path of this machine."""
     path = skill_dir() / "SKILL.md"
     try:
-        return path.read_text(encoding="utf-8").replace("<skill_dir>", _q(skill_dir()))
+        text = path.read_text(encoding="utf-8")
     except OSError:
         raise ContextwareError(
             f"The skill's guide {path} is missing; reinstall Contextware.", code="skill_missing"
         ) from None
+    if runner is not None and runner.portable:
+        text = _SCRIPT_CALL.sub(lambda m: runner.run_prefix(m.group(1) or m.group(2)), text)
+        return text.replace(
+            "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{runner.exe}` command's."
+        ).replace("<skill_dir>", "<contextware checkout>")
+    return text.replace("<skill_dir>", _q(skill_dir()))
 
 
 def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
@@ -151,6 +226,21 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     except OSError as exc:
         raise ContextwareError(f"Cannot write {path}: {exc.strerror or exc}.", code="not_writable") from None
     return True
+
+
+def install_result(agent: str, action: str, scope: str, **fields) -> dict:
+    """The result every installer returns: what was written and removed, and whether anything changed."""
+    written, removed = fields.pop("written", []), fields.pop("removed", [])
+    return {
+        "action": action,
+        "agent": agent,
+        "scope": scope,
+        "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
+        "written": written,
+        "removed": removed,
+        **fields,
+        "manifest": str(manifest_path()),
+    }
 
 
 def manifest_path() -> Path:

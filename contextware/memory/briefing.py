@@ -1,11 +1,14 @@
 """The one-call briefing of a fresh session (``context.py``, the SessionStart hook, the MCP tool).
 
-Sections in priority order, items added while the rendered markdown stays within the token budget
-(estimated at 4 characters a token); the first item that does not fit ends the briefing, so nothing
-of lower priority is shown in place of something more important: the project, active constraints and preferences
-(verbatim), recent failures and their lessons, code-index coverage and the most central files, open
-offload sessions, and the session store's namespaces.  The JSON result holds exactly what the
-markdown shows.
+Sections in priority order: the project, active constraints, preferences, decisions, conventions
+and environment facts (verbatim), open failures and their lessons (a failure that a later success
+of the same task resolved is left out), recent successful work, code-index coverage and the most
+central files, offload sessions, and the session store's namespaces.  Each group of near-duplicate
+facts or episodes (stored vectors at least ``similar_threshold`` alike; nothing is embedded again)
+is shown once, as its newest member.  Items are added while the rendered markdown stays within the
+token budget: every section's first few items in priority order, then the rest in priority order;
+the first item that does not fit ends the briefing, so nothing of lower priority is shown in place
+of something more important.  The JSON result holds exactly what the markdown shows.
 
 "Central" files are those whose module name appears in the import lines of the most other indexed
 files (import in-degree, approximated the same way in every language); the ranking is cached per
@@ -18,11 +21,13 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.storage.schemas import CODE_TABLE
+from contextware.storage.integrity import GUARDED, verify_rows
+from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
 from contextware.text import approx_tokens, cut_at_word, iso
 
@@ -61,14 +66,23 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
+    # Rows whose content is shown are checked against their checksum (which needs every guarded
+    # column); metadata-only reads (session ids and times) are not.
+    guarded = GUARDED.get(table, ())
+    check = any(c in guarded and c not in ("id", "file_path", "namespace") for c in columns)
+    selected = [*columns, *(c for c in (*guarded, CHECKSUM_COLUMN) if c not in columns)] if check else columns
 
     def query() -> list[dict]:
-        q = tbl.search().select(columns)
+        q = tbl.search().select(selected)
         if where:
             q = q.where(where)
         return q.limit(None).to_arrow().to_pylist()
 
-    return project.db.read(query)
+    rows = project.db.read(query)
+    if check:
+        verify_rows(table, rows)
+        rows = [{c: r.get(c) for c in columns} for r in rows]
+    return rows
 
 
 def _sessions(project: "Project") -> dict[str, Any]:
@@ -84,35 +98,109 @@ def _sessions(project: "Project") -> dict[str, Any]:
     return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid])}}
 
 
-def _facts(project: "Project", kind: str) -> list[dict]:
-    rows = _rows(
-        project,
-        "facts",
-        ["id", "text", "kind", "created_at"],
-        f"kind = '{kind}' AND (status IS NULL OR status = 'active')",
-    )
-    rows.sort(key=lambda r: r.get("created_at") or 0, reverse=True)
-    return [{"id": r["id"], "text": r["text"]} for r in rows]
+# Fact kinds in the briefing, most important first, with their headings (notes are for recall).
+FACT_SECTIONS = (
+    ("constraints", "constraint", "Constraints (must hold)"),
+    ("preferences", "preference", "Preferences"),
+    ("decisions", "decision", "Decisions"),
+    ("conventions", "convention", "Conventions"),
+    ("environment", "environment", "Environment"),
+)
+RECENT_EPISODES = 5
+OPEN_FAILURES = 10
 
 
-def _failures(project: "Project", limit: int = 10) -> list[dict]:
-    rows = _rows(
-        project,
-        "episodes",
-        ["id", "goal", "result", "summary", "category", "created_at"],
-        "result = 'failure' OR result = 'partial'",
-    )
-    rows.sort(key=lambda r: r.get("created_at") or 0, reverse=True)
-    return [
-        {
-            "id": r["id"],
-            "goal": r["goal"],
-            "result": r["result"],
-            "lesson": r["summary"],
-            "at": iso(r.get("created_at")),
-        }
-        for r in rows[:limit]
-    ]
+def _newest_first(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: r.get("created_at") or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
+
+
+def collapse(rows: list[dict], threshold: float) -> list[dict]:
+    """Rows (newest first) without their near-duplicates: each group of rows whose stored vectors
+    are at least ``threshold`` alike is represented by its newest member.  Rows without a vector
+    are kept as they are."""
+    import numpy as np
+
+    with_vec = [i for i, r in enumerate(rows) if r.get("vector") is not None]
+    if not with_vec:
+        return list(rows)
+    matrix = np.asarray([rows[i]["vector"] for i in with_vec], dtype=np.float32)
+    sims = matrix @ matrix.T  # stored vectors are normalised: cosine similarities, in one product
+    dropped: set[int] = set()
+    kept_vec: list[int] = []
+    for j, i in enumerate(with_vec):
+        if kept_vec and float(sims[j, kept_vec].max()) >= threshold:
+            dropped.add(i)
+        else:
+            kept_vec.append(j)
+    return [r for i, r in enumerate(rows) if i not in dropped]
+
+
+class _Memory:
+    """Active facts and episodes, read once per briefing and collapsed to their newest members."""
+
+    def __init__(self, project: "Project") -> None:
+        self.project = project
+        self._facts: list[dict] | None = None
+        self._episodes: list[dict] | None = None
+        self.threshold = float(project.config["similar_threshold"])
+
+    def facts(self, kind: str) -> list[dict]:
+        if self._facts is None:
+            rows = _rows(
+                self.project,
+                "facts",
+                ["id", "text", "kind", "created_at", "vector"],
+                "status IS NULL OR status = 'active'",
+            )
+            self._facts = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
+        out = []
+        for r in self._facts:
+            if r["kind"] == kind:
+                out.append({"id": r["id"], "text": r["text"]})
+        return out
+
+    def episodes(self) -> list[dict]:
+        if self._episodes is None:
+            rows = _rows(
+                self.project, "episodes", ["id", "goal", "result", "summary", "category", "created_at", "vector"]
+            )
+            self._episodes = _newest_first(rows)
+        return self._episodes
+
+    def open_failures(self) -> list[dict]:
+        """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
+        success of a near-duplicate task resolved."""
+        import numpy as np
+
+        rows = self.episodes()
+        out = []
+        for i, r in enumerate(rows):
+            if r["result"] == "success":
+                continue
+            vec = r.get("vector")
+            later = [x for x in rows[:i] if x["result"] == "success" and x.get("vector") is not None]
+            if vec is not None and later:
+                sims = np.stack([np.asarray(x["vector"], dtype=np.float32) for x in later]) @ np.asarray(
+                    vec, dtype=np.float32
+                )
+                if float(sims.max()) >= self.threshold:
+                    continue  # resolved since
+            out.append(r)
+        return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
+
+    def recent(self) -> list[dict]:
+        done = [r for r in self.episodes() if r["result"] == "success"]
+        return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
+
+
+def _episode(r: dict, text_key: str) -> dict:
+    return {
+        "id": r["id"],
+        "goal": r["goal"],
+        "result": r["result"],
+        text_key: r["summary"],
+        "at": iso(r.get("created_at")),
+    }
 
 
 def _stem(path: str) -> str:
@@ -183,32 +271,20 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
 
 def _offload_sessions(project: "Project") -> list[dict]:
-    from contextware.offload.files import SESSION_STATE, SUMMARY, sessions_root
+    """Offload sessions, most recently used first, as the sessions module lists them."""
+    from contextware.offload.session_admin import session_list
 
-    root = sessions_root(project)
     out = []
-    for meta in sorted(root.glob(f"*/{SESSION_STATE}")) if root.is_dir() else []:
-        try:
-            data = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if data.get("closed") or data.get("status") == "closed":
-            continue
-        try:
-            summary = (meta.parent / SUMMARY).read_text(encoding="utf-8")
-        except OSError:
-            summary = ""
-        lines = [ln.strip() for ln in summary.splitlines() if ln.strip() and not ln.startswith("#")][:2]
-        turns = data.get("turns")
+    for sess in session_list(project)["sessions"]:
+        lines = [ln.strip() for ln in (sess.get("summary") or "").splitlines() if ln.strip() and not ln.startswith("#")]
         out.append(
             {
-                "name": data.get("name") or meta.parent.name,
-                "turns": len(turns) if isinstance(turns, list) else turns,
-                "updated_at": data.get("updated_at"),
-                "summary": " ".join(lines)[:240],
+                "name": sess["name"],
+                "turns": sess["turns"],
+                "updated_at": sess.get("updated_at"),
+                "summary": cut_at_word(" ".join(lines[:2]), 240),
             }
         )
-    out.sort(key=lambda s: s.get("updated_at") or "", reverse=True)
     return out
 
 
@@ -229,13 +305,15 @@ def render_markdown(ctx: dict) -> str:
         lines.append(f"Sessions: {p['session_count']}; last {p['last_session']['id']} at {p['last_session']['at']}")
     else:
         lines.append(f"Sessions: {p.get('session_count', 0)}")
-    if ctx.get("constraints"):
-        lines += ["", "## Constraints (must hold)"] + [f"- {f['text']}" for f in ctx["constraints"]]
-    if ctx.get("preferences"):
-        lines += ["", "## Preferences"] + [f"- {f['text']}" for f in ctx["preferences"]]
+    for name, _kind, heading in FACT_SECTIONS:
+        if ctx.get(name):
+            lines += ["", f"## {heading}"] + [f"- {f['text']}" for f in ctx[name]]
     if ctx.get("failures"):
-        lines += ["", "## Recent failures and lessons"]
+        lines += ["", "## Open failures and lessons"]
         lines += [f"- [{f['result']}] {f['goal']}: {f['lesson']}" for f in ctx["failures"]]
+    if ctx.get("recent_episodes"):
+        lines += ["", "## Recent work"]
+        lines += [f"- {e['goal']}: {e['summary']}" for e in ctx["recent_episodes"]]
     code = ctx.get("code_index")
     if code:
         lines += [
@@ -256,53 +334,65 @@ def render_markdown(ctx: dict) -> str:
     return "\n".join(lines)
 
 
-# The briefing's sections in priority order, each with what reads it.
-_SOURCES: tuple[tuple[str, Callable[["Project"], Any]], ...] = (
-    ("constraints", lambda p: _facts(p, "constraint")),
-    ("preferences", lambda p: _facts(p, "preference")),
-    ("failures", _failures),
-    ("code_index", _code),
-    ("offload_sessions", _offload_sessions),
-    ("store", _store),
+# The briefing's sections in priority order, each with what reads it and how many of its items are
+# placed before the next section's first ones (None: all).  Items join one queue: every section's
+# first items in order, then the rest in order; the first item that does not fit the budget ends
+# the briefing, so nothing is shown in place of something more important.
+_SOURCES: tuple[tuple[str, Callable[[_Memory], Any], int | None], ...] = (
+    *((name, (lambda m, k=kind: m.facts(k)), 3 if kind != "constraint" else None) for name, kind, _ in FACT_SECTIONS),
+    ("failures", lambda m: m.open_failures(), 3),
+    ("recent_episodes", lambda m: m.recent(), 2),
+    ("code_index", lambda m: _code(m.project), 3),
+    ("offload_sessions", lambda m: _offload_sessions(m.project), 2),
+    ("store", lambda m: _store(m.project), None),
 )
-SECTIONS = tuple(name for name, _ in _SOURCES)
+SECTIONS = tuple(name for name, _, _ in _SOURCES)
 
 
 def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict:
     if not 100 <= budget_tokens <= 100_000:
         raise UsageError("--budget-tokens must be between 100 and 100000.", code="bad_budget")
     head = {"id": project.id, "name": project.root.name, "root": str(project.root), **_sessions(project)}
+    memory = _Memory(project)
     ctx: dict[str, Any] = {"project": head}
-    truncated = False
     unavailable: dict[str, str] = {}
-    for name, read in _SOURCES:
+    first: list[tuple[str, Any]] = []
+    rest: list[tuple[str, Any]] = []
+    shells: dict[str, Any] = {}
+    for name, read, quota in _SOURCES:
         try:
-            value = read(project)  # read only when reached: a full budget stops before the costlier sections
+            value = read(memory)
         except ContextwareError as exc:  # a damaged table costs its own section, not the briefing
             unavailable[name] = exc.message
             continue
         if not value:
             continue
-        if isinstance(value, dict):  # the code index: its figures, then its central files
+        if isinstance(value, dict):  # the code index: its figures (an item of their own), then its central files
             items = value.pop("central_files", [])
-            ctx[name] = {**value, "central_files": []}
-            target = ctx[name]["central_files"]
+            shells[name] = value
+            first.append((name, None))
         else:
-            items, ctx[name] = value, []
-            target = ctx[name]
-        if isinstance(value, dict) and approx_tokens(render_markdown(ctx)) > budget_tokens:
-            del ctx[name]
-            truncated = True
-        for item in [] if truncated else items:
+            items = value
+        cut = len(items) if quota is None else quota
+        first += [(name, item) for item in items[:cut]]
+        rest += [(name, item) for item in items[cut:]]
+    truncated = False
+    for name, item in first + rest:
+        if item is None:
+            ctx[name] = {**shells[name], "central_files": []}
+        else:
+            target = ctx[name]["central_files"] if name in shells else ctx.setdefault(name, [])
             target.append(item)
-            if approx_tokens(render_markdown(ctx)) > budget_tokens:
+        if approx_tokens(render_markdown(_ordered(ctx))) > budget_tokens:
+            if item is None:
+                del ctx[name]
+            else:
                 target.pop()
-                truncated = True
-                break
-        if name in ctx and not ctx[name]:
-            del ctx[name]
-        if truncated:  # what did not fit outranks everything after it: stop here
+                if not target and name not in shells:
+                    del ctx[name]
+            truncated = True
             break
+    ctx = _ordered(ctx)
     if unavailable:
         ctx["unavailable"] = unavailable
     return {
@@ -311,3 +401,16 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         "tokens": approx_tokens(render_markdown(ctx)),
         "truncated": truncated,
     }
+
+
+def render_fenced(ctx: dict, limit: int | None = None) -> str:
+    """The briefing as markdown inside the memory fence (``contextware.fence``), every stored text on
+    one line: what ``context.py --format text``, the MCP tool and the SessionStart hook show."""
+    from contextware.fence import fence, inline_all
+
+    return fence(render_markdown(inline_all(ctx)), limit)
+
+
+def _ordered(ctx: dict) -> dict:
+    """The sections in priority order (items were added in queue order)."""
+    return {"project": ctx["project"], **{name: ctx[name] for name in SECTIONS if name in ctx}}

@@ -29,6 +29,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
+from contextware.redact import redact_json
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
 from contextware.system import write_atomic
 from contextware.text import cut_at_word, iso, sql_str, utcnow
@@ -119,9 +121,9 @@ def parse_json(text: str, source: str = "--data") -> Any:
     try:
         return json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as exc:
-        near = text[max(0, exc.pos - 15) : exc.pos + 15].replace("\n", " ")
+        # The message never quotes the text: it may be a file's content (`--data @/etc/shadow`).
         raise UsageError(
-            f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} (near {near!r}); nothing was saved.",
+            f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; nothing was saved.",
             code="bad_json",
             details={"line": exc.lineno, "column": exc.colno, "position": exc.pos},
         ) from None
@@ -290,6 +292,8 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
 
     namespace = check_namespace(namespace)
     key = check_key(key)
+    redacted: dict[str, int] = {}
+    value = redact_json(value, redacted)  # secrets in string leaves never reach the table
     text = encode(value)
     size = len(text.encode("utf-8"))
     limits = settings(project)
@@ -321,6 +325,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
             "updated_at": now,
             "accessed_at": now,
         }
+        stamp(KV_TABLE, [row])
         evicted = _plan_evictions(list(others.values()), namespace, size, limits, access)
         merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         if evicted:
@@ -356,6 +361,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
         "created": outcome["created"],
         "updated_at": outcome["updated_at"],
         "evicted": outcome["evicted"],
+        **({"redacted": redacted} if redacted else {}),
     }
 
 
@@ -404,13 +410,14 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
             return (
                 table.search()
                 .where(f"id = {sql_str(rid)}")
-                .select(["data", "size", "updated_at"])
+                .select(["id", "namespace", "key", "data", "size", "updated_at", "checksum"])
                 .limit(1)
                 .to_arrow()
                 .to_pylist()
             )
 
         rows = project.db.read(query)
+        verify_rows(KV_TABLE, rows)
     if not rows:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(namespace)}.")
     row = rows[0]

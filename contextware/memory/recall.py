@@ -18,6 +18,9 @@ score, gated by a relevance floor.  What each row embeds and indexes is decided 
    in memory resembles the question and recall returns no results; otherwise it returns the rows
    whose score is within MARGIN of the best, best first.  Without vectors (degraded mode) recall
    keeps any full-text match (LEXICAL_FLOOR) and no margin applies.
+4. Every candidate gets a ``confidence`` in [0, 1] (``confidence.py``: several signals, one
+   logistic model).  Unless one reaches ``min_confidence`` (config ``recall_min_confidence``; the
+   prompt hook's ``hook_min_confidence``), recall returns nothing: ``"answerable": false``.
 
 Calibration (``uv run bench/recall_quality.py --tune``, on the tune split of
 bench/data/memory_eval.json; ``--split test`` reports the held-out split): EXPANSION_WEIGHT,
@@ -50,11 +53,14 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import EmbeddingError, UsageError
+from contextware.errors import DamagedDataError, EmbeddingError, UsageError
+from contextware.memory.confidence import assign as assign_confidence
+from contextware.memory.confidence import check_min_confidence
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
+from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import cut_at_word, parse_since, parse_topics, sql_str
+from contextware.text import check_unicode, cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -200,6 +206,8 @@ def search_table(
         for row in db.read(fts):
             found[row["id"]] = row
             bm25[row["id"]] = float(row.get("_score") or 0.0)
+    except DamagedDataError:
+        raise
     except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
         pass
     if qvec is not None:
@@ -217,6 +225,7 @@ def search_table(
 
         for row in db.read(vec):
             found.setdefault(row["id"], row)
+    verify_rows(name, found.values())
     out = []
     for rid, row in found.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -260,10 +269,14 @@ def select(
     floor: float | None = None,
     margin: float | None = None,
     code_gate: bool = True,
+    query: str = "",
+    min_confidence: float = 0.0,
 ) -> list[dict]:
-    """Fuse, floor and order the candidates of all tables: what recall returns.  The keyword
+    """Fuse, floor, gate and order the candidates of all tables: what recall returns.  The keyword
     arguments override the module constants (the bench's calibration uses them); ``code_gate``
-    False (``--scope code``) ranks files without asking whether any is about the question."""
+    False (``--scope code``) ranks files without asking whether any is about the question.  Every
+    hit gets a ``confidence`` (``confidence.assign``); nothing is returned unless one reaches
+    ``min_confidence`` (not applied to ``--scope code``, which only ranks)."""
     if not hits:
         return []
     floor = FLOOR if floor is None else floor
@@ -273,6 +286,7 @@ def select(
             h["score"] = fuse(h["similarity"], h["bm25"], CODE_BM25_WEIGHT, CODE_BM25_HALF) * CODE_SCALE
         else:
             h["score"] = fuse(h["similarity"], h["bm25"], weight, half)
+    assign_confidence(hits, query)
     if vector:
         code = [h for h in hits if h["collection"] == CODE_TABLE]
         if (
@@ -286,6 +300,8 @@ def select(
             hits = [h for h in hits if h["collection"] != CODE_TABLE]  # no file is about this question
         if not _relevant(hits, floor):
             return []
+        if code_gate and not any(h["confidence"] >= min_confidence for h in hits):
+            return []  # nothing is likely enough to answer: an empty answer is the right one
         best = max(h["score"] for h in hits)
         # The margin drops memories far below the best answer; files are ranked, not filtered.
         hits = [h for h in hits if h["collection"] == CODE_TABLE or h["score"] >= best - margin]
@@ -299,7 +315,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
     if hit["collection"] == CODE_TABLE and project is not None:
         from contextware.codeindex.hits import render_code_hit
 
-        return render_code_hit(project, hit, mode)
+        return {**render_code_hit(project, hit, mode), "confidence": round(hit["confidence"], 3)}
     if hit["collection"] == OFFLOADS_TABLE and project is not None:
         from contextware.offload.table import public_offload
 
@@ -307,13 +323,19 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
             "collection": OFFLOADS_TABLE,
             "id": hit["row"]["id"],
             "score": round(hit["score"], 4),
+            "confidence": round(hit["confidence"], 3),
             **public_offload(project, hit["row"]),
         }
         if mode == "summary" and isinstance(out.get("summary"), str):
             out["summary"] = cut_at_word(out["summary"], SUMMARY_CHARS * 3)
         return out
     row = public_row(hit["row"], hit["collection"])
-    out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
+    out = {
+        "collection": hit["collection"],
+        "id": row.pop("id"),
+        "score": round(hit["score"], 4),
+        "confidence": round(hit["confidence"], 3),
+    }
     row.pop("collection", None)
     if mode == "summary":
         for key in ("text", "summary"):
@@ -344,17 +366,27 @@ def recall(
     session: str | None = None,
     global_: bool = False,
     without: tuple[str, ...] = (),
+    min_confidence: float | None = None,
 ) -> dict:
     """``without`` leaves collections out of the scope (the prompt hook searches no logs: past
-    prompts would fill its slots and set the margin for the memories it shows)."""
+    prompts would fill its slots and set the margin for the memories it shows).  ``min_confidence``
+    (default: config ``recall_min_confidence``) is the confidence the best result must reach for
+    the question to count as answerable; below it the answer is ``answerable: false`` and no
+    results."""
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
+    check_unicode(query, "query")
     if not 1 <= limit <= 100:
         raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
     if mode not in ("summary", "exact"):
         raise UsageError(f"Unknown --mode {mode!r}: use summary or exact.", code="bad_mode")
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
+    gate = (
+        check_min_confidence(project.config["recall_min_confidence"], "recall_min_confidence in config.json")
+        if min_confidence is None
+        else check_min_confidence(min_confidence)
+    )
     topics = parse_topics(topic)
     filters: dict[str, Any] = {
         "kind": check_choice(kind, FACT_KINDS, "--kind"),
@@ -401,7 +433,8 @@ def recall(
                 h["project"] = proj
             hits += found
         # --scope code ranks files; mixed with memories, files must first be about the question.
-        return select(hits, limit, vector=vector, code_gate=tables != (CODE_TABLE,)), degraded
+        found = select(hits, limit, vector=vector, code_gate=tables != (CODE_TABLE,), query=text, min_confidence=gate)
+        return found, degraded
 
     hits, degraded = search()
     results = [render_hit(h, mode, project) for h in hits]
@@ -422,7 +455,13 @@ def recall(
         from contextware.codeindex.hits import attach_content
 
         attach_content(project, results, text, max_chars or DEFAULT_MAX_CHARS)
-    out: dict[str, Any] = {"query": query, "results": results, "degraded": degraded}
+    out: dict[str, Any] = {
+        "query": query,
+        "answerable": bool(results),
+        "min_confidence": gate,
+        "results": results,
+        "degraded": degraded,
+    }
     if refreshed:
         out["refreshed"] = refreshed
     return out

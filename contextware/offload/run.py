@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import UsageError
 from contextware.offload.files import check_name
 from contextware.offload.table import offload_where, public_offload, registered_projects
+from contextware.text import check_unicode
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -36,6 +37,7 @@ def _check_prompt(prompt: str | None) -> str:
         raise UsageError("The prompt is empty; say what Gemini should research with --prompt.", code="empty_prompt")
     if "\x00" in prompt:
         raise UsageError("The prompt contains NUL bytes; give text.", code="bad_prompt")
+    check_unicode(prompt, "prompt")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise UsageError(
             f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on standard input.",

@@ -22,6 +22,7 @@ from contextware.errors import ContextwareError, first_line
 from contextware.offload.files import display_path
 from contextware.offload.sources import text_sha256
 from contextware.storage.embedded_text import embedding_text, search_text
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
 from contextware.text import cut_at_word, iso, sql_str
 
@@ -89,6 +90,7 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
     )
     for row, vec in zip(rows, vectors if vectors is not None else [None] * len(rows), strict=False):
         row["vector"] = vec
+    stamp(OFFLOADS_TABLE, rows)
     return why
 
 

@@ -39,6 +39,7 @@ START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer
 COMMAND_TIMEOUT_S = 300.0  # writes wait up to 120 s for the table lock
 STATUS_TIMEOUT_S = 60.0  # a service answers once warmed up (seconds on a busy machine)
 MAX_LOG_BYTES = 1 << 20
+MAX_STDIN_BYTES = 32 << 20  # above every command's own limit on standard input (8-10 MB)
 
 # Commands answered by the service: quick work on an open database.  Crawls, watch, offloads, index
 # runs and installs stay in the caller's process (long, or they spawn Gemini CLI with its environment).
@@ -332,8 +333,10 @@ def run_command(command: str, argv: Sequence[str], prog: str) -> int | None:
         return None  # nothing saved yet: the first write creates the data dir in-process
     stdin = None
     if "-" in argv and command in READS_STDIN:
-        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1) if sys.stdin is not None else b""
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")  # the in-process retry reads it again
+        if len(data) > MAX_STDIN_BYTES:
+            return None  # far over every command's limit: refused in-process, in the command's words
         stdin = base64.b64encode(data).decode("ascii")
     message = {
         "op": "run",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError
+from contextware.errors import ConfigError, UsageError
 
 DEFAULTS: dict[str, Any] = {
     # Memory
@@ -17,10 +17,21 @@ DEFAULTS: dict[str, Any] = {
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,
+    # Confidence (0-1) the best result must reach, else recall answers "answerable": false with no
+    # results (contextware/memory/confidence.py); the prompt hook, which injects unasked, is stricter.
+    "recall_min_confidence": 0.15,
+    "hook_min_confidence": 0.2,
     # Code index
     "summarizer": "auto",  # auto | gemini | local
     "max_file_bytes": 1_000_000,
     "crawl_jobs": 0,  # 0: one per CPU (at most 8)
+    "secret_files": [],  # more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)
+    "secret_files_allowed": [],  # patterns of the default list to index anyway (their text is still redacted)
+    # Left out of the code index by default; true brings the class back: files marked
+    # linguist-generated / linguist-vendored in .gitattributes, minified files (.min.js, long lines).
+    "index_generated": False,
+    "index_vendored": False,
+    "index_minified": False,
     # Gemini CLI (code summaries and offloads)
     "gemini_model": "gemini-2.5-flash",
     "gemini_timeout_s": 180,
@@ -43,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
     "hook_session_tokens": 1000,
     "hook_prompt_tokens": 400,
+    # Linked git worktrees use the main checkout's memory ("shared") or their own ("separate"); read from
+    # the main checkout's config.json (or $CONTEXTWARE_WORKTREES) by storage.layout.
+    "worktrees": "shared",
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
     # Session store (scripts/store.py): limits enforced by eviction on every save.
@@ -75,5 +89,34 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
+    check_types(user, path)
     config.update(user)
     return config
+
+
+# Settings that may also be null (see DEFAULTS' comments).
+NULLABLE = frozenset({"cache_ttl_days"})
+_TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", dict: "an object", list: "a list"}
+
+
+def check_types(user: dict[str, Any], path: Path) -> None:
+    """Each known setting must have the type of its default (a number where a number is expected:
+    ``"500"`` is refused, not compared as text later).  Unknown keys are left to their own check."""
+    for key, value in user.items():
+        if key not in DEFAULTS:
+            continue
+        default = DEFAULTS[key]
+        if value is None and key in NULLABLE:
+            continue
+        kind = type(default)
+        if kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            raise UsageError(
+                f"{key} in {path} must be {_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}, not {json.dumps(value)}; fix it or remove the key to use the default.",
+                code="bad_config",
+            )

@@ -77,14 +77,19 @@ _WORD = re.compile(r"[a-z0-9]+")
 _IDENT_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
+def related_words(word: str) -> list[str]:
+    """The other members of the thesaurus families of one lower-case word ("deploys" counts as "deploy")."""
+    key = word if word in _RELATED else word[:-1] if word.endswith("s") and word[:-1] in _RELATED else None
+    return _RELATED.get(key or "", [])
+
+
 def expand_query(query: str) -> str:
     """The question followed by the other members of every family one of its words belongs to
     (the question itself unchanged when none does)."""
     words = _WORD.findall(query.lower())
     seen, extra = set(words), []
     for word in words:
-        key = word if word in _RELATED else word[:-1] if word.endswith("s") and word[:-1] in _RELATED else None
-        for other in _RELATED.get(key or "", ()):
+        for other in related_words(word):
             if other not in seen:
                 seen.add(other)
                 extra.append(other)

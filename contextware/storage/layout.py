@@ -24,6 +24,10 @@ def find_git_root(start: Path) -> Path | None:
 
 def resolve_project_root(explicit: str | os.PathLike | None = None) -> Path:
     """``--project-root``, else ``CONTEXTWARE_PROJECT_ROOT``, else the git top level, else the cwd."""
+    if explicit is not None and not str(explicit).strip():
+        raise UsageError(
+            "--project-root is empty; give the project's folder (or leave the option out).", code="bad_project_root"
+        )
     raw = explicit or os.environ.get("CONTEXTWARE_PROJECT_ROOT")
     if raw:
         root = Path(raw).expanduser()
@@ -39,9 +43,57 @@ def resolve_project_root(explicit: str | os.PathLike | None = None) -> Path:
     return find_git_root(cwd) or cwd
 
 
+def main_worktree(root: Path) -> Path | None:
+    """The main checkout of the repository whose linked worktree (``git worktree add``) is ``root``;
+    None for a main checkout, a submodule, a bare repository's worktree or no repository.
+
+    Read from the files git keeps (``.git`` is a file ``gitdir: <dir>``, and ``<dir>/commondir`` names
+    the shared git dir) instead of spawning ``git rev-parse --git-common-dir``: hooks call this on
+    every turn."""
+    try:
+        head = (root / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # a directory (a main checkout), missing, unreadable
+        return None
+    if not head.startswith("gitdir:"):
+        return None
+    gitdir = (root / head[len("gitdir:") :].strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None  # a submodule's git dir has no commondir: it is a project of its own
+    if common.name != ".git" or not common.is_dir():
+        return None  # a bare repository: no main checkout to share
+    return common.parent
+
+
+def worktrees_mode(main_root: Path) -> str:
+    """``shared`` (default) or ``separate``: ``$CONTEXTWARE_WORKTREES``, else ``"worktrees"`` in the
+    main checkout's ``contextware_data/config.json``."""
+    raw = os.environ.get("CONTEXTWARE_WORKTREES")
+    if not raw:
+        try:
+            import json
+
+            raw = json.loads((main_root / DATA_DIR_NAME / "config.json").read_text(encoding="utf-8")).get("worktrees")
+        except (OSError, ValueError, AttributeError):
+            raw = None
+    if raw in (None, "", "shared"):
+        return "shared"
+    if raw == "separate":
+        return "separate"
+    raise UsageError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
+
+
 def resolve_data_dir(project_root: Path) -> Path:
+    """``CONTEXTWARE_DATA_DIR``, else ``<root>/contextware_data``; the linked worktrees of a repository
+    share the main checkout's (one memory per repository) unless worktrees are ``separate``."""
     raw = os.environ.get("CONTEXTWARE_DATA_DIR")
-    return Path(raw).expanduser().resolve() if raw else project_root / DATA_DIR_NAME
+    if raw:
+        return Path(raw).expanduser().resolve()
+    main = main_worktree(project_root)
+    if main is not None and worktrees_mode(main) == "shared":
+        return main / DATA_DIR_NAME
+    return project_root / DATA_DIR_NAME
 
 
 def resolve_db_uri(data_dir: Path) -> str:

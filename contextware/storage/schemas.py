@@ -36,6 +36,9 @@ ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
 # The namespaced session store (scripts/store.py): one JSON value per row, id == "<namespace>/<key>".
 KV_TABLE = "kv"
 
+# Per-row checksum column (storage.integrity), last before the vector.
+CHECKSUM_COLUMN = "checksum"
+
 # Tables without a vector column: created without an embedding model, never re-embedded.
 PLAIN_TABLES = (KV_TABLE,)
 
@@ -140,6 +143,7 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
     }
     fields = [pa.field("id", pa.string(), nullable=False)]
     fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]
+    fields.append(pa.field(CHECKSUM_COLUMN, pa.string()))  # integrity.checksum: null in older rows
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()}))
     return pa.schema(fields)
 

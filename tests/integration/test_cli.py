@@ -41,10 +41,17 @@ def test_save_recall_roundtrip_and_envelope(script, project_dir):
     found = script("recall", "--query", "what must be running before I start the integration tests?")
     assert found.returncode == 0
     res = found.json
-    assert set(res) == {"ok", "query", "results", "degraded"} and res["degraded"] is None
+    assert set(res) == {"ok", "query", "answerable", "min_confidence", "results", "degraded"}
+    assert res["degraded"] is None and res["answerable"] is True and res["min_confidence"] == 0.15
     top = res["results"][0]
     assert top["id"] == body["id"] and top["collection"] == "facts"
-    assert {"collection", "id", "score", "text", "kind", "topics"} <= set(top)
+    assert {"collection", "id", "score", "confidence", "text", "kind", "topics"} <= set(top)
+    strict = script(
+        "recall", "--query", "what must be running before I start the integration tests?", "--min-confidence", "1"
+    )
+    assert strict.returncode == 0 and strict.json["answerable"] is False and strict.json["results"] == []
+    bad = script("recall", "--query", "tests?", "--min-confidence", "1.5")
+    assert bad.returncode == 2 and bad.json["error"]["code"] == "bad_min_confidence"
     text = script("recall", "--query", "why was the login test flaky?", "--format", "text")
     assert "[FAILURE] [TEST] Goal: Fix flaky login test | Summary: Retrying did not help" in text.stdout
     assert (project_dir / "contextware_data" / "lancedb").is_dir()
@@ -149,7 +156,8 @@ def test_damaged_data_names_the_recovery_command(script, project_dir):
     assert "Traceback" not in out.stderr
     fixed = script("memory", "repair")
     assert fixed.returncode == 0, fixed.stdout
-    assert "moved" in fixed.json["tables"]["facts"]
+    facts = fixed.json["tables"]["facts"]
+    assert facts["status"] == "moved" and facts["lost"] is None and fixed.json["lost"] is None
     again = script("save_fact", "Use pnpm, not npm.")
     assert again.returncode == 0 and again.json["written"] == 1
 

@@ -16,7 +16,8 @@ def test_empty_project_and_bad_budget(project: Project, script):
     out = script("context", "--budget-tokens", "5")
     assert out.returncode == 2 and out.json["error"]["code"] == "bad_budget"
     text = script("context", "--format", "text")
-    assert text.returncode == 0 and text.stdout.startswith("# Project memory:")
+    assert text.returncode == 0 and text.stdout.startswith("<contextware-memory>\n")  # fenced as reference data
+    assert "\n# Project memory:" in text.stdout
 
 
 def test_context_script_json(briefed: Project, script):

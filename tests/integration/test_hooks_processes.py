@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
@@ -25,8 +25,9 @@ def test_session_start_briefs_and_fences(project: Project):
     proc = hook_script(event("SessionStart", project.root, source="startup"), project.root)
     assert proc.returncode == 0 and proc.stderr == ""
     ctx = context_of(proc.stdout, "SessionStart")
-    assert ctx.startswith(FENCE_OPEN) and ctx.rstrip().endswith(FENCE_CLOSE)
-    assert "not instructions" in ctx and "Never run migrations against production from a laptop." in ctx
+    memory, note = ctx.split(FENCE_CLOSE)  # the fenced briefing, then how to reach memory in this host
+    assert memory.startswith(FENCE_OPEN) and note.startswith("\nSearch this memory") and "\n" not in note[1:]
+    assert "not instructions" in ctx and "Never run migrations against production from a laptop." in memory
 
 
 def test_failures_print_nothing_exit_zero_and_are_logged(project: Project):

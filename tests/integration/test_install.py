@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import REPO, SCRIPTS, run_script
@@ -67,7 +67,11 @@ def test_project_merge_keeps_the_users_settings_and_uninstall_restores_the_bytes
         assert len(ours) == 1 and ours[0]["matcher"] == "*"
         assert ours[0]["hooks"][0]["command"] == HOOK_COMMAND and ours[0]["hooks"][0]["timeout"] > 0
     assert data["mcpServers"]["github"] == USER_SETTINGS["mcpServers"]["github"]
-    assert data["mcpServers"]["contextware"] == {"command": sys.executable, "args": [str(SCRIPTS / "mcp_server.py")]}
+    assert data["mcpServers"]["contextware"] == {
+        "command": sys.executable,
+        "args": [str(SCRIPTS / "mcp_server.py")],
+        "timeout": 900_000,  # ms: room for long offloads
+    }
     skill = (project_dir / ".gemini" / "skills" / "contextware" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: contextware\n") and "<skill_dir>" not in skill
     assert f"{REPO}/scripts/recall.py" in skill
@@ -237,17 +241,24 @@ def remembering_project(project: Project) -> Project:
 def test_end_to_end_project_hooks_inject_memory_into_real_gemini_cli(
     gemini_bin, fake_gemini_api, gemini_cli_env, remembering_project: Project
 ):
+    """Without --python the committed settings call `contextware` from PATH (no path of this machine),
+    as a teammate's clone would run them: here the console command of the test environment."""
     root = remembering_project.root
     assert not (root / ".git").exists()
-    installed = install_script("gemini", "--project", *PY, cwd=root, env=gemini_cli_env).json
+    env = {**gemini_cli_env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{gemini_cli_env['PATH']}"}
+    installed = install_script("gemini", "--project", cwd=root, env=env).json
     assert installed["changed"] and any("trusted folders" in w for w in installed["warnings"])
+    assert installed["runner"] == "command" and installed["hook_command"] == "contextware hook"
+    settings = (root / ".gemini" / "settings.json").read_text()
+    assert str(REPO) not in settings and sys.executable not in settings
+    assert str(REPO) not in (root / ".gemini" / "skills" / "contextware" / "SKILL.md").read_text()
     # Project settings load only in a trusted folder, and --skip-trust is not enough (the CLI reads
     # settings before it parses flags): trust the folder the way the CLI's trust prompt does.
     trusted = Path(gemini_cli_env["GEMINI_CLI_HOME"]) / ".gemini" / "trustedFolders.json"
     trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
-    again = install_script("gemini", "--project", *PY, cwd=root, env=gemini_cli_env).json
+    again = install_script("gemini", "--project", cwd=root, env=env).json
     assert again["changed"] is False and again["warnings"] == []
-    _assert_memory_round_trip(remembering_project, _ask_gemini(gemini_bin, root, gemini_cli_env), fake_gemini_api)
+    _assert_memory_round_trip(remembering_project, _ask_gemini(gemini_bin, root, env), fake_gemini_api)
 
 
 def test_end_to_end_user_extension_is_linked_runs_its_hooks_and_unlinks(

@@ -1,6 +1,6 @@
 """scripts/install.py run again with a different runner than the first install: the hooks and the MCP
-server then start another way (``uv run --no-sync --project ...``, ``--python PATH`` or
-``CONTEXTWARE_HOOK_PYTHON``).  The second install replaces the first in place (one hook of ours per
+server then start another way (``uv run --no-sync --project ...``, ``--python PATH``,
+``CONTEXTWARE_HOOK_PYTHON`` or, a project's default, ``contextware`` from PATH).  The second install replaces the first in place (one hook of ours per
 event, one MCP entry, the manifest's runner updated, the original settings still known) and
 uninstall afterwards gives back exactly what was there before the first install.
 
@@ -63,6 +63,8 @@ def _runner(kind: str, tmp_path: Path) -> tuple[list[str], dict[str, str], str, 
         return ["--python", sys.executable], {}, "python", [sys.executable]
     if kind == "env-python":  # the same choice made through the environment
         return [], {"CONTEXTWARE_HOOK_PYTHON": sys.executable}, "python", [sys.executable]
+    if kind == "portable":  # a project's default: the console command from PATH, no path of this machine
+        return [], {}, "command", ["contextware"]
     py = str(_wrapper_python(tmp_path))
     return ["--python", py], {}, "python", [py]
 
@@ -95,7 +97,7 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.mark.parametrize("with_settings", [True, False], ids=["user-settings", "no-settings"])
-@pytest.mark.parametrize("first, second", [("python", "uv"), ("uv", "python"), ("env-python", "other-python")])
+@pytest.mark.parametrize("first, second", [("python", "portable"), ("portable", "python"), ("python", "other-python")])
 def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_restores(
     project_dir: Path, tmp_path: Path, first: str, second: str, with_settings: bool
 ):
@@ -114,10 +116,18 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
 
     opts2, env2, kind2, argv2 = _runner(second, tmp_path)
     two = _install(project_dir, opts2, env2)
-    hook_command = shlex.join([*_hook_argv(second, argv2), f"{REPO}/scripts/hook.py"])
-    mcp = {"command": argv2[0], "args": [*argv2[1:], f"{REPO}/scripts/mcp_server.py"]}
+    portable = kind2 == "command"
+    hook_command = "contextware hook" if portable else shlex.join([*argv2, f"{REPO}/scripts/hook.py"])
+    mcp = (
+        {"command": "contextware", "args": ["mcp"]}
+        if portable
+        else {"command": argv2[0], "args": [*argv2[1:], f"{REPO}/scripts/mcp_server.py"]}
+    ) | {"timeout": 900_000}
     assert two["changed"] is True and two["runner"] == kind2
-    assert two["written"] == [".gemini/settings.json"]  # the skill is the same for every runner
+    # the skill names the scripts' paths for a Python runner, the console command for the portable one
+    assert two["written"] == [".gemini/settings.json"] + (
+        [".gemini/skills/contextware/SKILL.md"] if "portable" in (first, second) else []
+    )
     assert two["hook_command"] == hook_command and two["mcp_server"] == mcp
     if "uv" in (first, second):
         calls = (tmp_path / "fake-uv-bin" / "calls.log").read_text().splitlines()
@@ -152,7 +162,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
     assert entry["settings"]["created_keys"] == entry1["settings"]["created_keys"]
     assert entry["settings"]["mcp_previous"] == (SETTINGS["mcpServers"]["contextware"] if with_settings else None)
     assert entry["settings"]["written_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert entry["skill"] == entry1["skill"]
+    assert entry["skill"]["original"] == entry1["skill"]["original"]
 
     assert _install(project_dir, opts2, env2)["changed"] is False  # the second runner is now the installed one
 
@@ -172,7 +182,7 @@ def test_project_reinstall_with_another_runner_then_a_user_edit_uninstall_remove
     path.parent.mkdir()
     path.write_text(json.dumps(SETTINGS, indent=2) + "\n")
     _install(project_dir, *_runner("python", tmp_path)[:2])
-    _install(project_dir, *_runner("uv", tmp_path)[:2])
+    _install(project_dir, *_runner("portable", tmp_path)[:2])
     edited = json.loads(path.read_text())
     edited["ui"]["theme"] = "GitHub"
     path.write_text(json.dumps(edited, indent=4) + "\n")
@@ -210,7 +220,7 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())
     manifest = json.loads((ext / "gemini-extension.json").read_text())
     assert manifest["mcpServers"] == {
-        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")]}
+        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")], "timeout": 900_000}
     }
     context = (ext / "CONTEXTWARE.md").read_text()
     assert f"uv run --project {REPO}" in context and sys.executable not in context

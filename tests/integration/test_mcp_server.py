@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import selectors
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.storage.embedded_text import FAMILIES
 from tests.conftest import SCRIPTS
 
 SERVER = SCRIPTS / "mcp_server.py"
@@ -63,6 +66,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
             "source": (S, None, _),
             "session": (S, None, _),
             "all_projects": (B, None, False),
+            "min_confidence": ("number", None, _),
         },
         ["query"],
     ),
@@ -402,12 +406,14 @@ def test_load_session_context_fits_the_budget(project_dir):
             await call(
                 client, "save_fact", {"content": "Never commit directly to main; open a PR.", "kind": "constraint"}
             )
+            # thirty different preferences (the briefing shows near-duplicates once)
+            words = FAMILIES.split()
             for i in range(30):
                 await call(
                     client,
                     "save_fact",
                     {
-                        "content": f"Preference number {i}: keep module {i} under 400 lines of code.",
+                        "content": f"Preference {i}: " + " ".join(random.Random(i).sample(words, 8)) + ".",
                         "kind": "preference",
                     },
                 )
@@ -416,9 +422,12 @@ def test_load_session_context_fits_the_budget(project_dir):
             markdown = result.content[0].text
             envelope = result.structured_content
             assert envelope["ok"] is True and envelope["markdown"] == markdown
-            assert markdown.startswith("# Project memory: proj")
-            assert "Never commit directly to main" in markdown
-            assert len(markdown) <= 200 * 4 and envelope["tokens"] <= 200 and envelope["truncated"] is True
+            # The briefing is fenced as reference data; the budget holds for the briefing inside.
+            assert markdown.startswith(FENCE_OPEN) and markdown.endswith(FENCE_CLOSE)
+            body = markdown[len(FENCE_OPEN) : -len(FENCE_CLOSE)].split("\n\n", 1)[1].strip()
+            assert body.startswith("# Project memory: proj")
+            assert "Never commit directly to main" in body
+            assert len(body) <= 200 * 4 and envelope["tokens"] <= 200 and envelope["truncated"] is True
             as_json = await call(client, "load_session_context", {"format": "json"})
             assert as_json["truncated"] is False and len(as_json["preferences"]) == 30
 

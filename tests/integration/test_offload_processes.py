@@ -184,6 +184,6 @@ def test_secrets_are_redacted_before_storage(fake_gemini, make_project):
     entry = _entries(project)[0]
     stored = [(entry / n).read_text() for n in ("metadata.json", "full_response.md", "summary.md")]
     stored.append(json.dumps(table_rows(project), default=str))
-    assert all("hunter2secret" not in text for text in stored) and "[REDACTED]" in stored[1]
+    assert all("hunter2secret" not in text for text in stored) and "[REDACTED:password_assignment]" in stored[1]
     # the cache still finds it (the key is made from the prompt as given)
     assert offload(project, "Why does login with password=hunter2secret fail?")["cached"] is True

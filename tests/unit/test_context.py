@@ -52,8 +52,9 @@ def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
     texts = [f["text"] for f in ctx["constraints"]]
     assert "Never deploy on Fridays." in texts and "Deploy on Fridays." not in texts  # superseded is hidden
     assert ctx["preferences"][0]["text"] == "Prefer plain SQL over the ORM for reports."
-    assert all(f["result"] == "failure" for f in ctx["failures"]) and len(ctx["failures"]) == 10
-    assert ctx["failures"][0]["goal"] == "Fix flaky test 11"  # most recent first
+    # twelve near-identical failures are one open failure, shown as the newest of them
+    assert [f["goal"] for f in ctx["failures"]] == ["Fix flaky test 11"]
+    assert [e["goal"] for e in ctx["recent_episodes"]] == ["Bump version"]
     code = ctx["code_index"]
     assert code["files_indexed"] == 4 and code["stale"] == 0 and code["last_crawl"]
     assert code["central_files"][0]["file_path"] == "pkg/ledger.py" and code["central_files"][0]["mentioned_by"] == 3
@@ -96,3 +97,55 @@ def test_a_bad_store_setting_does_not_cost_the_briefing(briefed: Project):
     (briefed.data_dir / "config.json").write_text('{"store_eviction": "LRU"}')
     ctx = session_context(Project.open(briefed.root), 4000)
     assert ctx["store"] == [{"namespace": "baselines", "keys": 1}] and ctx["constraints"]
+
+
+def test_briefing_shows_every_kind_once_newest_first(project: Project):
+    """Each kind of fact has its section; near-duplicates collapse to the newest (stored vectors,
+    across kinds); a failure that a later success of the same task resolved is not open."""
+    from contextware.offload.files import session_dir
+    from contextware.offload.sessions import _new_state, _save
+
+    records.save_fact(project, "The user prefers small pull requests with one change each.", kind="preference")
+    records.save_fact(project, "The user prefers small pull requests, one change each.", kind="preference")
+    records.save_fact(project, "Money is stored as integer cents, never floats.", kind="decision")
+    records.save_fact(project, "Branches are named type/ticket-slug.", kind="convention")
+    records.save_fact(project, "Postgres 16 runs on port 5433 for the tests.", kind="environment")
+    records.save_fact(project, "Never commit secrets to the repository.", kind="constraint")
+    records.save_episode(
+        project,
+        "The build broke on the missing lockfile.",
+        goal="Build the web app",
+        result="failure",
+        category="build",
+    )
+    records.save_episode(
+        project,
+        "Regenerated the lockfile; the build passes.",
+        goal="Build the web app",
+        result="success",
+        category="build",
+    )
+    records.save_episode(
+        project, "Timed out on the locked table.", goal="Run the invoice migration", result="failure", category="db"
+    )
+    sdir = session_dir(project, "auth-refactor")
+    sdir.mkdir(parents=True)
+    _save(sdir, _new_state("auth-refactor", "auth"))
+
+    ctx = session_context(Project.open(project.root), 4000)
+    assert [f["text"] for f in ctx["preferences"]] == ["The user prefers small pull requests, one change each."]
+    assert [f["text"] for f in ctx["decisions"]] == ["Money is stored as integer cents, never floats."]
+    assert [f["text"] for f in ctx["conventions"]] == ["Branches are named type/ticket-slug."]
+    assert [f["text"] for f in ctx["environment"]] == ["Postgres 16 runs on port 5433 for the tests."]
+    assert [f["goal"] for f in ctx["failures"]] == ["Run the invoice migration"]  # the build one was fixed
+    assert [e["goal"] for e in ctx["recent_episodes"]] == ["Build the web app"]
+    assert [s["name"] for s in ctx["offload_sessions"]] == ["auth-refactor"]
+    md = render_markdown(ctx)
+    order = ["Constraints", "Preferences", "Decisions", "Conventions", "Environment", "Open failures", "Recent work"]
+    assert [md.index(f"## {h}") for h in order] == sorted(md.index(f"## {h}") for h in order)
+    assert md.count("small pull requests") == 1
+
+    # a small budget keeps the first item of every kind before the rest of any
+    small = session_context(Project.open(project.root), 160)
+    assert small["truncated"] and small["tokens"] <= 160
+    assert "constraints" in small and "preferences" in small

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contextware.hosts.hooks import FENCE_CLOSE, run_hook
+from contextware.fence import FENCE_CLOSE
+from contextware.hosts.hooks import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
 

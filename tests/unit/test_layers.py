@@ -66,6 +66,7 @@ LAYERS: dict[str, float] = {
     "system": 1,
     "text": 1,
     "redact": 1,
+    "fence": 2,
     "gemini": 2,
     "storage": 3,
     "service": 3.5,  # the resident service's stdlib client: hosts (hook entry) and cli reach it
@@ -189,6 +190,6 @@ def test_architecture_map_names_every_package_and_only_files_that_exist():
     text = (REPO / "ARCHITECTURE.md").read_text()
     packages = sorted(p.parent.name for p in (REPO / "contextware").glob("*/__init__.py"))
     assert [p for p in packages if f"`{p}/`" not in text] == []
-    assert set(LAYERS) - {"errors", "system", "text", "redact", "gemini"} == set(packages)
+    assert set(LAYERS) - {"errors", "system", "text", "redact", "fence", "gemini"} == set(packages)
     named = set(re.findall(r"contextware/[\w/]+\.py", text))
     assert named and [p for p in sorted(named) if not (REPO / p).is_file()] == []

@@ -45,7 +45,7 @@ def test_secrets_are_redacted_before_storage(project):
     stored = records.get(project, out["id"])["record"]["text"]
     for secret in ("hunter2secret", "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "AKIAABCDEFGHIJKLMNOP"):
         assert secret not in stored
-    assert "postgres://app:[REDACTED]@db.internal" in stored
+    assert "postgres://app:[REDACTED:url_password]@db.internal" in stored
 
 
 def test_supersede_hides_old_fact_and_keeps_it_for_audit(project):

@@ -1,0 +1,95 @@
+"""pytest plugin: run the REAL Claude Code CLI offline against ``tests/fake_anthropic_api.py``.
+
+Fixtures:
+- ``fake_anthropic_api``: a started :class:`FakeAnthropicAPI` (stopped after the test);
+- ``claude_env``: an environment for the CLI (throwaway HOME, API key, base URL of the fake,
+  telemetry, auto-update and non-essential traffic off) with this environment's ``contextware``
+  command first on PATH, as a user who installed the tool has it;
+- ``claude_bin``: the installed real CLI: ``$CONTEXTWARE_TEST_CLAUDE_BIN``, else the cache folder
+  of ``.ci/install_claude_code.sh``; skipped when neither exists, failed when ``CI`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fake_anthropic_api import FakeAnthropicAPI
+
+CLAUDE_CODE_VERSION = "2.1.328"
+
+
+def installed_claude_bin() -> str | None:
+    explicit = os.environ.get("CONTEXTWARE_TEST_CLAUDE_BIN")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    cache = Path(os.environ.get("CONTEXTWARE_CACHE_DIR") or Path.home() / ".cache" / "contextware")
+    path = cache / f"claude-code-{CLAUDE_CODE_VERSION}" / "node_modules" / ".bin" / "claude"
+    return str(path) if os.access(path, os.X_OK) else None
+
+
+def make_claude_env(home: Path, base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(
+        {
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": "test-key",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "NO_COLOR": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+    )
+    return env
+
+
+def run_claude(
+    claude_bin: str, prompt: str, cwd: Path, env: dict[str, str], *extra: str, timeout: float = 180
+) -> subprocess.CompletedProcess:
+    """``claude -p PROMPT --output-format json`` with stdin closed."""
+    return subprocess.run(
+        [claude_bin, "-p", prompt, "--output-format", "json", *extra],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def fake_anthropic_api():
+    api = FakeAnthropicAPI().start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+@pytest.fixture
+def claude_env(fake_anthropic_api: FakeAnthropicAPI, tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "claude_home"
+    home.mkdir()
+    return make_claude_env(home, fake_anthropic_api.base_url)
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    path = installed_claude_bin()
+    if path is None:
+        message = (
+            f"the real Claude Code {CLAUDE_CODE_VERSION} is not installed: run bash .ci/install_claude_code.sh "
+            "and set CONTEXTWARE_TEST_CLAUDE_BIN to the path it prints"
+        )
+        if os.environ.get("CI") or os.environ.get("CONTEXTWARE_TEST_CLAUDE_BIN"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path

@@ -1,0 +1,106 @@
+"""Claude Code's hook events (UserPromptSubmit, Stop, PreCompact) mapped onto the shared handlers, the
+transcript reader that finds a turn's prompt, and the session-start note that names this host's tools.
+Transcript lines are shaped as Claude Code 2.1.328 writes them (DESIGN.md, "Claude Code facts")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.hosts.claude_transcript import last_prompt, turns
+from contextware.hosts.hooks import run_hook, with_host
+from contextware.memory import records
+from contextware.storage.project import Project
+
+FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
+
+
+def _line(kind: str, content: object, **extra: object) -> str:
+    return json.dumps(
+        {"type": kind, "message": {"role": kind, "content": content}, "sessionId": "s-1", "uuid": "u", **extra}
+    )
+
+
+def write_transcript(path: Path, prompt: str, answer: str) -> Path:
+    lines = [
+        json.dumps({"type": "queue-operation", "operation": "enqueue", "content": "older prompt"}),
+        _line("user", "an older prompt"),
+        _line("assistant", [{"type": "text", "text": "an older answer"}]),
+        _line("user", [{"type": "text", "text": prompt}]),
+        json.dumps({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": ["x"]}}),
+        _line("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]),
+        _line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "README.md"}]),
+        _line("user", "<local-command-stdout>ok</local-command-stdout>", isMeta=True),
+        _line("assistant", [{"type": "thinking", "thinking": "..."}, {"type": "text", "text": answer}]),
+        '{"type": "user", "message": {"role": "user", "content": "half a li',  # being written
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def event(name: str, cwd: Path, **extra: object) -> str:
+    return json.dumps(
+        {
+            "session_id": "5f1c-claude",
+            "transcript_path": str(cwd / "none.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": name,
+            **extra,
+        }
+    )
+
+
+def test_the_transcript_gives_the_last_typed_prompt_not_tool_results_or_meta_lines(tmp_path: Path):
+    path = write_transcript(tmp_path / "t.jsonl", "Can I deploy on Friday?", "No.")
+    assert last_prompt(path) == "Can I deploy on Friday?"
+    assert turns(path) == [
+        ("user", "an older prompt"),
+        ("agent", "an older answer"),
+        ("user", "Can I deploy on Friday?"),
+        ("agent", "No."),
+    ]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert last_prompt(empty) is None
+
+
+def test_user_prompt_submit_answers_under_its_own_event_name(project: Project):
+    records.save_fact(project, FACT, kind="constraint")
+    out = json.loads(run_hook(event("UserPromptSubmit", project.root, prompt="Can I deploy on Friday?")))
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == "UserPromptSubmit"
+    assert spec["additionalContext"].startswith(FENCE_OPEN) and FACT in spec["additionalContext"]
+    assert run_hook(event("UserPromptSubmit", project.root, prompt="what is the capital of Australia?")) == ""
+
+
+def test_stop_saves_the_turn_once_with_the_prompt_from_the_transcript(project: Project, tmp_path: Path):
+    (project.root / ".git").mkdir()
+    path = write_transcript(tmp_path / "t.jsonl", "Can I deploy on Friday?", "No: Monday to Thursday.")
+    stop = event("Stop", project.root, transcript_path=str(path), last_assistant_message="No: Monday to Thursday.")
+    assert run_hook(stop) == ""
+    assert run_hook(stop.replace('"Stop"', '"Stop", "stop_hook_active": true')) == ""  # fired again: no copy
+    logs = records.list_records(project, "logs")["records"]
+    assert sorted((r["role"], r["text"]) for r in logs) == [
+        ("agent", "No: Monday to Thursday."),
+        ("user", "Can I deploy on Friday?"),
+    ]
+    assert run_hook(event("PreCompact", project.root, transcript_path=str(path), trigger="auto")) == ""
+    logs = records.list_records(project, "logs")["records"]
+    assert len(logs) == 4  # the older turn was not logged yet; this turn is not logged twice
+
+
+def test_the_session_start_note_names_the_tools_of_this_host(project: Project):
+    records.save_fact(project, FACT, kind="constraint")
+    start = event("SessionStart", project.root, source="startup")
+
+    def note(host: str | None) -> str:
+        ctx = json.loads(run_hook(with_host(start, host)))["hookSpecificOutput"]["additionalContext"]
+        return ctx.split(FENCE_CLOSE, 1)[1]
+
+    assert "`mcp__contextware__recall`" in note("claude")
+    assert "`mcp__plugin_contextware_contextware__recall`" in note("claude-plugin")
+    for host in ("gemini", None):  # headless Gemini CLI has no MCP tools: shell commands only
+        text = note(host)
+        assert "mcp" not in text.lower() and "recall.py --query" in text and "save_fact.py" in text
+    assert with_host("not json", "claude") == "not json"

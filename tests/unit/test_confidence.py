@@ -1,0 +1,102 @@
+"""Recall's confidence and its gate: every result carries a confidence in [0, 1]; a question whose
+answer is not in memory is answered ``answerable: false`` with no results; the prompt hook injects
+nothing then (real LanceDB, real model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextware.errors import UsageError
+from contextware.hosts.hooks import run_hook
+from contextware.memory import records
+from contextware.memory.confidence import content_words, features, recency
+from contextware.memory.recall import recall
+from contextware.storage.project import Project
+from tests.unit.test_hooks import context_of, event
+
+FACTS = [
+    ("constraint", "Postgres 16 is the only database. Money is stored as integer cents in BIGINT columns."),
+    ("convention", "Python code is formatted with ruff format at line length 100; never run black."),
+    ("environment", "Celery uses Redis as its broker; Redis database 0 is the application cache."),
+    ("constraint", "No production deploys on Fridays after 14:00, nor during month-end close."),
+    ("decision", "Stripe is our only payment provider, using Payment Intents."),
+    ("convention", "Run backend tests with uv run pytest -q -m 'not slow'."),
+    ("environment", "Production runs on AWS ECS Fargate in eu-west-1, infrastructure in Terraform."),
+    ("decision", "The web app authenticates with HttpOnly session cookies; JWTs were rejected."),
+    ("convention", "Commit messages follow Conventional Commits with the Jira key at the end."),
+    ("environment", "The frontend is React 18 with TypeScript and Vite; pnpm is the package manager."),
+]
+UNANSWERABLE = "which fonts does the marketing website use?"
+ANSWERABLE = "can I ship to production on a Friday afternoon?"
+
+
+GATE = 0.5  # this small memory's gate: what the defaults are worth is measured by bench/recall_quality.py
+
+
+@pytest.fixture
+def ledger(project: Project) -> Project:
+    for kind, text in FACTS:
+        records.save_fact(project, text, kind=kind)
+    records.save_log(project, "We talked about deploy windows on Fridays.", session_id="s1", role="user")
+    (project.data_dir / "config.json").write_text(
+        json.dumps({"recall_min_confidence": GATE, "hook_min_confidence": GATE})
+    )
+    return Project.open(project.root)
+
+
+def test_every_result_carries_a_confidence_between_0_and_1(ledger: Project):
+    out = recall(ledger, ANSWERABLE, min_confidence=0.0, limit=10)
+    assert out["answerable"] is True and out["min_confidence"] == 0.0
+    assert out["results"] and all(0.0 <= r["confidence"] <= 1.0 for r in out["results"])
+    assert "Fridays" in out["results"][0]["text"]
+    best = out["results"][0]["confidence"]
+    assert best == max(r["confidence"] for r in out["results"])  # the answer is the surest
+    logs = recall(ledger, ANSWERABLE, scope="logs", min_confidence=0.0)["results"]
+    assert logs and 0.0 <= logs[0]["confidence"] <= 1.0
+
+
+def test_an_unanswerable_question_is_answered_answerable_false(ledger: Project):
+    out = recall(ledger, UNANSWERABLE)
+    assert out["answerable"] is False and out["results"] == [] and out["min_confidence"] == GATE
+    # the gate off: the nearest memories come back, each with its (low) confidence
+    ungated = recall(ledger, UNANSWERABLE, min_confidence=0)
+    assert ungated["answerable"] is True and ungated["results"]
+    assert max(r["confidence"] for r in ungated["results"]) < GATE
+    # an answerable question passes the same gate
+    assert recall(ledger, ANSWERABLE)["answerable"] is True
+
+
+def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
+    (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": 0.999}))
+    strict = Project.open(ledger.root)
+    assert recall(strict, ANSWERABLE)["answerable"] is False
+    assert recall(strict, ANSWERABLE, min_confidence=0.5)["answerable"] is True  # the call's value wins
+    for bad in (-0.1, 1.5, "high", True):
+        with pytest.raises(UsageError) as err:
+            recall(strict, ANSWERABLE, min_confidence=bad)
+        assert err.value.code == "bad_min_confidence"
+    (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": "x"}))
+    with pytest.raises(UsageError, match=r"recall_min_confidence in .*config\.json"):
+        recall(Project.open(ledger.root), ANSWERABLE)
+
+
+def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Project):
+    assert run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE)) == ""
+    ctx = context_of(run_hook(event("BeforeAgent", ledger.root, prompt=ANSWERABLE)), "BeforeAgent")
+    assert "No production deploys on Fridays" in ctx
+
+
+def test_signals():
+    assert content_words("How do we deploy the API to production?") == ["deploy", "api", "production"]
+    assert recency(None) == 1.0
+    hits = [
+        {"row": {"text": "Deploys go through the release pipeline."}, "score": 0.9, "relevance": 0.6, "bm25": 5.0},
+        {"row": {"text": "Redis is the cache."}, "score": 0.3, "relevance": 0.2, "bm25": 0.0},
+    ]
+    first, second = features(hits, "how do we deploy?")
+    assert first["coverage"] == 1.0 and second["coverage"] == 0.0
+    assert first["margin"] == pytest.approx(0.6) and second["margin"] == pytest.approx(-0.6)
+    assert first["agreement"] == 1.0 and second["agreement"] == 0.25  # 2nd by vector, absent from BM25
+    assert first["unknown"] == 0.0
