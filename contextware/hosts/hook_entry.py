@@ -98,13 +98,7 @@ def main() -> None:
         sys.stdout.write(hooks.USAGE + "\n")
         raise SystemExit(0)
     try:
-        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    except Exception:  # noqa: BLE001
-        data = ""
-    args = sys.argv[1:]
-    host = args[args.index("--host") + 1] if "--host" in args[:-1] else None
-    try:
-        out = answer(hooks.with_host(data, host))
+        out = answer(hooks.read_event())
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:

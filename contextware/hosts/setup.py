@@ -57,6 +57,7 @@ SCRIPT_COMMANDS = {
     "sync.py": "sync",
     "context.py": "context",
     "install.py": "install",
+    "service.py": "service",
     "hook.py": "hook",
     "mcp_server.py": "mcp",
 }
