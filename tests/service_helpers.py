@@ -106,6 +106,9 @@ def services(project_dir: Path):
             pid = int(line.split("[", 1)[1].split("]", 1)[0])
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+    from contextware.service.protocol import endpoint
+
+    shutil.rmtree(endpoint(data_dir.resolve()).folder, ignore_errors=True)  # no runtime folder left in /tmp
 
 
 def write_config(project_dir: Path, **values) -> None:
