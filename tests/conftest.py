@@ -71,6 +71,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         if (name.startswith("CONTEXTWARE_") and name != "CONTEXTWARE_NETGUARD_LOG") or name in GEMINI_AUTH_VARS:
             monkeypatch.delenv(name)
     monkeypatch.setenv("CONTEXTWARE_HOME", str(tmp_path_factory.mktemp("home")))
+    # Every caller works in-process unless a test asks for the resident service (and stops it).
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path_factory.mktemp("gemini_home")))
 
 

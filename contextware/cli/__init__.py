@@ -30,6 +30,7 @@ COMMANDS = {
     "sync": "sync",
     "context": "context",
     "install": "install",
+    "service": "service",
 }
 
 
@@ -130,16 +131,24 @@ def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
     return code
 
 
+def run_served(command: str, argv: Sequence[str], prog: str) -> int:
+    """``run`` through the project's resident service when one can answer, else in this process."""
+    from contextware.service.client import run_command
+
+    code = run_command(command, argv, prog)
+    return run(command, argv, prog=prog) if code is None else code
+
+
 def run_script(command: str) -> NoReturn:
     """Entry point of ``scripts/<name>.py``."""
     import os
 
-    raise SystemExit(run(command, prog=os.path.basename(sys.argv[0])))
+    raise SystemExit(run_served(command, sys.argv[1:], os.path.basename(sys.argv[0])))
 
 
 def run_hook() -> NoReturn:
-    """Entry point of ``scripts/hook.py``: one Gemini CLI hook event on stdin, never a failed turn."""
-    from contextware.hosts.hooks import main as hook_main
+    """Entry point of ``scripts/hook.py``: one hook event on stdin, never a failed turn."""
+    from contextware.hosts.hook_entry import main as hook_main
 
     hook_main()
     raise SystemExit(0)
@@ -166,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         raise SystemExit(
             _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)
         )
-    raise SystemExit(run(argv[0], argv[1:], prog=f"contextware {argv[0]}"))
+    raise SystemExit(run_served(argv[0], argv[1:], f"contextware {argv[0]}"))
 
 
 def open_project(args: Any) -> Any:

@@ -48,7 +48,7 @@ PLUGIN_HOST = "claude-plugin"
 
 
 def hook_definitions(runner: Runner, host: str = "claude") -> dict[str, dict]:
-    command = runner.command("hook.py", "--host", host)
+    command = runner.hook_command("hook.py", "--host", host)
     return {
         event: {
             "matcher": "",
@@ -124,7 +124,7 @@ def install(scope: str, root: Path | None, *, python: str | None) -> dict:
         written=written,
         project_root=str(root) if root else None,
         runner=runner.kind,
-        hook_command=runner.command("hook.py", "--host", "claude"),
+        hook_command=runner.hook_command("hook.py", "--host", "claude"),
         mcp_server=mcp_server(runner),
         warnings=warnings,
         next=f"Start claude in {root}." if root else "Start claude in any project.",

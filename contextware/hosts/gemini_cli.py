@@ -48,7 +48,7 @@ USER_KEY = "gemini:user"
 
 
 def hook_definitions(runner: Runner) -> dict[str, dict]:
-    command = runner.command("hook.py")
+    command = runner.hook_command("hook.py")
     out = {}
     for event, (timeout, description) in HOOK_EVENTS.items():
         name = settings_merge.hook_name(event)
@@ -227,7 +227,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
         linked=bool(link or already),
         linked_now=linked_now,
         runner=runner.kind,
-        hook_command=runner.command("hook.py"),
+        hook_command=runner.hook_command("hook.py"),
         mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
     )
@@ -303,7 +303,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
         written=written,
         project_root=str(root),
         runner=runner.kind,
-        hook_command=runner.command("hook.py"),
+        hook_command=runner.hook_command("hook.py"),
         mcp_server=gemini_mcp_server(runner),
         warnings=warnings + _mcp_warning(),
         next=f"Start gemini in {root}.",

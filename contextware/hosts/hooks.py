@@ -326,17 +326,21 @@ prints the hook output, or nothing. --host names the tools the session-start not
 Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/install.py."""
 
 
-def main() -> None:
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        sys.stdout.write(USAGE + "\n")
-        raise SystemExit(0)
+def read_event() -> str:
+    """The event on standard input with the host named by ``--host`` folded in (see with_host)."""
     try:
         data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     except Exception:  # noqa: BLE001
         data = ""
     args = sys.argv[1:]
-    host = args[args.index("--host") + 1] if "--host" in args[:-1] else None
-    out = run_hook(with_host(data, host))
+    return with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
+
+
+def main() -> None:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        sys.stdout.write(USAGE + "\n")
+        raise SystemExit(0)
+    out = run_hook(read_event())
     if out:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()

@@ -57,6 +57,7 @@ SCRIPT_COMMANDS = {
     "sync.py": "sync",
     "context.py": "context",
     "install.py": "install",
+    "service.py": "service",
     "hook.py": "hook",
     "mcp_server.py": "mcp",
 }
@@ -81,6 +82,14 @@ class Runner:
     def command(self, script: str, *args: str) -> str:
         return shlex.join(self.argv(script, *args))
 
+    def hook_command(self, script: str, *args: str) -> str:
+        """Hooks start on every turn: the environment's Python runs the script directly (``uv run``
+        would add its own resolution to each start); the script imports only the standard library
+        before it asks the resident service."""
+        if self.kind == "uv":
+            return shlex.join([str(environment_python()), f"{skill_dir()}/scripts/{script}", *args])
+        return self.command(script, *args)
+
     @property
     def portable(self) -> bool:
         return self.kind == "command"
@@ -102,6 +111,13 @@ def portable_runner() -> tuple[Runner, list[str]]:
         f"`{PORTABLE_COMMAND}` is not on PATH: the project's hooks and MCP server call it, so they do nothing "
         f"on this machine until it is (`uv tool install {skill_dir()}`); teammates need it on PATH too."
     ]
+
+
+def environment_python() -> Path:
+    """The Python of the skill's environment, as ``uv sync --project <skill_dir>`` makes it."""
+    raw = os.environ.get("UV_PROJECT_ENVIRONMENT")
+    base = Path(raw) if raw else Path(".venv")
+    return (base if base.is_absolute() else skill_dir() / base) / "bin" / "python"
 
 
 def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> tuple[int, str, str]:
@@ -164,7 +180,9 @@ def sync_environment(runner: Runner) -> None:
     """``uv sync --project <skill_dir>`` once, so the ``--no-sync`` hook runs find an environment."""
     if runner.kind != "uv":
         return
-    rc, _, err = run_tool([runner.exe, "sync", "--project", str(skill_dir())], UV_SYNC_TIMEOUT)
+    # Compiled once here: the project no longer sets compile-bytecode, which made every `uv run`
+    # re-compile the whole environment.
+    rc, _, err = run_tool([runner.exe, "sync", "--compile-bytecode", "--project", str(skill_dir())], UV_SYNC_TIMEOUT)
     if rc != 0:
         raise ContextwareError(
             f"uv sync --project {skill_dir()} failed ({_last_line(err)}); nothing was installed.", code="uv_sync_failed"

@@ -64,6 +64,8 @@ DEFAULTS: dict[str, Any] = {
     "store_max_keys_per_namespace": 50,
     "store_eviction": "lru",  # lru (least recently loaded or saved first) | oldest (saved longest ago first)
     "store_eviction_by_namespace": {},  # per-namespace override, e.g. {"baselines": "oldest"}
+    # Resident service (contextware.resident): exits after this many minutes without a request.
+    "service_idle_minutes": 10.0,  # a number: fractions allowed
 }
 
 

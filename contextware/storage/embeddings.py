@@ -100,6 +100,10 @@ class BundledEmbedder:
         self._lock = threading.Lock()
         self._error: EmbeddingError | None = None
 
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
     def load(self) -> None:
         with self._lock:
             if self._session is not None:
@@ -210,8 +214,8 @@ def preload_in_background(embedder: Embedder) -> threading.Thread | None:
     """Start loading the model in a thread: onnxruntime's session setup releases the GIL, so it
     overlaps with ``import lancedb`` in the main thread (~0.4 s saved per cold call)."""
     load = getattr(embedder, "load", None)
-    if load is None:
-        return None
+    if load is None or getattr(embedder, "loaded", False):
+        return None  # nothing to load, or loaded already (a long-lived process: the resident service)
     # numpy's C extension must finish initialising in one thread: imported from two threads at once
     # (onnxruntime here, pyarrow in the main thread) it fails with "partially initialized module".
     import numpy  # noqa: F401
@@ -222,7 +226,10 @@ def preload_in_background(embedder: Embedder) -> threading.Thread | None:
         except Exception:  # noqa: BLE001 - the error is kept and raised again on use
             pass
 
-    thread = threading.Thread(target=run, name="contextware-model-load", daemon=True)
+    # Not a daemon: the interpreter waits for it before exiting.  A process that exits while this
+    # thread is inside onnxruntime's native code aborts (SIGABRT, exit 134), which fast failures
+    # (bad input, a read-only data dir) did 5-85 % of the time.
+    thread = threading.Thread(target=run, name="contextware-model-load", daemon=False)
     thread.start()
     return thread
 

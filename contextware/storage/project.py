@@ -21,6 +21,20 @@ if TYPE_CHECKING:
 
 GITIGNORE = "# Contextware memory: local to this machine unless you choose to share it.\n*\n"
 
+# Projects kept open by a long-lived process (the resident service): the database connection, its
+# open tables and the model stay warm across requests.  None in ordinary, one-shot processes.
+_open_projects: dict[tuple[str, str, str], "Project"] | None = None
+
+
+def keep_projects_open() -> None:
+    global _open_projects
+    _open_projects = {}
+
+
+def forget_open_projects() -> None:
+    if _open_projects is not None:
+        _open_projects.clear()
+
 
 @dataclass
 class Project:
@@ -37,7 +51,15 @@ class Project:
             raise UsageError(
                 f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable"
             )
-        return cls(root=root, data_dir=data_dir, db_uri=layout.resolve_db_uri(data_dir))
+        db_uri = layout.resolve_db_uri(data_dir)
+        if _open_projects is None:
+            return cls(root=root, data_dir=data_dir, db_uri=db_uri)
+        key = (str(root), str(data_dir), db_uri)
+        project = _open_projects.get(key)
+        if project is None:
+            project = _open_projects[key] = cls(root=root, data_dir=data_dir, db_uri=db_uri)
+        project.__dict__.pop("config", None)  # honour edits of config.json
+        return project
 
     @cached_property
     def config(self) -> dict[str, Any]:

@@ -69,6 +69,11 @@ def _runner(kind: str, tmp_path: Path) -> tuple[list[str], dict[str, str], str, 
     return ["--python", py], {}, "python", [py]
 
 
+def _hook_argv(kind: str, argv: list[str]) -> list[str]:
+    """Hooks never start through ``uv run``: the uv runner's hooks run the skill environment's Python."""
+    return [str(REPO / ".venv" / "bin" / "python")] if kind == "uv" else argv
+
+
 def _install(root: Path, opts: list[str], env: dict[str, str]):
     res = run_script("install", "gemini", "--project", *opts, cwd=root, env=env)
     assert res.returncode == 0, res.stdout + res.stderr[-2000:]
@@ -126,7 +131,7 @@ def test_project_reinstall_with_another_runner_replaces_the_first_and_uninstall_
     assert two["hook_command"] == hook_command and two["mcp_server"] == mcp
     if "uv" in (first, second):
         calls = (tmp_path / "fake-uv-bin" / "calls.log").read_text().splitlines()
-        assert calls == [f"sync --project {REPO}"]  # only the uv install synced
+        assert calls == [f"sync --compile-bytecode --project {REPO}"]  # only the uv install synced
 
     data = json.loads(path.read_text())
     ours = _ours(data)
@@ -194,7 +199,8 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     home = Path(os.environ["CONTEXTWARE_HOME"])
     gemini_home = Path(os.environ["GEMINI_CLI_HOME"])
     before_home, before_gemini = _tree(home), _tree(gemini_home)
-    opts1, env1, _, _argv1 = _runner("python", tmp_path)
+    # another Python than the environment's: the uv runner's hooks run the environment's Python
+    opts1, env1, _, _argv1 = _runner("other-python", tmp_path)
     opts2, env2, _, argv2 = _runner("uv", tmp_path)
 
     one = run_script("install", "gemini", "--no-link", *opts1, cwd=project_dir, env=env1)
@@ -208,7 +214,7 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
         "hooks/hooks.json",
     ]
 
-    hook_command = shlex.join([*argv2, f"{REPO}/scripts/hook.py"])
+    hook_command = shlex.join([*_hook_argv("uv", argv2), f"{REPO}/scripts/hook.py"])
     hooks = json.loads((ext / "hooks" / "hooks.json").read_text())["hooks"]
     assert sorted(hooks) == sorted(EVENTS)
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())

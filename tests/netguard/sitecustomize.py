@@ -25,6 +25,8 @@ def _hook(event: str, args: tuple) -> None:
     if event not in ("socket.connect", "socket.getaddrinfo"):
         return
     if event == "socket.connect":
+        if getattr(args[0], "family", None) == getattr(__import__("socket"), "AF_UNIX", None):
+            return  # a local socket (the resident service's): no network
         address = args[1]
         host = address[0] if isinstance(address, tuple) else address
     else:

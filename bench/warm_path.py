@@ -1,0 +1,357 @@
+"""The warm path: hooks and scripts with and without the resident service, as agents and hosts run them.
+
+    uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0] [--gemini-turns 0]
+
+Project: 10,000 memory rows (8,000 facts, 2,000 episodes, embedded with the real model) and a code
+index of 300 standard-library files (local summariser), built once and cached under
+``$XDG_CACHE_HOME/contextware-bench`` (else ``~/.cache``); re-runs reuse it.
+
+Each path is timed from process start to exit, as the caller sees it:
+
+- the BeforeAgent hook exactly as the installer writes it (``.venv/bin/python scripts/hook.py``)
+  and as it was written before (``uv run --no-sync --project . scripts/hook.py``);
+- recall through ``uv run scripts/recall.py`` and through ``.venv/bin/python scripts/recall.py``;
+- save through ``uv run scripts/save_fact.py`` (a new fact each run);
+
+each with a warm service (``CONTEXTWARE_SERVICE=auto``, started beforehand) and without one
+(``CONTEXTWARE_SERVICE=off``: the in-process path, as every call was before the service).  "cold"
+is the first call with no service running (it starts one and leaves it warm).  ``--aborts N`` also
+runs N fast-failing calls (bad input, in-process) and counts exits with code 134 (SIGABRT);
+``--gemini-turns N`` times real Gemini CLI turns (``CONTEXTWARE_TEST_GEMINI_BIN``, against the local
+fake API of the tests) without and with the hooks installed in the project.
+Prints medians and p95 in milliseconds as one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+FIXTURE_VERSION = "1"
+FACTS, EPISODES, FILES = 8000, 2000, 300
+VENV_PY = REPO / ".venv" / "bin" / "python"
+COMPONENTS = [
+    "billing",
+    "auth",
+    "search",
+    "export",
+    "ingest",
+    "scheduler",
+    "mailer",
+    "gateway",
+    "cache",
+    "reports",
+    "uploads",
+    "audit",
+]
+TECH = [
+    "postgres",
+    "redis",
+    "kafka",
+    "s3",
+    "celery",
+    "grpc",
+    "nginx",
+    "terraform",
+    "pytest",
+    "docker",
+    "sqlite",
+    "rabbitmq",
+]
+REASONS = ["latency", "cost", "compliance", "simplicity", "throughput", "reliability", "team-skills", "vendor-support"]
+
+
+def cache_root() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "contextware-bench" / f"warm-path-v{FIXTURE_VERSION}"
+
+
+def _fact_text(i: int) -> str:
+    c, t, r = COMPONENTS[i % 12], TECH[(i // 12) % 12], REASONS[(i // 144) % 8]
+    return f"Decision {i}: the {c} service uses {t} for its queue number {i % 97}, chosen for {r}."
+
+
+def _insert(project, collection: str, rows: list[dict]) -> None:
+    import pyarrow as pa
+
+    from contextware.storage.embedded_text import embedding_text, search_text
+
+    embedder = project.embedder
+    vectors = embedder.embed([embedding_text(collection, r) for r in rows])
+    for row, vector in zip(rows, vectors, strict=True):
+        row["vector"] = vector.tolist()
+        row["search_text"] = search_text(collection, row)
+    project.db.write(
+        collection,
+        lambda tbl: tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema)),
+        dim=embedder.dim,
+        model_id=embedder.model_id,
+    )
+
+
+def build_fixture(root: Path) -> None:
+    """10k memory rows through the library in batches of 1,000, and a crawl of 300 files."""
+    from stdlib_corpus import build_corpus, select
+
+    from contextware.codeindex.indexer import crawl
+    from contextware.storage.project import Project
+    from contextware.text import new_id, text_hash, utcnow
+
+    if root.exists():
+        shutil.rmtree(root)
+    (root / ".git").mkdir(parents=True)
+    paths = select()[:FILES]
+    build_corpus(root / "_all")
+    for rel in paths:
+        dest = root / "src" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / "_all" / rel, dest)
+    shutil.rmtree(root / "_all")
+    project = Project.open(root)
+    project.ensure_data_dir()
+    now = utcnow()
+    for start in range(0, FACTS, 1000):
+        rows = []
+        for i in range(start, start + 1000):
+            text = _fact_text(i)
+            rows.append(
+                {
+                    "id": new_id("fact"),
+                    "text": text,
+                    "kind": "decision",
+                    "topics": [COMPONENTS[i % 12]],
+                    "source": "bench",
+                    "created_at": now,
+                    "updated_at": now,
+                    "status": "active",
+                    "supersedes": None,
+                    "superseded_by": None,
+                    "text_hash": text_hash(text),
+                }
+            )
+        _insert(project, "facts", rows)
+        print(f"facts {start + 1000}/{FACTS}", file=sys.stderr)
+    for start in range(0, EPISODES, 1000):
+        rows = []
+        for i in range(start, start + 1000):
+            goal = f"Fix flaky {COMPONENTS[i % 12]} test number {i}"
+            summary = f"The {TECH[i % 12]} fixture leaked state between tests; isolating it fixed run {i}."
+            rows.append(
+                {
+                    "id": new_id("episode"),
+                    "goal": goal,
+                    "result": ("success", "failure", "partial")[i % 3],
+                    "category": "test",
+                    "summary": summary,
+                    "topics": [COMPONENTS[i % 12]],
+                    "source": "bench",
+                    "created_at": now,
+                    "updated_at": now,
+                    "text_hash": text_hash(goal, summary),
+                }
+            )
+        _insert(project, "episodes", rows)
+    crawl(project, summarizer="local")
+    for name in project.db.table_names():
+        project.db.compact(name)
+    (root / "ready.json").write_text(json.dumps({"facts": FACTS, "episodes": EPISODES, "files": FILES}))
+
+
+def _stats(samples: list[float]) -> dict:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50": round(statistics.median(ordered) * 1000), "p95": round(p95 * 1000), "n": len(ordered)}
+
+
+def _run(cmd: list[str], root: Path, env: dict, stdin: str | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root, env=env, input=stdin, capture_output=True, text=True, timeout=300)
+    return time.perf_counter() - t, proc
+
+
+def _service(root: Path, env: dict, action: str) -> dict:
+    _, proc = _run([str(VENV_PY), str(REPO / "scripts" / "service.py"), action], root, env)
+    return json.loads(proc.stdout)
+
+
+def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
+    """A real Gemini CLI turn against the local fake API, without and with the extension's hooks
+    installed in the project (medians of ``turns`` turns after the first)."""
+    import tempfile
+
+    from tests.fake_gemini_api import FakeGeminiAPI
+    from tests.gemini_fixtures import make_gemini_env, write_gemini_home
+
+    gemini = os.environ.get("CONTEXTWARE_TEST_GEMINI_BIN") or shutil.which("gemini")
+    if not gemini:
+        return {"skipped": "no Gemini CLI (set CONTEXTWARE_TEST_GEMINI_BIN)"}
+    api = FakeGeminiAPI().start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            home = write_gemini_home(Path(tmp) / "home")
+            (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+            ours = {k: v for k, v in base_env.items() if k.startswith("CONTEXTWARE_")}
+            env = {**make_gemini_env(home, api.base_url, tmpdir=Path(tmp) / "t"), **ours}
+
+            def timed() -> dict:
+                samples = []
+                for i in range(turns + 1):
+                    cmd = [
+                        gemini,
+                        "-m",
+                        "gemini-2.5-flash",
+                        "-o",
+                        "json",
+                        "-p",
+                        f"Question {i}: which queue does billing use?",
+                    ]
+                    took, proc = _run(cmd, root, env)
+                    assert proc.returncode == 0, proc.stderr[-2000:]
+                    samples.append(took)
+                return _stats(samples[1:])
+
+            install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
+            without = timed()
+            _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
+            try:
+                with_extension = timed()
+                settings = root / ".gemini" / "settings.json"
+                data = json.loads(settings.read_text())
+                data.pop("mcpServers", None)  # the hooks alone: the CLI also starts MCP servers every turn
+                settings.write_text(json.dumps(data, indent=2))
+                hooks_only = timed()
+            finally:
+                _run([*install, "uninstall", "--project"], root, env)
+                _service(root, env, "stop")
+    finally:
+        api.stop()
+    return {
+        "without": without,
+        "with extension (hooks + MCP server)": with_extension,
+        "with the hooks only": hooks_only,
+        "added_p50": with_extension["p50"] - without["p50"],
+        "added_p50_hooks_only": hooks_only["p50"] - without["p50"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=20, help="runs of each warm path")
+    parser.add_argument("--cold-runs", type=int, default=6, help="runs of each path without a service")
+    parser.add_argument("--aborts", type=int, default=0, help="fast-failing runs to count SIGABRT exits in")
+    parser.add_argument(
+        "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with hooks"
+    )
+    args = parser.parse_args()
+    root = cache_root() / "project"
+    home = cache_root() / "home"
+    os.environ["CONTEXTWARE_HOME"] = str(home)
+    if not (root / "ready.json").exists():
+        t = time.perf_counter()
+        build_fixture(root)
+        print(f"fixture built in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    uv = shutil.which("uv")
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTWARE_")}
+    base_env["CONTEXTWARE_HOME"] = str(home)
+    on, off = {**base_env, "CONTEXTWARE_SERVICE": "auto"}, {**base_env, "CONTEXTWARE_SERVICE": "off"}
+    script = lambda name: str(REPO / "scripts" / f"{name}.py")  # noqa: E731
+    event = json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": "",
+            "cwd": str(root),
+            "hook_event_name": "BeforeAgent",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "prompt": "which queue does the billing service use and why?",
+        }
+    )
+    uv_run = [uv, "run", "--project", str(REPO)] if uv else None
+    counter = iter(range(10**9))
+    paths = {
+        "hook_before_agent (as installed: .venv/bin/python scripts/hook.py)": (
+            lambda: [str(VENV_PY), script("hook")],
+            event,
+        ),
+        "recall (direct: .venv/bin/python scripts/recall.py)": (
+            lambda: [str(VENV_PY), script("recall"), "--query", "which queue does billing use?"],
+            None,
+        ),
+    }
+    if uv_run:
+        paths["recall (uv run scripts/recall.py)"] = (
+            lambda: [*uv_run, script("recall"), "--query", "which queue does billing use?"],
+            None,
+        )
+        paths["save (uv run scripts/save_fact.py)"] = (
+            lambda: [*uv_run, script("save_fact"), f"Bench save {time.time_ns()}-{next(counter)}: cache TTL is 5m."],
+            None,
+        )
+        paths["hook_before_agent (before: uv run --no-sync scripts/hook.py)"] = (
+            lambda: [uv, "run", "--no-sync", "--project", str(REPO), script("hook")],
+            event,
+        )
+    report: dict = {"fixture": {"facts": FACTS, "episodes": EPISODES, "code_files": FILES, "path": str(root)}}
+    report["load_average_at_start"] = os.getloadavg()[0]
+    _service(root, on, "stop")
+    results: dict = {}
+    for name, (cmd, stdin) in paths.items() if args.runs and args.cold_runs else ():
+        if "before:" in name:
+            modes = [("no service", off, args.cold_runs)]
+        else:
+            modes = [("no service", off, args.cold_runs), ("warm service", on, args.runs)]
+        results[name] = {}
+        for label, env, runs in modes:
+            if label == "warm service":
+                _service(root, on, "start")
+                _run(cmd(), root, env, stdin)  # one call to warm the path's own files
+            samples = []
+            for _ in range(runs):
+                took, proc = _run(cmd(), root, env, stdin)
+                assert proc.returncode == 0, proc.stdout + proc.stderr
+                if stdin is None:
+                    assert json.loads(proc.stdout)["ok"], proc.stdout
+                samples.append(took)
+            results[name][label] = _stats(samples)
+        if "before:" not in name:  # the first call with no service: starts one and waits for it
+            cold = []
+            for _ in range(max(2, args.cold_runs // 2)):
+                _service(root, on, "stop")
+                took, proc = _run(cmd(), root, on, stdin)
+                assert proc.returncode == 0, proc.stdout + proc.stderr
+                cold.append(took)
+            results[name]["cold start (auto)"] = _stats(cold)
+            _service(root, on, "stop")
+    report["ms"] = results
+    if args.aborts:
+        codes = []
+        for i in range(args.aborts):
+            cmd = (
+                [str(VENV_PY), script("save_fact"), "x", "--kind", "bogus"]
+                if i % 2
+                else [str(VENV_PY), script("recall"), "--query", "x", "--scope", "bogus"]
+            )
+            codes.append(_run(cmd, root, off)[1].returncode)
+        report["fast_failures"] = {
+            "runs": len(codes),
+            "sigabrt_134": codes.count(134),
+            "exit_codes": sorted(set(codes)),
+        }
+    if args.gemini_turns:
+        report["gemini_cli_turn_ms"] = gemini_turns(root, args.gemini_turns, on)
+    report["load_average_at_end"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The hook process (``scripts/hook.py``, run by the host's settings with the environment's Python).
+
+Host-agnostic: it reads one event on stdin and leaves the event -> handler mapping to ``hooks``.
+Its warm path imports only the standard library: it asks the project's resident service, which
+runs ``hooks.run_hook`` on a warm database and model, and prints the answer.
+
+- Events that add context (SessionStart, BeforeAgent, ...) wait for the service's answer, starting
+  the service when none runs; when no service can answer they run in this process, as before.
+- Capture events (``hooks.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
+  wait: the event is appended to the data dir's spool and the service is poked (or started) to
+  save it; the hook returns at once.
+- ``CONTEXTWARE_SERVICE=off``, a project without a data dir yet, or a spool that cannot be written
+  (read-only data dir) run everything in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from contextware.hosts import hooks
+
+HOOK_TIMEOUT_S = 30.0
+
+
+def replay(entry: dict[str, Any]) -> None:
+    """Save one spooled event as the hook that spooled it would have (never raises)."""
+    from contextware.service.context import caller_context
+
+    stdin = entry.get("stdin")
+    if not isinstance(stdin, str):
+        return
+    env = entry.get("env") if isinstance(entry.get("env"), dict) else None
+    with caller_context(entry.get("cwd"), env):
+        hooks.run_hook(stdin)
+
+
+def _in_process(data: str, data_dir: Path | None, event: str) -> str:
+    if event in hooks.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
+        from contextware.service import spool
+
+        try:
+            spool.drain(data_dir, replay)  # turns a missing service left behind, saved before this one
+        except OSError:
+            pass
+    return hooks.run_hook(data)
+
+
+def answer(data: str) -> str:
+    """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
+    from contextware.service import client, spool
+
+    try:
+        payload = json.loads(data) if data.strip() else {}
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        return hooks.run_hook(data)  # reports the bad input in hooks.log
+    event = str(payload.get("hook_event_name") or "")
+    if event not in hooks.HANDLERS:
+        return ""
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and os.path.isdir(cwd):
+        os.chdir(cwd)  # the project is resolved from here, as a command run there would
+    data_dir = client.data_dir_for(None)
+    if client.mode() == "off" or data_dir is None or not data_dir.is_dir():
+        return _in_process(data, data_dir, event)
+    env = client.forwarded_env()
+    here = os.getcwd()
+    if event in hooks.CAPTURE_EVENTS:
+        try:
+            spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
+        except OSError:
+            return _in_process(data, data_dir, event)
+        ep = client.endpoint(data_dir)
+        try:
+            try:
+                client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
+            except client.Unavailable as exc:
+                if isinstance(exc, client.VersionMismatch):
+                    client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
+                client.start_detached(ep)  # it drains the spool as it starts
+        except (client.Unavailable, client.ServiceUnsafe):
+            return _in_process("", data_dir, event)  # no service can be had: save the spool here
+        return ""
+    try:
+        reply = client.call(data_dir, {"op": "hook", "stdin": data, "cwd": here, "env": env}, HOOK_TIMEOUT_S)
+    except client.Unavailable:
+        return hooks.run_hook(data)
+    return str(reply.get("stdout") or "") if reply.get("ok") else hooks.run_hook(data)
+
+
+def main() -> None:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        sys.stdout.write(hooks.USAGE + "\n")
+        raise SystemExit(0)
+    try:
+        out = answer(hooks.read_event())
+    except Exception:  # noqa: BLE001 - a memory hook must never break the turn
+        out = ""
+    if out:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    raise SystemExit(0)

@@ -1,0 +1,271 @@
+"""The service loop: one data dir, one socket, one request at a time.
+
+Start-up: take the data dir's server lock (a second service exits at once), bind the socket in its
+private folder (0700 folder, 0600 socket), then warm up (import LanceDB, load the model, open the
+tables) and drain the hook spool.  Requests queue in the socket's backlog meanwhile, so the first
+caller waits for the warm-up instead of paying for its own.
+
+Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
+input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
+``contextware.hosts.hooks.run_hook`` for a hook event.  The loop exits after
+``service_idle_minutes`` without a request, on ``stop``, on SIGTERM/SIGINT, or when its data dir or
+socket disappears; it removes its socket on the way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from contextware.service import spool
+from contextware.service.context import caller_context
+from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
+
+ACCEPT_POLL_S = 0.5
+READ_TIMEOUT_S = 10.0
+VERSIONED_OPS = {"run", "hook", "drain"}
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} [{os.getpid()}] {message}\n")
+    sys.stderr.flush()
+
+
+class Service:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.ep: Endpoint = endpoint(data_dir)
+        self.version = code_version()
+        self.started = time.monotonic()
+        self.last_request = self.started
+        self.requests = 0
+        self.stopping = False
+        self.idle_s = self._idle_seconds()
+        self._listener: socket.socket | None = None
+        self._inode: int | None = None
+
+    def _idle_seconds(self) -> float:
+        from contextware.storage.config import DEFAULTS, load_config
+
+        try:
+            minutes = float(load_config(self.data_dir)["service_idle_minutes"])
+        except Exception:  # noqa: BLE001 - a damaged config.json must not keep the service from idling out
+            minutes = float(DEFAULTS["service_idle_minutes"])
+        return max(1.0, minutes * 60.0)
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def bind(self) -> bool:
+        """Take the server lock and bind the socket; False when another service holds the lock."""
+        check_folder(self.ep, create=True)
+        self._lock_fd = os.open(self.ep.server_lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.ep.socket)  # stale: its service is gone (we hold the lock)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o077)
+        try:
+            listener.bind(str(self.ep.socket))
+        finally:
+            os.umask(old)
+        os.chmod(self.ep.socket, 0o600)
+        listener.listen(128)
+        listener.settimeout(ACCEPT_POLL_S)
+        self._listener = listener
+        self._inode = os.stat(self.ep.socket).st_ino
+        return True
+
+    def warm_up(self) -> None:
+        """Import and load what requests need, once.  Failures are left for the requests to report."""
+        try:
+            from contextware.storage.embeddings import preload_in_background
+            from contextware.storage.lancedb_import import import_lancedb
+            from contextware.storage.project import Project
+
+            with caller_context(str(self.data_dir.parent), None):
+                project = Project.open()
+            thread = preload_in_background(project.embedder)
+            import_lancedb()
+            if project.data_dir == self.data_dir:
+                for name in project.db.table_names():
+                    project.db.open_table(name)
+            if thread is not None:
+                thread.join()
+        except Exception as exc:  # noqa: BLE001
+            log(f"warm-up incomplete: {exc}")
+
+    def drain_spool(self) -> None:
+        from contextware.hosts.hook_entry import replay
+
+        try:
+            count = spool.drain(self.data_dir, replay)
+        except OSError as exc:
+            log(f"cannot drain the hook spool: {exc}")
+            return
+        if count:
+            log(f"saved {count} spooled hook event(s)")
+
+    def still_ours(self) -> bool:
+        try:
+            return self.data_dir.is_dir() and os.stat(self.ep.socket).st_ino == self._inode
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+        if self.still_ours():
+            with contextlib.suppress(OSError):
+                os.unlink(self.ep.socket)
+
+    def serve(self) -> None:
+        assert self._listener is not None
+        self.last_request = time.monotonic()  # idle time counts from being ready
+        while not self.stopping:
+            if not self.still_ours():
+                log("the data dir or the socket is gone: exiting")
+                return
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                if time.monotonic() - self.last_request > self.idle_s:
+                    log(f"idle for {self.idle_s:.0f} s: exiting")
+                    return
+                continue
+            except OSError as exc:
+                log(f"accept failed: {exc}")
+                continue
+            with conn:
+                self.handle(conn)
+
+    # -- requests ------------------------------------------------------------------------------------
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(READ_TIMEOUT_S)
+        try:
+            request = receive(conn)
+        except (OSError, ProtocolError) as exc:
+            if "closed before" not in str(exc):  # a caller checking that we listen
+                log(f"bad request: {exc}")
+            return
+        op = request.get("op")
+        self.last_request = time.monotonic()
+        if op in VERSIONED_OPS and request.get("version") != self.version:
+            self._reply(conn, {"ok": False, "error": {"code": "version_mismatch"}, **self.status()})
+            return
+        self.requests += 1
+        if op == "status":
+            self._reply(conn, {"ok": True, **self.status()})
+        elif op == "stop":
+            self._reply(conn, {"ok": True, "stopping": True})
+            log("stop requested")
+            self.stopping = True
+        elif op == "drain":
+            self._reply(conn, {"ok": True})
+            conn.close()  # the hook that poked us is gone already
+            self.drain_spool()
+        elif op == "run":
+            log(f"run {request.get('command')} {request.get('id')}")
+            self._reply(conn, self.run(request))
+            log(f"done {request.get('id')} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+        elif op == "hook":
+            self._reply(conn, self.hook(request))
+            log(f"hook answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+            conn.close()
+            if spool.pending(self.data_dir):
+                self.drain_spool()  # turns a poke missed: saved after the answer, off the turn's path
+        else:
+            self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Unknown op {op!r}."}})
+        self.last_request = time.monotonic()
+
+    def _reply(self, conn: socket.socket, message: dict[str, Any]) -> None:
+        try:
+            conn.settimeout(READ_TIMEOUT_S)
+            send(conn, message)
+        except OSError:
+            pass  # the caller went away; it works in-process
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": True,
+            "pid": os.getpid(),
+            "socket": str(self.ep.socket),
+            "data_dir": str(self.data_dir),
+            "version": self.version,
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "requests": self.requests,
+            "idle_exit_s": self.idle_s,
+        }
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        from contextware.cli import COMMANDS, run
+
+        command = request.get("command")
+        argv = request.get("argv")
+        if command not in COMMANDS or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            return {"ok": False, "error": {"code": "bad_request", "message": "Malformed run request."}}
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            caller_context(request.get("cwd"), request.get("env") or {}, request.get("stdin")),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            code = run(command, argv, prog=str(request.get("prog") or command))
+        self._forget_on_storage_error(out.getvalue())
+        return {"ok": True, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+    def hook(self, request: dict[str, Any]) -> dict[str, Any]:
+        from contextware.hosts.hooks import run_hook
+
+        with caller_context(request.get("cwd"), request.get("env") or {}):
+            out = run_hook(str(request.get("stdin") or ""))
+        return {"ok": True, "stdout": out}
+
+    @staticmethod
+    def _forget_on_storage_error(stdout: str) -> None:
+        """Tables rebuilt or deleted under a long-lived process: reopen the project next time."""
+        if '"ok": false' in stdout and ("storage_error" in stdout or "damaged_data" in stdout):
+            from contextware.storage.project import forget_open_projects
+
+            forget_open_projects()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        sys.stderr.write("usage: python -m contextware.resident DATA_DIR\n")
+        return 2
+    data_dir = Path(argv[0]).resolve()
+    from contextware.storage.project import keep_projects_open
+
+    service = Service(data_dir)
+    if not service.bind():
+        log("another service already runs for this data dir")
+        return 0
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log(f"listening on {service.ep.socket} for {data_dir} (version {service.version})")
+    try:
+        keep_projects_open()
+        service.warm_up()
+        service.drain_spool()
+        service.serve()
+    finally:
+        service.close()
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join(timeout=30)
+    return 0

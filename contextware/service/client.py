@@ -1,0 +1,360 @@
+"""Ask the project's resident service, start it on demand, and say when to work in-process instead.
+
+``run_command`` is what a script or the ``contextware`` command calls before doing the work itself:
+it returns the exit code after printing the service's answer, or None when the caller must run the
+command in-process (``CONTEXTWARE_SERVICE=off``, a command that is not quick, no data dir yet,
+nothing answering, a service that died mid-request).  A read is then simply run again; a write is
+safe to run again because every save is keyed by its content (``memory.records`` answers an exact
+duplicate with the existing row and writes nothing), and the session store's saves are upserts.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import io
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contextware.service.protocol import (
+    Endpoint,
+    ProtocolError,
+    ServiceUnsafe,
+    check_folder,
+    check_socket,
+    code_version,
+    endpoint,
+    receive,
+    send,
+)
+
+CONNECT_TIMEOUT_S = 0.1
+START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer waits for the warm-up
+COMMAND_TIMEOUT_S = 300.0  # writes wait up to 120 s for the table lock
+STATUS_TIMEOUT_S = 60.0  # a service answers once warmed up (seconds on a busy machine)
+MAX_LOG_BYTES = 1 << 20
+MAX_STDIN_BYTES = 32 << 20  # above every command's own limit on standard input (8-10 MB)
+
+# Commands answered by the service: quick work on an open database.  Crawls, watch, offloads, index
+# runs and installs stay in the caller's process (long, or they spawn Gemini CLI with its environment).
+QUICK = {"save", "recall", "context", "store"}
+QUICK_MEMORY_ACTIONS = {"list", "get", "update", "delete", "stats"}
+READS_STDIN = {"save", "memory", "store"}  # commands that take "-" for standard input
+
+
+class Unavailable(Exception):
+    """No usable service: the caller works in-process."""
+
+
+class VersionMismatch(Unavailable):
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__(f"the service runs version {answer.get('version')}")
+        self.answer = answer
+
+
+class DiedMidRequest(Unavailable):
+    pass
+
+
+def mode() -> str:
+    """``CONTEXTWARE_SERVICE``: ``off`` never uses or starts a service; ``auto`` (default) does."""
+    value = os.environ.get("CONTEXTWARE_SERVICE", "auto").strip().lower()
+    return "off" if value in ("off", "0", "no", "false") else "auto"
+
+
+def forwarded_env() -> dict[str, str]:
+    """The caller's settings that the service applies while it runs the request."""
+    return {k: v for k, v in os.environ.items() if k.startswith("CONTEXTWARE_")}
+
+
+def routed(command: str, argv: Sequence[str]) -> bool:
+    if any(a in ("-h", "--help") for a in argv):
+        return False  # answered in milliseconds here, without a database
+    if command == "memory":
+        action = next((a for a in argv if not a.startswith("-")), None)
+        return action in QUICK_MEMORY_ACTIONS
+    if command == "recall" and "--refresh-stale" in argv:
+        return False  # re-indexing may run Gemini CLI, with the caller's environment
+    return command in QUICK
+
+
+def project_root_arg(argv: Sequence[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "--project-root" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--project-root="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def data_dir_for(explicit_root: str | None = None) -> Path | None:
+    """The data dir a call in this process would use, or None when the project cannot be resolved
+    (the in-process path then reports the error in its own words)."""
+    from contextware.errors import ContextwareError
+    from contextware.storage.layout import resolve_data_dir, resolve_project_root
+
+    try:
+        return resolve_data_dir(resolve_project_root(explicit_root))
+    except (ContextwareError, OSError):
+        return None
+
+
+# -- talking to a running service -------------------------------------------------------------------
+def _connect(ep: Endpoint) -> socket.socket:
+    """A connected socket, or Unavailable (no socket file, nobody listening, a stale socket)."""
+    if not check_folder(ep, create=False) or not check_socket(ep):
+        raise Unavailable("no service")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        sock.connect(str(ep.socket))
+    except OSError as exc:
+        sock.close()
+        raise Unavailable(f"nobody answers on {ep.socket}: {exc}") from None
+    return sock
+
+
+def exchange(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Send one request and read its answer.  DiedMidRequest when the service goes away after the
+    request was sent; VersionMismatch when it runs other code."""
+    sock = _connect(ep)
+    try:
+        sock.settimeout(timeout)
+        try:
+            send(sock, {"version": code_version(), **message})
+            answer = receive(sock)
+        except (OSError, ProtocolError) as exc:
+            raise DiedMidRequest(str(exc)) from None
+    finally:
+        sock.close()
+    if answer.get("error", {}).get("code") == "version_mismatch":
+        raise VersionMismatch(answer)
+    return answer
+
+
+def notify(ep: Endpoint, message: dict[str, Any]) -> None:
+    """Send a request without waiting for its answer (Unavailable when nobody listens)."""
+    sock = _connect(ep)
+    try:
+        send(sock, {"version": code_version(), **message})
+    except OSError as exc:
+        raise Unavailable(str(exc)) from None
+    finally:
+        sock.close()
+
+
+# -- starting and stopping -----------------------------------------------------------------------
+def _open_log(ep: Endpoint) -> int:
+    """The service's log in the data dir (rotated past 1 MB); OSError when the dir is not writable."""
+    try:
+        if ep.log.stat().st_size > MAX_LOG_BYTES:
+            os.replace(ep.log, ep.log.with_suffix(".log.1"))
+    except FileNotFoundError:
+        pass
+    return os.open(ep.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+
+def spawn(ep: Endpoint) -> None:
+    """Start the service detached (its own session, stdio to its log).  Raises Unavailable."""
+    if not os.access(ep.data_dir, os.W_OK | os.X_OK):
+        raise Unavailable(f"the data dir {ep.data_dir} is not writable")
+    try:
+        log = _open_log(ep)
+    except OSError as exc:
+        raise Unavailable(f"cannot open {ep.log}: {exc}") from None
+    import subprocess
+
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "contextware.resident", str(ep.data_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            cwd=str(ep.data_dir),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise Unavailable(f"cannot start the service: {exc}") from None
+    finally:
+        os.close(log)
+
+
+def _wait_for_socket(ep: Endpoint, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            _connect(ep).close()
+            return
+        except Unavailable:
+            time.sleep(0.01)
+    raise Unavailable("the service did not start in time")
+
+
+def start_detached(ep: Endpoint) -> None:
+    """Start a service without waiting for it (unless another caller is starting one right now).
+    Raises Unavailable or ServiceUnsafe."""
+    check_folder(ep, create=True)
+    fd = os.open(ep.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        spawn(ep)
+    finally:
+        os.close(fd)
+
+
+def ensure_running(ep: Endpoint, wait_s: float = START_WAIT_S) -> None:
+    """Make sure a service answers on ``ep`` (starting one under a lock, so that callers arriving
+    together start one service).  Raises Unavailable, or ServiceUnsafe for a folder that is not ours."""
+    check_folder(ep, create=True)
+    try:
+        _connect(ep).close()
+        return
+    except Unavailable:
+        pass
+    deadline = time.monotonic() + wait_s
+    fd = os.open(ep.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Unavailable("another caller is starting the service") from None
+                time.sleep(0.01)
+        try:
+            _connect(ep).close()  # started by the caller that held the lock before us
+            return
+        except Unavailable:
+            pass
+        spawn(ep)
+        _wait_for_socket(ep, deadline)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def stop(ep: Endpoint, wait_s: float = 10.0) -> dict[str, Any]:
+    """Ask the service to exit and wait until it is gone; kill it when it does not go."""
+    try:
+        status = exchange(ep, {"op": "status"}, timeout=STATUS_TIMEOUT_S)
+    except VersionMismatch as exc:
+        status = exc.answer
+    except Unavailable:
+        return {"was_running": False, "stopped": False}
+    pid = status.get("pid")
+    try:
+        notify(ep, {"op": "stop"})
+    except Unavailable:
+        pass
+    stopped = _wait_gone(pid, wait_s)
+    if not stopped and isinstance(pid, int):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        stopped = _wait_gone(pid, 2.0)
+    return {"was_running": True, "stopped": stopped, "pid": pid}
+
+
+def _wait_gone(pid: Any, wait_s: float) -> bool:
+    if not isinstance(pid, int):
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        _reap(pid)
+        time.sleep(0.02)
+    return False
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)  # our own child (started by this process): collect its status
+    except ChildProcessError:
+        pass
+
+
+def call(data_dir: Path, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Ask the service of ``data_dir``, starting it (or replacing one running other code) when needed.
+    Raises Unavailable when the caller should work in-process."""
+    ep = endpoint(data_dir)
+    try:
+        try:
+            return exchange(ep, message, timeout)
+        except VersionMismatch:
+            stop(ep)
+        except DiedMidRequest:
+            raise
+        except Unavailable:
+            pass
+        ensure_running(ep)
+        return exchange(ep, message, timeout)
+    except ServiceUnsafe as exc:
+        warn(exc.message)
+        raise Unavailable(exc.message) from None
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return "/"
+
+
+def warn(message: str) -> None:
+    try:
+        sys.stderr.write(f"contextware: {message} Working in-process.\n")
+    except (OSError, ValueError):
+        pass
+
+
+# -- the commands' entry -----------------------------------------------------------------------------
+def run_command(command: str, argv: Sequence[str], prog: str) -> int | None:
+    """Run one command through the service: its stdout/stderr are printed here and its exit code
+    returned.  None: the caller runs the command in-process (standard input, if read, is put back)."""
+    if mode() == "off" or not routed(command, argv):
+        return None
+    data_dir = data_dir_for(project_root_arg(argv))
+    if data_dir is None or not data_dir.is_dir():
+        return None  # nothing saved yet: the first write creates the data dir in-process
+    stdin = None
+    if "-" in argv and command in READS_STDIN:
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1) if sys.stdin is not None else b""
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")  # the in-process retry reads it again
+        if len(data) > MAX_STDIN_BYTES:
+            return None  # far over every command's limit: refused in-process, in the command's words
+        stdin = base64.b64encode(data).decode("ascii")
+    message = {
+        "op": "run",
+        "id": os.urandom(8).hex(),
+        "command": command,
+        "argv": list(argv),
+        "prog": prog,
+        "cwd": _cwd(),
+        "env": forwarded_env(),
+        "stdin": stdin,
+    }
+    try:
+        answer = call(data_dir, message, COMMAND_TIMEOUT_S)
+    except Unavailable:
+        return None
+    if not answer.get("ok") or not isinstance(answer.get("exit"), int):
+        return None
+    sys.stderr.write(answer.get("stderr") or "")
+    sys.stdout.write(answer.get("stdout") or "")
+    sys.stdout.flush()
+    return int(answer["exit"])

@@ -1,0 +1,125 @@
+"""The resident service's client side, in-process: where the socket lives and how that place is
+checked, what is routed to the service, the caller's context around a request, the hook spool."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+import pytest
+
+from contextware.service import client, spool
+from contextware.service.context import caller_context
+from contextware.service.protocol import ProtocolError, ServiceUnsafe, check_folder, check_socket, endpoint, receive
+
+
+def test_socket_path_is_short_and_keyed_by_the_data_dir(tmp_path):
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 12) / "contextware_data"
+    ep = endpoint(deep)
+    assert len(str(ep.socket).encode()) < 100 < len(str(deep))
+    assert endpoint(deep).socket == ep.socket and endpoint(tmp_path / "other").socket != ep.socket
+
+
+def test_folder_and_socket_must_be_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    ep = endpoint(tmp_path / "data")
+    assert check_folder(ep, create=False) is False
+    assert check_folder(ep, create=True) is True and (ep.folder.stat().st_mode & 0o777) == 0o700
+    ep.folder.chmod(0o750)
+    with pytest.raises(ServiceUnsafe, match="mode 0750"):
+        check_folder(ep, create=False)
+    ep.folder.chmod(0o700)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(ep.socket))
+    try:
+        ep.socket.chmod(0o666)
+        with pytest.raises(ServiceUnsafe, match="open to other users"):
+            check_socket(ep)
+        ep.socket.chmod(0o600)
+        assert check_socket(ep) is True
+    finally:
+        listener.close()
+    ep.socket.unlink()
+    ep.folder.rmdir()
+    ep.folder.symlink_to(tmp_path)  # someone else's folder planted under our name
+    with pytest.raises(ServiceUnsafe, match="not a directory"):
+        check_folder(ep, create=True)
+
+
+def test_a_connection_that_is_refused_or_missing_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    ep = endpoint(tmp_path / "data")
+    with pytest.raises(client.Unavailable):
+        client.exchange(ep, {"op": "status"}, timeout=1)
+    check_folder(ep, create=True)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(ep.socket))  # bound, never listening: what a killed service leaves
+    dead.close()
+    ep.socket.chmod(0o600)
+    with pytest.raises(client.Unavailable, match="nobody answers"):
+        client.exchange(ep, {"op": "status"}, timeout=1)
+
+
+def test_receive_refuses_garbage_and_early_close():
+    for payload in (b"not json\n", b"[1, 2]\n", b'{"half": '):
+        a, b = socket.socketpair()
+        a.sendall(payload)
+        a.close()
+        with pytest.raises(ProtocolError):
+            receive(b)
+        b.close()
+
+
+@pytest.mark.parametrize(
+    "command, argv, routed",
+    [
+        ("recall", ["--query", "x"], True),
+        ("recall", ["--query", "x", "--refresh-stale"], False),
+        ("recall", ["--help"], False),
+        ("save", ["text"], True),
+        ("memory", ["list"], True),
+        ("memory", ["reembed"], False),
+        ("crawl", [], False),
+        ("offload", ["--prompt", "x"], False),
+        ("service", ["status"], False),
+    ],
+)
+def test_only_quick_commands_are_routed(command, argv, routed):
+    assert client.routed(command, argv) is routed
+
+
+def test_off_and_auto(monkeypatch):
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
+    assert client.mode() == "off" and client.run_command("recall", ["--query", "x"], "recall.py") is None
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "auto")
+    assert client.mode() == "auto"
+    monkeypatch.delenv("CONTEXTWARE_SERVICE")
+    assert client.mode() == "auto"
+
+
+def test_caller_context_is_restored(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTWARE_KEEP", "mine")
+    monkeypatch.setenv("CONTEXTWARE_DROP_ME", "x")
+    before_cwd, before_stdin = os.getcwd(), sys.stdin
+    import base64
+
+    with caller_context(
+        str(tmp_path), {"CONTEXTWARE_KEEP": "theirs", "PATH": "/evil"}, base64.b64encode(b"hi").decode()
+    ):
+        assert os.getcwd() == str(tmp_path)
+        assert os.environ["CONTEXTWARE_KEEP"] == "theirs" and "CONTEXTWARE_DROP_ME" not in os.environ
+        assert os.environ["PATH"] != "/evil"  # only CONTEXTWARE_* settings travel
+        assert sys.stdin.buffer.read() == b"hi"
+    assert os.getcwd() == before_cwd and sys.stdin is before_stdin
+    assert os.environ["CONTEXTWARE_KEEP"] == "mine" and os.environ["CONTEXTWARE_DROP_ME"] == "x"
+
+
+def test_spool_replays_each_line_once_and_skips_torn_lines(tmp_path):
+    spool.append(tmp_path, {"id": "a"})
+    (tmp_path / spool.DRAINING).write_text(json.dumps({"id": "left"}) + "\n" + '{"id": "torn', encoding="utf-8")
+    seen: list[str] = []
+    assert spool.drain(tmp_path, lambda e: seen.append(e["id"])) == 2
+    assert seen == ["left", "a"] and not spool.pending(tmp_path)
+    assert spool.drain(tmp_path, lambda e: seen.append(e["id"])) == 0 and seen == ["left", "a"]
