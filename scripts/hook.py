@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Gemini CLI hook entry point (SessionStart, BeforeAgent, AfterAgent, PreCompress): see contextware/hooks.py."""
+"""Gemini CLI hook entry point (SessionStart, BeforeAgent, AfterAgent, PreCompress): see contextware/hosts/hooks.py and contextware/hosts/hook_entry.py."""
 
 from contextware.cli import run_hook
 

@@ -59,7 +59,7 @@ def _searches(
     table = db.open_table(name)
     if table is None:
         return []
-    columns = [c for c in table.schema.names if c != FTS_COLUMN]
+    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]
 
     def fts() -> list[dict]:
         q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(limit)

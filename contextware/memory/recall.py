@@ -195,7 +195,7 @@ def search_table(
         return []
     found: dict[str, dict] = {}
     bm25: dict[str, float] = {}
-    columns = [c for c in table.schema.names if c != FTS_COLUMN]  # a file's indexed text can be large
+    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]  # a file's indexed text can be large
 
     def fts() -> list[dict]:
         q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(candidates)
@@ -496,15 +496,23 @@ def _candidates(
         else:
             qvec, plain = cached
     candidates = max(int(project.config["recall_candidates"]), limit * 3)
-    hits: list[dict] = []
-    for name in present:
+
+    def table_hits(name: str) -> list[dict]:
         where = _filters(name, root=project.root, **filters)
         # Code is searched with the plain question: synonyms of the engineering thesaurus match
         # too many files' words (calibrated on bench/data/code_eval.json).
         if name == CODE_TABLE:
             from contextware.codeindex.search import code_candidates
 
-            hits += code_candidates(project, text, qvec, plain, where, candidates)
-        else:
-            hits += search_table(project, name, wide, qvec, where, candidates, plain)
-    return hits, degraded
+            return code_candidates(project, text, qvec, plain, where, candidates)
+        return search_table(project, name, wide, qvec, where, candidates, plain)
+
+    if len(present) < 2:
+        return [h for name in present for h in table_hits(name)], degraded
+    # The tables at once: each search mostly waits in LanceDB's native code, so a question costs
+    # about its slowest table instead of their sum (the hooks ask every table on every turn).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(present)) as pool:
+        per_table = list(pool.map(table_hits, present))
+    return [h for hits in per_table for h in hits], degraded

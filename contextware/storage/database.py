@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 120.0
+SCHEMA_TTL_S = 2.0
 _RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
 RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
 # What Lance says when a data file or manifest is not one it wrote (truncated, overwritten, a flipped
@@ -119,6 +120,7 @@ class Database:
         self.uri = project.db_uri
         self._conn = None
         self._tables: dict[str, Any] = {}
+        self._schemas: dict[int, tuple[Any, float, Any]] = {}  # id(table) -> (table, asked at, schema)
 
     # -- connection -----------------------------------------------------------------------------
     @property
@@ -258,8 +260,20 @@ class Database:
             if still_missing:
                 with_retries(lambda: table.add_columns(pa.schema([f.with_nullable(True) for f in still_missing])))
 
-    def check_model(self, name: str, table: Any, model_id: str, dim: int) -> None:
+    def schema(self, table: Any) -> "pa.Schema":
+        """The table's schema, asked of LanceDB at most every ``SCHEMA_TTL_S`` seconds per table: each
+        ask is a round trip through LanceDB's event loop (a recall asked it about ten times, ~15 ms
+        under load).  Schemas only ever gain nullable columns, so a second-old answer is safe."""
+        now = time.monotonic()
+        cached = self._schemas.get(id(table))
+        if cached is not None and cached[0] is table and now - cached[1] < SCHEMA_TTL_S:
+            return cached[2]
         schema = table.schema
+        self._schemas[id(table)] = (table, now, schema)
+        return schema
+
+    def check_model(self, name: str, table: Any, model_id: str, dim: int) -> None:
+        schema = self.schema(table)
         stored = vector_model(schema)
         if stored and (stored != model_id or vector_dim(schema) != dim):
             raise ModelMismatchError(
