@@ -146,6 +146,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             "Run `contextware <command> --help` for a command's options.\n"
         )
         raise SystemExit(0 if argv else 2)
+    if argv[0] == "mcp":  # a long-lived stdio server, not a one-shot command
+        from contextware.hosts.mcp_server import main as mcp_main
+
+        mcp_main(argv[1:])
+        raise SystemExit(0)
     if argv[0] not in COMMANDS:
         raise SystemExit(
             _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)

@@ -13,6 +13,7 @@ DESCRIPTION = """Inspect and fix the project's memory.
   get ID                              one memory
   update ID [--text ...] [...]        change fields (re-embeds)
   delete ID                           remove one memory
+  history ID                          a fact's supersession chain, oldest first
   stats                               rows, disk, model, versions per table
   reembed [--all]                     fill in missing vectors / rebuild for a new model
   compact                             compact tables and drop old versions
@@ -40,6 +41,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     u.add_argument("--role")
     d = sub.add_parser("delete", help="delete one memory")
     d.add_argument("id")
+    h = sub.add_parser("history", help="the chain of facts that superseded one another, oldest first")
+    h.add_argument("id")
     sub.add_parser("stats", help="rows, disk size, model, last write and versions per table")
     r = sub.add_parser("reembed", help="compute missing vectors, or all of them for a new model")
     r.add_argument("--all", action="store_true", help="re-embed every row, not only the missing ones")
@@ -77,6 +80,10 @@ def handle(args: argparse.Namespace) -> dict:
         )
     if action == "delete":
         return records.delete(project, args.id)
+    if action == "history":
+        from contextware.memory.history import history
+
+        return history(project, args.id)
     if action == "stats":
         return maintenance.stats(project)
     if action == "reembed":
