@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError
+from contextware.errors import ConfigError, UsageError
 
 DEFAULTS: dict[str, Any] = {
     # Memory
@@ -53,6 +53,10 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Settings whose value may be null (cache_ttl_days: null means never re-query).
+NULLABLE = {"cache_ttl_days"}
+
+
 def load_config(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "config.json"
     config = dict(DEFAULTS)
@@ -73,5 +77,33 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
+    check_settings(user, path)
     config.update(user)
     return config
+
+
+def check_settings(user: dict[str, Any], path: Path) -> None:
+    """An unknown key (a typo would otherwise be ignored silently) or a value of the wrong type is
+    bad input: exit 2, naming the nearest valid key."""
+    import difflib
+
+    for key, value in user.items():
+        if key not in DEFAULTS:
+            close = difflib.get_close_matches(key, list(DEFAULTS), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else "see `contextware config` for the settings."
+            raise UsageError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
+        default = DEFAULTS[key]
+        if default is None or (value is None and key in NULLABLE):
+            continue
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, (int, float)):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            kind = {bool: "true or false", int: "a number", float: "a number", str: "a string", dict: "an object"}
+            raise UsageError(
+                f"{path}: {key} must be {kind.get(type(default), type(default).__name__)}, not {json.dumps(value)}.",
+                code="bad_setting",
+            )

@@ -24,7 +24,11 @@ def test_list_get_update_history_delete_stats(project_dir):
             )
 
             listed = await call(client, "list_memories", {})
-            assert listed["total"] == 3 and {r["id"] for r in listed["records"]} == {old["id"], new["id"], episode["id"]}
+            assert listed["total"] == 3 and {r["id"] for r in listed["records"]} == {
+                old["id"],
+                new["id"],
+                episode["id"],
+            }
             only = await call(client, "list_memories", {"collection": "episodes", "limit": 1})
             assert [r["id"] for r in only["records"]] == [episode["id"]]
 
