@@ -12,7 +12,7 @@ from contextware.errors import UsageError
 DESCRIPTION = """Merge a memory export into the project: new memories are added, a memory already here
 is replaced when the file's copy is newer (updated_at), anything else is left alone, so importing the
 same file twice changes nothing. Supersession travels with the facts. A fact or episode already
-saved here under another id is not added twice (listed under duplicates). The whole file is checked
+saved here under another id is not added twice (counted as duplicates, named under duplicate_of). The whole file is checked
 first: a bad line exits 2 naming the line, and nothing is written. Default file:
 .contextware/memory.jsonl in the project; - reads standard input."""
 

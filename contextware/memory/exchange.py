@@ -10,7 +10,7 @@ naming the line), then merges it: a new id is added, a known id is replaced when
 ``updated_at`` is newer, anything else is left alone, so importing the same file twice changes nothing.
 Supersession travels with the rows (``status``, ``supersedes``, ``superseded_by``).  An active fact
 or an episode whose text is already saved here under another id (two people saved the same thing) is
-not added again: it is reported under ``duplicates``.  Vectors are computed on import.
+not added again: it is counted under ``duplicates`` and named in ``duplicate_of`` (file id: local id).  Vectors are computed on import.
 
 The first line is a header, ``{"format": "contextware-memory", "version": 1}``.
 """
@@ -326,7 +326,9 @@ def import_memory(project: "Project", text: str, *, source: str) -> dict:
                     .to_list()
                 }
                 data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
-                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+                    data, on_bad_vectors="null"
+                )
             return todo_now, dups, same, known
 
         if todo:
@@ -343,7 +345,7 @@ def import_memory(project: "Project", text: str, *, source: str) -> dict:
         }
         report["collections"][collection] = counts
         if dups:
-            report.setdefault("duplicates", {}).update(dups)
+            report.setdefault("duplicate_of", {}).update(dups)
         for key, value in counts.items():
             totals[key] += value
     report.update(totals)

@@ -199,6 +199,10 @@ class Database:
             try:
                 table = with_retries(lambda: self.conn.create_table(name, schema=schema))
             except Exception as exc:  # noqa: BLE001
+                # On an object store another machine (whose lock folder is not ours) may have won.
+                table = self.open_table(name) if "already exists" in str(exc).lower() else None
+                if table is not None:
+                    return table
                 raise StorageError(f"Cannot create the {name} table: {first_line(exc)}.") from None
             _declare_key_and_index(table)
         self._tables[name] = table

@@ -103,7 +103,8 @@ def test_export_then_import_reproduces_memory_and_a_second_import_changes_nothin
     assert third.returncode == 0 and "0 added, 1 updated, 3 unchanged" in third.stdout
     assert _memories(b) == _memories(a)
 
-    # Carol saved the same episode herself: Alice's copy is not added twice, and says so.
+    # Carol saved the same episode herself: the same text has the same id on every machine, so
+    # Alice's copy merges with hers (hers is newer: kept) instead of being added twice.
     c = tmp_path / "carol"
     c.mkdir()
     run_script(
@@ -120,7 +121,7 @@ def test_export_then_import_reproduces_memory_and_a_second_import_changes_nothin
         cwd=c,
     )
     dup = run_script("import", str(file), cwd=c)
-    assert (dup.json["added"], dup.json["duplicates"]) == (3, 1), dup.json
+    assert (dup.json["added"], dup.json["unchanged"], dup.json["duplicates"]) == (3, 1, 0), dup.json
     assert len([r for r in _memories(c) if r["collection"] == "episodes"]) == 1
 
 
