@@ -145,8 +145,8 @@ def render_text(result: dict) -> str:
     tables = result.get("tables")
     if isinstance(tables, dict) and tables and all(isinstance(v, dict) for v in tables.values()):
         rows = [{"table": name, **info} for name, info in tables.items()]
-        head = {k: v for k, v in result.items() if k not in ("ok", "tables")}
-        return fields(head) + "\n\n" + table(rows, list(dict.fromkeys(k for r in rows for k in r)))
+        overview = {k: v for k, v in result.items() if k not in ("ok", "tables")}
+        return fields(overview) + "\n\n" + table(rows, list(dict.fromkeys(k for r in rows for k in r)))
     if isinstance(tables, list):
         return table(tables, list(dict.fromkeys(k for r in tables for k in r)))
     return generic(result)

@@ -82,8 +82,11 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
         if table is None:
             continue
         columns = [c for c in FIELDS[name] if c in table.schema.names]
-        rows = project.db.read(lambda t=table, c=columns: t.search().select(c).limit(None).to_arrow().to_pylist())
-        for row in rows:
+
+        def read_all(t: Any = table, c: list[str] = columns) -> list[dict]:
+            return t.search().select(c).limit(None).to_arrow().to_pylist()
+
+        for row in project.db.read(read_all):
             record: dict[str, Any] = {}
             for key in FIELDS[name]:
                 value = row.get(key)
@@ -152,7 +155,7 @@ def _check_row(raw: Any) -> tuple[str, dict]:
         raise UsageError("it is not a JSON object.", code="bad_import")
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
-    if collection is None or not _valid_id(record_id):
+    if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
         raise UsageError(f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).", code="bad_import")
     unknown = sorted(set(raw) - set(FIELDS[collection]))
     if unknown:
@@ -300,7 +303,11 @@ def import_memory(project: "Project", text: str, *, source: str) -> dict:
         table = project.db.open_table(collection)
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)
-        todo, _dups, _same = project.db.read(lambda t=table, c=collection, r=rows: _plan(t, c, r))
+
+        def plan(t: Any = table, c: str = collection, r: list[dict] = rows) -> tuple[list[dict], dict[str, str], int]:
+            return _plan(t, c, r)
+
+        todo, _dups, _same = project.db.read(plan)
         if todo:  # vectors only for what may be written (checked again under the lock)
             vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in todo])
             degraded = degraded or why
