@@ -4,7 +4,9 @@
 While it serves, the SDK points fd 1 at stderr, so nothing but protocol reaches stdout; logs go to
 stderr.  Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
 ``recall.recall``, ``indexer.index_files``, ``run.offload``, ``kvstore.*``,
-``context.session_context``): argument validation stays there, so the codes match the CLI's.
+``context.session_context`` in ``mcp_tools``; ``records.list_records|get|update|delete``,
+``history.history``, ``maintenance.stats`` and ``indexer.crawl`` in ``mcp_memory_tools``): argument
+validation stays there, so the codes match the CLI's.
 
 A result is the dict the CLI prints, ``{"ok": true, ...}``, sent both as structured content and as
 JSON text (``load_session_context`` sends its markdown briefing as the text by default).  A

@@ -24,6 +24,18 @@ COMPARED = (
     "category",
     "summary",
 )
+EPISODE = (
+    "save_fact",
+    "--type",
+    "episode",
+    "--goal",
+    "Run tests in parallel",
+    "--result",
+    "failure",
+    "--category",
+    "test",
+    "pytest -n auto deadlocked on the shared DB fixture.",
+)
 
 
 def _memories(cwd) -> list[dict]:
@@ -42,19 +54,7 @@ def test_export_then_import_reproduces_memory_and_a_second_import_changes_nothin
     new = run_script("save_fact", "Deploy with fly deploy.", "--kind", "decision", "--supersedes", old["id"], cwd=a)
     assert new.returncode == 0, new.stdout
     run_script("save_fact", "The CI token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for now.", cwd=a)
-    run_script(
-        "save_fact",
-        "--type",
-        "episode",
-        "--goal",
-        "Run tests in parallel",
-        "--result",
-        "failure",
-        "--category",
-        "test",
-        "pytest -n auto deadlocked on the shared DB fixture.",
-        cwd=a,
-    )
+    run_script(*EPISODE, cwd=a)
     run_script("save_fact", "--type", "log", "--session", "s-1", "--role", "user", "Hello there.", cwd=a)
 
     exported = run_script("export", cwd=a)
@@ -107,19 +107,7 @@ def test_export_then_import_reproduces_memory_and_a_second_import_changes_nothin
     # Alice's copy merges with hers (hers is newer: kept) instead of being added twice.
     c = tmp_path / "carol"
     c.mkdir()
-    run_script(
-        "save_fact",
-        "--type",
-        "episode",
-        "--goal",
-        "Run tests in parallel",
-        "--result",
-        "failure",
-        "--category",
-        "test",
-        "pytest -n auto deadlocked on the shared DB fixture.",
-        cwd=c,
-    )
+    run_script(*EPISODE, cwd=c)
     dup = run_script("import", str(file), cwd=c)
     assert (dup.json["added"], dup.json["unchanged"], dup.json["duplicates"]) == (3, 1, 0), dup.json
     assert len([r for r in _memories(c) if r["collection"] == "episodes"]) == 1
