@@ -145,6 +145,9 @@ def run_script(command: str) -> NoReturn:
 
 def run_hook() -> NoReturn:
     """Entry point of ``scripts/hook.py``: one Gemini CLI hook event on stdin, never a failed turn."""
+    if "--version" in sys.argv[1:]:
+        sys.stdout.write(f"contextware {__version__}\n")
+        raise SystemExit(0)
     from contextware.hosts.hooks import main as hook_main
 
     hook_main()
