@@ -91,3 +91,28 @@ def test_crawl_project_then_recall_code(project_dir):
             assert await error(client, "crawl_project", {"summarizer": "smart"}) == "bad_summarizer"
 
     run(go)
+
+
+def test_contextware_mcp_serves_the_same_tools(project_dir):
+    """`contextware mcp` is the same server as scripts/mcp_server.py."""
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from tests.integration.test_mcp_server import CONTRACT
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from contextware.cli import main; main(['mcp'])"],
+        cwd=str(project_dir),
+        env=dict(os.environ),
+    )
+
+    async def go() -> None:
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == list(CONTRACT)
+            saved = await call(client, "save_fact", {"content": "The docs are built with mkdocs."})
+            assert (await call(client, "get_memory", {"id": saved["id"]}))["record"]["text"].endswith("mkdocs.")
+
+    run(go)
