@@ -24,6 +24,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument(
         "file", nargs="?", metavar="FILE", help=f"the export to merge (default: {DEFAULT_FILE}; - for stdin)"
     )
+    p.add_argument("--dry-run", action="store_true", help="write nothing; list what an import would add or update")
     add_common(p)
     return p
 
@@ -51,18 +52,20 @@ def handle(args: argparse.Namespace) -> dict:
         decoded = text.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{name} is not UTF-8 text; nothing was imported.", code="bad_encoding") from None
-    return import_memory(project, decoded, source=name)
+    return import_memory(project, decoded, source=name, dry_run=args.dry_run)
 
 
 def render_text(result: dict) -> str:
     from contextware.cli.render import counts_line
 
+    verb = "Would import" if result.get("dry_run") else "Imported"
     lines = [
-        f"Imported {result['file']}: {result['added']} added, {result['updated']} updated, "
+        f"{verb} {result['file']}: {result['added']} added, {result['updated']} updated, "
         f"{result['unchanged']} unchanged, {result['duplicates']} already saved under another id."
     ]
     for name, counts in result["collections"].items():
         lines.append(f"  {name:<9} {counts_line(counts)}")
+    lines += [f"  would {c['change']:<6} {c['id']}" for c in result.get("changes") or []]
     if result.get("redacted"):
         lines.append("Redacted: " + counts_line(result["redacted"]))
     if result.get("degraded"):

@@ -256,8 +256,12 @@ def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
     return row
 
 
-def _plan(table: Any, collection: str, rows: list[dict]) -> tuple[list[dict], dict[str, str], int]:
-    """(rows to write, duplicates {file id: local id}, unchanged count) against the table's rows now."""
+Plan = tuple[list[dict], dict[str, str], int, set[str]]
+
+
+def _plan(table: Any, collection: str, rows: list[dict]) -> Plan:
+    """(rows to write, duplicates {file id: local id}, unchanged count, ids of the rows to write that
+    exist here) against the table's rows now."""
     local: dict[str, dict] = {}
     if table is not None:
         columns = ["id", "updated_at", "text_hash", *(["status"] if collection == "facts" else [])]
@@ -279,20 +283,22 @@ def _plan(table: Any, collection: str, rows: list[dict]) -> tuple[list[dict], di
             todo.append(row)
         else:
             unchanged += 1
-    return todo, duplicates, unchanged
+    return todo, duplicates, unchanged, {row["id"] for row in todo if row["id"] in local}
 
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def import_memory(project: "Project", text: str, *, source: str) -> dict:
-    """Merge an export into the project (see the module docstring); ``source`` names the file."""
+def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict:
+    """Merge an export into the project (see the module docstring); ``source`` names the file.
+    ``dry_run`` writes nothing and lists under ``changes`` what an import would add or update."""
     import pyarrow as pa
 
     by_collection = parse_export(text)
     redacted: dict[str, int] = {}
-    report: dict[str, Any] = {"file": source, "collections": {}}
+    report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}
+    changes: list[dict] = []
     totals = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0}
     degraded = None
     embedder = project.embedder
@@ -304,46 +310,38 @@ def import_memory(project: "Project", text: str, *, source: str) -> dict:
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)
 
-        def plan(t: Any = table, c: str = collection, r: list[dict] = rows) -> tuple[list[dict], dict[str, str], int]:
+        def plan(t: Any = table, c: str = collection, r: list[dict] = rows) -> Plan:
             return _plan(t, c, r)
 
-        todo, _dups, _same = project.db.read(plan)
-        if todo:  # vectors only for what may be written (checked again under the lock)
+        todo, _dups, _same, _known = project.db.read(plan)
+        if dry_run:
+            changes += [{"id": row["id"], "change": "update" if row["id"] in _known else "add"} for row in todo]
+        if todo and not dry_run:  # vectors only for what may be written (checked again under the lock)
             vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in todo])
             degraded = degraded or why
             for i, row in enumerate(todo):
                 row["vector"] = vectors[i] if vectors else None
 
-        def write(tbl: Any, c: str = collection, r: list[dict] = rows) -> tuple[list[dict], dict[str, str], int, set]:
-            todo_now, dups, same = _plan(tbl, c, r)
-            known = set()
+        def write(tbl: Any, c: str = collection, r: list[dict] = rows) -> Plan:
+            todo_now, dups, same, known = _plan(tbl, c, r)
             late = [row for row in todo_now if "vector" not in row]  # changed meanwhile by another writer
             if late:
                 vectors, _ = embed_texts(embedder, [embedding_text(c, row) for row in late])
                 for i, row in enumerate(late):
                     row["vector"] = vectors[i] if vectors else None
             if todo_now:
-                ids = [row["id"] for row in todo_now]
-                known = {
-                    x["id"]
-                    for x in tbl.search()
-                    .where("id IN (" + ", ".join(f"'{i}'" for i in ids) + ")")
-                    .select(["id"])
-                    .limit(None)
-                    .to_list()
-                }
                 data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
                     data, on_bad_vectors="null"
                 )
             return todo_now, dups, same, known
 
-        if todo:
+        if todo and not dry_run:
             written, dups, same, known = project.db.write(
                 collection, write, dim=embedder.dim, model_id=embedder.model_id
             )
         else:
-            written, dups, same, known = [], _dups, _same, set()
+            written, dups, same, known = todo if dry_run else [], _dups, _same, _known
         counts = {
             "added": sum(1 for r in written if r["id"] not in known),
             "updated": sum(1 for r in written if r["id"] in known),
@@ -356,6 +354,8 @@ def import_memory(project: "Project", text: str, *, source: str) -> dict:
         for key, value in counts.items():
             totals[key] += value
     report.update(totals)
+    if dry_run:
+        report["changes"] = sorted(changes, key=lambda c: c["id"])
     if redacted:
         report["redacted"] = redacted
     if degraded:

@@ -87,3 +87,18 @@ def test_export_is_deterministic_and_import_is_idempotent(project, tmp_path):
     ]
     report = import_memory(project, first, source="x")
     assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 1)
+
+
+def test_dry_run_lists_the_changes_and_writes_nothing(project):
+    newer = {**GOOD, "updated_at": "2030-01-01T00:00:00Z"}
+    other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
+    preview = import_memory(project, HEADER + json.dumps(GOOD) + "\n", source="x", dry_run=True)
+    assert preview["changes"] == [{"id": GOOD["id"], "change": "add"}] and not project.data_dir.exists()
+    import_memory(project, HEADER + json.dumps(GOOD) + "\n", source="x")
+    text = HEADER + json.dumps(newer) + "\n" + json.dumps(other) + "\n"
+    preview = import_memory(project, text, source="x", dry_run=True)
+    assert preview["changes"] == [{"id": GOOD["id"], "change": "update"}, {"id": other["id"], "change": "add"}]
+    assert (preview["added"], preview["updated"], preview["dry_run"]) == (1, 1, True)
+    done = import_memory(project, text, source="x")
+    assert (done["added"], done["updated"], done["unchanged"]) == (1, 1, 0)
+    assert import_memory(project, text, source="x", dry_run=True)["changes"] == []
