@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     names = ", ".join(COMMANDS)
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(
-            f"usage: contextware <command> [options]\n\ncommands: {names}, mcp\n"
+            f"usage: contextware <command> [options]   (or --version)\n\ncommands: {names}, mcp\n"
             "Run `contextware <command> --help` for a command's options; `contextware mcp` serves the MCP tools "
             "over stdio.\n"
         )

@@ -141,7 +141,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
 # (the spec's defaults apply: destructive and idempotent hints mean nothing for a read-only tool).
 ANNOTATIONS: dict[str, tuple[bool | None, bool | None, bool | None, bool | None]] = {
     "save_fact": (False, False, True, False),
-    "recall": (True, None, None, False),
+    "recall": (True, None, None, False),  # refresh_stale only re-reads changed files into the index
     "index_file": (False, False, True, True),  # the auto summariser may call Gemini's API
     "offload": (False, False, False, True),
     "session_store": (False, True, False, False),
