@@ -7,6 +7,8 @@ written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ContextwareError(Exception):
     """Base class: ``code`` is a stable slug, the message one clear sentence."""
@@ -22,7 +24,7 @@ class ContextwareError(Exception):
         self.details = details or {}
 
     def to_dict(self) -> dict:
-        err = {"code": self.code, "message": self.message}
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
             err["details"] = self.details
         return err
@@ -53,6 +55,40 @@ class ModelMismatchError(StorageError):
     code = "model_mismatch"
 
 
+class DamagedDataError(StorageError):
+    """Stored data is not what was written (a bad file, a lost manifest, a flipped bit): the message
+    names the repair command.  Never answered with an empty or wrong result."""
+
+    code = "damaged_data"
+
+
+class DiskFullError(StorageError):
+    """The disk (or a file-size limit) refused a write: nothing was committed."""
+
+    code = "disk_full"
+
+
+# What the OS, Arrow and Lance say when a write hits a full disk or a file-size limit.
+_DISK_FULL_SIGNS = ("no space left on device", "os error 28", "errno 28", "file too large", "os error 27", "disk full")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC or EFBIG, raised by the OS directly or wrapped in a Lance/Arrow error's text."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return any(sign in text for sign in _DISK_FULL_SIGNS)
+
+
+def disk_full(exc: BaseException, what: str = "the write") -> DiskFullError:
+    """The one sentence for a full disk."""
+    return DiskFullError(
+        f"The disk is full (or a file-size limit was reached) during {what}; nothing was saved: free some space and try again."
+    )
+
+
 class EmbeddingError(ContextwareError):
     """The embedding model could not be loaded or run."""
 
@@ -72,5 +108,8 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def internal_error(exc: BaseException) -> dict:
-    """The error body for an exception that is not a ContextwareError (never a traceback)."""
+    """The error body for an exception that is not a ContextwareError (never a traceback); a full
+    disk met anywhere is ``disk_full``, not a bug."""
+    if is_disk_full(exc):
+        return disk_full(exc).to_dict()
     return {"code": "internal_error", "message": f"Unexpected {type(exc).__name__}: {first_line(exc)}."}

@@ -2,7 +2,8 @@
 
 Used by the code summariser and by research offloads.  Every failure is a :class:`GeminiError` whose
 ``code`` says what went wrong (``auth``, ``untrusted_folder``, ``rate_limited``, ``timeout``, ...) and
-whose message is one sentence.  See DESIGN.md, "Gemini CLI facts", for the behaviour relied on here.
+whose message is one sentence.  The behaviour relied on was verified against Gemini CLI 0.61.0, and the
+integration tests run the real CLI against a local fake of its API (``tests/fake_gemini_api.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from contextware.errors import GeminiError, UsageError
 from contextware.system import Cancelled, contextware_home, run_in_group, write_atomic
+from contextware.text import cut_at_word
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 MAX_STDIN_BYTES = 8 * 1024 * 1024  # the CLI's own limit on piped input
@@ -205,7 +207,7 @@ def _one_sentence(text: str, limit: int = 300) -> str:
     text = _ANSI_RE.sub("", text).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     text = " ".join(lines[:2]) if lines else ""
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return cut_at_word(text, limit)
 
 
 def _sentence(prefix: str, detail: str) -> str:

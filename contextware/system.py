@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 KILL_GRACE_SECONDS = 3.0
 CANCEL_POLL_SECONDS = 0.2
@@ -154,3 +155,24 @@ def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# The most bytes a command reads from standard input or an ``@file`` unless told less: above every
+# text limit (max_log_chars is 2,000,000 characters, at most 4 bytes each).
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+
+def read_limited(stream: BinaryIO, limit: int, what: str) -> bytes:
+    """Read ``stream`` to its end, but never more than ``limit`` bytes (``/dev/zero`` has no end):
+    more is a UsageError saying so, and nothing is kept."""
+    from contextware.errors import UsageError
+
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = stream.read(min(1 << 20, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    raise UsageError(f"{what} is larger than the {limit}-byte limit; nothing was saved.", code="too_large")

@@ -39,6 +39,17 @@ def iso(value: datetime | None) -> str | None:
     return value.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def parse_iso(value: object) -> datetime | None:
+    """An ISO 8601 date or time (``Z`` accepted) as an aware UTC-based datetime; None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
 def parse_since(raw: str) -> datetime:
     """``--since``: an ISO date or datetime, or a relative age such as ``7d``, ``12h``, ``30m``."""
     value = raw.strip()
@@ -47,15 +58,45 @@ def parse_since(raw: str) -> datetime:
         from datetime import timedelta
 
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
-        return utcnow() - timedelta(**{unit: int(rel.group(1))})
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        try:
+            return utcnow() - timedelta(**{unit: int(rel.group(1))})
+        except (OverflowError, ValueError):
+            raise UsageError(
+                f"--since {raw!r} reaches back before the year 1; give a smaller age such as 365d.", code="bad_since"
+            ) from None
+    parsed = parse_iso(value)
+    if parsed is None:
         raise UsageError(
             f"--since {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
             code="bad_since",
+        )
+    return parsed
+
+
+# Terminal control sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks, clipboard),
+# other two-byte ESC sequences, and the C0/C1 control characters other than tab, newline and CR.
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+)
+
+
+def strip_terminal_controls(text: str) -> str:
+    """Text without the escape sequences and control characters a terminal would act on (stored
+    colour codes replayed by ``--format text`` could retitle, move or clear the user's terminal)."""
+    return _TERMINAL_CONTROLS.sub("", text) if ("\x1b" in text or _TERMINAL_CONTROLS.search(text)) else text
+
+
+def check_unicode(text: str, what: str) -> str:
+    """Refuse text holding a lone surrogate: what Python makes of bytes that are not UTF-8 on a
+    command line, or a ``"\\ud800"`` escape in JSON.  It could be neither stored nor printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"The {what} is not valid Unicode text (it holds bytes that are not UTF-8 or a lone surrogate); give UTF-8 text.",
+            code="bad_encoding",
         ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return text
 
 
 def chunk_text(text: str, size: int) -> list[str]:
@@ -83,15 +124,17 @@ def chunk_text(text: str, size: int) -> list[str]:
     return [c for c in chunks if c]
 
 
-def truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:") + "…"
+CHARS_PER_TOKEN = 4  # the one token estimate: about four characters of English or code per token
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of ``text`` as models count them, estimated (rounded up) without a tokenizer."""
+    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def cut_at_word(text: str, limit: int) -> str:
-    """Cut at a word boundary so that the result, ellipsis included, fits in ``limit``."""
+    """The one text shortener: cut at a word boundary so that the result, ellipsis included, fits in
+    ``limit`` characters."""
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
@@ -103,6 +146,14 @@ def cut_at_word(text: str, limit: int) -> str:
 def sql_str(value: str) -> str:
     """A SQL string literal for LanceDB filters."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def split_list(raw: str | Iterable[str] | None) -> list[str]:
+    """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
+    if raw is None:
+        return []
+    items = [raw] if isinstance(raw, str) else list(raw)
+    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
 
 def parse_topics(raw: str | Iterable[str] | None) -> list[str]:

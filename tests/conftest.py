@@ -33,6 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["LANCEDB_LOG"] = "error"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/integration starts processes (our scripts, the real Gemini CLI, servers)
+    and is ``slow``; in tests/unit the long ones are marked by hand.  ``-m "not slow"`` is the fast subset."""
+    integration = Path(__file__).parent / "integration"
+    for item in items:
+        if integration in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     log = Path(os.environ.get("CONTEXTWARE_NETGUARD_LOG", ""))
     if log.is_file() and log.read_text().strip():

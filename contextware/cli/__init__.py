@@ -67,7 +67,9 @@ def read_content(value: str | None) -> str | None:
     """The positional content, or standard input for ``-``."""
     if value != "-":
         return value
-    data = sys.stdin.buffer.read()
+    from contextware.system import MAX_INPUT_BYTES, read_limited
+
+    data = read_limited(sys.stdin.buffer, MAX_INPUT_BYTES, "Standard input")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -77,9 +79,10 @@ def read_content(value: str | None) -> str | None:
 def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
     if fmt == "text":
         from contextware.cli.render import generic
+        from contextware.text import strip_terminal_controls
 
         text = (render or generic)(result)
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.write(strip_terminal_controls(text).rstrip("\n") + "\n")
     else:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -117,6 +120,11 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         return _fail(exc.to_dict(), exc.exit_code, fmt, argv)
     except KeyboardInterrupt:
         return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
+    except UnicodeEncodeError as exc:  # bytes that are not UTF-8 on the command line, met anywhere
+        if "surrogate" not in str(exc):
+            return _fail(internal_error(exc), 1, fmt, argv)
+        message = "An argument is not valid UTF-8 text (it holds bytes that are not UTF-8); give UTF-8 text."
+        return _fail({"code": "bad_encoding", "message": message}, 2, fmt, argv)
     except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
         return _fail(internal_error(exc), 1, fmt, argv)
 

@@ -131,6 +131,8 @@ def render_text(result: dict) -> str:
         lines.append(table(rows, ["id", "status", "saved", "updated", "text"]))
         lines += [f"missing link: {m} (deleted or never imported)" for m in result["missing"]]
         return "\n".join(lines)
+    if "repaired" in result and "message" in result:
+        return result["message"]
     if "record" in result and "updated" in result:
         return (
             paint(f"Updated {', '.join(result['updated'])} of {result['id']}.", "bold")

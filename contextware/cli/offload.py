@@ -86,7 +86,10 @@ def _piped_stdin() -> str | None:
             return None
     elif not stat.S_ISREG(mode):
         return None
-    data = sys.stdin.buffer.read()
+    from contextware.offload.sources import MAX_STDIN_BYTES
+    from contextware.system import read_limited
+
+    data = read_limited(sys.stdin.buffer, MAX_STDIN_BYTES, "Standard input")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -8,6 +8,7 @@ import sys
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.errors import UsageError
+from contextware.system import MAX_INPUT_BYTES, read_limited
 
 DESCRIPTION = """Keep structured state between sessions: JSON values under a namespace and a key
 (baselines, inferred API schemas, noise rules, ...).
@@ -61,17 +62,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def read_data(value: str) -> tuple[str, str]:
-    """The JSON text given to ``--data`` and a name for it in error messages."""
+def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
+    """The JSON text given to ``--data`` and a name for it in error messages; at most ``limit``
+    bytes are read from a file or standard input (``@/dev/zero`` never ends)."""
     if value == "-":
-        raw, source = sys.stdin.buffer.read(), "Standard input"
+        raw, source = read_limited(sys.stdin.buffer, limit, "Standard input"), "Standard input"
     elif value.startswith("@"):
         path = value[1:]
         if not path:
             raise UsageError("--data @ needs a file name, e.g. --data @schema.json.", code="bad_data")
         try:
             with open(path, "rb") as fh:
-                raw = fh.read()
+                raw = read_limited(fh, limit, f"The file {path}")
         except FileNotFoundError:
             raise UsageError(
                 f"--data {value}: the file {path} does not exist; nothing was saved.", code="file_not_found"
@@ -101,9 +103,11 @@ def handle(args: argparse.Namespace) -> dict:
         # Validate everything before touching the database: bad input writes nothing.
         kvstore.check_namespace(args.namespace)
         kvstore.check_key(args.key)
-        text, source = read_data(args.data)
+        project = open_project(args)
+        # Pretty-printed JSON may shrink when compacted: read up to 4x the limit, kvstore.save decides.
+        text, source = read_data(args.data, 4 * kvstore.settings(project)["max_bytes"])
         value = kvstore.parse_json(text, source)
-        return kvstore.save(open_project(args), args.namespace, args.key, value)
+        return kvstore.save(project, args.namespace, args.key, value)
     if action == "load":
         kvstore.check_namespace(args.namespace)
         kvstore.check_key(args.key)

@@ -7,7 +7,7 @@ reply is parsed tolerantly (code fences, prose around the JSON, a bare list) and
 matched back by path and validated on its own; a file whose result is missing or invalid gets a
 :class:`GeminiError` and the caller falls back to the local summariser for that file only.
 
-Two facts about the CLI shape the input (see DESIGN.md, "Gemini CLI facts"):
+Two facts about the CLI (verified against Gemini CLI 0.61.0) shape the input:
 
 - stdin and ``-p`` reach the model as ``stdin + "\\n\\n" + prompt``, so the instructions come last;
 - the CLI expands ``@path`` anywhere in its input into the content of that project file (and rewrites
@@ -213,7 +213,7 @@ def validate_entry(file: SourceFile, entry: dict) -> LocalSummary | GeminiError:
         problem = "has no summary"
     elif symbols is not None and not isinstance(symbols, list):
         problem = "has symbols that are not a list"
-    if problem:
+    if problem or not isinstance(summary, str):
         return GeminiError(
             f"Gemini's result for {file.path} {problem}.", code="invalid_result", details={"path": file.path}
         )

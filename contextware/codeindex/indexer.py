@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN
 from contextware.system import stop_on_signals
 from contextware.text import sql_str, utcnow
@@ -315,6 +317,7 @@ class _Writer:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in rows:
                     row["vector"] = None
+        stamp(CODE_TABLE, rows)
 
         def write(tbl: Any) -> None:
             import pyarrow as pa
@@ -436,6 +439,28 @@ class _Progress:
         sys.stderr.flush()
 
 
+BAD_NAME = "name_not_utf8"
+
+
+def _drop_bad_names(candidates: Iterable["Candidate"], report: Report) -> list["Candidate"]:
+    """Files whose name is not valid UTF-8 (``os.fsdecode`` left surrogates in it) cannot be stored
+    or shown as text: each is skipped, counted under ``name_not_utf8`` (its name shown with escapes)
+    and one warning on stderr says how many."""
+    kept: list["Candidate"] = []
+    bad: list[str] = []
+    for cand in candidates:
+        if is_utf8_name(cand.path):
+            kept.append(cand)
+        else:
+            bad.append(printable_name(cand.path))
+    if bad:
+        report.skipped[BAD_NAME] += bad
+        sys.stderr.write(
+            f"warning: skipped {len(bad)} file(s) whose name is not valid UTF-8, e.g. {bad[0]}; rename them to index them.\n"
+        )
+    return kept
+
+
 def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(not p or path == p or path.startswith(p + "/") for p in prefixes)
 
@@ -463,9 +488,10 @@ def crawl(
     elif summarizer == "gemini":
         _require_gemini("--summarizer gemini")
     report = Report()
-    candidates, explicit = list_project_files(project.root, project.data_dir, paths or None)
+    listed, explicit = list_project_files(project.root, project.data_dir, paths or None)
+    candidates = _drop_bad_names(listed, report)
     for rel, reason in explicit.items():
-        report.skipped[reason].append(rel)
+        report.skipped[reason].append(printable_name(rel))
     existing = _meta(project)
     present = {c.path for c in candidates}
     if paths:  # the given paths as the walker names them (a symlink keeps its own path, not its target's)
@@ -512,7 +538,11 @@ def index_files(
     rules.ask_git(rel for rel in map(rules.relative, paths) if rel)  # one git process, not one per file
     for p in paths:
         rel, cand, reason = check_file(project.root, project.data_dir, p, max_bytes=max_bytes, rules=rules)
-        if cand is not None and reason is None:
+        if not is_utf8_name(rel or ""):
+            _drop_bad_names([cand] if cand is not None else [], report)
+            if cand is None:
+                report.skipped[reason or BAD_NAME].append(printable_name(rel))
+        elif cand is not None and reason is None:
             candidates[cand.path] = cand
         elif reason == "missing":
             missing.append(rel)

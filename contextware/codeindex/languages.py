@@ -101,6 +101,6 @@ def detect_language(path: str, first_line: str | None = None) -> str | None:
             return None
     m = re.match(r"#!\s*(\S+)(.*)", first_line.split("\n", 1)[0])
     prog = os.path.basename(m.group(1)) if m else ""
-    if prog == "env":  # "#!/usr/bin/env -S node --flag": the first word that is not an option
+    if m and prog == "env":  # "#!/usr/bin/env -S node --flag": the first word that is not an option
         prog = next((w for w in m.group(2).split() if not w.startswith("-") and "=" not in w), "")
     return _SHEBANGS.get(re.sub(r"[\d.]+$", "", os.path.basename(prog)))

@@ -80,7 +80,7 @@ def _clean_comment(raw: str) -> str:
 
 
 def _sentences(text: str, count: int, limit: int, first_paragraph: bool = False) -> str:
-    kept = []
+    kept: list[str] = []
     for line in text.splitlines():
         s = line.strip()
         if re.match(_SECTION, s) or (first_paragraph and not s and kept):
@@ -133,7 +133,7 @@ class _Extractor:
         if grammar not in cache:
             from tree_sitter_language_pack import get_parser
 
-            cache[grammar] = get_parser(grammar)
+            cache[grammar] = get_parser(grammar)  # type: ignore[arg-type]  # a grammar name from GRAMMARS
         self.grammar, self.lines = grammar, text.split("\n")  # rows as tree-sitter counts them
         self.root = cache[grammar].parse(text.encode("utf-8", "replace")).root_node
         self.defs: list[_Def] = []

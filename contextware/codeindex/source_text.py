@@ -4,6 +4,7 @@ text) and content hash in one read, or why it is not text."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,21 @@ class Candidate:
     abs_path: Path
     mtime: float  # st_mtime
     size: int
+
+
+def is_utf8_name(rel: str) -> bool:
+    """Is a file name valid UTF-8?  ``os.fsdecode`` turns the bytes of one that is not into lone
+    surrogates, which can be neither stored nor printed as text."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_name(rel: str) -> str:
+    """A file name fit for a report: bytes that are not UTF-8 shown as ``\\xNN`` escapes."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def looks_binary(head: bytes) -> bool:

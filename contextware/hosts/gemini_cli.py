@@ -117,7 +117,7 @@ def link_metadata(home: Path) -> tuple[Path, dict | None]:
 
 def is_our_link(meta: dict | None, ext: Path) -> bool:
     return (
-        bool(meta)
+        meta is not None
         and meta.get("type") == "link"
         and os.path.realpath(str(meta.get("source") or "")) == os.path.realpath(ext)
     )

@@ -81,7 +81,8 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 
         preload_in_background(project.embedder)
     hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",))["results"]
-    lines, files = [], 0
+    lines: list[str] = []
+    files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)
     for hit in hits:
         if hit["collection"] == "code_index":
@@ -116,8 +117,18 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     for role, key in (("user", "prompt"), ("agent", "prompt_response")):
         text = payload.get(key)
         if isinstance(text, str) and text.strip():
-            save_log(project, text, session_id=session, role=role, source="hook")
+            save_log(project, fit_log(project, text), session_id=session, role=role, source="hook")
     return None
+
+
+def fit_log(project: "Project", text: str) -> str:
+    """A turn longer than ``max_log_chars`` is cut to the limit and kept (refused whole, it would be
+    lost); 1% is left for redaction markers, which can be longer than what they replace."""
+    limit = int(int(project.config["max_log_chars"]) * 0.99)
+    if len(text) <= limit:
+        return text
+    marker = f"\n[… cut: {len(text) - limit} more characters over the log limit]"
+    return text[: max(0, limit - len(marker))] + marker
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:
@@ -166,7 +177,7 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
         return None
     session = str(payload.get("session_id") or "unknown")
     for role, text in _transcript_turns(Path(path))[-40:]:
-        save_log(project, text, session_id=session, role=role, source="hook")  # exact duplicates are skipped
+        save_log(project, fit_log(project, text), session_id=session, role=role, source="hook")  # duplicates skipped
     return None
 
 

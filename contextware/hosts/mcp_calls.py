@@ -150,8 +150,3 @@ def under_root(project: Any, paths: Sequence[str], *, existing_only: bool = Fals
             p = project.root / p
         out.append(str(p) if p.is_absolute() else raw)
     return out
-
-
-def split_list(raw: list[str] | str | None) -> list[str]:
-    items = [raw] if isinstance(raw, str) else list(raw or [])
-    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]

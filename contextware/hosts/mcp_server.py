@@ -113,6 +113,44 @@ class ContextwareMCPServer(MCPServer):
                 return error_result(_argument_error(name, exc.__cause__))
             raise
 
+    async def run_stdio_async(self) -> None:
+        """``MCPServer``'s stdio loop, except that a line that is not JSON-RPC gets the JSON-RPC 2.0
+        answer (-32700 Parse error for text that is not JSON, -32600 Invalid Request for JSON that is
+        not a message) instead of silence: the SDK (mcp 2.3) passes the failure on and answers nothing."""
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[Any](0)
+
+            async def pump() -> None:
+                async with send:
+                    async for item in read_stream:
+                        if isinstance(item, ValidationError):
+                            await write_stream.send(_parse_error_reply(item))
+                        else:
+                            await send.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                await self._lowlevel_server.run(
+                    receive, write_stream, self._lowlevel_server.create_initialization_options()
+                )
+                tg.cancel_scope.cancel()
+
+
+def _parse_error_reply(exc: ValidationError) -> Any:
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+    not_json = any(e.get("type") == "json_invalid" for e in exc.errors())
+    error = (
+        ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON.")
+        if not_json
+        else ErrorData(code=INVALID_REQUEST, message="Invalid Request: the JSON is not a JSON-RPC 2.0 message.")
+    )
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
 
 def build_server() -> ContextwareMCPServer:
     return ContextwareMCPServer(

@@ -11,9 +11,10 @@ from pydantic import Field, WithJsonSchema
 
 from contextware.codeindex.indexer import SUMMARIZERS
 from contextware.errors import UsageError
-from contextware.hosts.mcp_calls import call, split_list, under_root
+from contextware.hosts.mcp_calls import call, under_root
 from contextware.memory.recall import SCOPES
 from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
+from contextware.text import split_list
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
 CONTEXT_FORMATS = ("markdown", "json")
@@ -43,7 +44,7 @@ def _strings(description: str, min_items: int = 0) -> Any:
 
 
 def _int(description: str, minimum: int, maximum: int | None = None) -> Any:
-    bounds = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
+    bounds: dict[str, Any] = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
     return Annotated[int, Field(description=description, json_schema_extra=bounds)]
 
 

@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.storage.schemas import CODE_TABLE
+from contextware.storage.integrity import GUARDED, verify_rows
+from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
-from contextware.text import iso
+from contextware.text import approx_tokens, cut_at_word, iso
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
 DEFAULT_BUDGET = 1500
-CHARS_PER_TOKEN = 4
 CENTRAL_FILES = 5
 _GENERIC_STEMS = frozenset(
     {
@@ -62,14 +62,23 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
+    # Rows whose content is shown are checked against their checksum (which needs every guarded
+    # column); metadata-only reads (session ids and times) are not.
+    guarded = GUARDED.get(table, ())
+    check = any(c in guarded and c not in ("id", "file_path", "namespace") for c in columns)
+    selected = [*columns, *(c for c in (*guarded, CHECKSUM_COLUMN) if c not in columns)] if check else columns
 
     def query() -> list[dict]:
-        q = tbl.search().select(columns)
+        q = tbl.search().select(selected)
         if where:
             q = q.where(where)
         return q.limit(None).to_arrow().to_pylist()
 
-    return project.db.read(query)
+    rows = project.db.read(query)
+    if check:
+        verify_rows(table, rows)
+        rows = [{c: r.get(c) for c in columns} for r in rows]
+    return rows
 
 
 def _sessions(project: "Project") -> dict[str, Any]:
@@ -81,7 +90,7 @@ def _sessions(project: "Project") -> dict[str, Any]:
             last[sid] = at
     if not last:
         return {"session_count": 0, "last_session": None}
-    sid = max(last, key=last.get)
+    sid = max(last, key=lambda s: last[s])
     return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid])}}
 
 
@@ -180,7 +189,7 @@ def first_sentence(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     m = re.match(r"(.+?[.!?])(\s|$)", text)
     out = m.group(1) if m else text
-    return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"
+    return cut_at_word(out, limit)
 
 
 def _offload_sessions(project: "Project") -> list[dict]:
@@ -257,10 +266,6 @@ def render_markdown(ctx: dict) -> str:
     return "\n".join(lines)
 
 
-def _tokens(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
 # The briefing's sections in priority order, each with what reads it.
 _SOURCES: tuple[tuple[str, Callable[["Project"], Any]], ...] = (
     ("constraints", lambda p: _facts(p, "constraint")),
@@ -295,12 +300,12 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         else:
             items, ctx[name] = value, []
             target = ctx[name]
-        if isinstance(value, dict) and _tokens(render_markdown(ctx)) > budget_tokens:
+        if isinstance(value, dict) and approx_tokens(render_markdown(ctx)) > budget_tokens:
             del ctx[name]
             truncated = True
         for item in [] if truncated else items:
             target.append(item)
-            if _tokens(render_markdown(ctx)) > budget_tokens:
+            if approx_tokens(render_markdown(ctx)) > budget_tokens:
                 target.pop()
                 truncated = True
                 break
@@ -310,4 +315,9 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
             break
     if unavailable:
         ctx["unavailable"] = unavailable
-    return {**ctx, "budget_tokens": budget_tokens, "tokens": _tokens(render_markdown(ctx)), "truncated": truncated}
+    return {
+        **ctx,
+        "budget_tokens": budget_tokens,
+        "tokens": approx_tokens(render_markdown(ctx)),
+        "truncated": truncated,
+    }

@@ -27,6 +27,7 @@ from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice,
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
 from contextware.system import write_atomic
 from contextware.text import iso, parse_topics, text_hash
@@ -321,6 +322,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
             degraded = degraded or why
             for i, row in enumerate(todo):
                 row["vector"] = vectors[i] if vectors else None
+            stamp(collection, todo)
 
         def write(tbl: Any, c: str = collection, r: list[dict] = rows) -> Plan:
             todo_now, dups, same, known = _plan(tbl, c, r)
@@ -329,6 +331,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 vectors, _ = embed_texts(embedder, [embedding_text(c, row) for row in late])
                 for i, row in enumerate(late):
                     row["vector"] = vectors[i] if vectors else None
+                stamp(c, late)
             if todo_now:
                 data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(

@@ -29,9 +29,10 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
 from contextware.system import write_atomic
-from contextware.text import iso, sql_str, utcnow
+from contextware.text import cut_at_word, iso, sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -50,7 +51,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # -- validation -----------------------------------------------------------------------------------
 def _show(value: str, limit: int = 60) -> str:
-    return repr(value if len(value) <= limit else value[:limit] + "…")
+    return repr(cut_at_word(value, limit))
 
 
 def check_namespace(value: str | None, *, allow_all: bool = False) -> str:
@@ -321,6 +322,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
             "updated_at": now,
             "accessed_at": now,
         }
+        stamp(KV_TABLE, [row])
         evicted = _plan_evictions(list(others.values()), namespace, size, limits, access)
         merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         if evicted:
@@ -404,13 +406,14 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
             return (
                 table.search()
                 .where(f"id = {sql_str(rid)}")
-                .select(["data", "size", "updated_at"])
+                .select(["id", "namespace", "key", "data", "size", "updated_at", "checksum"])
                 .limit(1)
                 .to_arrow()
                 .to_pylist()
             )
 
         rows = project.db.read(query)
+        verify_rows(KV_TABLE, rows)
     if not rows:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(namespace)}.")
     row = rows[0]

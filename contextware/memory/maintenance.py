@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import StorageError
+from contextware.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
 from contextware.text import iso
@@ -34,7 +36,11 @@ def stats(project: "Project") -> dict:
     tables: dict[str, Any] = {}
     last_write = None
     for name in db.table_names():
-        table = db.open_table(name)
+        try:
+            table = db.open_table(name)
+        except DamagedDataError as exc:  # stats is where one looks first: show the damage, go on
+            tables[name] = {"damaged": exc.message}
+            continue
         if table is None:
             continue
         versions = table.list_versions()
@@ -82,18 +88,23 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
             rows = table.to_arrow().to_pylist()
             todo = rows if (all_rows or changed_model) else [r for r in rows if r.get("vector") is None]
             if todo:
+                # A new vector and checksum must not vouch for damaged content: repair first.
+                verify_rows(name, ({k: v for k, v in r.items() if k != "vector"} for r in todo))
                 vectors = embedder.embed([embedding_text(name, r) for r in todo])
                 for row, vec in zip(todo, vectors, strict=False):
                     row["vector"] = vec.tolist()
+                stamp(name, todo)
             if changed_model:
                 schema = table_schema(name, embedder.dim, embedder.model_id)
                 data = pa.Table.from_pylist(rows, schema=schema)
                 table = db.replace_table(name, data)
             elif todo:
                 data = pa.Table.from_pylist(todo, schema=table.schema)
-                with_retries(
-                    lambda table=table, data=data: table.merge_insert("id").when_matched_update_all().execute(data)
-                )
+
+                def update(table: Any = table, data: Any = data) -> Any:
+                    return table.merge_insert("id").when_matched_update_all().execute(data)
+
+                with_retries(update)
             db._maintain(table, force=bool(todo))
         report["tables"][name] = {"reembedded": len(todo), "rows": len(rows), "model_changed": changed_model}
     return report
@@ -104,48 +115,79 @@ def compact(project: "Project") -> dict:
 
 
 def repair(project: "Project") -> dict:
-    """Make every table readable again: restore the newest readable version, or move an
-    unrecoverable table aside (kept under ``damaged/``) so that a fresh one can be created."""
-    import shutil
-    import time
+    """Make every table readable again, keeping every row that can be read (``storage.salvage``):
+    roll back past unreadable manifests, salvage rows by range and by row, re-embed damaged vectors,
+    and move aside (under ``damaged/``) only what cannot be read.  Reports per table and in total how
+    many rows were kept, recovered and lost; raises ``damaged_data`` if a table is still unreadable."""
+    from contextware.storage.salvage import repair_table, verify_readable
 
-    db = project.db
-    report: dict[str, Any] = {"tables": {}}
     if not is_local_uri(project.db_uri):
         raise StorageError(
             "repair works on a local database only; restore object-store data with your provider's tools."
         )
+    db = project.db
     root = project.db_uri
+    damaged_dir = project.data_dir / "damaged"
+    tables: dict[str, Any] = {}
+    if os.path.exists(root) and not os.path.isdir(root):  # a file where the database should be
+        import shutil
+        import time
+
+        target = damaged_dir / f"lancedb-{time.strftime('%Y%m%dT%H%M%S')}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(root, target)
+        tables[os.path.basename(root)] = {
+            "status": "moved",
+            "kept": 0,
+            "recovered": 0,
+            "lost": None,
+            "moved_to": project.relpath(target),
+        }
     names = sorted(n[:-6] for n in os.listdir(root) if n.endswith(".lance")) if os.path.isdir(root) else []
     for name in names:
-        path = os.path.join(root, f"{name}.lance")
-        status = "ok"
+        with db.write_lock(name):
+            info = repair_table(db, name, damaged_dir)
+        for key in ("moved_to", "backup"):
+            if key in info:
+                info[key] = project.relpath(Path(info[key]))
+        tables[name] = info
+    if any(t["recovered"] for t in tables.values()):
         try:
-            table = db.conn.open_table(name)
-            table.to_arrow()
-        except Exception:  # noqa: BLE001
-            status = _restore_newest_readable(db, name) or "moved"
-            if status == "moved":
-                target = project.data_dir / "damaged" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}.lance"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(path, target)
-                status = f"moved to {project.relpath(target)}"
-        report["tables"][name] = status
-    return report
+            reembed(project)
+        except ContextwareError as exc:  # the rows are kept; their vectors wait for the model
+            for info in tables.values():
+                if info["recovered"]:
+                    info["vectors_pending"] = exc.message
+    for name, info in tables.items():
+        if info["status"] != "moved":
+            verify_readable(db, name)
+    lost = [t["lost"] for t in tables.values()]
+    repaired = sorted(n for n, t in tables.items() if t["status"] != "ok")
+    return {
+        "message": _repair_message(tables, repaired),
+        "repaired": repaired,
+        "kept": sum(t["kept"] for t in tables.values()),
+        "recovered": sum(t["recovered"] for t in tables.values()),
+        "lost": None if None in lost else sum(lost),
+        "tables": tables,
+    }
 
 
-def _restore_newest_readable(db: Any, name: str) -> str | None:
-    try:
-        table = db.conn.open_table(name)
-        versions = sorted((v["version"] for v in table.list_versions()), reverse=True)
-    except Exception:  # noqa: BLE001
-        return None
-    for version in versions:
-        try:
-            table.checkout(version)
-            table.to_arrow()
-            table.restore(version)
-            return f"restored version {version}"
-        except Exception:  # noqa: BLE001
-            continue
-    return None
+def _repair_message(tables: dict[str, Any], repaired: list[str]) -> str:
+    """One sentence per repaired table: what was kept, recovered and lost, and where the rest is."""
+    if not repaired:
+        return "Every table was read back intact; nothing needed repair."
+    parts = []
+    for name in repaired:
+        t = tables[name]
+        lost = (
+            "an unknown number of rows (versions whose manifest is unreadable)"
+            if t["lost"] is None
+            else f"{t['lost']} row(s)"
+        )
+        where = t.get("moved_to") or t.get("backup")
+        parts.append(
+            f"{name}: {t['status'].replace('_', ' ')}, kept {t['kept']} row(s), recovered {t['recovered']}, lost {lost}"
+            + (f"; the damaged files are kept under {where}" if where else "")
+        )
+    return "; ".join(parts) + "."

@@ -1,7 +1,7 @@
 """Hybrid retrieval over the memory tables: vectors plus the native full-text index, fused into one
-score, gated by a relevance floor.  What each row embeds and indexes is decided in ``views.py``.
+score, gated by a relevance floor.  What each row embeds and indexes is decided in ``storage/embedded_text.py``.
 
-1. The question is widened by ``views.expand_query`` (a generic engineering thesaurus: "ship" brings
+1. The question is widened by ``embedded_text.expand_query`` (a generic engineering thesaurus: "ship" brings
    "deploy release rollout ...").  The query vector is the normalised sum of the question's embedding
    and EXPANSION_WEIGHT times the widened question's embedding (one batch of two; at most
    EXPANSION_WORDS added words, to bound its cost), so synonyms pull the vector toward the memory's
@@ -50,11 +50,12 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import EmbeddingError, UsageError
+from contextware.errors import DamagedDataError, EmbeddingError, UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
+from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import parse_since, parse_topics, sql_str, truncate
+from contextware.text import check_unicode, cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -200,6 +201,8 @@ def search_table(
         for row in db.read(fts):
             found[row["id"]] = row
             bm25[row["id"]] = float(row.get("_score") or 0.0)
+    except DamagedDataError:
+        raise
     except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
         pass
     if qvec is not None:
@@ -217,6 +220,7 @@ def search_table(
 
         for row in db.read(vec):
             found.setdefault(row["id"], row)
+    verify_rows(name, found.values())
     out = []
     for rid, row in found.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -310,7 +314,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
             **public_offload(project, hit["row"]),
         }
         if mode == "summary" and isinstance(out.get("summary"), str):
-            out["summary"] = truncate(out["summary"], SUMMARY_CHARS * 3)
+            out["summary"] = cut_at_word(out["summary"], SUMMARY_CHARS * 3)
         return out
     row = public_row(hit["row"], hit["collection"])
     out = {"collection": hit["collection"], "id": row.pop("id"), "score": round(hit["score"], 4)}
@@ -318,7 +322,7 @@ def render_hit(hit: dict, mode: str, project: "Project | None" = None) -> dict:
     if mode == "summary":
         for key in ("text", "summary"):
             if isinstance(row.get(key), str):
-                row[key] = truncate(row[key], SUMMARY_CHARS)
+                row[key] = cut_at_word(row[key], SUMMARY_CHARS)
         for key in ("source", "updated_at", "chunk_count"):
             row.pop(key, None)
     out.update({k: v for k, v in row.items() if v is not None})
@@ -349,6 +353,7 @@ def recall(
     prompts would fill its slots and set the margin for the memories it shows)."""
     if query is None or not query.strip():
         raise UsageError("The query is empty; ask a question with --query.", code="empty_query")
+    check_unicode(query, "query")
     if not 1 <= limit <= 100:
         raise UsageError("--limit must be between 1 and 100.", code="bad_limit")
     if mode not in ("summary", "exact"):
@@ -356,7 +361,7 @@ def recall(
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be a positive number of characters.", code="bad_max_chars")
     topics = parse_topics(topic)
-    filters = {
+    filters: dict[str, Any] = {
         "kind": check_choice(kind, FACT_KINDS, "--kind"),
         "result": check_choice(result, RESULTS, "--result"),
         "category": check_slug(category, "--category"),
@@ -422,7 +427,7 @@ def recall(
         from contextware.codeindex.hits import attach_content
 
         attach_content(project, results, text, max_chars or DEFAULT_MAX_CHARS)
-    out = {"query": query, "results": results, "degraded": degraded}
+    out: dict[str, Any] = {"query": query, "results": results, "degraded": degraded}
     if refreshed:
         out["refreshed"] = refreshed
     return out

@@ -7,15 +7,26 @@ Each returns a JSON-ready dict; each failure is a ``ContextwareError``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import NotFoundError, UsageError
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
+from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
-from contextware.text import chunk_text, iso, new_id, parse_topics, sql_str, text_hash, utcnow
+from contextware.text import (
+    check_unicode,
+    chunk_text,
+    iso,
+    new_id,
+    parse_topics,
+    sql_str,
+    strip_terminal_controls,
+    text_hash,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -35,7 +46,7 @@ def _require_text(text: str | None, what: str) -> str:
         raise UsageError(f"The {what} is empty; give the text to save.", code="empty_content")
     if "\x00" in text:
         raise UsageError(f"The {what} contains NUL bytes; save text, not binary data.", code="bad_content")
-    return text.strip()
+    return strip_terminal_controls(check_unicode(text, what)).strip()
 
 
 def check_choice(value: str | None, allowed: Sequence[str], flag: str) -> str | None:
@@ -135,6 +146,7 @@ def _save_rows(
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
+    stamp(collection, rows)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())
         if table is not None
@@ -151,6 +163,7 @@ def _save_rows(
                 # The id follows from the text, so the same text saved at once by writers that share no
                 # lock (machines on one object store) meets on the primary key: one row, whoever wins.
                 rows[0]["id"] = stable
+                stamp(collection, rows)  # the checksum covers the id
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
                 # on_bad_vectors: a save without a vector (model unavailable) stores null, as add does.
                 merged = tbl.merge_insert("id").when_not_matched_insert_all().execute(data, on_bad_vectors="null")
@@ -214,7 +227,7 @@ def save_fact(
             code="too_long",
         )
     now = utcnow()
-    row = {
+    row: dict[str, Any] = {
         "id": new_id(ID_PREFIX["facts"]),
         "text": body,
         "kind": kind,
@@ -236,14 +249,15 @@ def save_episode(
     project: "Project",
     summary: str,
     *,
-    goal: str | None,
-    result: str | None,
+    goal: str | None = None,
+    result: str | None = None,
     category: str | None = None,
     topics: str | Iterable[str] | None = None,
     source: str = "agent",
 ) -> dict:
     if goal is None or not goal.strip():
         raise UsageError("An episode needs --goal: what the task set out to do.", code="missing_goal")
+    check_unicode(goal, "goal")
     if result is None:
         raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
     outcome = check_choice(result, RESULTS, "--result")
@@ -259,7 +273,7 @@ def save_episode(
             f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long"
         )
     now = utcnow()
-    row = {
+    row: dict[str, Any] = {
         "id": new_id(ID_PREFIX["episodes"]),
         "goal": goal_text,
         "result": outcome,
@@ -274,7 +288,9 @@ def save_episode(
     return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
 
 
-def save_log(project: "Project", text: str, *, session_id: str | None, role: str | None, source: str = "agent") -> dict:
+def save_log(
+    project: "Project", text: str, *, session_id: str | None = None, role: str | None = None, source: str = "agent"
+) -> dict:
     if session_id is None or not _SESSION.match(session_id):
         raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
     role_v = check_choice(role or "", ROLES, "--role") if role else None
@@ -323,12 +339,13 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     if extra:
         flags = ", ".join("--" + ("session" if e == "session_id" else e) for e in extra)
         raise UsageError(f"{flags} does not apply to --type {type_}.", code="bad_option")
-    func = {"fact": save_fact, "episode": save_episode, "log": save_log}[type_]
+    savers: dict[str, Callable[..., dict]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
+    func = savers[type_]
     return func(project, content, **given)
 
 
 # -- reading and fixing -----------------------------------------------------------------------------
-PUBLIC_DROP = {"vector", "search_text", "text_hash", "_distance", "_score", "_relevance_score", "_rowid"}
+PUBLIC_DROP = {"vector", "search_text", "text_hash", "checksum", "_distance", "_score", "_relevance_score", "_rowid"}
 
 
 def public_row(row: dict, collection: str) -> dict:
@@ -344,8 +361,9 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
     check_id(record_id)
     collection = collection_for_id(record_id)
     table = project.db.open_table(collection) if collection else None
-    if table is not None:
+    if collection and table is not None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
+        verify_rows(collection, rows)
         if rows:
             return collection, table, rows[0]
     raise NotFoundError(f"No memory has the id {record_id}.")
@@ -367,10 +385,13 @@ def list_records(
         table = project.db.open_table(name)
         if table is None:
             continue
-        columns = [c for c in table.schema.names if c not in PUBLIC_DROP]
-        rows = project.db.read(
-            lambda table=table, columns=columns: table.search().select(columns).limit(None).to_arrow().to_pylist()
-        )
+        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c == "checksum"]
+
+        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict]:
+            return table.search().select(columns).limit(None).to_arrow().to_pylist()
+
+        rows = project.db.read(read_all)
+        verify_rows(name, rows)
         if name == "facts" and not include_superseded:
             rows = [r for r in rows if r.get("status") != "superseded"]
         records += [public_row(r, name) for r in rows]
@@ -432,6 +453,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, new)])
     new["vector"] = vectors[0] if vectors else None
+    stamp(collection, [new])
 
     def write(tbl: Any) -> None:
         if not tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list():

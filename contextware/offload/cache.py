@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,7 @@ from contextware.offload.files import (
 )
 from contextware.offload.sources import Sources, build_stdin, stale_reason, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
-from contextware.text import iso, utcnow
+from contextware.text import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -50,21 +49,11 @@ def cache_key(prompt: str, model: str | None, sources: Sources) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
 def ttl_reason(project: "Project", meta: dict) -> str | None:
     ttl = project.config.get("cache_ttl_days")
     if not ttl or float(ttl) <= 0:
         return None
-    created = parse_time(meta.get("created_at"))
+    created = parse_iso(meta.get("created_at"))
     if created is None:
         return "its creation time is unknown"
     age_days = (utcnow() - created).total_seconds() / 86400
@@ -82,7 +71,7 @@ def entry_row(project: "Project", meta: dict, summary: str) -> dict:
         summary_method=meta.get("summary_method") or "full",
         response_file=meta.get("response_file")
         or data_relative(project, cache_root(project) / meta["key"] / FULL_RESPONSE),
-        created_at=parse_time(meta.get("created_at")) or utcnow(),
+        created_at=parse_iso(meta.get("created_at")) or utcnow(),
         model=meta.get("model"),
         source_paths=meta.get("source_paths") or [],
         source_hash=meta.get("source_hash"),

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import StorageError, UsageError
+from contextware.errors import StorageError, UsageError, disk_full, is_disk_full
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -109,6 +109,8 @@ def write_text(path: Path, text: str) -> None:
     try:
         write_atomic(path, text)
     except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full(exc, f"the write of {path}") from None
         raise StorageError(f"Cannot write {path}: {exc.strerror or exc}.", code="not_writable") from None
 
 
@@ -155,6 +157,8 @@ def write_entry_dir(final: Path, files: dict[str, str]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None and not final.exists():
             os.replace(old, final)
+        if is_disk_full(exc):
+            raise disk_full(exc, f"the write of {final}") from None
         raise StorageError(f"Cannot write {final}: {exc.strerror or exc}.", code="not_writable") from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
@@ -213,7 +217,7 @@ def gemini_options(project: "Project", *, timeout_key: str = "offload_timeout_s"
 def new_gemini_session_id(name: str) -> str:
     """``cw_<name>_<8 hex>``: our own id for a new Gemini session.  Its first 8 characters hold a
     ``_`` and no ``-``: Gemini CLI's retention cleanup can delete sessions whose first 8 characters are
-    all alphanumeric, and ``--delete-session`` fails for ids with ``-`` there (see DESIGN.md)."""
+    all alphanumeric, and ``--delete-session`` fails for ids with ``-`` there (both seen with Gemini CLI 0.61.0)."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")[:40] or "session"
     return f"cw_{slug}_{secrets.token_hex(4)}"
 

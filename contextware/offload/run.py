@@ -4,11 +4,11 @@ only a summary; the full answer stays on disk (``<data_dir>/offloads/``) and is 
 This module is the entry point the command line, hooks and MCP server share: it checks the input
 (every bad input is a UsageError before anything is written) and dispatches to
 
-- ``offload_cache``: one-shot offloads with a cache keyed by prompt, model and sources;
-- ``offload_sessions``: named sessions, feature sessions and ``--resume-id``
-  (``offload_session_admin``: ``sessions list | show | delete``);
-- ``offload_sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
-- ``offload_index``: the table rows, the recall filters (``offload_where``) and
+- ``cache``: one-shot offloads with a cache keyed by prompt, model and sources;
+- ``sessions``: named sessions, feature sessions and ``--resume-id``
+  (``session_admin``: ``sessions list | show | delete``);
+- ``sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
+- ``table``: the table rows, the recall filters (``offload_where``) and
   ``registered_projects`` for ``--global``.
 """
 
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import UsageError
 from contextware.offload.files import check_name
 from contextware.offload.table import offload_where, public_offload, registered_projects
+from contextware.text import check_unicode
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -36,6 +37,7 @@ def _check_prompt(prompt: str | None) -> str:
         raise UsageError("The prompt is empty; say what Gemini should research with --prompt.", code="empty_prompt")
     if "\x00" in prompt:
         raise UsageError("The prompt contains NUL bytes; give text.", code="bad_prompt")
+    check_unicode(prompt, "prompt")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise UsageError(
             f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on standard input.",
@@ -70,8 +72,8 @@ def offload(
     """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
-    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources, split_list
-    from contextware.text import parse_topics
+    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources
+    from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
     session = check_name(session, "--session")
@@ -125,7 +127,7 @@ def sessions_command(project: "Project", action: str, name: str | None = None, *
         return session_list(project)
     if not name:
         raise UsageError(f"sessions {action} needs the session's name.", code="usage")
-    name = check_name(name, "--session")
+    name = check_name(name, "--session") or name
     if action == "show":
         return session_show(project, name)
     return session_delete(project, name, keep_gemini=keep_gemini)

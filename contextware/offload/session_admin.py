@@ -22,7 +22,7 @@ from contextware.offload.files import (
 )
 from contextware.offload.sessions import load_state
 from contextware.offload.table import delete_rows
-from contextware.text import sql_str, truncate
+from contextware.text import cut_at_word, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -44,7 +44,7 @@ def _brief(state: dict, summary: str | None) -> dict[str, Any]:
         "created_at": state.get("created_at"),
         "updated_at": state.get("updated_at"),
         "gemini_session_id": state.get("gemini_session_id"),
-        "summary": truncate(summary or "", 300),
+        "summary": cut_at_word(summary or "", 300),
     }
 
 
@@ -82,7 +82,7 @@ def session_show(project: "Project", name: str) -> dict[str, Any]:
         {
             "turn": t["turn"],
             "created_at": t.get("created_at"),
-            "prompt": truncate(t.get("prompt") or "", 300),
+            "prompt": cut_at_word(t.get("prompt") or "", 300),
             "summary": t.get("summary"),
             "tokens": t.get("token_count"),
             "gemini_session_id": t.get("gemini_session_id"),

@@ -6,7 +6,7 @@ A session is ``offloads/sessions/<name>/``: one ``full_response-<ISO8601>.md`` p
 cumulative summary of what has been learned, which is what a turn returns.
 
 The Gemini session behind it runs under our own id (``cw_<name>_<hex>``, see
-``offload_store.new_gemini_session_id``), written to ``session.json`` *before* the call, so a crash
+``offload.files.new_gemini_session_id``), written to ``session.json`` *before* the call, so a crash
 mid-call loses nothing: the next call resumes that id, or starts it if the CLI never created it.
 Policies (configurable, see config.DEFAULTS):
 
@@ -53,7 +53,7 @@ from contextware.offload.files import (
 )
 from contextware.offload.sources import Sources, build_stdin, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
-from contextware.text import iso, truncate, utcnow
+from contextware.text import cut_at_word, iso, utcnow
 
 if TYPE_CHECKING:
     from contextware.gemini import GeminiResult
@@ -403,7 +403,7 @@ def offload_session(
 
 # -- index rows ----------------------------------------------------------------------------------
 def turn_row(project: "Project", state: dict, turn: dict) -> dict:
-    from contextware.offload.cache import parse_time
+    from contextware.text import parse_iso
 
     name = state["name"]
     return make_row(
@@ -414,7 +414,7 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
         summary=turn.get("summary") or "",
         summary_method=turn.get("summary_method") or "unknown",
         response_file=data_relative(project, session_dir(project, name) / turn["file"]),
-        created_at=parse_time(turn.get("created_at")) or utcnow(),
+        created_at=parse_iso(turn.get("created_at")) or utcnow(),
         model=turn.get("model"),
         source_paths=turn.get("source_paths") or [],
         source_hash=turn.get("source_hash"),
@@ -428,7 +428,7 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
 
 
 def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
-    from contextware.offload.cache import parse_time
+    from contextware.text import parse_iso
 
     name = state["name"]
     prompts = "; ".join(t.get("prompt") or "" for t in state["turns"] if t.get("prompt"))
@@ -436,12 +436,12 @@ def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
     return make_row(
         project,
         id=row_id("synthesis", name),
-        prompt=truncate(prompts, 2000) or f"Session {name}",
+        prompt=cut_at_word(prompts, 2000) or f"Session {name}",
         type="synthesis",
         summary=summary,
         summary_method=state.get("summary_method") or "unknown",
         response_file=data_relative(project, session_dir(project, name) / SUMMARY),
-        created_at=parse_time(state.get("updated_at")) or utcnow(),
+        created_at=parse_iso(state.get("updated_at")) or utcnow(),
         source_paths=sources,
         session_name=name,
         turn_number=len(state["turns"]),

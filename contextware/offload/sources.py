@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,14 +101,6 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def split_list(raw: str | Sequence[str] | None) -> list[str]:
-    """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
-    if raw is None:
-        return []
-    items = [raw] if isinstance(raw, str) else list(raw)
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
-
-
 def _show(project: "Project", path: Path) -> str:
     try:
         rel = path.relative_to(project.root).as_posix()
@@ -181,12 +174,19 @@ def list_dir_files(project: "Project", path: Path) -> list[TrackedFile]:
     """The files under ``path`` that an answer depends on, by the project's ignore rules (a folder
     outside the project is listed by its own rules)."""
     from contextware.codeindex.files import list_project_files
+    from contextware.codeindex.source_text import is_utf8_name
 
     inside = _show(project, path) != path.as_posix() or path == project.root
     if inside:
         candidates, _ = list_project_files(project.root, project.data_dir, [str(path)])
+    else:
+        candidates, _ = list_project_files(path, project.data_dir, None)
+    named = [c for c in candidates if is_utf8_name(c.path)]  # a name that is not UTF-8 cannot be sent
+    if len(named) < len(candidates):
+        sys.stderr.write(f"warning: left out {len(candidates) - len(named)} file(s) whose name is not valid UTF-8.\n")
+    candidates = named
+    if inside:
         return [TrackedFile(c.path, Path(c.abs_path), c.mtime, c.size) for c in candidates]
-    candidates, _ = list_project_files(path, project.data_dir, None)
     return [TrackedFile((path / c.path).as_posix(), Path(c.abs_path), c.mtime, c.size) for c in candidates]
 
 

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING
 from contextware.errors import GeminiError, UsageError
 from contextware.gemini import escape_at
 from contextware.offload.files import gemini_options
-from contextware.text import cut_at_word
+from contextware.text import CHARS_PER_TOKEN, approx_tokens, cut_at_word
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-CHARS_PER_TOKEN = 4
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|\n\s*\n")
 
 SUMMARY_PROMPT = """\
@@ -44,10 +43,6 @@ class Summary:
     text: str
     method: str  # full | gemini | truncated
     error: str | None = None  # why Gemini was not used, when it was tried
-
-
-def approx_tokens(text: str) -> int:
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def truncate_sentences(text: str, max_tokens: int) -> str:
@@ -113,7 +108,7 @@ def summarize_turn(
 ) -> tuple[Summary, Summary]:
     """(summary of this turn, updated cumulative summary of the session)."""
     max_tokens, words = _words(project)
-    if not (previous or "").strip():
+    if previous is None or not previous.strip():
         first = summarize_response(project, response)
         return first, first
     error = None

@@ -22,8 +22,9 @@ from contextware.errors import ContextwareError, first_line
 from contextware.offload.files import display_path
 from contextware.offload.sources import text_sha256
 from contextware.storage.embedded_text import embedding_text, search_text
+from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
-from contextware.text import iso, sql_str, truncate
+from contextware.text import cut_at_word, iso, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -87,8 +88,9 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
     vectors, why = (
         embed_texts(project.embedder, [embedding_text(OFFLOADS_TABLE, r) for r in rows]) if rows else ([], None)
     )
-    for row, vec in zip(rows, vectors or [None] * len(rows), strict=False):
+    for row, vec in zip(rows, vectors if vectors is not None else [None] * len(rows), strict=False):
         row["vector"] = vec
+    stamp(OFFLOADS_TABLE, rows)
     return why
 
 
@@ -224,7 +226,7 @@ def public_offload(project: "Project", row: dict, *, prompt_chars: int = 300) ->
         "session_name": row.get("session_name"),
         "full_response_path": display_path(project, row["response_file"]) if row.get("response_file") else None,
         "type": row.get("type"),
-        "prompt": truncate(row.get("prompt") or "", prompt_chars),
+        "prompt": cut_at_word(row.get("prompt") or "", prompt_chars),
         "topics": list(row.get("topics") or []),
         "turn_number": row.get("turn_number"),
         "feature": row.get("feature"),

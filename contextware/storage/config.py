@@ -53,10 +53,6 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-# Settings whose value may be null (cache_ttl_days: null means never re-query).
-NULLABLE = {"cache_ttl_days"}
-
-
 def load_config(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "config.json"
     config = dict(DEFAULTS)
@@ -77,33 +73,47 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
-    check_settings(user, path)
+    check_unknown_keys(user, path)
+    check_types(user, path)
     config.update(user)
     return config
 
 
-def check_settings(user: dict[str, Any], path: Path) -> None:
-    """An unknown key (a typo would otherwise be ignored silently) or a value of the wrong type is
-    bad input: exit 2, naming the nearest valid key."""
+def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
+    """A key that is not a setting (a typo would otherwise be ignored silently) is bad input: exit 2,
+    naming the nearest valid key."""
     import difflib
 
-    for key, value in user.items():
+    for key in user:
         if key not in DEFAULTS:
             close = difflib.get_close_matches(key, list(DEFAULTS), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else "see `contextware config` for the settings."
             raise UsageError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
-        default = DEFAULTS[key]
-        if default is None or (value is None and key in NULLABLE):
+
+
+# Settings that may also be null (see DEFAULTS' comments).
+NULLABLE = frozenset({"cache_ttl_days"})
+_TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", dict: "an object", list: "a list"}
+
+
+def check_types(user: dict[str, Any], path: Path) -> None:
+    """Each known setting must have the type of its default (a number where a number is expected:
+    ``"500"`` is refused, not compared as text later).  Unknown keys are left to their own check."""
+    for key, value in user.items():
+        if key not in DEFAULTS:
             continue
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, (int, float)):
+        default = DEFAULTS[key]
+        if value is None and key in NULLABLE:
+            continue
+        kind = type(default)
+        if kind is float:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
         else:
-            ok = isinstance(value, type(default))
+            ok = isinstance(value, kind)
         if not ok:
-            kind = {bool: "true or false", int: "a number", float: "a number", str: "a string", dict: "an object"}
             raise UsageError(
-                f"{path}: {key} must be {kind.get(type(default), type(default).__name__)}, not {json.dumps(value)}.",
-                code="bad_setting",
+                f"{key} in {path} must be {_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}, not {json.dumps(value)}; fix it or remove the key to use the default.",
+                code="bad_config",
             )

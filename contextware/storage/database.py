@@ -1,6 +1,6 @@
 """The LanceDB layer: connection, tables, the cross-process write lock, retries and maintenance.
 
-Facts verified for lancedb 0.40 (see DESIGN.md): connections need ``read_consistency_interval=0`` to
+Facts verified for lancedb 0.40: connections need ``read_consistency_interval=0`` to
 see other processes' writes; ``merge_insert`` needs a non-nullable key declared with
 ``set_unenforced_primary_key``; concurrent commits can fail and must be retried; every write is a
 new version and fragment, so tables are compacted as they grow.
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from contextware.errors import ModelMismatchError, StorageError, first_line
+from contextware.errors import DamagedDataError, ModelMismatchError, StorageError, disk_full, first_line, is_disk_full
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
 
@@ -32,8 +32,20 @@ LOCK_TIMEOUT_S = 120.0
 OBJECT_STORE_KEEP_MINUTES = 15
 _RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
 RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
-# What Lance says when a data file is not one it wrote (truncated, overwritten, foreign).
-_DAMAGE_SIGNS = ("not appear to be a lance file", "invalid magic", "lanceerror(io)", "corrupt")
+# What Lance says when a data file or manifest is not one it wrote (truncated, overwritten, a flipped
+# bit in its metadata, foreign); collected by damaging real tables (tests/unit/test_damaged_data.py).
+_DAMAGE_SIGNS = (
+    "not appear to be a lance file",
+    "invalid magic",
+    "lanceerror(io)",
+    "lanceerror(schema)",
+    "corrupt",
+    "protobuf",
+    "tail read position",
+    "is outside file",
+    "does not have sufficient data",
+    "_indices/",  # an index file that is missing or unreadable (a damaged one reads as "legacy")
+)
 
 
 def storage_options() -> dict[str, str]:
@@ -55,6 +67,8 @@ def storage_options() -> dict[str, str]:
 
 
 def _is_retryable(exc: Exception) -> bool:
+    if is_disk_full(exc):  # no retry frees space
+        return False
     text = str(exc).lower()
     return any(marker in text for marker in _RETRYABLE)
 
@@ -116,9 +130,7 @@ class Database:
 
             lancedb = import_lancedb()
             if is_local_uri(self.uri) and os.path.exists(self.uri) and not os.path.isdir(self.uri):
-                raise StorageError(
-                    f"The database path {self.uri} is not a directory; {RECOVERY_HINT}.", code="damaged_data"
-                )
+                raise DamagedDataError(f"The database path {self.uri} is not a directory; {RECOVERY_HINT}.")
             try:
                 self._conn = lancedb.connect(
                     self.uri,
@@ -171,20 +183,35 @@ class Database:
             return None
         try:
             table = self.conn.open_table(name)
-        except ValueError:
-            return None
-        except FileNotFoundError:
-            return None
         except Exception as exc:  # noqa: BLE001
             text = str(exc).lower()
-            if "not found" in text or "does not exist" in text:
+            missing = (
+                isinstance(exc, (ValueError, FileNotFoundError)) or "not found" in text or "does not exist" in text
+            )
+            if missing and not self._has_table_files(name):
                 return None
-            raise StorageError(
-                f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data"
-            ) from None
+            if missing:
+                raise DamagedDataError(
+                    f"The {name} table has data files but no readable manifest (its version history is gone); {RECOVERY_HINT}."
+                ) from None
+            raise DamagedDataError(f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.") from None
         self._evolve(name, table)
         self._tables[name] = table
         return table
+
+    def _has_table_files(self, name: str) -> bool:
+        """A local table folder holding data but no manifest: the manifests were lost, not never
+        written (an empty table is not what it holds)."""
+        if not is_local_uri(self.uri):
+            return False
+        folder = os.path.join(self.uri, f"{name}.lance")
+        for sub in ("data", "_transactions"):
+            try:
+                if os.listdir(os.path.join(folder, sub)):
+                    return True
+            except OSError:
+                continue
+        return False
 
     def create_table(self, name: str, dim: int | None = None, model_id: str | None = None) -> Any:
         """Open or create (under the lock) a table for vectors of ``model_id``; without ``dim`` a
@@ -201,6 +228,8 @@ class Database:
             try:
                 table = with_retries(lambda: self.conn.create_table(name, schema=schema))
             except Exception as exc:  # noqa: BLE001
+                if is_disk_full(exc):
+                    raise disk_full(exc, f"the creation of the {name} table") from None
                 # On an object store another machine (whose lock folder is not ours) may have won.
                 table = self.open_table(name) if "already exists" in str(exc).lower() else None
                 if table is not None:
@@ -213,7 +242,10 @@ class Database:
     def replace_table(self, name: str, data: "pa.Table") -> Any:
         """Replace a table's rows and schema in one commit (a crash leaves the old or the new
         table, never neither).  Call with the write lock held."""
-        table = with_retries(lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite"))
+        table = with_retries(
+            # on_bad_vectors: rows whose vector is missing (not embedded yet) stay null, as in ``add``.
+            lambda: self.conn.create_table(name, data=data, schema=data.schema, mode="overwrite", on_bad_vectors="null")
+        )
         _declare_key_and_index(table)
         self._tables[name] = table
         return table
@@ -248,10 +280,15 @@ class Database:
         ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)
         or one that exists already (a delete needs no model)."""
         table = self.create_table(name, dim, model_id)
-        with self.write_lock(name), _damage_reported():
-            table.checkout_latest()
-            result = with_retries(lambda: fn(table))
-            self._maintain(table)
+        with self.write_lock(name):
+            with _damage_reported():
+                table.checkout_latest()
+                result = with_retries(lambda: fn(table))
+            # The write is committed: a failure to compact (a full disk, say) must not report it failed.
+            try:
+                self._maintain(table)
+            except Exception:  # noqa: BLE001 - compaction is retried on the next write
+                pass
         return result
 
     def _maintain(self, table: Any, force: bool = False) -> bool:
@@ -314,16 +351,24 @@ class Database:
                 raise
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Does Lance's error say that a file is not what it wrote?"""
+    return any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS)
+
+
 @contextmanager
 def _damage_reported() -> Iterator[None]:
-    """A data file that is not what Lance wrote becomes a StorageError naming the recovery command."""
+    """A data file that is not what Lance wrote becomes ``damaged_data`` naming the recovery command;
+    a full disk becomes ``disk_full`` (Lance commits atomically: nothing was written)."""
     try:
         yield
+    except StorageError:
+        raise
     except Exception as exc:
-        if any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS):
-            raise StorageError(
-                f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.", code="damaged_data"
-            ) from None
+        if is_disk_full(exc):
+            raise disk_full(exc) from None
+        if is_damage(exc):
+            raise DamagedDataError(f"The data files are damaged ({first_line(exc)}); {RECOVERY_HINT}.") from None
         raise
 
 

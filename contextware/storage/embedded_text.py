@@ -1,7 +1,7 @@
 """What of each memory is embedded and what is full-text indexed, and how a question is widened
 before it is searched.
 
-These views decide retrieval quality as much as the fusion in ``recall.py`` does; both are measured
+These views decide retrieval quality as much as the fusion in ``memory/recall.py`` does; both are measured
 by ``bench/recall_quality.py``.
 
 * ``embedding_text``: the row's topics lead its text ("testing, pytest: Run backend tests ...").  The

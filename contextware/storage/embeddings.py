@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from contextware.errors import ConfigError, EmbeddingError
 
@@ -95,8 +95,8 @@ class BundledEmbedder:
     dim = BUNDLED_DIM
 
     def __init__(self) -> None:
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._error: EmbeddingError | None = None
 
@@ -140,11 +140,11 @@ class BundledEmbedder:
         self.load()
         out = []
         for start in range(0, len(texts), BATCH_SIZE):
-            batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))  # type: ignore[union-attr]
+            batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, feeds)[0]  # type: ignore[union-attr]
+            hidden = self._session.run(None, feeds)[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -157,7 +157,7 @@ class FastEmbedEmbedder:
 
     def __init__(self, name: str) -> None:
         self.model_id = name
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         self.dim = self._lookup_dim(name)
 

@@ -39,7 +39,7 @@ def _install_lazy_package(name: str) -> None:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         return getattr(module, attr)
 
-    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[name] = module
 
 

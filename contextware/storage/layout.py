@@ -24,6 +24,10 @@ def find_git_root(start: Path) -> Path | None:
 
 def resolve_project_root(explicit: str | os.PathLike | None = None) -> Path:
     """``--project-root``, else ``CONTEXTWARE_PROJECT_ROOT``, else the git top level, else the cwd."""
+    if explicit is not None and not str(explicit).strip():
+        raise UsageError(
+            "--project-root is empty; give the project's folder (or leave the option out).", code="bad_project_root"
+        )
     raw = explicit or os.environ.get("CONTEXTWARE_PROJECT_ROOT")
     if raw:
         root = Path(raw).expanduser()

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
+from contextware.errors import UsageError, disk_full, is_disk_full
 from contextware.storage import layout
 from contextware.storage.config import load_config
 from contextware.system import contextware_home, relative_posix, write_atomic
@@ -52,6 +52,8 @@ class Project:
             if not gitignore.exists():
                 gitignore.write_text(GITIGNORE, encoding="utf-8")
         except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(exc, "the creation of the data directory") from None
             raise UsageError(
                 f"Cannot create the data directory {self.data_dir}: {exc.strerror}.", code="not_writable"
             ) from None

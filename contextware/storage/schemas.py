@@ -36,6 +36,9 @@ ID_PREFIX = {"facts": "fact", "episodes": "episode", "logs": "log"}
 # The namespaced session store (scripts/store.py): one JSON value per row, id == "<namespace>/<key>".
 KV_TABLE = "kv"
 
+# Per-row checksum column (storage.integrity), last before the vector.
+CHECKSUM_COLUMN = "checksum"
+
 # Tables without a vector column: created without an embedding model, never re-embedded.
 PLAIN_TABLES = (KV_TABLE,)
 
@@ -91,7 +94,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("content_hash", "string"),
             ("indexed_at", "timestamp"),
             ("search_text", "string"),
-            ("imports", "list<string>"),  # views.import_words of the content
+            ("imports", "list<string>"),  # embedded_text.import_words of the content
         ]
     if name == KV_TABLE:
         return [
@@ -101,7 +104,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("size", "int64"),  # bytes of `data` (UTF-8)
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
-            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see store.py)
+            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
         ]
     if name == OFFLOADS_TABLE:
         return [
@@ -140,6 +143,7 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
     }
     fields = [pa.field("id", pa.string(), nullable=False)]
     fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]
+    fields.append(pa.field(CHECKSUM_COLUMN, pa.string()))  # integrity.checksum: null in older rows
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()}))
     return pa.schema(fields)
 

@@ -149,7 +149,8 @@ def test_damaged_data_names_the_recovery_command(script, project_dir):
     assert "Traceback" not in out.stderr
     fixed = script("memory", "repair")
     assert fixed.returncode == 0, fixed.stdout
-    assert "moved" in fixed.json["tables"]["facts"]
+    facts = fixed.json["tables"]["facts"]
+    assert facts["status"] == "moved" and facts["lost"] is None and fixed.json["lost"] is None
     again = script("save_fact", "Use pnpm, not npm.")
     assert again.returncode == 0 and again.json["written"] == 1
 

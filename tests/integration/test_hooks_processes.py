@@ -1,8 +1,8 @@
-"""hook.py fed the JSON that Gemini CLI sends for each event (DESIGN.md, "Hooks")."""
+"""hook.py as a process, fed the JSON that Gemini CLI sends: the SessionStart briefing, and failures
+that print nothing, exit 0 and are logged."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,30 +11,13 @@ from contextware.hosts.hooks import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
-
-
-def event(name: str, cwd: Path, **extra: str) -> str:
-    payload = {
-        "session_id": "sess_1",
-        "transcript_path": str(cwd / "missing.json"),
-        "cwd": str(cwd),
-        "hook_event_name": name,
-        "timestamp": "2026-11-21T07:00:00.000Z",
-        **extra,
-    }
-    return json.dumps(payload)
+from tests.unit.test_hooks import context_of, event
 
 
 def hook_script(stdin: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(SCRIPTS / "hook.py")], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120
     )
-
-
-def context_of(out: str, name: str) -> str:
-    data = json.loads(out)
-    assert data["hookSpecificOutput"]["hookEventName"] == name
-    return data["hookSpecificOutput"]["additionalContext"]
 
 
 def test_session_start_briefs_and_fences(project: Project):

@@ -1,5 +1,4 @@
-"""Start-up cost and layering: scripts stay thin, --help imports nothing heavy, the package's layers
-only point one way."""
+"""Start-up cost: every script's --help and usage errors import nothing heavy (a fresh interpreter each)."""
 
 from __future__ import annotations
 
@@ -9,15 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import SCRIPTS
-
-HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
-
-
-SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
-
-
-# Scripts go through contextware.cli, except the MCP server: a long-lived stdio server, not a command.
-FRONT_END = {"mcp_server": "contextware.hosts.mcp_server"}
+from tests.unit.test_layers import HEAVY, SCRIPT_NAMES
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus-flag"]])

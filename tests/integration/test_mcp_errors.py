@@ -88,7 +88,7 @@ def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_o
 
             # Repaired meanwhile by the command line, the store works again through the same server.
             repaired = await anyio.to_thread.run_sync(lambda: run_script("memory", "repair", cwd=project_dir))
-            assert repaired.returncode == 0 and repaired.json["tables"]["kv"] != "ok", repaired.stdout
+            assert repaired.returncode == 0 and repaired.json["tables"]["kv"]["status"] == "repaired", repaired.stdout
             await call(
                 client,
                 "session_store",

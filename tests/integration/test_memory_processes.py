@@ -1,4 +1,4 @@
-"""Saving, reading, fixing and deleting memories through the package API (real LanceDB, real model)."""
+"""Bad input to the memory commands as processes: refused with exit 2, nothing written."""
 
 from __future__ import annotations
 

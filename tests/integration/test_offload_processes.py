@@ -11,14 +11,12 @@ import json
 import os
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from contextware.errors import GeminiError
+from contextware.errors import GeminiError, UsageError
 from contextware.offload.run import offload
-from contextware.offload.summary import approx_tokens
-from contextware.text import iso, utcnow
+from contextware.text import approx_tokens, iso, utcnow
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import (  # noqa: F401
     fake_gemini,
@@ -29,11 +27,7 @@ from tests.offload_helpers import (  # noqa: F401
     varied_text,
     write_sources,
 )
-
-
-def _entries(project) -> list[Path]:
-    root = project.data_dir / "offloads" / "cache"
-    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+from tests.unit.test_offload import _entries
 
 
 # ---------------------------------------------------------------- real CLI
@@ -171,3 +165,25 @@ def test_script_envelope_stdin_and_bad_input(real_gemini, tmp_path, script, proj
     assert not (other / "contextware_data").exists()  # nothing written
     listed = script("offload", "sessions", "list", input="")
     assert listed.json == {"ok": True, "count": 0, "sessions": []}
+
+
+def test_binary_file_is_bad_input(fake_gemini, make_project):
+    project = make_project()
+    (project.root / "blob.bin").write_bytes(b"\x00\x01\x02" * 10)
+    with pytest.raises(UsageError) as info:
+        offload(project, "q", files=str(project.root / "blob.bin"))
+    assert info.value.code == "not_text" and fake_gemini.calls() == []
+    assert not (project.data_dir / "offloads").exists()
+
+
+def test_secrets_are_redacted_before_storage(fake_gemini, make_project):
+    project = make_project()
+    out = offload(project, "Why does login with password=hunter2secret fail?")
+    assert out["redacted"] == {"password_assignment": 2}  # the prompt and its echo in the answer
+    assert "password=hunter2secret" in fake_gemini.calls()[0]["argv"][-1]  # Gemini gets the real prompt
+    entry = _entries(project)[0]
+    stored = [(entry / n).read_text() for n in ("metadata.json", "full_response.md", "summary.md")]
+    stored.append(json.dumps(table_rows(project), default=str))
+    assert all("hunter2secret" not in text for text in stored) and "[REDACTED]" in stored[1]
+    # the cache still finds it (the key is made from the prompt as given)
+    assert offload(project, "Why does login with password=hunter2secret fail?")["cached"] is True

@@ -10,48 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
-
-MAX_BYTES = 100
-
-
-OLD_DOC = "d" * 38  # 40 bytes of JSON with its quotes
-
-
-OTHERS = [("a", "v0"), ("a", "v1"), ("b", "v2")]  # 20 bytes each: with the doc, exactly MAX_BYTES
-
-
-def _value(size: int, fill: str) -> str:
-    """A JSON string whose stored text is ``size`` bytes (the quotes count)."""
-    return fill * (size - 2)
-
-
-def _full_store(root: Path, **config) -> Project:
-    """A store at exactly its byte limit: three 20-byte values saved first, then t/doc (40 bytes);
-    a/v0 is loaded afterwards, so under LRU it is the most recently used of the three."""
-    data = root / "contextware_data"
-    data.mkdir(parents=True, exist_ok=True)
-    (data / "config.json").write_text(json.dumps({"store_max_bytes": MAX_BYTES, **config}))
-    project = Project.open(root)
-    for ns, key in OTHERS:
-        assert kvstore.save(project, ns, key, _value(20, key[-1]))["evicted"] == []
-    assert kvstore.save(project, "t", "doc", OLD_DOC)["evicted"] == []
-    kvstore.load(project, "a", "v0")
-    assert kvstore.stats(project)["bytes"] == MAX_BYTES
-    return project
-
-
-def _snapshot(project: Project) -> dict[str, str]:
-    """id -> stored JSON text, read from the table itself."""
-    table = project.db.open_table(KV_TABLE)
-    table.checkout_latest()
-    return {r["id"]: r["data"] for r in table.to_arrow().to_pylist()}
+from tests.unit.test_store_limits import MAX_BYTES, OLD_DOC, _full_store, _snapshot, _value
 
 
 def _version(project: Project) -> int:

@@ -1,4 +1,5 @@
-"""The namespaced session store (scripts/store.py, contextware/memory/kvstore.py) on a real LanceDB."""
+"""store.py as a process: @file and stdin, bad input, a load that never loads the model, and
+concurrent savers that keep the limit without losing or duplicating rows."""
 
 from __future__ import annotations
 
@@ -6,37 +7,11 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from contextware.memory import kvstore
 from contextware.storage.project import Project
-from contextware.storage.schemas import KV_TABLE
 from tests.conftest import SCRIPTS
-
-
-def _project(root: Path, **config) -> Project:
-    if config:
-        data = root / "contextware_data"
-        data.mkdir(parents=True, exist_ok=True)
-        (data / "config.json").write_text(json.dumps(config))
-    return Project.open(root)
-
-
-def _rows(project: Project) -> list[dict]:
-    return project.db.open_table(KV_TABLE).to_arrow().to_pylist()
-
-
-# -- values ---------------------------------------------------------------------------------------
-VALUES = [
-    {"p95_ms": 120, "endpoints": ["/a", "/b"], "nested": {"ok": True, "none": None, "pi": 3.14159}},
-    [1, "two", {"three": [3]}, [], {}],
-    {"ünïcödé": "日本語 — emoji 😀", "quote'and\"back\\slash": "tab\tnewline\n"},
-    "just a string",
-    42,
-    -0.5,
-    True,
-    None,
-]
+from tests.unit.test_store import WRITER, _project, _rows
 
 
 # -- the script: envelope, exit codes, @file and stdin ---------------------------------------------
@@ -92,21 +67,6 @@ def test_load_does_not_import_the_embedding_model(project_dir):
     out = subprocess.run([sys.executable, "-c", code], cwd=project_dir, capture_output=True, text=True, timeout=60)
     assert json.loads(out.stdout)["data"] == {"a": 1}
     assert out.stderr.split("HEAVY=")[-1].strip() == "", out.stderr[-2000:]
-
-
-# -- concurrency -----------------------------------------------------------------------------------
-WRITER = textwrap.dedent("""
-    import json, sys
-    from contextware.storage.project import Project
-    from contextware.memory import kvstore
-    root, worker = sys.argv[1], int(sys.argv[2])
-    project = Project.open(root)
-    evicted = []
-    for i in range(10):
-        out = kvstore.save(project, "shared", f"w{worker}-{i}", {"worker": worker, "i": i, "pad": "x" * 50})
-        evicted += [e["key"] for e in out["evicted"]]
-    print(json.dumps(evicted))
-""")
 
 
 def test_concurrent_saves_keep_the_limit_without_losing_or_duplicating_rows(project_dir):

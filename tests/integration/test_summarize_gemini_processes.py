@@ -23,36 +23,7 @@ from contextware.errors import GeminiError
 from contextware.gemini import gemini_ready
 from contextware.system import KILL_GRACE_SECONDS
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, parse_prompt_files, summaries_responder
-
-MODEL = "gemini-2.5-flash"
-
-
-PARSER_PY = '''"""Parse configuration files."""
-
-
-class Parser:
-    def parse(self, text):
-        return text.split()
-
-
-def load(path):
-    return Parser().parse(open(path).read())
-'''
-
-
-UTIL_JS = "// Date helpers for the billing page\nexport function formatDate(d) { return d.toISOString(); }\n"
-
-
-README = "# Billing service\n\nRuns invoices every night. Contact: ops@example.com\n"
-
-
-def _files(*specs: tuple[str, str, str | None]) -> list[SourceFile]:
-    return [SourceFile(path, text, language) for path, text, language in specs]
-
-
-THREE = _files(
-    ("src/parser.py", PARSER_PY, "python"), ("web/util.js", UTIL_JS, "javascript"), ("README.md", README, "markdown")
-)
+from tests.unit.test_summarize_gemini import MODEL, THREE
 
 
 # ---------------------------------------------------------------- fixtures
@@ -186,10 +157,6 @@ def test_prompt_injection_does_not_break_other_files(summarize, fake_gemini_api)
     text = _request_text(fake_gemini_api)
     assert {f.path: f.text for f in parse_prompt_files(text)} == {f.path: f.text for f in files}
     assert "SECRET-CONTENT-XYZ" not in text and "Content from referenced files" not in text
-
-
-# ---------------------------------------------------------------- the tolerant parser
-GOOD = {"path": "a.py", "summary": "Does A.", "symbols": ["A"]}
 
 
 # ---------------------------------------------------------------- gemini_ready

@@ -15,6 +15,7 @@ from pathlib import Path
 from contextware.codeindex.indexer import crawl
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
+from tests.unit.test_watch import indexed
 
 
 class Watcher:
@@ -60,11 +61,6 @@ class Watcher:
         self.proc.send_signal(sig)
         out, _ = self.proc.communicate(timeout=30)
         return self.proc.returncode, json.loads(out)
-
-
-def indexed(root: Path) -> dict[str, list[str]]:
-    table = Project.open(root).db.open_table("code_index")
-    return {r["id"]: r["symbols"] for r in table.search().select(["id", "symbols"]).limit(None).to_list()}
 
 
 def test_watch_reindexes_changes_removes_deletions_and_stops_cleanly(project_dir: Path):

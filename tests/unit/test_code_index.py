@@ -1,5 +1,5 @@
-"""The code index end to end: crawl, index_file, staleness, exact mode; real LanceDB, the real
-embedding model and the real scripts as subprocesses."""
+"""The code index in-process: crawl, index_file, staleness, exact mode (real LanceDB, the real
+embedding model).  The scripts as processes: tests/integration/test_code_index_processes.py."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ import pytest
 
 from contextware.codeindex.indexer import crawl
 from contextware.memory import kvstore, records
-from contextware.memory.briefing import CHARS_PER_TOKEN, render_markdown, session_context
+from contextware.memory.briefing import render_markdown, session_context
 from contextware.storage.project import Project
+from contextware.text import CHARS_PER_TOKEN
 
 
 @pytest.fixture

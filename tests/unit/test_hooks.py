@@ -1,4 +1,5 @@
-"""hook.py fed the JSON that Gemini CLI sends for each event (DESIGN.md, "Hooks")."""
+"""The hook handlers in-process, fed the JSON that Gemini CLI sends for each event (session_id, cwd,
+hook_event_name, prompt, ...).  hook.py as a process: tests/integration/test_hooks_processes.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Start-up cost and layering: scripts stay thin, --help imports nothing heavy, the package's layers
-only point one way."""
+"""Layering: scripts stay thin, heavy libraries are imported lazily, the package's layers only point
+one way with no import cycle, and ARCHITECTURE.md names what exists."""
 
 from __future__ import annotations
 
@@ -177,3 +177,16 @@ def test_the_layer_test_sees_a_planted_cycle_and_an_upward_import(tmp_path, monk
         test_imports_never_go_up_the_layers()
     with pytest.raises(AssertionError):
         test_no_import_cycles()
+
+
+def test_architecture_map_names_every_package_and_only_files_that_exist():
+    """ARCHITECTURE.md is the map a newcomer reads: every subpackage is on it, and every path it
+    names exists (a renamed module must be renamed there too)."""
+    import re
+
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    packages = sorted(p.parent.name for p in (REPO / "contextware").glob("*/__init__.py"))
+    assert [p for p in packages if f"`{p}/`" not in text] == []
+    assert set(LAYERS) - {"errors", "system", "text", "redact", "gemini"} == set(packages)
+    named = set(re.findall(r"contextware/[\w/]+\.py", text))
+    assert named and [p for p in sorted(named) if not (REPO / p).is_file()] == []

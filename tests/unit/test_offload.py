@@ -1,19 +1,10 @@
-"""One-shot offloads (contextware.offload.run / scripts/offload.py) against the REAL Gemini CLI talking to
-the local fake API: cache hits, staleness by edit and by TTL, errors never cached, the summary and
-its fallback, the script's envelope and bad input.  Each real CLI run costs ~2 s, so each test
-checks several things.  Sessions: test_offload_sessions.py; sync, --global and concurrency (with a
-fake `gemini` executable): test_offload_sync.py.
-"""
+"""Offload pieces that need no Gemini: the summary's sentence cut and the cache key.  Offloads against
+the real Gemini CLI: tests/integration/test_offload_processes.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pytest
-
-from contextware.errors import UsageError
-from contextware.offload.run import offload
 from contextware.offload.summary import truncate_sentences
 from tests.offload_helpers import (  # noqa: F401
     fake_gemini,
@@ -65,25 +56,3 @@ def test_cache_key_covers_prompt_model_paths_and_piped_context(make_project):
     assert (
         stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0] == "docs/new.md was added"
     )
-
-
-def test_binary_file_is_bad_input(fake_gemini, make_project):
-    project = make_project()
-    (project.root / "blob.bin").write_bytes(b"\x00\x01\x02" * 10)
-    with pytest.raises(UsageError) as info:
-        offload(project, "q", files=str(project.root / "blob.bin"))
-    assert info.value.code == "not_text" and fake_gemini.calls() == []
-    assert not (project.data_dir / "offloads").exists()
-
-
-def test_secrets_are_redacted_before_storage(fake_gemini, make_project):
-    project = make_project()
-    out = offload(project, "Why does login with password=hunter2secret fail?")
-    assert out["redacted"] == {"password_assignment": 2}  # the prompt and its echo in the answer
-    assert "password=hunter2secret" in fake_gemini.calls()[0]["argv"][-1]  # Gemini gets the real prompt
-    entry = _entries(project)[0]
-    stored = [(entry / n).read_text() for n in ("metadata.json", "full_response.md", "summary.md")]
-    stored.append(json.dumps(table_rows(project), default=str))
-    assert all("hunter2secret" not in text for text in stored) and "[REDACTED]" in stored[1]
-    # the cache still finds it (the key is made from the prompt as given)
-    assert offload(project, "Why does login with password=hunter2secret fail?")["cached"] is True

@@ -1,8 +1,5 @@
-"""Named sessions, feature sessions and --resume-id (contextware.offload.sessions) against the REAL
-Gemini CLI and the local fake API: turns and resume, the cumulative summary, sessions
-list/show/delete, the 3-error policy with its back-off, rotation at the context limit, and recovery
-after our state is lost.
-"""
+"""Recovering a lost offload session: which Gemini sessions qualify, by age, title and preference.
+Sessions against the real Gemini CLI: tests/integration/test_offload_sessions_processes.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The LanceDB layer under real concurrency, growth and version changes."""
+"""The LanceDB layer in-process: the declared primary key, schema evolution and growth under many
+single saves.  Concurrency across processes: tests/integration/test_storage_processes.py."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from contextware.memory import records
 from contextware.memory.recall import recall
@@ -81,9 +83,10 @@ def _search_ms(project: Project, qvec) -> float:
     return sorted(times)[len(times) // 2] * 1000
 
 
+@pytest.mark.slow
 def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     """Every save is its own commit; automatic maintenance keeps disk use and search time close to
-    those of the same rows compacted (DESIGN: unmaintained, 1,000 writes grew 2 MB to 49 MB)."""
+    those of the same rows compacted (unmaintained, 1,000 single-row writes grew 2 MB of data to 49 MB on disk)."""
     texts = [
         f"Note {i}: the {['billing', 'search', 'auth', 'export'][i % 4]} worker number {i} retries {i % 7} times."
         for i in range(1000)

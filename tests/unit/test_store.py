@@ -1,4 +1,4 @@
-"""The namespaced session store (scripts/store.py, contextware/memory/kvstore.py) on a real LanceDB."""
+"""The namespaced session store (contextware/memory/kvstore.py) on a real LanceDB, in-process."""
 
 from __future__ import annotations
 
@@ -83,7 +83,17 @@ def test_the_kv_table_has_no_vector_and_a_non_nullable_primary_key(project):
     kvstore.save(project, "ns", "k", 1)
     schema = project.db.open_table(KV_TABLE).schema
     assert "vector" not in schema.names and "search_text" not in schema.names
-    assert set(schema.names) == {"id", "namespace", "key", "data", "size", "created_at", "updated_at", "accessed_at"}
+    assert set(schema.names) == {
+        "id",
+        "namespace",
+        "key",
+        "data",
+        "size",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "checksum",
+    }
     field = schema.field("id")
     assert not field.nullable and any(b"primary-key" in k for k in (field.metadata or {}))
     assert _rows(project)[0]["id"] == "ns/k"

@@ -1,10 +1,5 @@
-"""The session store at its byte limit: replacing an existing key (scripts/store.py, contextware/memory/kvstore.py).
-
-The replaced value's own bytes are freed by the replace, so a new value that fits once the old one
-is gone evicts nothing, and one that needs more room evicts just enough other values, by policy, in
-the same commit as the save.  A value larger than the whole store is refused with exit 2 and
-``value_too_large``, and then nothing is lost: the old value stays, no other key is evicted, the
-table gets no new version."""
+"""The session store at its byte limit, in-process: a replace that fits once the old value is gone
+evicts nothing; one of exactly the limit evicts every other value."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""contextware.codeindex.gemini_summary: batching, the tolerant reply parser, and whole batches through the
-REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py (``summaries_responder``).
-
-Each real CLI start costs ~1.5 s, so every real-CLI test checks several things at once.
-"""
+"""contextware.codeindex.gemini_summary without the CLI: the request format, batching and the tolerant
+reply parser.  Batches through the real Gemini CLI: tests/integration/test_summarize_gemini_processes.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""watch.py as a real subprocess with real file changes."""
+"""index_file on a vanished folder removes its rows only.  watch.py as a process:
+tests/integration/test_watch_processes.py."""
 
 from __future__ import annotations
 

@@ -7,12 +7,17 @@ executable (tests/offload_helpers.py) instead of the real CLI (~2 s a run).
 
 from __future__ import annotations
 
+import glob
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from contextware.offload.run import offload, registered_projects, sessions_command
 from contextware.offload.sync import sync
 from contextware.offload.table import offload_where
+from tests.conftest import SCRIPTS, run_script
 from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
 
 
@@ -22,6 +27,104 @@ def _populate(project) -> dict:
     s1 = offload(project, "First question on routing.", session="routing")
     s2 = offload(project, "Second question on routing.", session="routing", files="src/util.py")
     return {"a": a, "b": b, "s1": s1, "s2": s2}
+
+
+def _ids(items: list[dict]) -> list[str]:
+    return [i["id"] for i in items]
+
+
+def test_sync_check_rebuild_prune(fake_gemini, make_project, monkeypatch):
+    project = make_project()
+    out = _populate(project)
+    assert len(table_rows(project)) == 5  # 2 cached answers, 2 turns, 1 synthesis
+    report = sync(project, "check")
+    assert report["in_sync"] is True and report["files"] == report["rows"] == 5 and report["stale"] == []
+
+    # missing row: the index lost one
+    table = project.db.open_table("offloads")
+    table.delete(f"id = '{out['a']['id']}'")
+    report = sync(project, "check")
+    assert report["in_sync"] is False and _ids(report["missing"]) == [out["a"]["id"]]
+    assert report["missing"][0]["file"] == out["a"]["full_response_path"]
+
+    # changed entry: someone edited a summary on disk
+    summary_md = project.root / out["b"]["full_response_path"].replace("full_response.md", "summary.md")
+    summary_md.write_text("Edited by hand.")
+    report = sync(project, "check")
+    assert _ids(report["changed"]) == [out["b"]["id"]] and report["changed"][0]["fields"] == ["summary"]
+
+    rebuilt = sync(project, "rebuild")
+    assert rebuilt["indexed"] == 5
+    assert sync(project, "check")["in_sync"] is True
+    assert {r["id"]: r["summary"] for r in table_rows(project)}[out["b"]["id"]] == "Edited by hand."
+
+    # orphan rows: a cache entry and a whole session were deleted by hand
+    shutil.rmtree((project.root / out["a"]["full_response_path"]).parent)
+    shutil.rmtree(project.data_dir / "offloads" / "sessions" / "routing")
+    report = sync(project, "check")
+    assert report["counts"]["orphans"] == 4 and out["a"]["id"] in _ids(report["orphans"])
+    assert "prune" in report["hint"]
+    pruned = sync(project, "prune")
+    assert pruned["pruned"] == 4 and pruned["rows"] == 1
+    assert sync(project, "check")["in_sync"] is True and [r["id"] for r in table_rows(project)] == [out["b"]["id"]]
+
+    # stale: a source under an included folder changed (the index still matches the files)
+    (project.root / "docs" / "design.md").write_text("# Design v2\n")
+    report = sync(project, "check")
+    assert report["in_sync"] is True and [s["reason"] for s in report["stale"]] == ["docs/design.md changed"]
+
+    # damaged entry, and the script's envelope
+    broken = project.data_dir / "offloads" / "cache" / "0123456789abcdef"
+    broken.mkdir()
+    (broken / "metadata.json").write_text("{}")
+    res = run_script("sync", "check", cwd=project.root)
+    assert res.returncode == 0 and res.json["ok"] is True and res.json["action"] == "check"
+    assert res.json["incomplete"][0]["path"].endswith("0123456789abcdef") and res.json["in_sync"] is False
+    bad = run_script("sync", "rebuild-all", cwd=project.root)
+    assert bad.returncode == 2 and bad.json["error"]["code"] == "usage"
+
+
+def test_index_that_cannot_be_opened_does_not_stop_offloads(fake_gemini, make_project):
+    project = make_project()
+    first = offload(project, "What does app do?", files="src/app.py")
+    assert first["indexed"] is True
+    for manifest in glob.glob(str(project.data_dir / "lancedb" / "offloads.lance" / "_versions" / "*")):
+        Path(manifest).write_bytes(b"garbage")
+
+    res = run_script("offload", "--prompt", "What does util do?", "--files", "src/util.py", cwd=project.root, input="")
+    assert res.returncode == 0, res.stdout + res.stderr[-1000:]
+    doc = res.json
+    assert doc["ok"] is True and doc["cached"] is False and doc["indexed"] is False
+    assert "sync.py rebuild" in doc["index_error"]
+    assert (project.root / doc["full_response_path"]).read_text().startswith("Answer to: What does util do?")
+
+    res = run_script("sync", "check", cwd=project.root)
+    assert res.json["ok"] is True and res.json["in_sync"] is False and res.json["index_error"]
+    res = run_script("sync", "rebuild", cwd=project.root)
+    assert res.returncode == 0, res.stdout
+    assert res.json["indexed"] == 2 and res.json["moved_damaged_table_to"].startswith("contextware_data/damaged/")
+    res = run_script("sync", "check", cwd=project.root)
+    assert res.json["in_sync"] is True and res.json["rows"] == 2
+
+
+def test_concurrent_offloads_of_one_key_ask_gemini_once(fake_gemini, make_project, monkeypatch):
+    project = make_project()
+    monkeypatch.setenv("FAKE_GEMINI_DELAY", "1.5")
+    cmd = [sys.executable, str(SCRIPTS / "offload.py"), "--prompt", "Same question", "--files", "src/app.py"]
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+        )
+        for _ in range(2)
+    ]
+    docs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(d["ok"] for d in docs), docs
+    assert sorted(d["cached"] for d in docs) == [False, True]
+    assert len(fake_gemini.calls()) == 1
+    assert docs[0]["full_response_path"] == docs[1]["full_response_path"]
+    entries = [p.name for p in (project.data_dir / "offloads" / "cache").iterdir()]
+    assert len(entries) == 1 and not entries[0].startswith(".")
+    assert len(table_rows(project)) == 1
 
 
 def test_session_state_survives_a_crash_mid_call(fake_gemini, make_project, monkeypatch):
