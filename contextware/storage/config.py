@@ -87,7 +87,11 @@ def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
     for key in user:
         if key not in DEFAULTS:
             close = difflib.get_close_matches(key, list(DEFAULTS), n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else "see `contextware config` for the settings."
+            hint = (
+                f"did you mean {close[0]!r}? Fix the key or remove it."
+                if close
+                else "`contextware config` lists the settings."
+            )
             raise UsageError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
 
 
