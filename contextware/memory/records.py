@@ -159,7 +159,12 @@ def _save_rows(
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
         if supersedes is None and len(rows) == 1 and collection != "logs":
             stable = f"{ID_PREFIX[collection]}-{dedup_hash[:12]}"
-            if not tbl.search().where(f"id = {sql_str(stable)}").limit(1).to_list():
+            columns = ["text_hash", "status"] if collection == "facts" else ["text_hash"]
+            taken = tbl.search().where(f"id = {sql_str(stable)}").select(columns).limit(1).to_list()
+            if taken and taken[0].get("text_hash") == dedup_hash and taken[0].get("status") in (None, "active"):
+                # Committed by another writer between the hash check above and now (no shared lock).
+                return {"id": stable, "duplicate_of": stable, "written": 0}
+            if not taken:
                 # The id follows from the text, so the same text saved at once by writers that share no
                 # lock (machines on one object store) meets on the primary key: one row, whoever wins.
                 rows[0]["id"] = stable
