@@ -157,24 +157,6 @@ def _save_rows(
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
-        if supersedes is None and len(rows) == 1 and collection != "logs":
-            stable = f"{ID_PREFIX[collection]}-{dedup_hash[:12]}"
-            columns = ["text_hash", "status"] if collection == "facts" else ["text_hash"]
-            taken = tbl.search().where(f"id = {sql_str(stable)}").select(columns).limit(1).to_list()
-            if taken and taken[0].get("text_hash") == dedup_hash and taken[0].get("status") in (None, "active"):
-                # Committed by another writer between the hash check above and now (no shared lock).
-                return {"id": stable, "duplicate_of": stable, "written": 0}
-            if not taken:
-                # The id follows from the text, so the same text saved at once by writers that share no
-                # lock (machines on one object store) meets on the primary key: one row, whoever wins.
-                rows[0]["id"] = stable
-                stamp(collection, rows)  # the checksum covers the id
-                data = pa.Table.from_pylist(rows, schema=tbl.schema)
-                # on_bad_vectors: a save without a vector (model unavailable) stores null, as add does.
-                merged = tbl.merge_insert("id").when_not_matched_insert_all().execute(data, on_bad_vectors="null")
-                if getattr(merged, "num_inserted_rows", 1) == 0:
-                    return {"id": stable, "duplicate_of": stable, "written": 0}
-                return {"id": stable, "written": 1}
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
             tbl.add(data)

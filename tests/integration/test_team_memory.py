@@ -103,13 +103,13 @@ def test_export_then_import_reproduces_memory_and_a_second_import_changes_nothin
     assert third.returncode == 0 and "0 added, 1 updated, 3 unchanged" in third.stdout
     assert _memories(b) == _memories(a)
 
-    # Carol saved the same episode herself: the same text has the same id on every machine, so
-    # Alice's copy merges with hers (hers is newer: kept) instead of being added twice.
+    # Carol saved the same episode herself: Alice's copy is not added twice, and says so.
     c = tmp_path / "carol"
     c.mkdir()
     run_script(*EPISODE, cwd=c)
     dup = run_script("import", str(file), cwd=c)
-    assert (dup.json["added"], dup.json["unchanged"], dup.json["duplicates"]) == (3, 1, 0), dup.json
+    assert (dup.json["added"], dup.json["duplicates"]) == (3, 1), dup.json
+    assert list(dup.json["duplicate_of"].values()) == [r["id"] for r in _memories(c) if r["collection"] == "episodes"]
     assert len([r for r in _memories(c) if r["collection"] == "episodes"]) == 1
 
 
