@@ -35,6 +35,10 @@ PREAMBLE = (
 NEWLINE_MARK = " ⏎ "
 CUT_NOTE = "\n[... cut: the rest did not fit the host's limit]"
 
+# Colour (SGR) sequences, and the private-use marks that hold them while the rest is cleaned.
+_COLOUR = re.compile(r"\x1b\[(?:[012]|3[1-46])(?:;(?:[012]|3[1-46]))*m")  # the styles cli.render.paint uses
+_HELD = re.compile("[\ue000\ue001]")
+_HELD_AT = re.compile("\ue000([0-9]+)\ue001")
 # Zero-width characters and bidi overrides: they hide or reorder what a reader sees.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 # Our tag in any case, spacing or escaping: <contextware-memory>, </ Contextware_Memory >, &lt;/contextware-memory&gt;
@@ -45,12 +49,23 @@ _TAG_LOOSE = re.compile(_LT + r"(\s*/?\s*contextware[\s_\-]*memory)", re.IGNOREC
 _EDGES = re.compile(r"^" + _LT + r"|" + _GT + r"$", re.IGNORECASE)
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep_colour: bool = False) -> str:
     """``text`` safe for a terminal: escape sequences, control characters (but newline and tab) and
     invisible characters removed, a lone carriage return shown as U+FFFD.  Every ``--format text``
-    output goes through it."""
+    output goes through it.  ``keep_colour`` keeps colour sequences (``ESC [ 1;31 m``: select graphic
+    rendition, which can neither move the cursor nor retitle or clear the terminal)."""
+    kept: list[str] = []
+    if keep_colour:
+        text = _HELD.sub("", text)
+
+        def hold(m: re.Match[str]) -> str:
+            kept.append(m.group(0))
+            return f"\ue000{len(kept) - 1}\ue001"
+
+        text = _COLOUR.sub(hold, text)
     text = strip_terminal_controls(text.replace("\r\n", "\n")).replace("\r", "\ufffd")
-    return _INVISIBLE.sub("", text)
+    text = _INVISIBLE.sub("", text)
+    return _HELD_AT.sub(lambda m: kept[int(m.group(1))], text) if kept else text
 
 
 def clean(text: str) -> str:

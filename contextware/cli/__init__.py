@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from contextware import __version__
 from contextware.errors import ContextwareError, UsageError, internal_error
 
 # command name -> module under contextware.cli
@@ -31,6 +32,9 @@ COMMANDS = {
     "context": "context",
     "install": "install",
     "service": "service",
+    "export": "export",
+    "import": "import_file",
+    "config": "config",
 }
 
 
@@ -55,7 +59,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def new_parser(prog: str, description: str) -> ArgumentParser:
-    return ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"contextware {__version__}")
+    return p
 
 
 def read_content(value: str | None) -> str | None:
@@ -73,10 +79,12 @@ def read_content(value: str | None) -> str | None:
 
 def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
     if fmt == "text":
+        from contextware.cli.render import generic, use_color
         from contextware.fence import printable
 
-        text = render(result) if render else json.dumps(result, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write(printable(text).rstrip("\n") + "\n")  # stored escape sequences never reach a terminal
+        text = (render or generic)(result)
+        # Stored escape sequences never reach a terminal; our own colours do, when colour is on.
+        sys.stdout.write(printable(text, keep_colour=use_color()).rstrip("\n") + "\n")
     else:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -103,6 +111,11 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         args = parser.parse_args(argv)
         fmt = getattr(args, "format", fmt)
         result = module.handle(args)
+        raw = getattr(module, "raw_output", lambda _result: None)(result)
+        if raw is not None:  # the command's output is a file's content (export --output -)
+            sys.stdout.write(raw)
+            sys.stdout.flush()
+            return 0
         emit({"ok": True, **result}, fmt, getattr(module, "render_text", None))
         return 0
     except ContextwareError as exc:
@@ -124,7 +137,9 @@ def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
 
         traceback.print_exc(file=sys.stderr)
     if fmt == "text":
-        sys.stdout.write(f"error ({error['code']}): {error['message']}\n")
+        from contextware.cli.render import paint
+
+        sys.stdout.write(f"{paint('error', 'bold', 'red')} ({error['code']}): {error['message']}\n")
     else:
         sys.stdout.write(json.dumps({"ok": False, "error": error}, ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -148,6 +163,9 @@ def run_script(command: str) -> NoReturn:
 
 def run_hook() -> NoReturn:
     """Entry point of ``scripts/hook.py``: one hook event on stdin, never a failed turn."""
+    if "--version" in sys.argv[1:]:
+        sys.stdout.write(f"contextware {__version__}\n")
+        raise SystemExit(0)
     from contextware.hosts.hook_entry import main as hook_main
 
     hook_main()
@@ -160,22 +178,34 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     names = ", ".join([*COMMANDS, "hook", "mcp"])
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(
-            f"usage: contextware <command> [options]\n\ncommands: {names}\n"
-            "Run `contextware <command> --help` for a command's options.\n"
+            f"usage: contextware <command> [options]   (or --version)\n\ncommands: {names}\n"
+            "Run `contextware <command> --help` for a command's options; `contextware mcp` serves the MCP tools "
+            "over stdio.\n"
         )
         raise SystemExit(0 if argv else 2)
+    if argv[0] in ("-V", "--version"):
+        sys.stdout.write(f"contextware {__version__}\n")
+        raise SystemExit(0)
     if argv[0] == "hook":  # what installed hooks and MCP configs run (no path of this machine in them)
         run_hook()
-    if argv[0] == "mcp":
+    if argv[0] == "mcp":  # a long-lived stdio server, not a one-shot command
         from contextware.hosts.mcp_server import main as mcp_main
 
         mcp_main(argv[1:])
         raise SystemExit(0)
     if argv[0] not in COMMANDS:
         raise SystemExit(
-            _fail({"code": "usage", "message": f"Unknown command {argv[0]!r}: use one of {names}."}, 2, "json", argv)
+            _fail({"code": "usage", "message": _unknown_command(argv[0], [*COMMANDS, "mcp"])}, 2, "json", argv)
         )
     raise SystemExit(run_served(argv[0], argv[1:], f"contextware {argv[0]}"))
+
+
+def _unknown_command(name: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return f"Unknown command {name!r}: use one of {', '.join(names)}.{hint}"
 
 
 def open_project(args: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -13,6 +12,7 @@ DESCRIPTION = """Inspect and fix the project's memory.
   get ID                              one memory
   update ID [--text ...] [...]        change fields (re-embeds)
   delete ID                           remove one memory
+  history ID                          a fact's supersession chain, oldest first
   stats                               rows, disk, model, versions per table
   reembed [--all]                     fill in missing vectors / rebuild for a new model
   compact                             compact tables and drop old versions
@@ -42,6 +42,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     u.add_argument("--role")
     d = sub.add_parser("delete", help="delete one memory")
     d.add_argument("id")
+    h = sub.add_parser("history", help="the chain of facts that superseded one another, oldest first")
+    h.add_argument("id")
     sub.add_parser("stats", help="rows, disk size, model, last write and versions per table")
     r = sub.add_parser("reembed", help="compute missing vectors, or all of them for a new model")
     r.add_argument("--all", action="store_true", help="re-embed every row, not only the missing ones")
@@ -79,6 +81,10 @@ def handle(args: argparse.Namespace) -> dict:
         )
     if action == "delete":
         return records.delete(project, args.id)
+    if action == "history":
+        from contextware.memory.history import history
+
+        return history(project, args.id)
     if action == "stats":
         return maintenance.stats(project)
     if action == "reembed":
@@ -93,13 +99,63 @@ def handle(args: argparse.Namespace) -> dict:
     return report
 
 
+def _body(r: dict) -> str:
+    return r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
+
+
 def render_text(result: dict) -> str:
+    from contextware.cli.render import fields, generic, paint, table
+
     if "records" in result:
-        lines = [f"{result['count']} of {result['total']} memories"]
-        for r in result["records"]:
-            body = r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
-            lines.append(f"{r['id']}  {r.get('created_at', '')}  {body[:100]}")
+        rows = [
+            {
+                "id": r["id"],
+                "saved": (r.get("created_at") or "")[:16].replace("T", " "),
+                "kind": r.get("kind") or r.get("result") or r.get("role") or "",
+                "text": _body(r) + (" (superseded)" if r.get("status") == "superseded" else ""),
+            }
+            for r in result["records"]
+        ]
+        head = paint(f"{result['count']} of {result['total']} memories", "bold")
+        return head + ("\n" + table(rows, ["id", "saved", "kind", "text"]) if rows else "")
+    if "chain" in result:
+        rows = [
+            {
+                "id": r["id"],
+                "status": r.get("status") or "",
+                "saved": (r.get("created_at") or "")[:16].replace("T", " "),
+                "updated": (r.get("updated_at") or "")[:16].replace("T", " "),
+                "text": _body(r),
+            }
+            for r in result["chain"]
+        ]
+        lines = [
+            paint(
+                f"History of {result['id']} ({result['collection']}), oldest first; current: {result['current']}",
+                "bold",
+            )
+        ]
+        lines.append(table(rows, ["id", "status", "saved", "updated", "text"]))
+        lines += [f"missing link: {m} (deleted or never imported)" for m in result["missing"]]
         return "\n".join(lines)
     if "repaired" in result and "message" in result:
         return result["message"]
-    return json.dumps(result, indent=2, ensure_ascii=False, default=str)
+    if "record" in result and "updated" in result:
+        return (
+            paint(f"Updated {', '.join(result['updated'])} of {result['id']}.", "bold")
+            + "\n"
+            + fields(result["record"])
+        )
+    if "record" in result:
+        return fields(result["record"])
+    if result.get("deleted"):
+        extra = f" {result['reactivated']} is current again." if result.get("reactivated") else ""
+        return f"Deleted {result['id']} from {result['collection']}.{extra}"
+    tables = result.get("tables")
+    if isinstance(tables, dict) and tables and all(isinstance(v, dict) for v in tables.values()):
+        rows = [{"table": name, **info} for name, info in tables.items()]
+        overview = {k: v for k, v in result.items() if k not in ("ok", "tables")}
+        return fields(overview) + "\n\n" + table(rows, list(dict.fromkeys(k for r in rows for k in r)))
+    if isinstance(tables, list):
+        return table(tables, list(dict.fromkeys(k for r in tables for k in r)))
+    return generic(result)

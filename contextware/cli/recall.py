@@ -15,7 +15,8 @@ rather than the nearest junk. Superseded facts are hidden unless --include-super
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument("--query", "-q", required=True, help='the question, e.g. "how do we run the tests?"')
+    p.add_argument("question", nargs="?", metavar="QUESTION", help='the question, e.g. "how do we run the tests?"')
+    p.add_argument("--query", "-q", help="the question (same as QUESTION)")
     p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs, code or offloads")
     p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
     p.add_argument(
@@ -61,8 +62,15 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.errors import UsageError
     from contextware.memory.confidence import check_min_confidence
     from contextware.memory.recall import recall
+
+    if args.question is not None and args.query is not None:
+        raise UsageError("Give the question once: as QUESTION or with --query, not both.", code="usage")
+    if args.question is None and args.query is None:
+        raise UsageError('Give a question: recall "how do we run the tests?" (or --query).', code="usage")
+    query = args.question if args.question is not None else args.query
     from contextware.storage.embeddings import preload_in_background
 
     if args.min_confidence is not None:  # before the model loads: exiting under its thread can abort
@@ -71,7 +79,7 @@ def handle(args: argparse.Namespace) -> dict:
     preload_in_background(project.embedder)
     return recall(
         project,
-        args.query,
+        query,
         scope=args.scope,
         limit=args.limit,
         mode=args.mode,
@@ -130,13 +138,19 @@ def render_hit(hit: dict) -> str:
 
 
 def render_text(result: dict) -> str:
-    """Results fenced as reference data: a stored text can neither close the fence nor start a line."""
+    """Results fenced as reference data (a stored text can neither close the fence nor start a line),
+    each hit's first line wrapped to the terminal."""
+    from contextware.cli.render import paint, wrap
     from contextware.fence import fence, inline
 
     lines = []
     if result.get("degraded"):
-        lines.append(f"(degraded: {inline(result['degraded'])})")
+        lines.append(paint(f"(degraded: {inline(result['degraded'])})", "yellow"))
     if not result["results"]:
         return "\n".join([*lines, "Nothing relevant in memory."])
-    lines += [render_hit(h) for h in result["results"]]
+    for hit in result["results"]:
+        text = render_hit(hit)
+        head, _, rest = text.partition("\n")
+        # Code excerpts and file contents keep their lines; the one-line summary wraps.
+        lines.append(wrap(head, indent=4, first=0) + (f"\n{rest}" if rest else ""))
     return fence("\n".join(lines))

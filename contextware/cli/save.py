@@ -34,9 +34,21 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.errors import UsageError
     from contextware.memory.records import save
     from contextware.storage.embeddings import preload_in_background
 
+    if (args.type or "").strip().lower() == "episode":
+        wanted = {
+            "--goal": (args.goal, "what the task set out to do"),
+            "--result": (args.result, "whether it worked: success, failure or partial"),
+        }
+        missing = [(flag, why) for flag, (value, why) in wanted.items() if value is None]
+        if missing:
+            raise UsageError(
+                "An episode needs " + " and ".join(f"{flag} ({why})" for flag, why in missing) + ".",
+                code="missing_" + missing[0][0].strip("-"),
+            )
     content = read_content(args.content)
     project = open_project(args)
     preload_in_background(project.embedder)

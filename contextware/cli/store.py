@@ -121,7 +121,10 @@ def handle(args: argparse.Namespace) -> dict:
 
 def render_text(result: dict) -> str:
     if "data" in result:
-        return json.dumps(result["data"], indent=2, ensure_ascii=False)
+        from contextware.cli.render import paint
+
+        head = f"{result['namespace']}/{result['key']} ({result['size']} bytes, updated {result.get('updated_at')})"
+        return paint(head, "bold") + "\n" + json.dumps(result["data"], indent=2, ensure_ascii=False)
     if "evicted" in result:
         verb = "Saved" if result["created"] else "Replaced"
         lines = [f"{verb} {result['namespace']}/{result['key']} ({result['size']} bytes)."]

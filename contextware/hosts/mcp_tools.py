@@ -340,7 +340,8 @@ TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
     "index_file": (
         index_file,
         "Re-index source files",
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        # open world: the auto summariser may call Gemini's API
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True),
     ),
     "offload": (
         offload,

@@ -60,6 +60,8 @@ SCRIPT_COMMANDS = {
     "service.py": "service",
     "hook.py": "hook",
     "mcp_server.py": "mcp",
+    "export.py": "export",
+    "import.py": "import",
 }
 
 

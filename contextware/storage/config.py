@@ -89,9 +89,26 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
+    check_unknown_keys(user, path)
     check_types(user, path)
     config.update(user)
     return config
+
+
+def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
+    """A key that is not a setting (a typo would otherwise be ignored silently) is bad input: exit 2,
+    naming the nearest valid key."""
+    import difflib
+
+    for key in user:
+        if key not in DEFAULTS:
+            close = difflib.get_close_matches(key, list(DEFAULTS), n=1, cutoff=0.6)
+            hint = (
+                f"did you mean {close[0]!r}? Fix the key or remove it."
+                if close
+                else "`contextware config` lists the settings."
+            )
+            raise UsageError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
 
 
 # Settings that may also be null (see DEFAULTS' comments).

@@ -29,6 +29,8 @@ T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 120.0
 SCHEMA_TTL_S = 2.0
+# Old versions kept after a compaction on an object store (see Database._keep_versions).
+OBJECT_STORE_KEEP_MINUTES = 15
 _RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
 RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
 # What Lance says when a data file or manifest is not one it wrote (truncated, overwritten, a flipped
@@ -230,6 +232,10 @@ class Database:
             except Exception as exc:  # noqa: BLE001
                 if is_disk_full(exc):
                     raise disk_full(exc, f"the creation of the {name} table") from None
+                # On an object store another machine (whose lock folder is not ours) may have won.
+                table = self.open_table(name) if "already exists" in str(exc).lower() else None
+                if table is not None:
+                    return table
                 raise StorageError(f"Cannot create the {name} table: {first_line(exc)}.") from None
             _declare_key_and_index(table)
         self._tables[name] = table
@@ -303,9 +309,10 @@ class Database:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table
         has accumulated enough writes.  Called with the write lock held.
 
-        Old versions are dropped at once (``cleanup_older_than=0``): our writers are serialised by the
-        lock, and a reader that loses a file to a concurrent cleanup retries (``Database.read``).
-        Keeping minutes of versions would let a burst of saves grow the table 25-fold."""
+        On local disk old versions are dropped at once (``cleanup_older_than=0``): our writers are
+        serialised by the lock, and a reader that loses a file to a concurrent cleanup retries
+        (``Database.read``). Keeping minutes of versions would let a burst of saves grow the table
+        25-fold. On an object store they are kept for a while (``_keep_versions``)."""
         import warnings
 
         threshold = int(self.project.config["compact_after_fragments"])
@@ -318,8 +325,14 @@ class Database:
                 return False
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*cleanup_older_than.*")
-            with_retries(lambda: table.optimize(cleanup_older_than=timedelta(0)))
+            with_retries(lambda: table.optimize(cleanup_older_than=self._keep_versions()))
         return True
+
+    def _keep_versions(self) -> timedelta:
+        """How long old versions outlive a compaction.  On an object store, writers on other machines
+        share no lock with us and may be reading or committing on top of a version for a while
+        (measured: deleting its files at once broke their commits with "Not found")."""
+        return timedelta(0) if is_local_uri(self.uri) else timedelta(minutes=OBJECT_STORE_KEEP_MINUTES)
 
     def compact(self, name: str) -> dict:
         table = self.open_table(name)

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 MODEL_KEY = b"contextware.embedding_model"
+# Field metadata with which Lance marks an unenforced primary key column (what set_unenforced_primary_key writes).
+PRIMARY_KEY = b"lance-schema:unenforced-primary-key:position"
 
 # Collections searched by recall, in the order results are listed when scores tie.
 MEMORY_TABLES = ("facts", "episodes", "logs")
@@ -157,7 +159,10 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
         "int64": pa.int64(),
         "float64": pa.float64(),
     }
-    fields = [pa.field("id", pa.string(), nullable=False)]
+    # The unenforced primary key is declared in the schema the table is created with, so that no
+    # version of a table exists without it: a writer on another machine may merge_insert into a
+    # table the moment it exists (``Database.create_table`` declares it again for older tables).
+    fields = [pa.field("id", pa.string(), nullable=False, metadata={PRIMARY_KEY: b"1"})]
     fields += [pa.field(col, types[kind]) for col, kind in _columns(name)]
     fields.append(pa.field(CHECKSUM_COLUMN, pa.string()))  # integrity.checksum: null in older rows
     fields.append(pa.field("vector", pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode()}))

@@ -109,6 +109,54 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
         },
         [],
     ),
+    "list_memories": ({"collection": (S, ["facts", "episodes", "logs"], _), "limit": (I, None, 20)}, []),
+    "get_memory": ({"id": (S, None, _)}, ["id"]),
+    "update_memory": (
+        {
+            "id": (S, None, _),
+            "text": (S, None, _),
+            "kind": (S, KINDS, _),
+            "topics": (A, None, _),
+            "status": (S, ["active", "superseded"], _),
+            "goal": (S, None, _),
+            "result": (S, RESULTS, _),
+            "category": (S, None, _),
+            "summary": (S, None, _),
+            "role": (S, ["user", "agent"], _),
+        },
+        ["id"],
+    ),
+    "delete_memory": ({"id": (S, None, _)}, ["id"]),
+    "memory_history": ({"id": (S, None, _)}, ["id"]),
+    "memory_stats": ({}, []),
+    "crawl_project": (
+        {
+            "paths": (A, None, _),
+            "summarizer": (S, ["auto", "gemini", "local"], _),
+            "jobs": (I, None, _),
+            "force": (B, None, False),
+            "upgrade": (B, None, False),
+        },
+        [],
+    ),
+}
+
+# Annotations per tool: (readOnlyHint, destructiveHint, idempotentHint, openWorldHint); None: not set
+# (the spec's defaults apply: destructive and idempotent hints mean nothing for a read-only tool).
+ANNOTATIONS: dict[str, tuple[bool | None, bool | None, bool | None, bool | None]] = {
+    "save_fact": (False, False, True, False),
+    "recall": (True, None, None, False),  # refresh_stale only re-reads changed files into the index
+    "index_file": (False, False, True, True),  # the auto summariser may call Gemini's API
+    "offload": (False, False, False, True),
+    "session_store": (False, True, False, False),
+    "load_session_context": (True, None, None, False),
+    "list_memories": (True, None, None, False),
+    "get_memory": (True, None, None, False),
+    "update_memory": (False, True, True, False),
+    "delete_memory": (False, True, True, False),
+    "memory_history": (True, None, None, False),
+    "memory_stats": (True, None, None, False),
+    "crawl_project": (False, False, True, True),
 }
 
 
@@ -177,8 +225,12 @@ def test_start_up_is_quick_and_the_tool_contract_is_pinned(project_dir):
             assert len(tools[name].description or "") > 80, name
         limit = tools["recall"].input_schema["properties"]["limit"]
         assert (limit["minimum"], limit["maximum"]) == (1, 100)
-        assert tools["recall"].annotations.read_only_hint is True
-        assert tools["offload"].annotations.open_world_hint is True
+        assert list(ANNOTATIONS) == list(CONTRACT)
+        for name, hints in ANNOTATIONS.items():
+            a = tools[name].annotations
+            got = (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+            assert got == hints, (name, got)
+            assert tools[name].title, name
 
     run(go)
 

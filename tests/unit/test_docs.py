@@ -64,3 +64,28 @@ def test_readme_starts_with_the_two_setup_commands():
     assert blocks[1].strip() == "uv run pytest"
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == "uv run pytest"
+
+
+def test_readme_lists_exactly_the_commands_of_contextware_help(capsys):
+    """The README's table of `contextware` commands is the list `contextware --help` prints."""
+    from contextware.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    listed = capsys.readouterr().out.split("commands:", 1)[1].splitlines()[0]
+    in_help = {name.strip() for name in listed.split(",")}
+    in_readme = set(re.findall(r"^\| `contextware (\w+)` \|", README, re.M))
+    assert in_readme == in_help, (sorted(in_help - in_readme), sorted(in_readme - in_help))
+    for command in COMMANDS:  # every command's script is named in the table
+        script = next((s for s, c in SCRIPT_COMMAND.items() if c == command), None)
+        if script:
+            assert f"| `contextware {command}` | `scripts/{script}.py` |" in README, command
+
+
+def test_every_script_has_a_console_command_for_portable_settings():
+    """Settings a project commits call `contextware <command>` instead of a path of one machine:
+    every script needs its command (the plugin's skill text is rewritten through this table)."""
+    from contextware.hosts.setup import SCRIPT_COMMANDS
+
+    assert sorted(p.name for p in SCRIPTS.glob("*.py")) == sorted(SCRIPT_COMMANDS)

@@ -1,0 +1,73 @@
+"""``import.py``: merge a memory export (from ``export.py``, e.g. a teammate's commit) into the project."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from contextware.cli import add_common, new_parser, open_project
+from contextware.errors import UsageError
+
+DESCRIPTION = """Merge a memory export into the project: new memories are added, a memory already here
+is replaced when the file's copy is newer (updated_at), anything else is left alone, so importing the
+same file twice changes nothing. Supersession travels with the facts. A fact or episode already
+saved here under another id is not added twice (counted as duplicates, named under duplicate_of). The whole file is checked
+first: a bad line exits 2 naming the line, and nothing is written. Default file:
+.contextware/memory.jsonl in the project; - reads standard input."""
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    from contextware.memory.exchange import DEFAULT_FILE
+
+    p = new_parser(prog, DESCRIPTION)
+    p.add_argument(
+        "file", nargs="?", metavar="FILE", help=f"the export to merge (default: {DEFAULT_FILE}; - for stdin)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="write nothing; list what an import would add or update")
+    add_common(p)
+    return p
+
+
+def handle(args: argparse.Namespace) -> dict:
+    from contextware.memory.exchange import DEFAULT_FILE, import_memory
+
+    project = open_project(args)
+    if args.file == "-":
+        text, name = sys.stdin.buffer.read(), "stdin"
+    else:
+        path = Path(args.file).expanduser().absolute() if args.file else project.root / DEFAULT_FILE
+        name = project.relpath(path)
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(
+                f"{name} does not exist; export one with `contextware export`.", code="file_not_found"
+            ) from None
+        except IsADirectoryError:
+            raise UsageError(f"{name} is a directory, not an export file.", code="bad_import") from None
+        except OSError as exc:
+            raise UsageError(f"Cannot read {name}: {exc.strerror}.", code="bad_import") from None
+    try:
+        decoded = text.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{name} is not UTF-8 text; nothing was imported.", code="bad_encoding") from None
+    return import_memory(project, decoded, source=name, dry_run=args.dry_run)
+
+
+def render_text(result: dict) -> str:
+    from contextware.cli.render import counts_line
+
+    verb = "Would import" if result.get("dry_run") else "Imported"
+    lines = [
+        f"{verb} {result['file']}: {result['added']} added, {result['updated']} updated, "
+        f"{result['unchanged']} unchanged, {result['duplicates']} already saved under another id."
+    ]
+    for name, counts in result["collections"].items():
+        lines.append(f"  {name:<9} {counts_line(counts)}")
+    lines += [f"  would {c['change']:<6} {c['id']}" for c in result.get("changes") or []]
+    if result.get("redacted"):
+        lines.append("Redacted: " + counts_line(result["redacted"]))
+    if result.get("degraded"):
+        lines.append(f"Warning: {result['degraded']}")
+    return "\n".join(lines)

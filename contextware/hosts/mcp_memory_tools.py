@@ -1,0 +1,154 @@
+"""MCP tools to look at and fix memory (list, get, update, delete, history, stats) and to build the
+code index (crawl): thin adapters over the functions ``memory.py`` and ``crawl_project.py`` call,
+with the same parameter types as ``mcp_tools`` and truthful annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from contextware.codeindex.indexer import SUMMARIZERS
+from contextware.hosts.mcp_calls import call, under_root
+from contextware.hosts.mcp_tools import _flag, _int, _opt_choice, _opt_int, _strings, _text
+from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
+from contextware.storage.schemas import MEMORY_TABLES
+from contextware.text import split_list
+
+STATUSES = ("active", "superseded")
+_ID = Annotated[str, Field(description="The memory's id, e.g. fact-1a2b3c4d5e6f, episode-… or log-….")]
+
+
+def list_memories(
+    collection: _opt_choice(MEMORY_TABLES, "Only this collection: facts, episodes or logs (default: all).") = None,
+    limit: _int("Most memories to return, newest first (default 20).", 1, 1000) = 20,
+) -> CallToolResult:
+    """List saved memories (facts, episodes, logs), newest first, with their ids, texts, kinds,
+    topics, status and times; total is how many there are. Use it to find the id of a memory to
+    fix (update_memory), trace (memory_history) or remove (delete_memory); to find memories by
+    meaning, use recall."""
+    from contextware.memory.records import list_records
+
+    return call(lambda p: list_records(p, collection, limit))
+
+
+def get_memory(id: _ID) -> CallToolResult:
+    """One memory by its id, with every field (has_vector says whether it is embedded yet). A
+    missing id is error not_found."""
+    from contextware.memory.records import get
+
+    return call(lambda p: get(p, id))
+
+
+def update_memory(
+    id: _ID,
+    text: _text("Facts and logs: the new text (one or two sentences for a fact).") = None,
+    kind: _opt_choice(FACT_KINDS, "Facts: the new kind.") = None,
+    topics: _strings('Facts and episodes: the new topics (replace the old ones), e.g. ["testing", "ci"].') = None,
+    status: _opt_choice(STATUSES, "Facts: active or superseded.") = None,
+    goal: _text("Episodes: the new goal.") = None,
+    result: _opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
+    category: _text("Episodes: the new category (test, deploy, ...).") = None,
+    summary: _text("Episodes: the new summary (what was done and learned).") = None,
+    role: _opt_choice(ROLES, "Logs: user or agent.") = None,
+) -> CallToolResult:
+    """Fix a memory in place: change the given fields of one fact, episode or log and re-embed it
+    (the old values are not kept). When a fact is no longer true because something changed, save
+    the new fact with supersedes instead, which keeps the old one for audit. A field that does
+    not apply to the memory's collection is error bad_option; secrets are redacted."""
+    from contextware.memory.records import update
+
+    changes = {
+        "text": text,
+        "kind": kind,
+        "topics": topics,
+        "status": status,
+        "goal": goal,
+        "result": result,
+        "category": category,
+        "summary": summary,
+        "role": role,
+    }
+    return call(lambda p: update(p, id, **changes), embeds=True)
+
+
+def delete_memory(id: _ID) -> CallToolResult:
+    """Delete one memory for good (a wrong, outdated or sensitive one). Deleting a fact that
+    superseded another makes the older fact current again (listed as reactivated). A missing id is
+    error not_found."""
+    from contextware.memory.records import delete
+
+    return call(lambda p: delete(p, id))
+
+
+def memory_history(id: _ID) -> CallToolResult:
+    """The history of a memory: for a fact, the chain of facts that superseded one another, oldest
+    first, from any of its links, with each one's status and created/updated times; current is the
+    id of the chain's active fact. Edits in place are not versioned. Episodes and logs have no
+    chain: the record itself."""
+    from contextware.memory.history import history
+
+    return call(lambda p: history(p, id))
+
+
+def memory_stats() -> CallToolResult:
+    """Statistics of the project's memory: rows, versions, last write, embedding model, missing
+    vectors and disk size per table (facts, episodes, logs, code index, offloads, session store)."""
+    from contextware.memory.maintenance import stats
+
+    return call(stats)
+
+
+def crawl_project(
+    paths: _strings("Only these files or folders, relative to the project root (default: the whole project).") = None,
+    summarizer: _opt_choice(
+        SUMMARIZERS,
+        "auto (default: summarizer in config.json; Gemini CLI when installed and logged in, else the local tree-sitter summariser), gemini or local.",
+    ) = None,
+    jobs: _opt_int("Files (or Gemini batches) summarised in parallel (default: one per CPU, at most 8).", 1) = None,
+    force: _flag("Re-index every file even if it is unchanged.") = False,
+    upgrade: _flag("Replace local summaries with Gemini ones.") = False,
+) -> CallToolResult:
+    """Index the project's source files (a summary and the symbols of each), so that recall with
+    scope code finds the right files. Git-tracked plus untracked-not-ignored files; .gitignore and
+    .contextwareignore rules apply. Unchanged files are skipped (a re-crawl is cheap), rows of
+    deleted files are removed; the first crawl of a large project takes minutes. Returns counts:
+    scanned, indexed, unchanged, removed, skipped, failed."""
+    from contextware.codeindex.indexer import crawl
+
+    def work(p: Any) -> dict:
+        chosen = under_root(p, split_list(paths)) or None
+        return crawl(
+            p, chosen, summarizer=summarizer or p.config.get("summarizer"), jobs=jobs, force=force, upgrade=upgrade
+        )
+
+    return call(work, embeds=True)
+
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
+    "list_memories": (list_memories, "List memories", _READ),
+    "get_memory": (get_memory, "Show one memory", _READ),
+    "update_memory": (
+        update_memory,
+        "Fix a memory",
+        # Overwrites the old values (not kept); the same change twice has no further effect.
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    ),
+    "delete_memory": (
+        delete_memory,
+        "Delete a memory",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    ),
+    "memory_history": (memory_history, "History of a memory", _READ),
+    "memory_stats": (memory_stats, "Memory statistics", _READ),
+    "crawl_project": (
+        crawl_project,
+        "Index the project's source files",
+        # Rows of deleted files are dropped from the index (it mirrors the files; nothing of the user's
+        # is lost); the auto summariser may call Gemini's API, outside this machine.
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True),
+    ),
+}

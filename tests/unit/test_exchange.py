@@ -1,0 +1,104 @@
+"""The export file format and its checks, in process: every bad line is named, nothing is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextware.errors import UsageError
+from contextware.memory.exchange import export_memory, import_memory, parse_export
+from contextware.memory.records import save_fact
+
+HEADER = '{"format": "contextware-memory", "version": 1}\n'
+GOOD = {"id": "fact-0123456789ab", "kind": "note", "text": "We use uv.", "created_at": "2026-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("{oops", "not valid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({**GOOD, "id": "fact-0123456789ac", "colour": "red"}), "unknown field colour"),
+        (json.dumps({**GOOD, "id": "fact-0123456789ad", "kind": "wish"}), "kind"),
+        (json.dumps({**GOOD, "id": "fact-1"}), "not a memory id"),
+        (json.dumps({**GOOD, "id": "note-0123456789ab"}), "not a memory id"),
+        (json.dumps({**GOOD, "id": "fact-0123456789ae", "text": " "}), "text is missing or empty"),
+        (json.dumps({**GOOD, "id": "fact-0123456789af", "created_at": "yesterday"}), "not an ISO 8601 time"),
+        (json.dumps({**GOOD, "id": "fact-0123456789a0", "supersedes": "episode-0123456789ab"}), "not a fact id"),
+        (json.dumps({**GOOD, "id": "fact-0123456789a1", "topics": "ci"}), "topics must be a list"),
+        (
+            json.dumps(
+                {"id": "episode-0123456789ab", "goal": "g", "summary": "s", "result": "meh", "created_at": "2026-01-01"}
+            ),
+            "result",
+        ),
+        (json.dumps(GOOD), "already on line 2"),
+    ],
+)
+def test_every_bad_line_is_named(line, words):
+    with pytest.raises(UsageError) as caught:
+        parse_export(HEADER + json.dumps(GOOD) + "\n" + line + "\n")
+    assert caught.value.code == "bad_import" and caught.value.exit_code == 2
+    assert caught.value.message.startswith("Line 3: ") or caught.value.message.startswith("Line 3 "), (
+        caught.value.message
+    )
+    assert words in caught.value.message and caught.value.message.endswith("nothing was imported.")
+
+
+def test_a_newer_format_is_refused_and_blank_lines_are_fine():
+    with pytest.raises(UsageError, match="version 2"):
+        parse_export('{"format": "contextware-memory", "version": 2}\n')
+    rows = parse_export(HEADER + "\n" + json.dumps(GOOD) + "\n\n")
+    assert [r["id"] for r in rows["facts"]] == [GOOD["id"]]
+    assert rows["facts"][0]["updated_at"] == rows["facts"][0]["created_at"]
+
+
+def test_a_bad_file_writes_nothing(project):
+    with pytest.raises(UsageError):
+        import_memory(project, HEADER + json.dumps(GOOD) + "\n{oops\n", source="x")
+    assert not project.data_dir.exists()
+
+
+def test_secrets_planted_in_a_file_never_reach_the_table(project):
+    planted = {**GOOD, "text": "Deploy key AKIAABCDEFGHIJKLMNOP is in the vault."}
+    report = import_memory(project, HEADER + json.dumps(planted) + "\n", source="x")
+    assert report["added"] == 1 and report["redacted"] == {"aws_access_key": 1}
+    out = export_memory(project, None)
+    assert "AKIA" not in out["jsonl"] and "[REDACTED:aws_access_key]" in out["jsonl"]
+
+
+def test_export_is_deterministic_and_import_is_idempotent(project, tmp_path):
+    save_fact(project, "Use pnpm, not npm.", kind="convention", topics="js,deps")
+    first = export_memory(project, None)["jsonl"]
+    assert export_memory(project, None)["jsonl"] == first
+    row = json.loads(first.splitlines()[1])
+    assert list(row) == [
+        "id",
+        "kind",
+        "text",
+        "topics",
+        "status",
+        "supersedes",
+        "superseded_by",
+        "source",
+        "created_at",
+        "updated_at",
+    ]
+    report = import_memory(project, first, source="x")
+    assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 1)
+
+
+def test_dry_run_lists_the_changes_and_writes_nothing(project):
+    newer = {**GOOD, "updated_at": "2030-01-01T00:00:00Z"}
+    other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
+    preview = import_memory(project, HEADER + json.dumps(GOOD) + "\n", source="x", dry_run=True)
+    assert preview["changes"] == [{"id": GOOD["id"], "change": "add"}] and not project.data_dir.exists()
+    import_memory(project, HEADER + json.dumps(GOOD) + "\n", source="x")
+    text = HEADER + json.dumps(newer) + "\n" + json.dumps(other) + "\n"
+    preview = import_memory(project, text, source="x", dry_run=True)
+    assert preview["changes"] == [{"id": GOOD["id"], "change": "update"}, {"id": other["id"], "change": "add"}]
+    assert (preview["added"], preview["updated"], preview["dry_run"]) == (1, 1, True)
+    done = import_memory(project, text, source="x")
+    assert (done["added"], done["updated"], done["unchanged"]) == (1, 1, 0)
+    assert import_memory(project, text, source="x", dry_run=True)["changes"] == []
