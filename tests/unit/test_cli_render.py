@@ -140,3 +140,15 @@ def test_unknown_command_suggests_the_nearest(capsys):
         main(["recal"])
     assert exited.value.code == 2
     assert "Did you mean 'recall'?" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_on_a_terminal_our_colours_pass_and_stored_escapes_do_not(monkeypatch, capsys):
+    """emit cleans every text output: a stored clear-screen, title or concealing sequence is dropped,
+    the styles ``paint`` adds survive when colour is on."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(r.sys, "stdout", _Tty())
+    stored = "deploy\x1b[2J\x1b]0;pwned\x07 now \x1b[8mhidden\x1b[0m"
+    emit({"text": stored}, "text", lambda res: r.paint("note", "bold", "red") + " " + res["text"])
+    out = r.sys.stdout.getvalue()
+    assert out.startswith("\x1b[1;31mnote\x1b[0m ")
+    assert "\x1b[2J" not in out and "pwned" not in out and "\x1b[8m" not in out and "hidden" in out
