@@ -34,9 +34,9 @@ DEFAULTS: dict[str, Any] = {
     "index_minified": False,
     # Gemini CLI (code summaries and offloads)
     "gemini_model": "gemini-2.5-flash",
-    "gemini_timeout_s": 180,
+    "gemini_timeout_s": 180.0,
     "gemini_requests_per_minute": 50,  # the free tier allows 60
-    "gemini_rate_limit_backoff_s": 10,  # a rate-limited call is retried twice, after this and twice this
+    "gemini_rate_limit_backoff_s": 10.0,  # a rate-limited call is retried twice, after this and twice this
     "gemini_batch_files": 8,
     "gemini_batch_chars": 60_000,
     # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary
@@ -44,13 +44,13 @@ DEFAULTS: dict[str, Any] = {
     "offload_summary_model": "gemini-2.5-flash",  # a fast model for summaries
     "offload_summarizer": "gemini",  # gemini (falls back to truncation) | truncate
     "summary_max_tokens": 500,
-    "cache_ttl_days": 30,  # a cached answer older than this is re-queried; 0 or null: never
-    "offload_timeout_s": 600,
+    "cache_ttl_days": 30.0,  # a cached answer older than this is re-queried; 0 or null: never
+    "offload_timeout_s": 600.0,
     "offload_max_source_files": 5000,  # files tracked under --include-dirs
     "offload_max_errors": 3,  # consecutive errors or timeouts before a session is dropped
-    "offload_retry_backoff_s": 10,  # wait error_count x this before a retry
+    "offload_retry_backoff_s": 10.0,  # wait error_count x this before a retry
     "offload_session_max_tokens": 350_000,  # context (prompt tokens of the latest call) that starts a new session
-    "offload_recovery_days": 7,  # Gemini sessions this recent are considered when our state is lost
+    "offload_recovery_days": 7.0,  # Gemini sessions this recent are considered when our state is lost
     # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
     "hook_session_tokens": 1000,
     "hook_prompt_tokens": 400,

@@ -73,7 +73,7 @@ def test_project_install_is_portable_idempotent_and_uninstall_restores_the_bytes
         text = (project_dir / rel).read_text()
         assert str(REPO) not in text and sys.executable not in text and str(Path.home()) not in text, rel
     skill = (project_dir / ".claude" / "skills" / "contextware" / "SKILL.md").read_text()
-    assert skill.startswith("---\nname: contextware\n") and 'contextware recall --query "' in skill
+    assert skill.startswith("---\nname: contextware\n") and 'contextware recall "how do we run the tests?"' in skill
 
     assert any("`contextware` is not on PATH" in w for w in out["warnings"])  # not on this PATH
     installed = _tree(project_dir)

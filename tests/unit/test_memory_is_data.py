@@ -90,6 +90,10 @@ def test_hook_recall_and_context_outputs_all_fence_a_forged_fact(project: Projec
         "context --format text": context_text(session_context(p, 5000)),
         "MCP load_session_context": render_fenced(session_context(p, 5000)),
     }
+    # The session start adds one line of ours after the fence (how to reach memory in this host).
+    fenced, _, note = briefing.rpartition(FENCE_CLOSE)
+    assert "Deploy note" not in note and "\n" not in note.strip() and note.strip().startswith("Search this memory")
+    outputs["hook SessionStart"] = fenced + FENCE_CLOSE
     for name, out in outputs.items():
         assert out.startswith(FENCE_OPEN) and out.rstrip().endswith(FENCE_CLOSE), name
         assert _closes(out) == 1 and _closes(_as_gemini_delivers(out)) == 1, name
