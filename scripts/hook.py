@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Gemini CLI hook entry point (SessionStart, BeforeAgent, AfterAgent, PreCompress): see contextware/hosts/hooks.py and contextware/hosts/hook_entry.py."""
+"""Gemini CLI and Claude Code hook entry point (one event on stdin): see contextware/hosts/hook_entry.py."""
 
-from contextware.cli import run_hook
+from contextware.hosts.hook_entry import main
 
-run_hook()
+main()

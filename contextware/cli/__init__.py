@@ -162,10 +162,8 @@ def run_script(command: str) -> NoReturn:
 
 
 def run_hook() -> NoReturn:
-    """Entry point of ``scripts/hook.py``: one hook event on stdin, never a failed turn."""
-    if "--version" in sys.argv[1:]:
-        sys.stdout.write(f"contextware {__version__}\n")
-        raise SystemExit(0)
+    """``contextware hook``: one hook event on stdin, never a failed turn (``scripts/hook.py`` runs
+    ``contextware.hosts.hook_entry`` directly: the hook's process start skips this module's imports)."""
     from contextware.hosts.hook_entry import main as hook_main
 
     hook_main()

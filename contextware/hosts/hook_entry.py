@@ -97,6 +97,11 @@ def main() -> None:
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         sys.stdout.write(hooks.USAGE + "\n")
         raise SystemExit(0)
+    if "--version" in sys.argv[1:]:
+        from contextware import __version__
+
+        sys.stdout.write(f"contextware {__version__}\n")
+        raise SystemExit(0)
     try:
         out = answer(hooks.read_event())
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-from contextware.fence import fence, inline, strip_injected
 
 # Gemini CLI puts additionalContext into the prompt as it is; an answer over this many characters is
 # cut to it (the fence kept closed), never dropped.
@@ -45,6 +44,7 @@ def _output(event: str, body: str, note: str = "") -> dict:
     as reference data within the host's limit.  Stored texts went through the full layer when they
     were saved, so the warm path runs the shapes only (no detect-secrets load on every turn).  ``note``
     is our own text, added after the fence."""
+    from contextware.fence import fence
     from contextware.redact import redact_text
 
     context = fence(redact_text(body, library=False), limit=HOST_CONTEXT_LIMIT)
@@ -66,6 +66,7 @@ def session_start(project: "Project", payload: dict) -> dict | None:
 
 
 def _line(hit: dict) -> str:
+    from contextware.fence import inline
     from contextware.memory.briefing import first_sentence
 
     c = hit["collection"]
@@ -136,6 +137,7 @@ def _records_here(project: "Project") -> bool:
 
 
 def after_agent(project: "Project", payload: dict) -> dict | None:
+    from contextware.fence import strip_injected
     from contextware.memory.records import save_log
 
     if not _records_here(project):
@@ -234,6 +236,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
 
 
 def pre_compress(project: "Project", payload: dict) -> dict | None:
+    from contextware.fence import strip_injected
     from contextware.memory.records import save_log
 
     path = payload.get("transcript_path")

@@ -17,8 +17,9 @@ HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed"
 SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
 
 
-# Scripts go through contextware.cli, except the MCP server: a long-lived stdio server, not a command.
-FRONT_END = {"mcp_server": "contextware.hosts.mcp_server"}
+# Scripts go through contextware.cli, except the long-lived MCP server and the hook, whose process start
+# is paid on every turn (its entry imports only what its warm path needs).
+FRONT_END = {"mcp_server": "contextware.hosts.mcp_server", "hook": "contextware.hosts.hook_entry"}
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
