@@ -17,14 +17,14 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.source_text import is_utf8_name, printable_name
-from contextware.errors import ContextwareError, EmbeddingError, GeminiError, UsageError
+from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
+from contextware.errors import ContextwareError, EmbeddingError, UsageError
 from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
@@ -37,14 +37,9 @@ if TYPE_CHECKING:
     from contextware.codeindex.source_text import Candidate
     from contextware.storage.project import Project
 
-SUMMARIZERS = ("auto", "gemini", "local")
 WRITE_BATCH = 32
 SEARCH_CONTENT_CHARS = 200_000
 META_COLUMNS = ["id", "mtime", "size", "content_hash", "summarizer"]
-# Gemini failures that will not go away within one crawl: stop asking, fall back (or fail) at once.
-_PERSISTENT = {"auth", "untrusted_folder", "config", "gemini_not_installed", "sandbox", "no_workdir"}
-# Timeouts in a row after which the API is taken to be down for this crawl (each costs gemini_timeout_s).
-TIMEOUTS_IN_A_ROW = 2
 
 
 class CrawlInterrupted(ContextwareError):
@@ -93,13 +88,6 @@ class Report:
         return out
 
 
-@dataclass
-class _Work:
-    candidate: "Candidate"
-    text: str
-    digest: str
-
-
 # -- reading the table ---------------------------------------------------------------------------
 def _meta(project: "Project", paths: Iterable[str] | None = None) -> dict[str, dict]:
     """Stat and hash of indexed files (all, or those of ``paths``), without vectors or text."""
@@ -126,153 +114,6 @@ def _in_list(ids: Sequence[str]) -> str:
     return f"id IN ({', '.join(sql_str(i) for i in ids)})"
 
 
-# -- summarising ---------------------------------------------------------------------------------
-def check_summarizer(name: str | None) -> str:
-    name = name or "auto"
-    if name not in SUMMARIZERS:
-        raise UsageError(f"Unknown --summarizer {name!r}: use auto, gemini or local.", code="bad_summarizer")
-    return name
-
-
-class _Summarizer:
-    """Runs the configured summariser over work items; calls ``done(work, summary, name)`` for each
-    file as soon as it is summarised, ``failed(work, message)`` for files that could not be."""
-
-    def __init__(self, project: "Project", mode: str, jobs: int, report: Report, stop: threading.Event) -> None:
-        self.project = project
-        self.stop = stop
-        self.mode = mode
-        self.jobs = jobs
-        self.report = report
-        self.use_gemini = mode == "gemini" or (mode == "auto" and _gemini_ready())
-        self.broken: GeminiError | None = None
-        self.timeouts = 0  # in a row
-        self.lock = threading.Lock()
-
-    def run(
-        self,
-        items: list[_Work],
-        done: Callable[[_Work, "LocalSummary", str], None],
-        failed: Callable[[_Work, str], None],
-    ) -> None:
-        if not items:
-            return
-        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            futures: dict[Future, Any] = {}
-            if self.use_gemini:
-                from contextware.codeindex.gemini_summary import SourceFile, plan_batches
-
-                by_path = {w.candidate.path: w for w in items}
-                files = [SourceFile(w.candidate.path, w.text, _language(w)) for w in items]
-                for batch in plan_batches(
-                    files,
-                    max_files=int(self.project.config["gemini_batch_files"]),
-                    max_chars=int(self.project.config["gemini_batch_chars"]),
-                ):
-                    works = [by_path[f.path] for f in batch]
-                    futures[pool.submit(self._gemini, batch)] = works
-            else:
-                for w in items:
-                    futures[pool.submit(_local, w)] = [w]
-            pending = set(futures)
-            try:
-                while pending:
-                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        outcome = future.result()
-                        for w in futures[future]:
-                            summary, name = outcome[w.candidate.path]
-                            if summary is None and self.stop.is_set():
-                                continue  # stopped in the middle, not a failure of the file
-                            if summary is None:
-                                failed(w, name)
-                            else:
-                                done(w, summary, name)
-                            if self.stop.is_set():  # done() embeds and writes: stop between files
-                                raise KeyboardInterrupt
-                    if self.stop.is_set():
-                        raise KeyboardInterrupt
-            except BaseException:
-                for f in pending:
-                    f.cancel()
-                raise
-
-    def _gemini(self, batch: list) -> dict[str, tuple[Any, str]]:
-        from contextware.codeindex.gemini_summary import summarize_batch
-
-        results: dict[str, Any]
-        if self.broken is not None:
-            results = {f.path: self.broken for f in batch}
-        else:
-            cfg = self.project.config
-            from contextware.gemini import gemini_workdir
-
-            try:
-                cwd = gemini_workdir()
-            except OSError as exc:
-                error = GeminiError(
-                    f"Gemini's working folder could not be created: {exc.strerror or exc}.", code="no_workdir"
-                )
-                results = {f.path: error for f in batch}
-            else:
-                results = summarize_batch(
-                    batch,
-                    cwd=cwd,
-                    model=cfg.get("gemini_model") or None,
-                    timeout=float(cfg["gemini_timeout_s"]),
-                    state_dir=self.project.data_dir / "gemini",
-                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
-                    rate_limit_backoff=float(cfg["gemini_rate_limit_backoff_s"]),
-                    cancel=self.stop,
-                )
-        out: dict[str, tuple[Any, str]] = {}
-        timed_out = any(isinstance(r, GeminiError) and r.code == "timeout" for r in results.values())
-        with self.lock:
-            self.timeouts = self.timeouts + 1 if timed_out else 0
-        for f in batch:
-            result = results.get(f.path)
-            if result is not None and not isinstance(result, Exception):
-                out[f.path] = (result, "gemini")
-                continue
-            err = result if isinstance(result, GeminiError) else GeminiError("Gemini returned nothing for this file.")
-            if err.code == "interrupted":  # the crawl is stopping: neither a Gemini failure nor a fallback
-                out[f.path] = (None, err.message)
-                continue
-            with self.lock:
-                if self.broken is None and (err.code in _PERSISTENT or self.timeouts >= TIMEOUTS_IN_A_ROW):
-                    self.broken = err
-                self.report.gemini_error = err.message
-                if self.mode != "gemini":
-                    self.report.fallbacks += 1
-            if self.mode == "gemini":
-                out[f.path] = (None, err.message)
-            else:
-                out[f.path] = (_summarize_local(f.path, f.text), "local")
-        return out
-
-
-def _gemini_ready() -> bool:
-    from contextware.gemini import gemini_ready
-
-    return gemini_ready()
-
-
-def _language(w: _Work) -> str | None:
-    from contextware.codeindex.languages import detect_language
-
-    return detect_language(w.candidate.path, w.text[:256])
-
-
-def _summarize_local(path: str, text: str) -> "LocalSummary":
-    from contextware.codeindex.local_summary import summarize_local
-
-    return summarize_local(path, text)
-
-
-def _local(w: _Work) -> dict[str, tuple[Any, str]]:
-    return {w.candidate.path: (_summarize_local(w.candidate.path, w.text), "local")}
-
-
 # -- writing -------------------------------------------------------------------------------------
 class _Writer:
     """Collects finished rows and writes them WRITE_BATCH at a time (one commit per batch)."""
@@ -285,7 +126,7 @@ class _Writer:
         self.removals: list[str] = []
         self.chunk_rows: list[dict] = []  # of the files in ``rows``: they replace those files' chunks
 
-    def add(self, w: _Work, summary: "LocalSummary", summarizer: str) -> None:
+    def add(self, w: Work, summary: "LocalSummary", summarizer: str) -> None:
         c = w.candidate
         row = {
             "id": c.path,
@@ -422,7 +263,7 @@ def _run(
     writer = _Writer(project, report)
     writer.removals.extend(removals)
     report.removed_files.extend(removals)
-    todo: list[_Work] = []
+    todo: list[Work] = []
     for c in candidates:
         report.scanned += 1
         old = existing.get(c.path)
@@ -445,17 +286,17 @@ def _run(
             report.unchanged += 1
             continue
         # Secrets in a file never reach a summariser (Gemini), a summary, a symbol or the search text.
-        todo.append(_Work(c, redact_text(text or ""), digest or ""))
+        todo.append(Work(c, redact_text(text or ""), digest or ""))
 
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
     workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))
 
-    def done(w: _Work, summary: "LocalSummary", name: str) -> None:
+    def done(w: Work, summary: "LocalSummary", name: str) -> None:
         writer.add(w, summary, name)
         if bar:
             bar.step()
 
-    def failed(w: _Work, message: str) -> None:
+    def failed(w: Work, message: str) -> None:
         report.failed.append({"path": w.candidate.path, "error": message})
         if bar:
             bar.step()
@@ -465,7 +306,7 @@ def _run(
     # (a signal in the middle of a write would lose the batch).
     restore = stop_on_signals(stop)
     try:
-        _Summarizer(project, "gemini" if upgrade else summarizer, workers, report, stop).run(todo, done, failed)
+        Summarizer(project, "gemini" if upgrade else summarizer, workers, report, stop).run(todo, done, failed)
     except KeyboardInterrupt:
         writer.flush()
         if bar:
@@ -656,7 +497,9 @@ def index_files(
 
 
 def _require_gemini(flag: str) -> None:
-    if not _gemini_ready():
+    from contextware.gemini import gemini_ready
+
+    if not gemini_ready():
         raise UsageError(
             f"{flag} needs Gemini CLI installed and authenticated (set GEMINI_API_KEY or run `gemini` once to log in).",
             code="gemini_unavailable",

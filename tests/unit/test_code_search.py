@@ -186,8 +186,9 @@ def test_the_full_text_index_finds_a_split_identifier(project: Project):
 def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
     """The questions of a Gemini reply entry are kept and searched (lexical and vector fields)."""
     from contextware.codeindex.gemini_summary import SourceFile, validate_entry
-    from contextware.codeindex.indexer import Report, _Work, _Writer
+    from contextware.codeindex.indexer import Report, _Writer
     from contextware.codeindex.source_text import Candidate
+    from contextware.codeindex.summarizing import Work as _Work
 
     entry = {"summary": "Shipping labels.", "symbols": [], "questions": ["where are parcels stickered?", 3, " "]}
     summary = validate_entry(SourceFile("src/shipping.py", TREE["src/shipping.py"], "python"), entry)
