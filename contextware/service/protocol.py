@@ -63,11 +63,16 @@ class Endpoint:
 
 def runtime_base() -> Path:
     """``$XDG_RUNTIME_DIR``, else ``/tmp``.  ``TMPDIR`` is not followed on purpose: callers of one
-    project with different temp dirs (a host gives its hooks its own) must meet at one socket."""
+    project with different temp dirs (a host gives its hooks its own) must meet at one socket.  A
+    runtime dir too long to hold a socket path (Linux allows 107 bytes) gives way to ``/tmp`` too."""
     raw = os.environ.get("XDG_RUNTIME_DIR")
-    if raw and os.path.isdir(raw):
+    if raw and os.path.isdir(raw) and len(os.fsencode(raw)) <= MAX_RUNTIME_BASE:
         return Path(raw)
     return Path("/tmp")
+
+
+# What a socket path may spend on the runtime dir: 107 bytes less "/contextware-<uid>-<16 hex>/<socket>".
+MAX_RUNTIME_BASE = 107 - len(f"/contextware-{2**32}-{'0' * 16}/") - 16
 
 
 def endpoint(data_dir: Path) -> Endpoint:

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,8 +23,19 @@ def test_socket_path_is_short_and_keyed_by_the_data_dir(tmp_path):
     assert endpoint(deep).socket == ep.socket and endpoint(tmp_path / "other").socket != ep.socket
 
 
-def test_folder_and_socket_must_be_private(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+@pytest.fixture
+def short_runtime_dir(monkeypatch):
+    """A runtime dir as short as a real one (a test's tmp_path can be too long to bind a socket in)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="cw-rt-", dir="/tmp")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_folder_and_socket_must_be_private(tmp_path, short_runtime_dir):
     ep = endpoint(tmp_path / "data")
     assert check_folder(ep, create=False) is False
     assert check_folder(ep, create=True) is True and (ep.folder.stat().st_mode & 0o777) == 0o700
@@ -48,8 +60,7 @@ def test_folder_and_socket_must_be_private(tmp_path, monkeypatch):
         check_folder(ep, create=True)
 
 
-def test_a_connection_that_is_refused_or_missing_is_unavailable(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+def test_a_connection_that_is_refused_or_missing_is_unavailable(tmp_path, short_runtime_dir):
     ep = endpoint(tmp_path / "data")
     with pytest.raises(client.Unavailable):
         client.exchange(ep, {"op": "status"}, timeout=1)
@@ -123,3 +134,11 @@ def test_spool_replays_each_line_once_and_skips_torn_lines(tmp_path):
     assert spool.drain(tmp_path, lambda e: seen.append(e["id"])) == 2
     assert seen == ["left", "a"] and not spool.pending(tmp_path)
     assert spool.drain(tmp_path, lambda e: seen.append(e["id"])) == 0 and seen == ["left", "a"]
+
+
+def test_a_runtime_dir_too_long_for_a_socket_gives_way_to_tmp(tmp_path, monkeypatch):
+    long_dir = tmp_path.joinpath(*["runtime-dir-of-a-deep-home"] * 5)
+    long_dir.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
+    ep = endpoint(tmp_path / "data")
+    assert str(ep.folder).startswith("/tmp/contextware-") and len(os.fsencode(str(ep.socket))) < 108
