@@ -137,9 +137,11 @@ def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
 
         traceback.print_exc(file=sys.stderr)
     if fmt == "text":
-        from contextware.cli.render import paint
+        from contextware.cli.render import paint, use_color
+        from contextware.fence import printable
 
-        sys.stdout.write(f"{paint('error', 'bold', 'red')} ({error['code']}): {error['message']}\n")
+        line = f"{paint('error', 'bold', 'red')} ({error['code']}): {error['message']}"
+        sys.stdout.write(printable(line, keep_colour=use_color()) + "\n")  # a message can quote input
     else:
         sys.stdout.write(json.dumps({"ok": False, "error": error}, ensure_ascii=False) + "\n")
     sys.stdout.flush()
