@@ -116,4 +116,6 @@ def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     project.db.compact("facts")
     compact_disk, compact_ms = _disk(table_dir), _search_ms(project, qvec)
     assert maintained_disk <= 2 * compact_disk, (maintained_disk, compact_disk)
-    assert maintained_ms <= 2 * compact_ms + 1.0, (maintained_ms, compact_ms)
+    # Unmaintained, search took 133 ms against 5 ms compacted; the margin leaves room for a loaded machine
+    # (the other test worker runs beside this one), not for that.
+    assert maintained_ms <= 3 * compact_ms + 15.0, (maintained_ms, compact_ms)
