@@ -44,6 +44,7 @@ DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
 LIMIT = 5
 CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
+RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0.01 let them swing by fold
 
 
 def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
@@ -142,7 +143,7 @@ def fit_confidence(cands: dict, qs: list[dict], na: list[dict], ids: dict, top: 
             ys.append(float(ids[h["row"]["id"]] in q.get("answers", ())))
     x, y = np.array(xs), np.array(ys)
     w = np.zeros(x.shape[1])
-    ridge = 0.01 * np.diag([0.0] + [1.0] * (x.shape[1] - 1))
+    ridge = RIDGE * np.diag([0.0] + [1.0] * (x.shape[1] - 1))
     for _ in range(50):
         p = 1 / (1 + np.exp(-x @ w))
         grad = x.T @ (p - y) + ridge @ w
@@ -154,6 +155,51 @@ def fit_confidence(cands: dict, qs: list[dict], na: list[dict], ids: dict, top: 
     }
 
 
+def _gate_outcomes(cands: dict, qs: list[dict], na: list[dict], ids: dict) -> list[tuple[bool, float, bool]]:
+    """Per question, with the current weights: (answerable?, the confidence the gate judges (-1 when
+    the floor already silences it), an answer in the first three when it passes?)."""
+    out = []
+    for q in qs + na:
+        hits = [dict(h) for h in cands[q["q"]]]
+        order = recall_mod.select(hits, LIMIT, query=q["q"], min_confidence=0.0)
+        best = max(h["confidence"] for h in hits) if order else -1.0
+        found = [ids[h["row"]["id"]] for h in order[:3]]
+        out.append(("answers" in q, best, bool(set(q.get("answers", ())) & set(found))))
+    return out
+
+
+def cv_gate_curve(cands: dict, qs: list[dict], na: list[dict], ids: dict, folds: int = 5) -> list[tuple]:
+    """The gate's trade-off with weights fitted without the question judged (``folds``-fold
+    cross-validation by question over the tune split): for a cost of 2, 5, 10, 20 and 30 points of
+    recall@3, the largest share of unanswerable questions silenced at some gate."""
+    import random
+
+    every = qs + na
+    order = list(range(len(every)))
+    random.Random(1).shuffle(order)
+    saved = dict(confidence_mod.WEIGHTS)
+    outcomes: list[tuple[bool, float, bool]] = []
+    for f in range(folds):
+        held = [every[i] for i in order[f::folds]]
+        names = {q["q"] for q in held}
+        train = [q for q in every if q["q"] not in names]
+        confidence_mod.WEIGHTS.update(
+            fit_confidence(cands, [q for q in train if "answers" in q], [q for q in train if "answers" not in q], ids)
+        )
+        outcomes += _gate_outcomes(cands, [q for q in held if "answers" in q], [q for q in held if "answers" not in q], ids)
+    confidence_mod.WEIGHTS.update(saved)
+    answerable = [o for o in outcomes if o[0]]
+    unanswerable = [o for o in outcomes if not o[0]]
+    points = []
+    for g in sorted({0.0, *(o[1] for o in outcomes)}):
+        r3 = sum(hit and conf >= g for _, conf, hit in answerable) / len(answerable)
+        points.append((r3, sum(conf < g for _, conf, _ in unanswerable) / len(unanswerable)))
+    top = points[0][0]
+    return [
+        (cost, round(max(s for r, s in points if r >= top - cost - 1e-9), 3)) for cost in (0.02, 0.05, 0.1, 0.2, 0.3)
+    ]
+
+
 def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     """Stage 1: expansion weight and BM25 weight/half for recall@3 (then @1, @5) with no floor.
     Stage 2: the floor, two standard deviations below the mean best relevance of the answerable tune
@@ -162,8 +208,8 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     question, did not carry over to the test split: unanswerable questions about the same project
     resemble its memories as much as hard paraphrases do; see the printed curve).  Stage 3: the
     tightest margin costing no recall@5.  Stage 4: the confidence weights (``fit_confidence``),
-    then the gates: recall's default costs at most 2 points of recall@3 on tune, the prompt hook's
-    at most 5 (it injects unasked: silence is cheap there)."""
+    then the gates: recall's default costs at most 2.5 points of recall@3 on tune, the prompt
+    hook's at most 10 (it injects unasked: silence is cheap there)."""
     texts = [q["q"] for q in qs + na]
     saved = recall_mod.EXPANSION_WEIGHT
     best = None
@@ -213,18 +259,19 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
 def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, **params) -> dict:
     """Stage 4 alone (``--tune-confidence``, with the fusion constants as they are): the confidence
     weights, then recall's default gate (the highest costing at most 2.5 points of recall@3 on tune)
-    and the prompt hook's (at most 5 points: it injects unasked, so silence is cheap there)."""
+    and the prompt hook's (at most 10 points: it injects unasked, so silence is cheap there)."""
     weights = fit_confidence(cands, qs, na, ids)
     saved_weights = dict(confidence_mod.WEIGHTS)
     confidence_mod.WEIGHTS.update(weights)
     gate_curve = []
-    for g in [x / 100 for x in range(0, 61, 5)]:
+    for g in [x / 200 for x in range(0, 121, 5)]:
         m = evaluate(cands, qs, na, ids, "hybrid", min_confidence=g, **params)
         gate_curve.append((g, m["recall@3"], m["no_answer_empty"]))
     top_r3 = gate_curve[0][1]
     recall_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.025)
-    hook_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.05)
+    hook_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.10)
     final = evaluate(cands, qs, na, ids, "hybrid", min_confidence=recall_gate, **params)
+    cv_curve = cv_gate_curve(cands, qs, na, ids) if not params else None
     confidence_mod.WEIGHTS.clear()
     confidence_mod.WEIGHTS.update(saved_weights)
     return {
@@ -233,6 +280,7 @@ def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, **params)
         "hook_min_confidence": hook_gate,
         **final,
         "gate_curve (min_confidence, recall@3, no_answer_empty)": gate_curve,
+        "cross_validated (recall@3 cost, no_answer_empty)": cv_curve,
     }
 
 

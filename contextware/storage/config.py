@@ -20,7 +20,7 @@ DEFAULTS: dict[str, Any] = {
     # Confidence (0-1) the best result must reach, else recall answers "answerable": false with no
     # results (contextware/memory/confidence.py); the prompt hook, which injects unasked, is stricter.
     "recall_min_confidence": 0.15,
-    "hook_min_confidence": 0.2,
+    "hook_min_confidence": 0.25,
     # Code index
     "summarizer": "auto",  # auto | gemini | local
     "max_file_bytes": 1_000_000,

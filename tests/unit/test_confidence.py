@@ -11,7 +11,7 @@ import pytest
 from contextware.errors import UsageError
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
-from contextware.memory.confidence import content_words, features, recency
+from contextware.memory.confidence import content_words, features, named_things, recency
 from contextware.memory.recall import recall
 from contextware.storage.project import Project
 from tests.unit.test_hooks import context_of, event
@@ -99,4 +99,33 @@ def test_signals():
     assert first["coverage"] == 1.0 and second["coverage"] == 0.0
     assert first["margin"] == pytest.approx(0.6) and second["margin"] == pytest.approx(-0.6)
     assert first["agreement"] == 1.0 and second["agreement"] == 0.25  # 2nd by vector, absent from BM25
-    assert first["unknown"] == 0.0
+    assert first["unknown"] == 0.0 and first["unknown_name"] == 0.0
+
+
+def test_gap_measures_how_far_a_hit_stands_out_of_the_runners_up():
+    def hits(scores: list[float]) -> list[dict]:
+        return [{"row": {"text": f"row {i}"}, "score": s, "relevance": s, "bm25": 0.0} for i, s in enumerate(scores)]
+
+    sharp = features(hits([0.9, 0.3, 0.3, 0.3, 0.3, 0.3, 0.0]), "anything")
+    flat = features(hits([0.5, 0.49, 0.48, 0.47, 0.46, 0.45]), "anything")
+    assert sharp[0]["gap"] == pytest.approx(0.6)  # the mean of the 2nd to 6th best, not the 7th
+    assert flat[0]["gap"] == pytest.approx(0.03)
+    assert sharp[1]["gap"] == pytest.approx(0.0) and sharp[6]["gap"] < 0
+    assert features(hits([0.4]), "anything")[0]["gap"] == pytest.approx(0.4)  # no runners-up
+
+
+def test_a_question_naming_something_no_memory_mentions_is_flagged():
+    assert named_things("do we expose a GraphQL API anywhere?") == ["graphql", "api"]
+    assert named_things("Which S3 bucket holds receipts, and is RDS encrypted?") == ["s3", "rds"]
+    assert named_things("what's the command to start Storybook?") == ["storybook"]
+    assert named_things("how do I run the tests on my machine?") == []  # the first word is no name
+    rows = [
+        {"row": {"text": "The public API is REST over FastAPI, served behind an ALB."}, "score": 0.5},
+        {"row": {"text": "Containers run on Docker; images are built in CI."}, "score": 0.4},
+    ]
+    for h in rows:
+        h.update(relevance=h["score"], bm25=0.0)
+    assert features(rows, "do we expose a GraphQL API anywhere?")[0]["unknown_name"] == 1.0
+    assert features(rows, "is the FastAPI app behind the ALB?")[0]["unknown_name"] == 0.0
+    # a thesaurus relative is not the thing itself: Docker says nothing about Kubernetes
+    assert features(rows, "which version of Kubernetes do we run?")[0]["unknown_name"] == 1.0
