@@ -186,7 +186,9 @@ def cv_gate_curve(cands: dict, qs: list[dict], na: list[dict], ids: dict, folds:
         confidence_mod.WEIGHTS.update(
             fit_confidence(cands, [q for q in train if "answers" in q], [q for q in train if "answers" not in q], ids)
         )
-        outcomes += _gate_outcomes(cands, [q for q in held if "answers" in q], [q for q in held if "answers" not in q], ids)
+        outcomes += _gate_outcomes(
+            cands, [q for q in held if "answers" in q], [q for q in held if "answers" not in q], ids
+        )
     confidence_mod.WEIGHTS.update(saved)
     answerable = [o for o in outcomes if o[0]]
     unanswerable = [o for o in outcomes if not o[0]]
