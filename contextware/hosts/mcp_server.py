@@ -25,8 +25,10 @@ project (tables deleted or rebuilt under a long-lived server) and tries the call
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
+import json
+import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -39,6 +41,7 @@ from contextware.hosts import mcp_memory_tools, mcp_tools
 from contextware.hosts.mcp_calls import error_result
 
 TOOLS = {**mcp_tools.TOOLS, **mcp_memory_tools.TOOLS}
+log = logging.getLogger("contextware.mcp")
 
 SERVER_NAME = "contextware"
 INSTRUCTIONS = """Persistent memory of this project (facts, episodes, logs, a code index, Gemini offloads).
@@ -115,44 +118,6 @@ class ContextwareMCPServer(MCPServer):
                 return error_result(_argument_error(name, exc.__cause__))
             raise
 
-    async def run_stdio_async(self) -> None:
-        """``MCPServer``'s stdio loop, except that a line that is not JSON-RPC gets the JSON-RPC 2.0
-        answer (-32700 Parse error for text that is not JSON, -32600 Invalid Request for JSON that is
-        not a message) instead of silence: the SDK (mcp 2.3) passes the failure on and answers nothing."""
-        import anyio
-        from mcp.server.stdio import stdio_server
-
-        async with stdio_server() as (read_stream, write_stream):
-            send, receive = anyio.create_memory_object_stream[Any](0)
-
-            async def pump() -> None:
-                async with send:
-                    async for item in read_stream:
-                        if isinstance(item, ValidationError):
-                            await write_stream.send(_parse_error_reply(item))
-                        else:
-                            await send.send(item)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump)
-                await self._lowlevel_server.run(
-                    receive, write_stream, self._lowlevel_server.create_initialization_options()
-                )
-                tg.cancel_scope.cancel()
-
-
-def _parse_error_reply(exc: ValidationError) -> Any:
-    from mcp.shared.message import SessionMessage
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-
-    not_json = any(e.get("type") == "json_invalid" for e in exc.errors())
-    error = (
-        ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON.")
-        if not_json
-        else ErrorData(code=INVALID_REQUEST, message="Invalid Request: the JSON is not a JSON-RPC 2.0 message.")
-    )
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
-
 
 def build_server() -> ContextwareMCPServer:
     return ContextwareMCPServer(
@@ -165,34 +130,77 @@ def build_server() -> ContextwareMCPServer:
     )
 
 
-USAGE = """usage: mcp_server.py [--help] [--version]   (also: contextware mcp)
-
-Contextware's MCP server over stdio for Claude Code, Cursor, Gemini CLI or any MCP client: tools
-save_fact, recall, list_memories, get_memory, update_memory, delete_memory, memory_history,
-memory_stats, index_file, crawl_project, offload, session_store and load_session_context.
-The client starts it:
-
-  uv run --project <skill_dir> <skill_dir>/scripts/mcp_server.py
-  contextware mcp                      (once installed with `uv tool install`)
-
-The project is CONTEXTWARE_PROJECT_ROOT, else the git top level of the working directory, else the
-working directory. stdout carries only the protocol; logs go to stderr.
-"""
+_server: ContextwareMCPServer | None = None
+_server_lock = threading.Lock()
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``scripts/mcp_server.py``: serve until the client closes stdin."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
-        raise SystemExit(0)
-    if args and args[0] == "--version":
-        sys.stdout.write(f"contextware-mcp {__version__}\n")
-        raise SystemExit(0)
-    if args:
-        sys.stderr.write(f"mcp_server.py: unknown argument {args[0]!r}; it takes none (see --help).\n")
-        raise SystemExit(2)
+def server() -> ContextwareMCPServer:
+    """The process's one server object (built on first use: ~0.3 s of SDK and pydantic)."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = build_server()
+        return _server
+
+
+def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One ``tools/call`` answered as the SDK's stdio server answers it: the ``CallToolResult`` as it
+    goes on the wire.  What the SDK would turn into an error result (an exception that escaped a
+    tool's own envelope) becomes one here too, its text the exception's, and is logged on stderr."""
+    import anyio
+    from mcp.types import CallToolResult, TextContent
+
     try:
-        build_server().run("stdio")
-    except KeyboardInterrupt:
-        pass
+        result = anyio.run(server().call_tool, name, arguments)
+    except Exception as exc:  # the SDK answers every failure of a call with an error result
+        log.exception("Tool %r raised an unexpected exception", name)
+        result = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def declared() -> dict[str, Any]:
+    """What the SDK server declares to a client, as its own runner answers ``initialize`` and
+    ``tools/list`` (an in-memory session in the handshake mode every host speaks), plus the protocol
+    versions it accepts.  ``mcp_declared`` is this, frozen for the standard-library front."""
+    import anyio
+    from mcp import Client
+    from mcp.server.runner import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    def dump(model: Any) -> Any:
+        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def ask() -> dict[str, Any]:
+        async with Client(build_server(), mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            return {
+                "protocolVersions": list(HANDSHAKE_PROTOCOL_VERSIONS),
+                "latestProtocolVersion": LATEST_HANDSHAKE_VERSION,
+                "serverInfo": dump(client.server_info),
+                "capabilities": dump(client.server_capabilities),
+                "instructions": client.instructions,
+                "tools": [dump(tool) for tool in tools],
+            }
+
+    return anyio.run(ask)
+
+
+DECLARED_MODULE = Path(__file__).with_name("mcp_declared.py")
+
+
+def frozen_text() -> str:
+    """The text of ``mcp_declared.py`` for what the SDK server declares now."""
+    body = json.dumps(declared(), indent=1, ensure_ascii=False)
+    return (
+        '"""Generated by `uv run python -m contextware.hosts.mcp_server`: do not edit.\n\n'
+        "What the SDK-based server (``mcp_server``) declares, frozen so that the standard-library front\n"
+        "(``mcp_front``) answers ``initialize`` and ``tools/list`` without importing the SDK.\n"
+        "tests/unit/test_mcp_declared.py fails when this differs from the SDK server's declaration.\n"
+        '"""\n\n'
+        "import json\n\n"
+        f'DECLARED = json.loads(\n    r"""{body}"""\n)\n'
+    )
+
+
+if __name__ == "__main__":
+    DECLARED_MODULE.write_text(frozen_text(), encoding="utf-8")
+    print(f"wrote {DECLARED_MODULE}")

@@ -169,23 +169,22 @@ class _Memory:
 
     def open_failures(self) -> list[dict]:
         """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
-        success of a near-duplicate task resolved."""
+        success of a near-duplicate task resolved (one matrix product: failures x successes)."""
         import numpy as np
 
         rows = self.episodes()
-        out = []
-        for i, r in enumerate(rows):
-            if r["result"] == "success":
-                continue
-            vec = r.get("vector")
-            later = [x for x in rows[:i] if x["result"] == "success" and x.get("vector") is not None]
-            if vec is not None and later:
-                sims = np.stack([np.asarray(x["vector"], dtype=np.float32) for x in later]) @ np.asarray(
-                    vec, dtype=np.float32
-                )
-                if float(sims.max()) >= self.threshold:
-                    continue  # resolved since
-            out.append(r)
+        failed = [i for i, r in enumerate(rows) if r["result"] != "success"]
+        won = [i for i, r in enumerate(rows) if r["result"] == "success" and r.get("vector") is not None]
+        resolved: set[int] = set()
+        probe = [i for i in failed if rows[i].get("vector") is not None]
+        if probe and won:
+            sims = np.asarray([rows[i]["vector"] for i in probe], dtype=np.float32) @ np.asarray(
+                [rows[i]["vector"] for i in won], dtype=np.float32
+            ).T
+            later = np.asarray(won)[None, :] < np.asarray(probe)[:, None]  # newest first: a lower index is later
+            hit = ((sims >= self.threshold) & later).any(axis=1)
+            resolved = {i for i, h in zip(probe, hit.tolist()) if h}
+        out = [rows[i] for i in failed if i not in resolved]
         return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
 
     def recent(self) -> list[dict]:
