@@ -179,6 +179,7 @@ class Service:
             self._reply(conn, self.run(request))
             log(f"done {request.get('id')} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "mcp":
+            log(f"mcp {request.get('tool')} {request.get('id')}")
             self._reply(conn, self.mcp(request))
             log(f"mcp {request.get('tool')} answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "hook":
