@@ -207,7 +207,9 @@ def test_a_service_killed_mid_call_retries_the_read_and_reports_the_write(projec
         dying = _dying_service(project_dir)
         died = front.tool("session_store", ok=False, action="delete", namespace="n", key="k")
         assert dying.wait(timeout=60) == -9
-        assert died["error"]["code"] == "service_died" and "whether it took effect is unknown" in died["error"]["message"]
+        assert (
+            died["error"]["code"] == "service_died" and "whether it took effect is unknown" in died["error"]["message"]
+        )
         # the next call meets the dead service's socket, starts a real service and is answered by it
         assert front.tool("session_store", action="load", namespace="n", key="k")["data"] == {"a": 1}
         deadline = time.monotonic() + 30
