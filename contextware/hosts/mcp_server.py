@@ -1,8 +1,9 @@
-"""The MCP server: Contextware's memory as tools for any MCP client (Claude Code, Cursor, Gemini CLI).
+"""The MCP server's tools as the official SDK declares and runs them (``MCPServer``); hosts start the
+standard-library front ``mcp_front``, which answers discovery from ``mcp_declared`` (this module's
+declaration, frozen by running it: ``uv run python -m contextware.hosts.mcp_server``) and has each
+``tools/call`` run by ``call_tool`` here, in the resident service or in its own process.
 
-``scripts/mcp_server.py`` runs ``main``: a stdio server built on the official SDK's ``MCPServer``.
-While it serves, the SDK points fd 1 at stderr, so nothing but protocol reaches stdout; logs go to
-stderr.  Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
+Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
 ``recall.recall``, ``indexer.index_files``, ``run.offload``, ``kvstore.*``,
 ``context.session_context`` in ``mcp_tools``; ``records.list_records|get|update|delete``,
 ``history.history``, ``maintenance.stats`` and ``indexer.crawl`` in ``mcp_memory_tools``): argument
@@ -15,12 +16,12 @@ JSON text (``load_session_context`` sends its markdown briefing as the text by d
 arguments and unknown tools, which the SDK would otherwise report in its own words.
 
 The project is resolved on every call (``CONTEXTWARE_PROJECT_ROOT``, else the git top level of the
-server's working directory, else that directory) and each project is opened once, so the database
+caller's working directory, else that directory) and each project is opened once, so the database
 connection and the embedding model stay warm across calls.  The heavy libraries (lancedb, pyarrow,
-onnxruntime) load on the first tool call, never at start-up: ``initialize`` and ``tools/list`` are
-answered in about half a second.  Calls on one project are serialised (they take milliseconds once
-warm) except ``offload``, which can take minutes and runs alongside.  A storage failure reopens the
-project (tables deleted or rebuilt under a long-lived server) and tries the call once more.
+onnxruntime) load on the first tool call, never when the server is built.  Calls on one project are
+serialised (they take milliseconds once warm) except ``offload``, which can take minutes and runs
+alongside.  A storage failure reopens the project (tables deleted or rebuilt under a long-lived
+process) and tries the call once more.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ caller waits for the warm-up instead of paying for its own.
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
-``contextware.hosts.hooks.run_hook`` for a hook event.  The loop exits after
+``contextware.hosts.hooks.run_hook`` for a hook event, ``contextware.hosts.mcp_server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp_front``.  The loop exits after
 ``service_idle_minutes`` without a request, on ``stop``, on SIGTERM/SIGINT, or when its data dir or
 socket disappears; it removes its socket on the way out.
 """

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
-import selectors
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,14 @@ class Front:
             stderr=subprocess.PIPE,
         )
         self.next_id = 0
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
 
     def write(self, raw: bytes) -> None:
         assert self.proc.stdin is not None
@@ -47,11 +56,10 @@ class Front:
         self.proc.stdin.flush()
 
     def read(self, timeout: float = 120) -> dict:
-        assert self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        assert sel.select(timeout), "the front did not answer in time"
-        line = self.proc.stdout.readline()
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("the front did not answer in time") from None
         assert line, f"the front closed stdout (exit code {self.proc.poll()})"
         return json.loads(line)
 
