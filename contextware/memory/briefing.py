@@ -177,7 +177,9 @@ class _Memory:
 
     def facts(self, kind: str) -> list[dict]:
         return [
-            {"id": r["id"], "text": r["text"]} for r in self._derive("facts", "active", self._facts) if r["kind"] == kind
+            {"id": r["id"], "text": r["text"]}
+            for r in self._derive("facts", "active", self._facts)
+            if r["kind"] == kind
         ]
 
     def _episodes(self) -> list[dict]:
@@ -199,12 +201,13 @@ class _Memory:
         resolved: set[int] = set()
         probe = [i for i in failed if rows[i].get("vector") is not None]
         if probe and won:
-            sims = np.asarray([rows[i]["vector"] for i in probe], dtype=np.float32) @ np.asarray(
-                [rows[i]["vector"] for i in won], dtype=np.float32
-            ).T
+            sims = (
+                np.asarray([rows[i]["vector"] for i in probe], dtype=np.float32)
+                @ np.asarray([rows[i]["vector"] for i in won], dtype=np.float32).T
+            )
             later = np.asarray(won)[None, :] < np.asarray(probe)[:, None]  # newest first: a lower index is later
             hit = ((sims >= self.threshold) & later).any(axis=1)
-            resolved = {i for i, h in zip(probe, hit.tolist()) if h}
+            resolved = {i for i, h in zip(probe, hit.tolist(), strict=True) if h}
         out = [rows[i] for i in failed if i not in resolved]
         return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
 
