@@ -248,12 +248,15 @@ def hook_events(root: Path, env: dict, runs: int) -> dict:
 
 
 def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
-    """A real Gemini CLI turn against the local fake API (medians of ``turns`` turns after the first):
-    without Contextware; with the linked extension exactly as ``install.py gemini`` writes it (hooks
-    and MCP server); with the project install (``install.py gemini --project --python``), and that
-    install cut down to show each part's share: hooks only, MCP server only, and hooks with the SDK
-    MCP server the stdlib front replaced.  Gemini CLI runs SessionStart, BeforeAgent and AfterAgent
-    hooks on each ``-p`` turn and waits for every configured MCP server's discovery before it."""
+    """A real Gemini CLI turn against the local fake API (medians of ``turns`` turns after the first
+    of each setup): without Contextware; with the linked extension exactly as ``install.py gemini``
+    writes it (hooks and MCP server); with the project install (``install.py gemini --project
+    --python``), and that install cut down to show each part's share: hooks only, MCP server only,
+    and hooks with the SDK MCP server the stdlib front replaced.  The setups take turns round-robin
+    (one turn each, then again), so a load that changes during the run weighs on all of them alike;
+    a setup is switched by moving the extension's link and the project's ``.gemini`` folder aside
+    and by rewriting ``.gemini/settings.json``.  Gemini CLI runs the SessionStart, BeforeAgent and
+    AfterAgent hooks on each ``-p`` turn and waits for every configured MCP server's discovery."""
     import tempfile
 
     from tests.fake_gemini_api import FakeGeminiAPI
@@ -272,46 +275,57 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
             env = {**make_gemini_env(home, api.base_url, tmpdir=Path(tmp) / "t"), **ours}
             install_env = {**env, "CONTEXTWARE_GEMINI_BIN": gemini}
             install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
+            link, link_off = home / ".gemini" / "extensions" / "contextware", Path(tmp) / "extension-off"
+            project, project_off = root / ".gemini", Path(tmp) / "project-gemini-off"
 
-            def timed(label: str) -> None:
-                before = _service(root, env, "start").get("requests", 0)
-                samples = []
-                for i in range(turns + 1):
-                    cmd = [gemini, "-m", "gemini-2.5-flash", "-o", "json", "-p", f"Question {i}: which queue?"]
-                    took, proc = _run(cmd, root, env)
-                    assert proc.returncode == 0, proc.stderr[-2000:]
-                    samples.append(took)
-                # the hooks' and tools' requests the service answered: proof the extension was active
-                served = _service(root, env, "status").get("requests", 0) - before - 1
-                results[label] = {**_stats(samples[1:]), "service_requests": served}
-                print(f"gemini turn {label}: {results[label]}", file=sys.stderr)
-
-            def edit_settings(change) -> None:
-                settings = root / ".gemini" / "settings.json"
-                data = json.loads(settings.read_text())
-                change(data)
-                settings.write_text(json.dumps(data, indent=2))
-
-            timed("without")
             _, proc = _run([*install, "gemini"], root, install_env)
             assert json.loads(proc.stdout)["ok"], proc.stdout
+            _, proc = _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
+            assert json.loads(proc.stdout)["ok"], proc.stdout
+            installed = json.loads((project / "settings.json").read_text())
+            sdk = {**installed["mcpServers"]["contextware"], "args": ["-c", SDK_SERVER]}
+            project_settings = {  # None: no project install at all
+                "without": None,
+                "extension as installed (hooks + MCP)": None,
+                "project install (hooks + MCP)": installed,
+                "hooks only": {k: v for k, v in installed.items() if k != "mcpServers"},
+                "MCP server only": {**installed, "hooks": {}},
+                "hooks + SDK MCP server (before)": {**installed, "mcpServers": {"contextware": sdk}},
+            }
+
+            def switch(label: str) -> None:
+                want_link = label.startswith("extension")
+                if want_link != link.exists():
+                    os.replace(*((link_off, link) if want_link else (link, link_off)))
+                settings = project_settings[label]
+                if (settings is not None) != project.exists():
+                    os.replace(*((project_off, project) if settings is not None else (project, project_off)))
+                if settings is not None:
+                    (project / "settings.json").write_text(json.dumps(settings, indent=2))
+
+            samples: dict[str, list[float]] = {label: [] for label in project_settings}
+            served = dict.fromkeys(project_settings, 0)
             try:
-                timed("extension as installed (hooks + MCP)")
+                _service(root, env, "start")
+                for i in range(turns + 1):
+                    for label in project_settings:
+                        switch(label)
+                        before = _service(root, env, "status").get("requests", 0)
+                        cmd = [gemini, "-m", "gemini-2.5-flash", "-o", "json", "-p", f"Question {i}: which queue?"]
+                        took, proc = _run(cmd, root, env)
+                        assert proc.returncode == 0, (label, proc.stderr[-2000:])
+                        if i:
+                            samples[label].append(took)
+                        # requests the service answered for this turn: proof the setup's hooks ran
+                        served[label] += _service(root, env, "status").get("requests", 0) - before - 1
+                    print(f"gemini turns: round {i} done", file=sys.stderr)
             finally:
-                _run([*install, "uninstall"], root, install_env)
-            _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
-            try:
-                timed("project install (hooks + MCP)")
-                saved = json.loads((root / ".gemini" / "settings.json").read_text())
-                edit_settings(lambda d: d.pop("mcpServers"))
-                timed("hooks only")
-                edit_settings(lambda d: d.update(mcpServers=saved["mcpServers"], hooks={}))
-                timed("MCP server only")
-                sdk = {**saved["mcpServers"]["contextware"], "args": ["-c", SDK_SERVER]}
-                edit_settings(lambda d: d.update(mcpServers={"contextware": sdk}, hooks=saved["hooks"]))
-                timed("hooks + SDK MCP server (before)")
-            finally:
+                switch("project install (hooks + MCP)")
                 _run([*install, "uninstall", "--project"], root, env)
+                switch("extension as installed (hooks + MCP)")
+                _run([*install, "uninstall"], root, install_env)
+            for label, taken in samples.items():
+                results[label] = {**_stats(taken), "service_requests": served[label]}
             results["hook_events_ms (warm service)"] = hook_events(root, {**env, **ours}, turns)
             results["mcp_discovery_ms"] = mcp_discovery(root, env, turns)
             _service(root, env, "stop")
