@@ -228,3 +228,26 @@ def test_a_service_killed_mid_call_retries_the_read_and_reports_the_write(projec
     finally:
         front.kill()
     assert code == 0 and "Traceback" not in err
+
+
+def test_the_real_gemini_cli_connects_to_the_installed_front(project_dir, gemini_bin, gemini_cli_env):
+    """Gemini CLI runs the MCP discovery (initialize, tools/list, ...) against the server entry the
+    project install writes, and reports it connected."""
+    home = Path(gemini_cli_env["HOME"])
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project_dir): "TRUST_FOLDER"}))
+    env = {**gemini_cli_env, "CONTEXTWARE_HOME": os.environ["CONTEXTWARE_HOME"]}
+    installed = subprocess.run(
+        [sys.executable, str(SCRIPTS / "install.py"), "gemini", "--project", "--python", sys.executable],
+        cwd=project_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(installed.stdout)["ok"], installed.stdout + installed.stderr
+    listed = subprocess.run(
+        [gemini_bin, "mcp", "list"], cwd=project_dir, env=env, capture_output=True, text=True, timeout=180
+    )
+    output = listed.stdout + listed.stderr  # the listing goes to either, depending on the CLI's output mode
+    line = next((ln for ln in output.splitlines() if "contextware:" in ln), "")
+    assert "mcp_server.py" in line and line.endswith("Connected"), output
