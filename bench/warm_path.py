@@ -18,7 +18,9 @@ each with a warm service (``CONTEXTWARE_SERVICE=auto``, started beforehand) and 
 is the first call with no service running (it starts one and leaves it warm).  ``--aborts N`` also
 runs N fast-failing calls (bad input, in-process) and counts exits with code 134 (SIGABRT);
 ``--gemini-turns N`` times real Gemini CLI turns (``CONTEXTWARE_TEST_GEMINI_BIN``, against the local
-fake API of the tests) without and with the hooks installed in the project.
+fake API of the tests) without Contextware, with the extension as installed, and broken down (hooks
+only, MCP server only, the SDK MCP server of before), plus each hook event and the MCP server's
+discovery (``initialize`` + ``tools/list``) on their own.
 Prints medians and p95 in milliseconds as one JSON document.
 """
 
@@ -185,9 +187,76 @@ def _service(root: Path, env: dict, action: str) -> dict:
     return json.loads(proc.stdout)
 
 
+SDK_SERVER = "from contextware.hosts.mcp_server import build_server; build_server().run('stdio')"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+}
+
+
+def mcp_discovery(root: Path, env: dict, runs: int) -> dict:
+    """``initialize`` + ``tools/list`` as a host's discovery does it, from process start to the list:
+    the stdlib front as installed, and the SDK server it replaced."""
+    out = {}
+    for label, cmd in (
+        ("front (scripts/mcp_server.py)", [str(VENV_PY), str(REPO / "scripts" / "mcp_server.py")]),
+        ("SDK server (before)", [str(VENV_PY), "-c", SDK_SERVER]),
+    ):
+        samples = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write((json.dumps(INIT) + "\n").encode())
+            proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            proc.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+            proc.stdin.flush()
+            proc.stdout.readline()
+            assert json.loads(proc.stdout.readline())["result"]["tools"]
+            samples.append(time.perf_counter() - t)
+            proc.stdin.close()
+            proc.wait(timeout=60)
+        out[label] = _stats(samples)
+    return out
+
+
+def hook_events(root: Path, env: dict, runs: int) -> dict:
+    """Each hook event Gemini CLI runs on a ``gemini -p`` turn, as installed, with a warm service."""
+    base = {"session_id": "bench", "transcript_path": "", "cwd": str(root), "timestamp": "2026-01-01T00:00:00Z"}
+    events = {
+        "SessionStart": {**base, "hook_event_name": "SessionStart", "source": "startup"},
+        "BeforeAgent": {**base, "hook_event_name": "BeforeAgent", "prompt": "which queue does billing use?"},
+        "AfterAgent": {
+            **base,
+            "hook_event_name": "AfterAgent",
+            "prompt": "which queue does billing use?",
+            "prompt_response": "Billing uses kafka.",
+        },
+    }
+    _service(root, env, "start")
+    out = {}
+    for event, payload in events.items():
+        samples = []
+        for _ in range(runs + 1):
+            took, proc = _run([str(VENV_PY), str(REPO / "scripts" / "hook.py")], root, env, json.dumps(payload))
+            assert proc.returncode == 0, proc.stderr
+            samples.append(took)
+        out[event] = _stats(samples[1:])
+    return out
+
+
 def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
-    """A real Gemini CLI turn against the local fake API, without and with the extension's hooks
-    installed in the project (medians of ``turns`` turns after the first)."""
+    """A real Gemini CLI turn against the local fake API (medians of ``turns`` turns after the first
+    of each setup): without Contextware; with the linked extension exactly as ``install.py gemini``
+    writes it (hooks and MCP server); with the project install (``install.py gemini --project
+    --python``), and that install cut down to show each part's share: hooks only, MCP server only,
+    and hooks with the SDK MCP server the stdlib front replaced.  The setups take turns round-robin
+    (one turn each, then again), so a load that changes during the run weighs on all of them alike;
+    a setup is switched by moving the extension's link and the project's ``.gemini`` folder aside
+    and by rewriting ``.gemini/settings.json``.  Gemini CLI runs the SessionStart, BeforeAgent and
+    AfterAgent hooks on each ``-p`` turn and waits for every configured MCP server's discovery."""
     import tempfile
 
     from tests.fake_gemini_api import FakeGeminiAPI
@@ -197,52 +266,78 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
     if not gemini:
         return {"skipped": "no Gemini CLI (set CONTEXTWARE_TEST_GEMINI_BIN)"}
     api = FakeGeminiAPI().start()
+    results: dict = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             home = write_gemini_home(Path(tmp) / "home")
             (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
             ours = {k: v for k, v in base_env.items() if k.startswith("CONTEXTWARE_")}
             env = {**make_gemini_env(home, api.base_url, tmpdir=Path(tmp) / "t"), **ours}
-
-            def timed() -> dict:
-                samples = []
-                for i in range(turns + 1):
-                    cmd = [
-                        gemini,
-                        "-m",
-                        "gemini-2.5-flash",
-                        "-o",
-                        "json",
-                        "-p",
-                        f"Question {i}: which queue does billing use?",
-                    ]
-                    took, proc = _run(cmd, root, env)
-                    assert proc.returncode == 0, proc.stderr[-2000:]
-                    samples.append(took)
-                return _stats(samples[1:])
-
+            install_env = {**env, "CONTEXTWARE_GEMINI_BIN": gemini}
             install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
-            without = timed()
-            _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
+            link, link_off = home / ".gemini" / "extensions" / "contextware", Path(tmp) / "extension-off"
+            project, project_off = root / ".gemini", Path(tmp) / "project-gemini-off"
+
+            _, proc = _run([*install, "gemini"], root, install_env)
+            assert json.loads(proc.stdout)["ok"], proc.stdout
+            _, proc = _run([*install, "gemini", "--project", "--python", str(VENV_PY)], root, env)
+            assert json.loads(proc.stdout)["ok"], proc.stdout
+            installed = json.loads((project / "settings.json").read_text())
+            sdk = {**installed["mcpServers"]["contextware"], "args": ["-c", SDK_SERVER]}
+            project_settings = {  # None: no project install at all
+                "without": None,
+                "extension as installed (hooks + MCP)": None,
+                "project install (hooks + MCP)": installed,
+                "hooks only": {k: v for k, v in installed.items() if k != "mcpServers"},
+                "MCP server only": {**installed, "hooks": {}},
+                "hooks + SDK MCP server (before)": {**installed, "mcpServers": {"contextware": sdk}},
+            }
+
+            def switch(label: str) -> None:
+                want_link = label.startswith("extension")
+                if want_link != link.exists():
+                    os.replace(*((link_off, link) if want_link else (link, link_off)))
+                settings = project_settings[label]
+                if (settings is not None) != project.exists():
+                    os.replace(*((project_off, project) if settings is not None else (project, project_off)))
+                if settings is not None:
+                    (project / "settings.json").write_text(json.dumps(settings, indent=2))
+
+            samples: dict[str, list[float]] = {label: [] for label in project_settings}
+            served = dict.fromkeys(project_settings, 0)
             try:
-                with_extension = timed()
-                settings = root / ".gemini" / "settings.json"
-                data = json.loads(settings.read_text())
-                data.pop("mcpServers", None)  # the hooks alone: the CLI also starts MCP servers every turn
-                settings.write_text(json.dumps(data, indent=2))
-                hooks_only = timed()
+                _service(root, env, "start")
+                for i in range(turns + 1):
+                    for label in project_settings:
+                        switch(label)
+                        before = _service(root, env, "status").get("requests", 0)
+                        cmd = [gemini, "-m", "gemini-2.5-flash", "-o", "json", "-p", f"Question {i}: which queue?"]
+                        took, proc = _run(cmd, root, env)
+                        assert proc.returncode == 0, (label, proc.stderr[-2000:])
+                        if i:
+                            samples[label].append(took)
+                        # requests the service answered for this turn: proof the setup's hooks ran
+                        served[label] += _service(root, env, "status").get("requests", 0) - before - 1
+                    print(f"gemini turns: round {i} done", file=sys.stderr)
             finally:
+                switch("project install (hooks + MCP)")
                 _run([*install, "uninstall", "--project"], root, env)
-                _service(root, env, "stop")
+                switch("extension as installed (hooks + MCP)")
+                _run([*install, "uninstall"], root, install_env)
+            for label, taken in samples.items():
+                results[label] = {**_stats(taken), "service_requests": served[label]}
+            results["hook_events_ms (warm service)"] = hook_events(root, {**env, **ours}, turns)
+            results["mcp_discovery_ms"] = mcp_discovery(root, env, turns)
+            _service(root, env, "stop")
     finally:
         api.stop()
-    return {
-        "without": without,
-        "with extension (hooks + MCP server)": with_extension,
-        "with the hooks only": hooks_only,
-        "added_p50": with_extension["p50"] - without["p50"],
-        "added_p50_hooks_only": hooks_only["p50"] - without["p50"],
+    p50 = results["without"]["p50"]
+    results["added_p50"] = {
+        label: stats["p50"] - p50
+        for label, stats in results.items()
+        if label != "without" and isinstance(stats, dict) and "p50" in stats
     }
+    return results
 
 
 def main() -> None:
@@ -251,7 +346,7 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=6, help="runs of each path without a service")
     parser.add_argument("--aborts", type=int, default=0, help="fast-failing runs to count SIGABRT exits in")
     parser.add_argument(
-        "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with hooks"
+        "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with the extension"
     )
     args = parser.parse_args()
     root = cache_root() / "project"

@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     if argv[0] == "hook":  # what installed hooks and MCP configs run (no path of this machine in them)
         run_hook()
     if argv[0] == "mcp":  # a long-lived stdio server, not a one-shot command
-        from contextware.hosts.mcp_server import main as mcp_main
+        from contextware.hosts.mcp_front import main as mcp_main
 
         mcp_main(argv[1:])
         raise SystemExit(0)

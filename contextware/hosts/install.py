@@ -12,8 +12,8 @@
   wrote and nobody changed since gets its original bytes back.
 
 A project's files are committed, so they call ``contextware hook`` / ``contextware mcp`` from PATH;
-user-level files run ``uv run --no-sync --project <skill_dir> <skill_dir>/scripts/...`` after one
-``uv sync``, or with ``--python PATH`` (or ``CONTEXTWARE_HOOK_PYTHON``), or when uv is missing,
+user-level files run ``<skill_dir>/.venv/bin/python <skill_dir>/scripts/...`` (hooks and the MCP
+server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one ``uv sync``, or with ``--python PATH`` (or ``CONTEXTWARE_HOOK_PYTHON``), or when uv is missing,
 ``PYTHON <skill_dir>/scripts/...``.  Running the same install twice changes nothing.
 """
 

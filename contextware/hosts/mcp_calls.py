@@ -90,10 +90,15 @@ def error_result(error: dict) -> CallToolResult:
 
 
 def _forget(project: Any) -> None:
+    """Drop the project's connection, here and in ``Project.open``'s cache (kept by the resident
+    service, which runs these calls too)."""
+    from contextware.storage.project import forget_open_projects
+
     with _registry_lock:
         for key, cached in list(_projects.items()):
             if cached is project:
                 del _projects[key]
+    forget_open_projects()
 
 
 def call(

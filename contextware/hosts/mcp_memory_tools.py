@@ -12,7 +12,7 @@ from pydantic import Field
 
 from contextware.codeindex.indexer import SUMMARIZERS
 from contextware.hosts.mcp_calls import call, under_root
-from contextware.hosts.mcp_tools import _flag, _int, _opt_choice, _opt_int, _strings, _text
+from contextware.hosts.mcp_tools import READS, _flag, _int, _opt_choice, _opt_int, _strings, _text, writes
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
 from contextware.storage.schemas import MEMORY_TABLES
 from contextware.text import split_list
@@ -127,28 +127,23 @@ def crawl_project(
     return call(work, embeds=True)
 
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
-    "list_memories": (list_memories, "List memories", _READ),
-    "get_memory": (get_memory, "Show one memory", _READ),
+    "list_memories": (list_memories, "List memories", READS),
+    "get_memory": (get_memory, "Show one memory", READS),
     "update_memory": (
         update_memory,
         "Fix a memory",
         # Overwrites the old values (not kept); the same change twice has no further effect.
-        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        writes(destructive=True, idempotent=True),
     ),
-    "delete_memory": (
-        delete_memory,
-        "Delete a memory",
-        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
-    ),
-    "memory_history": (memory_history, "History of a memory", _READ),
-    "memory_stats": (memory_stats, "Memory statistics", _READ),
+    "delete_memory": (delete_memory, "Delete a memory", writes(destructive=True, idempotent=True)),
+    "memory_history": (memory_history, "History of a memory", READS),
+    "memory_stats": (memory_stats, "Memory statistics", READS),
     "crawl_project": (
         crawl_project,
         "Index the project's source files",
         # Rows of deleted files are dropped from the index (it mirrors the files; nothing of the user's
         # is lost); the auto summariser may call Gemini's API, outside this machine.
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True),
+        writes(destructive=False, idempotent=True, open_world=True),
     ),
 }

@@ -1,8 +1,9 @@
-"""The MCP server: Contextware's memory as tools for any MCP client (Claude Code, Cursor, Gemini CLI).
+"""The MCP server's tools as the official SDK declares and runs them (``MCPServer``); hosts start the
+standard-library front ``mcp_front``, which answers discovery from ``mcp_declared`` (this module's
+declaration, frozen by running it: ``uv run python -m contextware.hosts.mcp_server``) and has each
+``tools/call`` run by ``call_tool`` here, in the resident service or in its own process.
 
-``scripts/mcp_server.py`` runs ``main``: a stdio server built on the official SDK's ``MCPServer``.
-While it serves, the SDK points fd 1 at stderr, so nothing but protocol reaches stdout; logs go to
-stderr.  Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
+Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
 ``recall.recall``, ``indexer.index_files``, ``run.offload``, ``kvstore.*``,
 ``context.session_context`` in ``mcp_tools``; ``records.list_records|get|update|delete``,
 ``history.history``, ``maintenance.stats`` and ``indexer.crawl`` in ``mcp_memory_tools``): argument
@@ -15,18 +16,20 @@ JSON text (``load_session_context`` sends its markdown briefing as the text by d
 arguments and unknown tools, which the SDK would otherwise report in its own words.
 
 The project is resolved on every call (``CONTEXTWARE_PROJECT_ROOT``, else the git top level of the
-server's working directory, else that directory) and each project is opened once, so the database
+caller's working directory, else that directory) and each project is opened once, so the database
 connection and the embedding model stay warm across calls.  The heavy libraries (lancedb, pyarrow,
-onnxruntime) load on the first tool call, never at start-up: ``initialize`` and ``tools/list`` are
-answered in about half a second.  Calls on one project are serialised (they take milliseconds once
-warm) except ``offload``, which can take minutes and runs alongside.  A storage failure reopens the
-project (tables deleted or rebuilt under a long-lived server) and tries the call once more.
+onnxruntime) load on the first tool call, never when the server is built.  Calls on one project are
+serialised (they take milliseconds once warm) except ``offload``, which can take minutes and runs
+alongside.  A storage failure reopens the project (tables deleted or rebuilt under a long-lived
+process) and tries the call once more.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
+import json
+import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -39,6 +42,7 @@ from contextware.hosts import mcp_memory_tools, mcp_tools
 from contextware.hosts.mcp_calls import error_result
 
 TOOLS = {**mcp_tools.TOOLS, **mcp_memory_tools.TOOLS}
+log = logging.getLogger("contextware.mcp")
 
 SERVER_NAME = "contextware"
 INSTRUCTIONS = """Persistent memory of this project (facts, episodes, logs, a code index, Gemini offloads).
@@ -115,44 +119,6 @@ class ContextwareMCPServer(MCPServer):
                 return error_result(_argument_error(name, exc.__cause__))
             raise
 
-    async def run_stdio_async(self) -> None:
-        """``MCPServer``'s stdio loop, except that a line that is not JSON-RPC gets the JSON-RPC 2.0
-        answer (-32700 Parse error for text that is not JSON, -32600 Invalid Request for JSON that is
-        not a message) instead of silence: the SDK (mcp 2.3) passes the failure on and answers nothing."""
-        import anyio
-        from mcp.server.stdio import stdio_server
-
-        async with stdio_server() as (read_stream, write_stream):
-            send, receive = anyio.create_memory_object_stream[Any](0)
-
-            async def pump() -> None:
-                async with send:
-                    async for item in read_stream:
-                        if isinstance(item, ValidationError):
-                            await write_stream.send(_parse_error_reply(item))
-                        else:
-                            await send.send(item)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump)
-                await self._lowlevel_server.run(
-                    receive, write_stream, self._lowlevel_server.create_initialization_options()
-                )
-                tg.cancel_scope.cancel()
-
-
-def _parse_error_reply(exc: ValidationError) -> Any:
-    from mcp.shared.message import SessionMessage
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-
-    not_json = any(e.get("type") == "json_invalid" for e in exc.errors())
-    error = (
-        ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON.")
-        if not_json
-        else ErrorData(code=INVALID_REQUEST, message="Invalid Request: the JSON is not a JSON-RPC 2.0 message.")
-    )
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
-
 
 def build_server() -> ContextwareMCPServer:
     return ContextwareMCPServer(
@@ -165,34 +131,81 @@ def build_server() -> ContextwareMCPServer:
     )
 
 
-USAGE = """usage: mcp_server.py [--help] [--version]   (also: contextware mcp)
-
-Contextware's MCP server over stdio for Claude Code, Cursor, Gemini CLI or any MCP client: tools
-save_fact, recall, list_memories, get_memory, update_memory, delete_memory, memory_history,
-memory_stats, index_file, crawl_project, offload, session_store and load_session_context.
-The client starts it:
-
-  uv run --project <skill_dir> <skill_dir>/scripts/mcp_server.py
-  contextware mcp                      (once installed with `uv tool install`)
-
-The project is CONTEXTWARE_PROJECT_ROOT, else the git top level of the working directory, else the
-working directory. stdout carries only the protocol; logs go to stderr.
-"""
+_server: ContextwareMCPServer | None = None
+_server_lock = threading.Lock()
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``scripts/mcp_server.py``: serve until the client closes stdin."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
-        raise SystemExit(0)
-    if args and args[0] == "--version":
-        sys.stdout.write(f"contextware-mcp {__version__}\n")
-        raise SystemExit(0)
-    if args:
-        sys.stderr.write(f"mcp_server.py: unknown argument {args[0]!r}; it takes none (see --help).\n")
-        raise SystemExit(2)
+def server() -> ContextwareMCPServer:
+    """The process's one server object (built on first use: ~0.3 s of SDK and pydantic)."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = build_server()
+        return _server
+
+
+def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One ``tools/call`` answered as the SDK's stdio server answers it: the ``CallToolResult`` as it
+    goes on the wire.  What the SDK would turn into an error result (an exception that escaped a
+    tool's own envelope) becomes one here too, its text the exception's, and is logged on stderr."""
+    import anyio
+    from mcp.types import CallToolResult, TextContent
+
     try:
-        build_server().run("stdio")
-    except KeyboardInterrupt:
-        pass
+        result = anyio.run(server().call_tool, name, arguments)
+    except Exception as exc:  # the SDK answers every failure of a call with an error result
+        log.exception("Tool %r raised an unexpected exception", name)
+        result = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def declared() -> dict[str, Any]:
+    """What the SDK server declares to a client, as its own runner answers ``initialize`` and
+    ``tools/list`` (an in-memory session in the handshake mode every host speaks), plus the protocol
+    versions it accepts.  ``mcp_declared`` is this, frozen for the standard-library front."""
+    import anyio
+    from mcp import Client
+    from mcp.server.runner import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    def dump(model: Any) -> Any:
+        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def ask() -> dict[str, Any]:
+        async with Client(build_server(), mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            return {
+                "protocolVersions": list(HANDSHAKE_PROTOCOL_VERSIONS),
+                "latestProtocolVersion": LATEST_HANDSHAKE_VERSION,
+                "serverInfo": dump(client.server_info),
+                "capabilities": dump(client.server_capabilities),
+                "instructions": client.instructions,
+                "tools": [dump(tool) for tool in tools],
+            }
+
+    return anyio.run(ask)
+
+
+DECLARED_MODULE = Path(__file__).with_name("mcp_declared.py")
+
+
+def frozen_text() -> str:
+    """The text of ``mcp_declared.py`` for what the SDK server declares now."""
+    data = declared()
+    # one line per top-level entry and per tool: short, and a change to a tool shows as that tool's line
+    lines = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items() if k != "tools"]
+    tools = ",\n".join(f"  {json.dumps(tool, ensure_ascii=False)}" for tool in data["tools"])
+    body = "{\n" + ",\n".join([*lines, f'"tools": [\n{tools}\n]']) + "\n}"
+    return (
+        '"""Generated by `uv run python -m contextware.hosts.mcp_server`: do not edit.\n\n'
+        "What the SDK-based server (``mcp_server``) declares, frozen so that the standard-library front\n"
+        "(``mcp_front``) answers ``initialize`` and ``tools/list`` without importing the SDK.\n"
+        "tests/unit/test_mcp_declared.py fails when this differs from the SDK server's declaration.\n"
+        '"""\n\n'
+        "import json\n\n"
+        f'DECLARED = json.loads(\n    r"""{body}"""\n)\n'
+    )
+
+
+if __name__ == "__main__":
+    DECLARED_MODULE.write_text(frozen_text(), encoding="utf-8")
+    print(f"wrote {DECLARED_MODULE}")

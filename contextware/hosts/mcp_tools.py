@@ -58,6 +58,17 @@ def _flag(description: str) -> Any:
     return Annotated[bool, Field(description=description)]
 
 
+# -- annotations: what a tool does to the world, as clients show and weigh it -------------------------
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def writes(*, destructive: bool, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
+    """A tool that changes memory; ``open_world``: it may call Gemini's API, outside this machine."""
+    return ToolAnnotations(
+        read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=open_world
+    )
+
+
 class _Missing:
     """``data`` was not given (JSON ``null`` is a value the store keeps)."""
 
@@ -331,31 +342,19 @@ def load_session_context(
 
 
 TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
-    "save_fact": (
-        save_fact,
-        "Save to project memory",
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
-    ),
-    "recall": (recall, "Search project memory", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+    "save_fact": (save_fact, "Save to project memory", writes(destructive=False, idempotent=True)),
+    "recall": (recall, "Search project memory", READS),
     "index_file": (
         index_file,
         "Re-index source files",
         # open world: the auto summariser may call Gemini's API
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True),
+        writes(destructive=False, idempotent=True, open_world=True),
     ),
     "offload": (
         offload,
         "Offload research to Gemini",
-        ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True),
+        writes(destructive=False, idempotent=False, open_world=True),
     ),
-    "session_store": (
-        session_store,
-        "Session store (JSON values)",
-        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False),
-    ),
-    "load_session_context": (
-        load_session_context,
-        "Brief this session",
-        ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    ),
+    "session_store": (session_store, "Session store (JSON values)", writes(destructive=True, idempotent=False)),
+    "load_session_context": (load_session_context, "Brief this session", READS),
 }

@@ -84,13 +84,16 @@ class Runner:
     def command(self, script: str, *args: str) -> str:
         return shlex.join(self.argv(script, *args))
 
-    def hook_command(self, script: str, *args: str) -> str:
-        """Hooks start on every turn: the environment's Python runs the script directly (``uv run``
-        would add its own resolution to each start); the script imports only the standard library
-        before it asks the resident service."""
+    def direct_argv(self, script: str, *args: str) -> list[str]:
+        """Hooks and the MCP server start on every turn (Gemini CLI starts the server before each
+        headless one): the environment's Python runs the script directly (``uv run`` would add its
+        own resolution to each start); both import only the standard library on their warm path."""
         if self.kind == "uv":
-            return shlex.join([str(environment_python()), f"{skill_dir()}/scripts/{script}", *args])
-        return self.command(script, *args)
+            return [str(environment_python()), f"{skill_dir()}/scripts/{script}", *args]
+        return self.argv(script, *args)
+
+    def hook_command(self, script: str, *args: str) -> str:
+        return shlex.join(self.direct_argv(script, *args))
 
     @property
     def portable(self) -> bool:
@@ -192,7 +195,7 @@ def sync_environment(runner: Runner) -> None:
 
 
 def mcp_server(runner: Runner) -> dict:
-    argv = runner.argv("mcp_server.py")
+    argv = runner.direct_argv("mcp_server.py")
     return {"command": argv[0], "args": argv[1:]}
 
 

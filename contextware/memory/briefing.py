@@ -135,62 +135,88 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
     return [r for i, r in enumerate(rows) if i not in dropped]
 
 
+# What a long-lived process (the resident service) computed from a table at one version: the
+# briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
+# cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
+_derived: dict[tuple[str, str], tuple[tuple[int, float], list[dict]]] = {}
+
+
 class _Memory:
     """Active facts and episodes, read once per briefing and collapsed to their newest members."""
 
     def __init__(self, project: "Project") -> None:
         self.project = project
-        self._facts: list[dict] | None = None
-        self._episodes: list[dict] | None = None
         self.threshold = float(project.config["similar_threshold"])
+        self._episode_rows: list[dict] | None = None
+
+    def _derive(self, table: str, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
+        """``compute()``, or what it gave before for the same table version and threshold."""
+        try:
+            tbl = self.project.db.open_table(table)
+            stamp = (int(tbl.version), self.threshold) if tbl is not None else None
+        except Exception:  # noqa: BLE001 - no version, no reuse: computed afresh (errors surface there)
+            stamp = None
+        slot = (str(self.project.data_dir), f"{table}:{what}")
+        cached = _derived.get(slot)
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return [dict(r) for r in cached[1]]  # callers may change what they get: never the kept rows
+        value = compute()
+        if stamp is not None:
+            _derived[slot] = (stamp, [dict(r) for r in value])
+        return value
+
+    def _facts(self) -> list[dict]:
+        rows = _rows(
+            self.project,
+            "facts",
+            ["id", "text", "kind", "created_at", "vector"],
+            "status IS NULL OR status = 'active'",
+        )
+        collapsed = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
+        return [{"id": r["id"], "text": r["text"], "kind": r["kind"]} for r in collapsed]
 
     def facts(self, kind: str) -> list[dict]:
-        if self._facts is None:
-            rows = _rows(
-                self.project,
-                "facts",
-                ["id", "text", "kind", "created_at", "vector"],
-                "status IS NULL OR status = 'active'",
-            )
-            self._facts = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
-        out = []
-        for r in self._facts:
-            if r["kind"] == kind:
-                out.append({"id": r["id"], "text": r["text"]})
-        return out
+        return [
+            {"id": r["id"], "text": r["text"]}
+            for r in self._derive("facts", "active", self._facts)
+            if r["kind"] == kind
+        ]
 
-    def episodes(self) -> list[dict]:
-        if self._episodes is None:
-            rows = _rows(
-                self.project, "episodes", ["id", "goal", "result", "summary", "category", "created_at", "vector"]
-            )
-            self._episodes = _newest_first(rows)
-        return self._episodes
+    def _episodes(self) -> list[dict]:
+        if self._episode_rows is None:
+            columns = ["id", "goal", "result", "summary", "category", "created_at", "vector"]
+            self._episode_rows = _newest_first(_rows(self.project, "episodes", columns))
+        return self._episode_rows
 
     def open_failures(self) -> list[dict]:
+        return self._derive("episodes", "open_failures", lambda: self._open_failures(self._episodes()))
+
+    def _open_failures(self, rows: list[dict]) -> list[dict]:
         """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
-        success of a near-duplicate task resolved."""
+        success of a near-duplicate task resolved (one matrix product: failures x successes)."""
         import numpy as np
 
-        rows = self.episodes()
-        out = []
-        for i, r in enumerate(rows):
-            if r["result"] == "success":
-                continue
-            vec = r.get("vector")
-            later = [x for x in rows[:i] if x["result"] == "success" and x.get("vector") is not None]
-            if vec is not None and later:
-                sims = np.stack([np.asarray(x["vector"], dtype=np.float32) for x in later]) @ np.asarray(
-                    vec, dtype=np.float32
-                )
-                if float(sims.max()) >= self.threshold:
-                    continue  # resolved since
-            out.append(r)
+        failed = [i for i, r in enumerate(rows) if r["result"] != "success"]
+        won = [i for i, r in enumerate(rows) if r["result"] == "success" and r.get("vector") is not None]
+        resolved: set[int] = set()
+        probe = [i for i in failed if rows[i].get("vector") is not None]
+        if probe and won:
+            sims = (
+                np.asarray([rows[i]["vector"] for i in probe], dtype=np.float32)
+                @ np.asarray([rows[i]["vector"] for i in won], dtype=np.float32).T
+            )
+            later = np.asarray(won)[None, :] < np.asarray(probe)[:, None]  # newest first: a lower index is later
+            hit = ((sims >= self.threshold) & later).any(axis=1)
+            resolved = {i for i, h in zip(probe, hit.tolist(), strict=True) if h}
+        out = [rows[i] for i in failed if i not in resolved]
         return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
 
     def recent(self) -> list[dict]:
-        done = [r for r in self.episodes() if r["result"] == "success"]
-        return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
+        def compute() -> list[dict]:
+            done = [r for r in self._episodes() if r["result"] == "success"]
+            return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
+
+        return self._derive("episodes", "recent", compute)
 
 
 def _episode(r: dict, text_key: str) -> dict:

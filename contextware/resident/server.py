@@ -7,7 +7,7 @@ caller waits for the warm-up instead of paying for its own.
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
-``contextware.hosts.hooks.run_hook`` for a hook event.  The loop exits after
+``contextware.hosts.hooks.run_hook`` for a hook event, ``contextware.hosts.mcp_server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp_front``.  The loop exits after
 ``service_idle_minutes`` without a request, on ``stop``, on SIGTERM/SIGINT, or when its data dir or
 socket disappears; it removes its socket on the way out.
 """
@@ -32,7 +32,7 @@ from contextware.service.protocol import Endpoint, ProtocolError, check_folder, 
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
-VERSIONED_OPS = {"run", "hook", "drain"}
+VERSIONED_OPS = {"run", "hook", "drain", "mcp"}
 
 
 def log(message: str) -> None:
@@ -178,6 +178,10 @@ class Service:
             log(f"run {request.get('command')} {request.get('id')}")
             self._reply(conn, self.run(request))
             log(f"done {request.get('id')} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+        elif op == "mcp":
+            log(f"mcp {request.get('tool')} {request.get('id')}")
+            self._reply(conn, self.mcp(request))
+            log(f"mcp {request.get('tool')} answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "hook":
             self._reply(conn, self.hook(request))
             log(f"hook answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
@@ -230,6 +234,16 @@ class Service:
         with caller_context(request.get("cwd"), request.get("env") or {}):
             out = run_hook(str(request.get("stdin") or ""))
         return {"ok": True, "stdout": out}
+
+    def mcp(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One MCP ``tools/call`` forwarded by the stdio front (``hosts.mcp_front``)."""
+        from contextware.hosts.mcp_server import call_tool
+
+        tool, arguments = request.get("tool"), request.get("arguments")
+        if not isinstance(tool, str) or not isinstance(arguments, dict):
+            return {"ok": False, "error": {"code": "bad_request", "message": "Malformed mcp request."}}
+        with caller_context(request.get("cwd"), request.get("env") or {}):
+            return {"ok": True, "result": call_tool(tool, arguments)}
 
     @staticmethod
     def _forget_on_storage_error(stdout: str) -> None:

@@ -70,7 +70,8 @@ def _runner(kind: str, tmp_path: Path) -> tuple[list[str], dict[str, str], str, 
 
 
 def _hook_argv(kind: str, argv: list[str]) -> list[str]:
-    """Hooks never start through ``uv run``: the uv runner's hooks run the skill environment's Python."""
+    """Hooks and the MCP server never start through ``uv run``: the uv runner's run the skill
+    environment's Python."""
     return [str(REPO / ".venv" / "bin" / "python")] if kind == "uv" else argv
 
 
@@ -219,8 +220,13 @@ def test_user_reinstall_with_another_runner_rewrites_the_extension_and_uninstall
     assert sorted(hooks) == sorted(EVENTS)
     assert all(len(defs) == 1 and [h["command"] for h in defs[0]["hooks"]] == [hook_command] for defs in hooks.values())
     manifest = json.loads((ext / "gemini-extension.json").read_text())
+    mcp_argv = _hook_argv("uv", argv2)  # the MCP server starts like the hooks: no `uv run` on every turn
     assert manifest["mcpServers"] == {
-        "contextware": {"command": argv2[0], "args": [*argv2[1:], str(SCRIPTS / "mcp_server.py")], "timeout": 900_000}
+        "contextware": {
+            "command": mcp_argv[0],
+            "args": [*mcp_argv[1:], str(SCRIPTS / "mcp_server.py")],
+            "timeout": 900_000,
+        }
     }
     context = (ext / "CONTEXTWARE.md").read_text()
     assert f"uv run --project {REPO}" in context and sys.executable not in context

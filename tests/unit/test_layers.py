@@ -19,7 +19,7 @@ SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
 
 # Scripts go through contextware.cli, except the long-lived MCP server and the hook, whose process start
 # is paid on every turn (its entry imports only what its warm path needs).
-FRONT_END = {"mcp_server": "contextware.hosts.mcp_server", "hook": "contextware.hosts.hook_entry"}
+FRONT_END = {"mcp_server": "contextware.hosts.mcp_front", "hook": "contextware.hosts.hook_entry"}
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)

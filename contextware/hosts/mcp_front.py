@@ -1,0 +1,257 @@
+"""The MCP server's stdio front (``scripts/mcp_server.py``, ``contextware mcp``): standard library only.
+
+Hosts start the MCP server on every run and wait for ``initialize`` and ``tools/list`` before the
+turn (Gemini CLI does so on each ``gemini -p``), so those answers must cost a Python start and no
+more.  This front answers them from ``mcp_declared`` (what the SDK-based ``mcp_server`` declares,
+frozen; a test holds the two equal), answers ``ping``, the empty prompt and resource lists the
+declared capabilities promise, ignores notifications, and gives every line that is not JSON-RPC the
+JSON-RPC 2.0 answer (-32700 for text that is not JSON, -32600 for JSON that is not a message).
+
+A ``tools/call`` runs in a thread of its own (calls may overlap; an offload takes minutes):
+
+- quick tools go to the project's resident service (``contextware.service``), which runs the very
+  same ``mcp_server.call_tool`` (the tool functions of ``mcp_tools``/``mcp_memory_tools`` behind
+  the SDK's argument validation) on its warm database and model;
+- ``index_file``, ``crawl_project``, ``offload`` and ``recall`` with ``refresh_stale`` run here
+  (long, or they run Gemini CLI with this process's environment), as do all calls when
+  ``CONTEXTWARE_SERVICE=off``, before the project has a data dir, or when no service can be had:
+  ``mcp_server`` is imported then, once, and stays warm in this process;
+- a service that dies mid-call: a tool that is safe to repeat (read-only or idempotent, as its
+  annotations say) is run again here; for any other the call answers ``service_died`` (whether it
+  took effect is unknown) rather than risk doing it twice.
+
+Only the protocol reaches stdout: fd 1 is kept for it and then pointed at stderr, so stray output
+of a library cannot corrupt the stream.  Handshake-era protocol versions only (an ``initialize``
+comes first), as every host speaks today.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO, Any
+
+from contextware import __version__
+from contextware.errors import internal_error
+from contextware.hosts.mcp_declared import DECLARED
+
+# Long, or they run Gemini CLI with this process's environment: never sent to the service.
+IN_PROCESS_TOOLS = {"index_file", "crawl_project", "offload"}
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+EMPTY_LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+
+
+def _repeatable() -> set[str]:
+    out = set()
+    for tool in DECLARED["tools"]:
+        hints = tool.get("annotations") or {}
+        if hints.get("readOnlyHint") or hints.get("idempotentHint"):
+            out.add(tool["name"])
+    return out
+
+
+REPEATABLE = _repeatable()
+
+
+def initialize_result(params: Any) -> dict[str, Any]:
+    """The SDK's answer: the client's protocol version when supported, else the latest one."""
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    version = requested if requested in DECLARED["protocolVersions"] else DECLARED["latestProtocolVersion"]
+    return {
+        "protocolVersion": version,
+        "capabilities": DECLARED["capabilities"],
+        "serverInfo": DECLARED["serverInfo"],
+        "instructions": DECLARED["instructions"],
+    }
+
+
+def error_result(code: str, message: str) -> dict[str, Any]:
+    """A tool error in the Contextware envelope, as ``mcp_calls.error_result`` puts it on the wire."""
+    envelope = {"ok": False, "error": {"code": code, "message": message}}
+    return {
+        "content": [{"type": "text", "text": json.dumps(envelope, ensure_ascii=False)}],
+        "structuredContent": envelope,
+        "isError": True,
+    }
+
+
+# -- one tool call --------------------------------------------------------------------------------
+def _in_process(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from contextware.hosts.mcp_server import call_tool
+
+    return call_tool(name, arguments)
+
+
+def _via_service(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The service's answer, an error result for a write it died in, or None: run it here."""
+    from contextware.service import client
+
+    if client.mode() == "off" or name in IN_PROCESS_TOOLS or arguments.get("refresh_stale"):
+        return None
+    data_dir = client.data_dir_for(None)
+    if data_dir is None or not data_dir.is_dir():
+        return None  # nothing saved yet: the first write creates the data dir here
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    message = {
+        "op": "mcp",
+        "id": os.urandom(8).hex(),
+        "tool": name,
+        "arguments": arguments,
+        "cwd": cwd,
+        "env": client.forwarded_env(),
+    }
+    try:
+        answer = client.call(data_dir, message, client.COMMAND_TIMEOUT_S)
+    except client.DiedMidRequest:
+        if name in REPEATABLE:
+            return None
+        return error_result(
+            "service_died",
+            f"The Contextware service stopped during {name}; whether it took effect is unknown: check before "
+            "trying again.",
+        )
+    except client.Unavailable:
+        return None
+    result = answer.get("result")
+    return result if answer.get("ok") and isinstance(result, dict) else None
+
+
+def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The ``tools/call`` result: through the service when it can answer, else in this process."""
+    result = _via_service(name, arguments)
+    return result if result is not None else _in_process(name, arguments)
+
+
+# -- the stdio loop ---------------------------------------------------------------------------------
+class Front:
+    """Reads JSON-RPC lines and writes one answer line per request (from several threads)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self._write_lock = threading.Lock()
+        self._calls: list[threading.Thread] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        with self._write_lock:
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (OSError, ValueError):
+                pass  # the client went away
+
+    def reply(self, id_: Any, result: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    def fail(self, id_: Any, code: int, message: str) -> None:
+        self.send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
+    def handle(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.fail(None, PARSE_ERROR, "Parse error: the line is not valid JSON.")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.fail(None, INVALID_REQUEST, "Invalid Request: the JSON is not a JSON-RPC 2.0 message.")
+            return
+        method = message.get("method")
+        if "id" not in message:
+            return  # a notification (initialized, cancelled, ...): nothing to answer
+        id_ = message["id"]
+        if not isinstance(method, str):
+            if "result" not in message and "error" not in message:  # else: a client's answer, ignored
+                self.fail(id_, INVALID_REQUEST, "Invalid Request: no method.")
+            return
+        params = message.get("params")
+        if method == "initialize":
+            self.reply(id_, initialize_result(params))
+        elif method == "ping":
+            self.reply(id_, {})
+        elif method == "tools/list":
+            self.reply(id_, {"tools": DECLARED["tools"]})
+        elif method in EMPTY_LISTS:
+            self.reply(id_, {EMPTY_LISTS[method]: []})
+        elif method == "tools/call":
+            self.start_call(id_, params)
+        else:
+            self.fail(id_, METHOD_NOT_FOUND, f"Method not found: {method}.")
+
+    def start_call(self, id_: Any, params: Any) -> None:
+        name = params.get("name") if isinstance(params, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        if not isinstance(name, str) or not isinstance(arguments, (dict, type(None))):
+            self.fail(id_, INVALID_PARAMS, "Invalid params: tools/call needs a name and an arguments object.")
+            return
+
+        def run() -> None:
+            try:
+                result = call_tool(name, arguments or {})
+            except Exception as exc:  # noqa: BLE001 - one call's failure must not end the server
+                import traceback
+
+                traceback.print_exc(file=sys.stderr)
+                error = internal_error(exc)
+                result = error_result(error["code"], error["message"])
+            self.reply(id_, result)
+
+        # Not a daemon: a call in flight when the client closes stdin still finishes its write.
+        thread = threading.Thread(target=run, name=f"mcp-call-{id_}", daemon=False)
+        self._calls = [t for t in self._calls if t.is_alive()] + [thread]
+        thread.start()
+
+    def serve(self, lines: IO[bytes]) -> None:
+        for line in lines:
+            self.handle(line)
+        for thread in self._calls:
+            thread.join()
+
+
+USAGE = """usage: mcp_server.py [--help] [--version]   (also: contextware mcp)
+
+Contextware's MCP server over stdio for Claude Code, Cursor, Gemini CLI or any MCP client: tools
+save_fact, recall, list_memories, get_memory, update_memory, delete_memory, memory_history,
+memory_stats, index_file, crawl_project, offload, session_store and load_session_context.
+The client starts it:
+
+  <skill_dir>/.venv/bin/python <skill_dir>/scripts/mcp_server.py
+  contextware mcp                      (once installed with `uv tool install`)
+
+The project is CONTEXTWARE_PROJECT_ROOT, else the git top level of the working directory, else the
+working directory. Quick tools are answered by the project's resident service when one can be had
+(CONTEXTWARE_SERVICE=off: always in this process). stdout carries only the protocol; logs go to stderr.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``scripts/mcp_server.py``: serve until the client closes stdin."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        raise SystemExit(0)
+    if args and args[0] == "--version":
+        sys.stdout.write(f"contextware-mcp {__version__}\n")
+        raise SystemExit(0)
+    if args:
+        sys.stderr.write(f"mcp_server.py: unknown argument {args[0]!r}; it takes none (see --help).\n")
+        raise SystemExit(2)
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray output of any library goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    try:
+        Front(protocol).serve(sys.stdin.buffer)
+    except KeyboardInterrupt:
+        pass
