@@ -18,6 +18,7 @@ table version.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -141,6 +142,24 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
 _derived: dict[tuple[str, str], tuple[tuple[int, float], list[dict]]] = {}
 
 
+def _data_files_stamp(db_uri: str, table: str) -> tuple | None:
+    """Name, size and mtime of each of a local table's data files: a byte changed in place (bit rot,
+    a bad disk) changes no table version, and a reused section would hide it from the row checks.
+    None for an object store, so nothing is reused there."""
+    if "://" in db_uri:
+        return None
+    try:
+        with os.scandir(Path(db_uri) / f"{table}.lance" / "data") as entries:
+            return tuple(sorted((e.name, *_size_mtime(e)) for e in entries))
+    except OSError:
+        return None
+
+
+def _size_mtime(entry: os.DirEntry) -> tuple[int, int]:
+    st = entry.stat()
+    return st.st_size, st.st_mtime_ns
+
+
 class _Memory:
     """Active facts and episodes, read once per briefing and collapsed to their newest members."""
 
@@ -153,7 +172,8 @@ class _Memory:
         """``compute()``, or what it gave before for the same table version and threshold."""
         try:
             tbl = self.project.db.open_table(table)
-            stamp = (int(tbl.version), self.threshold) if tbl is not None else None
+            files = _data_files_stamp(self.project.db_uri, table)
+            stamp = (int(tbl.version), self.threshold, files) if tbl is not None and files else None
         except Exception:  # noqa: BLE001 - no version, no reuse: computed afresh (errors surface there)
             stamp = None
         slot = (str(self.project.data_dir), f"{table}:{what}")
