@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SCRIPTS, run_script
+from tests.conftest import run_script
+from tests.integration.test_hook_service_processes import hook
 from tests.integration.test_mcp_errors import _read_message, _send
 from tests.integration.test_mcp_server import SERVER
 from tests.service_helpers import services  # noqa: F401 - fixture
@@ -94,15 +95,7 @@ def test_mcp_error_answers_and_the_logged_traceback_are_redacted(tmp_path: Path,
 def test_a_failed_hook_logs_a_redacted_line(tmp_path: Path, project_dir: Path):
     env = _broken_data_dir(tmp_path)
     stdin = event("AfterAgent", project_dir, prompt="when do backups run?", prompt_response="At 02:00 nightly.")
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / "hook.py")],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=project_dir,
-        env={**os.environ, **env},
-        timeout=120,
-    )
+    proc = hook(stdin, project_dir, env={**env, "CONTEXTWARE_SERVICE": "off"})
     assert (proc.returncode, proc.stdout) == (0, "")
     _assert_clean(proc.stderr)
     log = (Path(env["CONTEXTWARE_DATA_DIR"]) / "hooks.log").read_text()

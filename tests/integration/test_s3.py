@@ -104,8 +104,12 @@ def _s3_env(s3_server: str, bucket: str) -> dict[str, str]:
     }
 
 
-def _savers(tmp_path, env: dict[str, str], texts_per_process: list[list[str]]) -> list[list[str]]:
-    """Start one process per list of texts at once, each with its own data dir (lock folder)."""
+def _savers(
+    tmp_path, env: dict[str, str], texts_per_process: list[list[str]], config: dict | None = None, one_root=None
+) -> list[list[str]]:
+    """Start one process per list of texts at once, each with its own data dir (lock folder, and
+    ``config`` as its config.json), or all in the project ``one_root``; returns the ids each save
+    answered with."""
     import json
     import os
     import subprocess
@@ -113,18 +117,15 @@ def _savers(tmp_path, env: dict[str, str], texts_per_process: list[list[str]]) -
 
     procs = []
     for i, texts in enumerate(texts_per_process):
-        root = tmp_path / f"machine-{i}"
-        root.mkdir()
-        full = {**os.environ, **env, "CONTEXTWARE_DATA_DIR": str(root / "contextware_data")}
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", _SAVER, str(root), *texts],
-                env=full,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
+        root = one_root or tmp_path / f"machine-{i}"
+        full = {**os.environ, **env}
+        if one_root is None:
+            (root / "contextware_data").mkdir(parents=True)
+            if config:
+                (root / "contextware_data" / "config.json").write_text(json.dumps(config))
+            full["CONTEXTWARE_DATA_DIR"] = str(root / "contextware_data")
+        command = [sys.executable, "-c", _SAVER, str(root), *texts]
+        procs.append(subprocess.Popen(command, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=600)

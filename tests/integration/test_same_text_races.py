@@ -14,19 +14,11 @@ from pathlib import Path
 
 import lancedb
 
+from tests.integration.test_s3 import _savers
 from tests.service_helpers import run, services  # noqa: F401 - fixture
 
 TEXTS = [f"Shared rule {i}: deploys to region r{i} need a second approval." for i in range(20)]
 
-# One writer: saves every text in order, prints one JSON answer per save.
-_SAVER = """
-import json, sys
-from contextware.memory.records import save_fact
-from contextware.storage.project import Project
-project = Project.open(sys.argv[1])
-for text in sys.argv[2:]:
-    print(json.dumps(save_fact(project, text)), flush=True)
-"""
 _SERVED = """
 import sys
 from contextware.cli import run_served
@@ -35,13 +27,8 @@ for text in sys.argv[1:]:
 """
 
 
-def _answers(procs: list[subprocess.Popen]) -> list[dict]:
-    out = []
-    for proc in procs:
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, stderr[-3000:]
-        out += [json.loads(line) for line in stdout.splitlines()]
-    return out
+def _answers(ids: list[list[str]]) -> list[dict]:
+    return [{"id": i} for x in ids for i in x]
 
 
 def _rows(db_uri: str) -> list[dict]:
@@ -54,23 +41,11 @@ def _assert_each_text_once(rows: list[dict], answers: list[dict], writers: int) 
     assert len(answers) == writers * len(TEXTS)
     ids = {r["id"] for r in rows}
     assert all(a["id"] in ids for a in answers)  # every answer names the row that stayed
-    assert sum(a["written"] for a in answers) >= len(TEXTS)
 
 
-def test_processes_on_one_data_dir_save_a_text_once(project_dir):
-    env = {**os.environ, "CONTEXTWARE_SERVICE": "off"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _SAVER, str(project_dir), *TEXTS],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    answers = _answers(procs)
-    _assert_each_text_once(_rows(str(project_dir / "contextware_data" / "lancedb")), answers, 4)
+def test_processes_on_one_data_dir_save_a_text_once(tmp_path: Path, project_dir: Path):
+    ids = _savers(tmp_path, {"CONTEXTWARE_SERVICE": "off"}, [TEXTS] * 4, one_root=project_dir)
+    _assert_each_text_once(_rows(str(project_dir / "contextware_data" / "lancedb")), _answers(ids), 4)
 
 
 def test_writers_through_the_service_and_in_process_save_a_text_once(project_dir, services):
@@ -103,25 +78,6 @@ def test_writers_without_a_shared_lock_save_a_text_once(tmp_path: Path):
     this left about 31 rows for 20 texts.)  Compaction is held off: on a local path it drops old
     versions at once, which only one machine's writers may do."""
     shared = str(tmp_path / "shared-lancedb")
-    procs = []
-    for m in range(4):
-        data = tmp_path / f"machine-{m}" / "contextware_data"
-        data.mkdir(parents=True)
-        (data / "config.json").write_text(json.dumps({"compact_after_fragments": 100000}))
-        env = {
-            **os.environ,
-            "CONTEXTWARE_SERVICE": "off",
-            "CONTEXTWARE_DB_URI": shared,
-            "CONTEXTWARE_DATA_DIR": str(data),
-        }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", _SAVER, str(data.parent), *TEXTS],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    answers = _answers(procs)
-    _assert_each_text_once(_rows(shared), answers, 4)
+    env = {"CONTEXTWARE_SERVICE": "off", "CONTEXTWARE_DB_URI": shared}
+    ids = _savers(tmp_path, env, [TEXTS] * 4, config={"compact_after_fragments": 100000})
+    _assert_each_text_once(_rows(shared), _answers(ids), 4)
