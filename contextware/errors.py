@@ -7,6 +7,8 @@ written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -99,6 +101,16 @@ class GeminiError(ContextwareError):
     """A headless Gemini CLI run failed; ``code`` says how (auth, trust, rate_limit, timeout, ...)."""
 
     code = "gemini_error"
+
+
+def load_json(text: str, bad: "Callable[[json.JSONDecodeError], ContextwareError]") -> Any:
+    """``json.loads(text)``, or the error ``bad`` makes of the decode error (raised without the
+    decoder's traceback).  ``bad`` names where the text is wrong, never quotes it: it may be a file's
+    content."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise bad(exc) from None
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:

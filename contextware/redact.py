@@ -487,6 +487,12 @@ def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
     return walk(value)
 
 
+def redact_error(error: dict) -> dict:
+    """An error body (``{"code", "message", ...}``) as it may be shown: an exception's text can quote
+    a path, a URI or an input that holds a secret.  Every front end passes its errors through this."""
+    return redact_json(error)
+
+
 def _add(counts: dict[str, int], found: dict[str, int]) -> None:
     for k, n in found.items():
         counts[k] = counts.get(k, 0) + n

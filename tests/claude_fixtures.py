@@ -6,7 +6,8 @@ Fixtures:
   telemetry, auto-update and non-essential traffic off) with this environment's ``contextware``
   command first on PATH, as a user who installed the tool has it;
 - ``claude_bin``: the installed real CLI: ``$CONTEXTWARE_TEST_CLAUDE_BIN``, else the cache folder
-  of ``.ci/install_claude_code.sh``; skipped when neither exists, failed when ``CI`` is set.
+  of ``.ci/install_npm_cli.sh`` (see ``host_cli_fixtures``); skipped when neither exists, failed when
+  ``CI`` is set.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ from pathlib import Path
 import pytest
 
 from tests.fake_anthropic_api import FakeAnthropicAPI
+from tests.host_cli_fixtures import PinnedCli, serve
 
-CLAUDE_CODE_VERSION = "2.1.328"
+CLAUDE_CODE = PinnedCli(
+    "Claude Code", "@anthropic-ai/claude-code", "2.1.328", "claude-code", "claude", "CONTEXTWARE_TEST_CLAUDE_BIN"
+)
+CLAUDE_CODE_VERSION = CLAUDE_CODE.version
 
 
 def installed_claude_bin() -> str | None:
-    explicit = os.environ.get("CONTEXTWARE_TEST_CLAUDE_BIN")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    cache = Path(os.environ.get("CONTEXTWARE_CACHE_DIR") or Path.home() / ".cache" / "contextware")
-    path = cache / f"claude-code-{CLAUDE_CODE_VERSION}" / "node_modules" / ".bin" / "claude"
-    return str(path) if os.access(path, os.X_OK) else None
+    return CLAUDE_CODE.installed()
 
 
 def make_claude_env(home: Path, base_url: str) -> dict[str, str]:
@@ -67,11 +67,7 @@ def run_claude(
 
 @pytest.fixture
 def fake_anthropic_api():
-    api = FakeAnthropicAPI().start()
-    try:
-        yield api
-    finally:
-        api.stop()
+    yield from serve(FakeAnthropicAPI)
 
 
 @pytest.fixture
@@ -83,13 +79,4 @@ def claude_env(fake_anthropic_api: FakeAnthropicAPI, tmp_path: Path) -> dict[str
 
 @pytest.fixture(scope="session")
 def claude_bin() -> str:
-    path = installed_claude_bin()
-    if path is None:
-        message = (
-            f"the real Claude Code {CLAUDE_CODE_VERSION} is not installed: run bash .ci/install_claude_code.sh "
-            "and set CONTEXTWARE_TEST_CLAUDE_BIN to the path it prints"
-        )
-        if os.environ.get("CI") or os.environ.get("CONTEXTWARE_TEST_CLAUDE_BIN"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+    return CLAUDE_CODE.require()

@@ -4,8 +4,8 @@ Fixtures:
 - ``fake_gemini_api``: a started :class:`FakeGeminiAPI` (stopped after the test);
 - ``gemini_cli_env``: an environment dict for the CLI (throwaway HOME and TMPDIR, API key, base URL
   of the fake, telemetry / usage statistics / update checks off);
-- ``gemini_bin``: the installed real CLI (``.ci/install_gemini_cli.sh``); skipped when missing,
-  failed when ``CI`` is set.
+- ``gemini_bin``: the installed real CLI (``.ci/install_npm_cli.sh``, see ``host_cli_fixtures``);
+  skipped when missing, failed when ``CI`` is set.
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ from pathlib import Path
 import pytest
 
 from tests.fake_gemini_api import FakeGeminiAPI
+from tests.host_cli_fixtures import PinnedCli, serve
 
-GEMINI_CLI_VERSION = "0.61.0"
+GEMINI_CLI = PinnedCli(
+    "Gemini CLI", "@google/gemini-cli", "0.61.0", "gemini-cli", "gemini", "CONTEXTWARE_TEST_GEMINI_BIN"
+)
+GEMINI_CLI_VERSION = GEMINI_CLI.version
 
 # Everything that keeps the CLI from calling out: usage statistics go to play.googleapis.com
 # (Clearcut) unless privacy.usageStatisticsEnabled is false; telemetry and update checks are off too.
@@ -32,13 +36,7 @@ GEMINI_TEST_SETTINGS: dict = {
 
 
 def installed_gemini_bin() -> str | None:
-    """Path of the real CLI: CONTEXTWARE_TEST_GEMINI_BIN, else the install script's cache folder."""
-    explicit = os.environ.get("CONTEXTWARE_TEST_GEMINI_BIN")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    cache = Path(os.environ.get("CONTEXTWARE_CACHE_DIR") or Path.home() / ".cache" / "contextware")
-    path = cache / f"gemini-cli-{GEMINI_CLI_VERSION}" / "node_modules" / ".bin" / "gemini"
-    return str(path) if os.access(path, os.X_OK) else None
+    return GEMINI_CLI.installed()
 
 
 def write_gemini_home(home: Path, settings: dict | None = None) -> Path:
@@ -107,11 +105,7 @@ def make_gemini_env(
 
 @pytest.fixture
 def fake_gemini_api():
-    api = FakeGeminiAPI().start()
-    try:
-        yield api
-    finally:
-        api.stop()
+    yield from serve(FakeGeminiAPI)
 
 
 @pytest.fixture
@@ -122,16 +116,7 @@ def gemini_cli_env(fake_gemini_api: FakeGeminiAPI, tmp_path: Path) -> dict[str, 
 
 @pytest.fixture(scope="session")
 def gemini_bin() -> str:
-    path = installed_gemini_bin()
-    if path is None:
-        message = (
-            f"the real Gemini CLI {GEMINI_CLI_VERSION} is not installed: run "
-            "bash .ci/install_gemini_cli.sh (or set CONTEXTWARE_TEST_GEMINI_BIN)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+    return GEMINI_CLI.require()
 
 
 @pytest.fixture

@@ -132,6 +132,9 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
 
 
 def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
+    from contextware.redact import redact_error
+
+    error = redact_error(error)
     if _wants_debug(argv):
         import traceback
 

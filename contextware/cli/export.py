@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from contextware.cli import add_common, new_parser, open_project
+from contextware.cli import open_project
+from contextware.cli.memory_file import memory_file_parser, memory_file_path
 
 DESCRIPTION = """Export the project's facts and episodes (logs with --include-logs) as JSON Lines: one
 memory a line, sorted by id, fixed key order, no vectors, times in ISO 8601 UTC, secrets redacted.
@@ -15,26 +15,15 @@ Lines on stdout instead of the usual JSON result)."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    from contextware.memory.exchange import DEFAULT_FILE
-
-    p = new_parser(prog, DESCRIPTION)
-    p.add_argument(
-        "--output", "-o", metavar="FILE", help=f"where to write (default: {DEFAULT_FILE} in the project; - for stdout)"
-    )
-    p.add_argument("--include-logs", action="store_true", help="also export conversation logs (left out by default)")
-    add_common(p)
-    return p
+    logs = "also export conversation logs (left out by default)"
+    return memory_file_parser(prog, DESCRIPTION, ["--output", "-o"], "where to write", "stdout", "--include-logs", logs)
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.memory.exchange import DEFAULT_FILE, export_memory
+    from contextware.memory.exchange import export_memory
 
     project = open_project(args)
-    if args.output == "-":
-        path = None
-    else:
-        path = Path(args.output).expanduser().absolute() if args.output else project.root / DEFAULT_FILE
-    return export_memory(project, path, include_logs=args.include_logs)
+    return export_memory(project, memory_file_path(project, args.output), include_logs=args.include_logs)
 
 
 def raw_output(result: dict) -> str | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from contextware.cli import add_common, new_parser, open_project
+from contextware.cli import open_project
+from contextware.cli.memory_file import memory_file_parser, memory_file_path
 from contextware.errors import UsageError
 
 DESCRIPTION = """Merge a memory export into the project: new memories are added, a memory already here
@@ -18,25 +18,18 @@ first: a bad line exits 2 naming the line, and nothing is written. Default file:
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    from contextware.memory.exchange import DEFAULT_FILE
-
-    p = new_parser(prog, DESCRIPTION)
-    p.add_argument(
-        "file", nargs="?", metavar="FILE", help=f"the export to merge (default: {DEFAULT_FILE}; - for stdin)"
-    )
-    p.add_argument("--dry-run", action="store_true", help="write nothing; list what an import would add or update")
-    add_common(p)
-    return p
+    dry = "write nothing; list what an import would add or update"
+    return memory_file_parser(prog, DESCRIPTION, ["file"], "the export to merge", "stdin", "--dry-run", dry)
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.memory.exchange import DEFAULT_FILE, import_memory
+    from contextware.memory.exchange import import_memory
 
     project = open_project(args)
-    if args.file == "-":
+    path = memory_file_path(project, args.file)
+    if path is None:
         text, name = sys.stdin.buffer.read(), "stdin"
     else:
-        path = Path(args.file).expanduser().absolute() if args.file else project.root / DEFAULT_FILE
         name = project.relpath(path)
         try:
             text = path.read_bytes()

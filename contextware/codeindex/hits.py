@@ -4,6 +4,7 @@ for it)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 STALE_NOTE = "[STALE] File changed since it was indexed; read it directly."
 DELETED_NOTE = "[STALE] File was deleted since it was indexed."
+CHANGED_NOTE = "Not shown: {path} changed since it was indexed (its content no longer matches); read it directly."
 SUMMARY_SYMBOLS = 40
 CONTEXT_LINES = 6
 MIN_USEFUL_CHARS = 200
@@ -92,6 +94,8 @@ def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
         "indexed_at": iso(row.get("indexed_at")),
         "stale": note is not None,
     }
+    if mode == "exact":  # for attach_content, which compares it with the file and drops it
+        out["_content_hash"] = row.get("content_hash")
     if hit.get("lines"):  # the definition that matched best (codeindex.search)
         out["lines"] = list(hit["lines"])
         out["symbol"] = hit.get("symbol")
@@ -144,9 +148,16 @@ def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int
 
 
 def read_indexed_file(
-    root: Path, rel_path: str, max_bytes: int, secrets: "SecretFiles | None" = None
+    root: Path,
+    rel_path: str,
+    max_bytes: int,
+    secrets: "SecretFiles | None" = None,
+    indexed_hash: str | None = None,
 ) -> tuple[str | None, str | None]:
     """(text, None) of an indexed file for exact mode, redacted; or (None, why it was not read).
+
+    With ``indexed_hash`` (the content hash stored at indexing), a file whose bytes no longer match
+    it is not shown: an edit that kept the size and the modification time passes the stat check.
 
     The file is read only when its real path (links resolved) is inside the project root, is not a
     secret-bearing file, and is a regular file within the size limit: a link swapped in after
@@ -173,6 +184,8 @@ def read_indexed_file(
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         return None, f"Not read: {rel_path} is over the {max_bytes}-byte limit; read it directly."
+    if indexed_hash and hashlib.sha256(data).hexdigest() != indexed_hash:
+        return None, CHANGED_NOTE.format(path=rel_path)
     return redact_text(data.decode("utf-8", errors="replace")), None
 
 
@@ -186,10 +199,14 @@ def attach_content(project: "Project", results: list[dict], query: str, max_char
         if r.get("collection") != "code_index":
             continue
         root = Path(r["project"]) if r.get("project") else project.root  # --global: the result's own project
-        text, refused = read_indexed_file(root, r["file_path"], int(project.config["max_file_bytes"]), secrets)
+        indexed_hash = r.pop("_content_hash", None)
+        max_bytes = int(project.config["max_file_bytes"])
+        text, refused = read_indexed_file(root, r["file_path"], max_bytes, secrets, indexed_hash)
         if text is None:
             if refused:
                 r["content_note"] = refused
+            if refused == CHANGED_NOTE.format(path=r["file_path"]):
+                r["stale"], r["note"] = True, STALE_NOTE
             continue
         if len(text) <= remaining:
             r["content"] = text

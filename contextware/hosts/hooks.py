@@ -276,7 +276,9 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None") -> N
     try:
         where = project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home()
         where.mkdir(parents=True, exist_ok=True)
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        from contextware.redact import redact_text
+
+        last = redact_text(traceback.format_exception_only(type(exc), exc)[-1].strip())
         with open(where / "hooks.log", "a", encoding="utf-8") as f:
             f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {event or '?'} failed: {last}\n")
     except Exception:  # noqa: BLE001 - nowhere to report: stay silent, never fail the turn

@@ -17,6 +17,24 @@ from contextware.errors import ContextwareError, UsageError, first_line, interna
 
 log = logging.getLogger("contextware.mcp")
 
+
+class _Redacted(logging.Filter):
+    """What the server logs on stderr (the host keeps it) is redacted like its answers: a traceback
+    quotes the exception's text, which can hold a secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import traceback
+
+        from contextware.redact import redact_text
+
+        record.msg, record.args = redact_text(record.getMessage()), None
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact_text("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+        return True
+
+
+log.addFilter(_Redacted())
+
 # -- projects ---------------------------------------------------------------------------------------
 _projects: dict[tuple[str, str, str], Any] = {}
 _call_locks: dict[str, threading.Lock] = {}
@@ -81,7 +99,9 @@ def _envelope_result(result: dict, text: str | None = None) -> CallToolResult:
 
 
 def error_result(error: dict) -> CallToolResult:
-    envelope = {"ok": False, "error": error}
+    from contextware.redact import redact_error
+
+    envelope = {"ok": False, "error": redact_error(error)}
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(envelope, ensure_ascii=False, default=str))],
         structured_content=envelope,

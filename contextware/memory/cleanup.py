@@ -11,7 +11,8 @@ turn that held nothing but injected text is removed.
 
 Secrets: ``scrub_secrets`` passes every stored text through today's redaction layer (facts, episodes
 and logs re-embedded, store values leaf by leaf) and removes code-index rows of secret-bearing files
-or with a secret in their text (the next crawl indexes those files again, redacted).
+or with a secret in their text (the next crawl indexes those files again, redacted); offload files
+are re-redacted by ``offload.scrub``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.exclusions import SecretFiles
 from contextware.fence import has_injected, strip_injected
+from contextware.offload.scrub import scrub_offload_files
 from contextware.redact import redact_json, redact_text
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -114,6 +116,7 @@ def scrub_secrets(project: "Project") -> dict:
         out[name] = _scrub_memories(project, name, fields)
     out["kv"] = _scrub_store(project)
     out["code_index_removed"] = _scrub_code_index(project)
+    out["offload_files"] = scrub_offload_files(project)["files"]  # the offloads index is rebuilt from them
     return out
 
 

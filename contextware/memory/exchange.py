@@ -18,11 +18,12 @@ The first line is a header, ``{"format": "contextware-memory", "version": 1}``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
+from contextware.errors import UsageError, load_json
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -202,6 +203,12 @@ def _valid_id(record_id: str) -> bool:
     return bool(_ID.match(record_id))
 
 
+def _bad_json_line(number: int) -> Callable[[json.JSONDecodeError], UsageError]:
+    return lambda exc: UsageError(
+        f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); nothing was imported.", code="bad_import"
+    )
+
+
 def parse_export(text: str) -> dict[str, list[dict]]:
     """Every row of an export file by collection, checked; the first bad line is a UsageError."""
     by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
@@ -209,13 +216,7 @@ def parse_export(text: str) -> dict[str, list[dict]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(
-                f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); nothing was imported.",
-                code="bad_import",
-            ) from None
+        raw = load_json(line, _bad_json_line(number))
         if isinstance(raw, dict) and "format" in raw and "id" not in raw:
             if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int) or raw["version"] > VERSION:
                 raise UsageError(

@@ -14,6 +14,7 @@ from contextware.errors import NotFoundError, UsageError
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
+from contextware.storage.first_copy import keep_first_copy
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
 from contextware.text import (
@@ -88,11 +89,15 @@ def collection_for_id(record_id: str) -> str | None:
 
 
 # -- saving --------------------------------------------------------------------------------------
-def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict | None:
+def _hash_filter(digest: str, active_only: bool) -> str:
     where = f"text_hash = {sql_str(digest)}"
     if active_only:
         where += " AND (status IS NULL OR status = 'active')"
-    rows = table.search().where(where).select(["id"]).limit(1).to_arrow().to_pylist()
+    return where
+
+
+def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict | None:
+    rows = table.search().where(_hash_filter(digest, active_only)).select(["id"]).limit(1).to_arrow().to_pylist()
     return rows[0] if rows else None
 
 
@@ -153,13 +158,20 @@ def _save_rows(
         else []
     )
 
+    ids = [r["id"] for r in rows]
+
     def write(tbl: Any) -> dict:
+        checked = tbl.version  # before the check: a commit at checked + 1 proves none came in between
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
-            tbl.add(data)
+            committed = tbl.add(data).version
+            if committed != checked + 1:  # another writer (no shared lock: an object store) committed meanwhile
+                first = keep_first_copy(db, collection, _hash_filter(dedup_hash, active_only), ids, committed)
+                if first is not None:
+                    return {"id": first, "duplicate_of": first, "written": 0}
             return {"id": rows[0]["id"], "written": len(rows)}
         old = tbl.search().where(f"id = {sql_str(supersedes)}").limit(1).to_list()
         if not old:

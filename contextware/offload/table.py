@@ -97,15 +97,15 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
 def _index_write(fn: Any) -> dict[str, Any]:
     """Run one write of the index; never raises a storage error (the files already hold the
     offload): ``{"indexed": True}`` or ``{"indexed": False, "index_error": ...}``."""
+    from contextware.redact import redact_text  # an error's text can quote a path holding a secret
+
     try:
         fn()
     except ContextwareError as exc:
-        return {"indexed": False, "index_error": f"{exc.message.rstrip('.')}; {REBUILD_HINT}."}
+        return {"indexed": False, "index_error": redact_text(f"{exc.message.rstrip('.')}; {REBUILD_HINT}.")}
     except Exception as exc:  # noqa: BLE001 - lance raises plain errors for damaged tables
-        return {
-            "indexed": False,
-            "index_error": f"The offloads index could not be written ({first_line(exc, 200)}); {REBUILD_HINT}.",
-        }
+        why = f"The offloads index could not be written ({first_line(exc, 200)}); {REBUILD_HINT}."
+        return {"indexed": False, "index_error": redact_text(why)}
     return {"indexed": True}
 
 

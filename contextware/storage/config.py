@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError, UsageError
+from contextware.errors import ConfigError, UsageError, load_json
 
 DEFAULTS: dict[str, Any] = {
     # Memory
@@ -78,13 +78,13 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         return config
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
-    try:
-        user = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
+    user = load_json(
+        text,
+        lambda exc: ConfigError(
             f"{path} is not valid JSON (line {exc.lineno}); fix it or delete it to use the defaults.",
             code="damaged_config",
-        ) from None
+        ),
+    )
     if not isinstance(user, dict):
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"

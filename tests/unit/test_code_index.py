@@ -169,6 +169,39 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
     assert gone["file_path"] == "src/models.py" and gone["stale"] is True and "deleted" in gone["note"]
 
 
+def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: Project):
+    """An edit that keeps the size and the modification time (a same-length change, mtime restored)
+    passes the stat check; exact mode must not show the new bytes as the indexed file."""
+    make_tree(project.root)
+    crawl(project, summarizer="local")
+    client = project.root / "src/http_client.py"
+    st = client.stat()
+    original = client.read_text()
+    client.write_text(original.replace("backing off", "BACKING OFF"))  # same length
+    os.utime(client, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert client.stat().st_size == st.st_size and client.stat().st_mtime == st.st_mtime
+    query = "retry HTTP requests with backoff"
+    hit = next(
+        h
+        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        if h["file_path"] == "src/http_client.py"
+    )
+    assert "content" not in hit and "excerpts" not in hit and "BACKING OFF" not in json.dumps(hit)
+    assert hit["stale"] is True and hit["note"].startswith("[STALE]")
+    assert "changed since it was indexed" in hit["content_note"] and "_content_hash" not in hit
+    summary = next(h for h in code(project, query) if h["file_path"] == "src/http_client.py")
+    assert "_content_hash" not in summary  # summary mode neither compares nor leaks it
+
+    client.write_text(original)  # the same bytes again (a checkout that restores them): shown
+    os.utime(client, ns=(st.st_atime_ns, st.st_mtime_ns))
+    hit = next(
+        h
+        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        if h["file_path"] == "src/http_client.py"
+    )
+    assert hit["content"] == original and hit["stale"] is False
+
+
 def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project: Project):
     filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
     target = 'def reconcile_ledger(entries):\n    """Match bank entries to ledger lines."""\n    return entries\n'

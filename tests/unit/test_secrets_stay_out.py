@@ -147,7 +147,9 @@ def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, caps
 
     assert run("memory", ["repair", "--project-root", str(project.root)]) == 0
     report = json.loads(capsys.readouterr().out)["secrets_scrubbed"]
-    assert report == {"facts": 1, "episodes": 1, "logs": 1, "kv": 1, "code_index_removed": 1}, report
+    assert report == {"facts": 1, "episodes": 1, "logs": 1, "kv": 1, "code_index_removed": 1, "offload_files": 0}, (
+        report
+    )
     assert sc.leaks(table_dump(project)) == []
     hit = recall(Project.open(project.root), "staging database password", scope="memory")["results"][0]
     assert hit["id"] == fact["id"] and "[REDACTED:password_assignment]" in hit["text"]
