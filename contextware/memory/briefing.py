@@ -139,7 +139,7 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
 # What a long-lived process (the resident service) computed from a table at one version: the
 # briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
 # cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
-_derived: dict[tuple[str, str], tuple[tuple[int, float], list[dict]]] = {}
+_derived: dict[tuple[str, str], tuple[tuple[int, float, tuple], list[dict]]] = {}
 
 
 def _data_files_stamp(db_uri: str, table: str) -> tuple | None:

@@ -8,7 +8,7 @@ import json
 
 from contextware.memory import records
 from contextware.memory.briefing import session_context
-from contextware.storage.project import Project, forget_open_projects, keep_projects_open
+from contextware.storage.project import Project, forget_open_projects
 
 
 def _brief(project: Project) -> dict:
@@ -16,7 +16,8 @@ def _brief(project: Project) -> dict:
 
 
 def test_the_next_briefing_sees_every_change_and_reuses_nothing_stale(project: Project, monkeypatch):
-    keep_projects_open()  # as the service runs: one Project, one connection, across briefings
+    # As the service runs (keep_projects_open): one Project, one connection, across briefings;
+    # monkeypatch puts back "no cache" afterwards, so later tests open their projects afresh.
     monkeypatch.setattr("contextware.storage.project._open_projects", {})
     try:
         project = Project.open(project.root)
