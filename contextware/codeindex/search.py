@@ -24,8 +24,11 @@ Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench
 
 from __future__ import annotations
 
+import math
+import re
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.hits import query_terms
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
 
@@ -39,7 +42,10 @@ WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tun
     "file_half": 8.0,
     "chunk_bm25": 0.0,  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
     "chunk_half": 8.0,
+    "name": 0.0,  # the query's words found in the file's path and definition names (``name_match``)
+    "test": 0.0,  # a test file, for a question that does not ask about tests (a penalty)
 }
+_NAME_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
@@ -135,6 +141,8 @@ def code_candidates(
         old["rel"] = max(old["rel"], rel)
         if _chunk_score(feat) > _chunk_score(old):
             old.update({k: feat[k] for k in ("sim", "bm25", "row")})
+    names = name_match(query, list(files.values()))
+    about_tests = bool(_TEST_WORDS & {w.lower() for w in _NAME_WORD.findall(query)})
     out = []
     for fid, row in files.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -146,6 +154,8 @@ def code_candidates(
             "file_bm25": file_bm25.get(fid, 0.0),
             "chunk_sim": chunk["sim_max"] if chunk else (file_sim or 0.0),  # no definition found: neutral
             "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
+            "name": names.get(fid, 0.0),
+            "test": 1.0 if not about_tests and is_test_path(row["file_path"]) else 0.0,
         }
         rels = [r for r in (file_rel, chunk["rel"] if chunk and qvec is not None else None) if r is not None]
         hit = {
@@ -163,6 +173,34 @@ def code_candidates(
     return out
 
 
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures"})
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def _name_words(row: dict) -> set[str]:
+    """The words of a file's path segments and definition names, as ``query_terms`` cuts them."""
+    names = " ".join([row["file_path"], *(row.get("symbols") or [])])
+    return {w.lower()[:5] for w in _NAME_WORD.findall(names) if len(w) >= 3}
+
+
+def name_match(query: str, rows: list[dict]) -> dict[str, float]:
+    """Per file: the share of the query's words (weighted by their rarity among the candidates'
+    names, an IDF) that its path segments or definition names contain: a question that names a
+    concept ("spinner", "shutdown", "pager") finds the file or the function called so."""
+    terms = query_terms(query)
+    if not terms or not rows:
+        return {}
+    words = {row["id"]: _name_words(row) for row in rows}
+    n = len(rows)
+    idf = {t: math.log(1 + n / (1 + sum(t in w for w in words.values()))) for t in terms}
+    total = sum(idf.values()) or 1.0
+    return {fid: sum(idf[t] for t in terms if t in w) / total for fid, w in words.items()}
+
+
 def _chunk_score(feat: dict) -> float:
     """Which of a file's chunks its hit points at."""
     return feat["sim"] + LINES_BM25 * _sat(feat["bm25"], WEIGHTS["chunk_half"])
@@ -176,4 +214,6 @@ def fuse_code(features: dict[str, float], weights: dict[str, float] | None = Non
         + w["chunk_sim"] * features["chunk_sim"]
         + w["file_bm25"] * _sat(features["file_bm25"], w["file_half"])
         + w["chunk_bm25"] * _sat(features["chunk_bm25"], w["chunk_half"])
+        + w["name"] * features.get("name", 0.0)
+        - w["test"] * features.get("test", 0.0)
     )

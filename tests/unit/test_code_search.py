@@ -45,7 +45,8 @@ TREE = {
     "src/shipping.py": '"""Shipping: carriers and parcel labels."""\n\n\ndef print_label(parcel):\n'
     '    """Print the carrier label of a parcel."""\n    return parcel.carrier.label(parcel)\n',
     "web/cart.js": "// Shopping cart widget.\nexport function computeInvoiceTotal(lines) {\n"
-    "  let sum = 0;\n  for (const l of lines) sum += l.qty * l.unitPrice;\n  return sum;\n}\n",
+    "  let sum = 0;\n  for (const l of lines) sum += l.qty * l.unitPrice;\n  return sum;\n}\n"
+    "export function emptyCart(cart) {\n  cart.lines = [];\n  return cart;\n}\n",
     "cmd/main.go": "// Package main starts the shop server.\npackage main\n\nfunc main() {\n\tserve()\n\treturn\n}\n",
 }
 
@@ -95,6 +96,27 @@ def test_file_chunks_have_line_ranges_and_short_texts():
     assert file_chunks("notes.txt", "just text", None) == []
 
 
+def test_chunks_skip_what_adds_nothing():
+    """A file that is one definition gets no chunk (its row is that definition); beyond
+    MAX_CHUNKS only the largest definitions get one; identical chunk texts are embedded once."""
+    from contextware.codeindex.chunks import MAX_CHUNKS
+    from contextware.codeindex.local_summary import summarize_parsed
+
+    one = '"""Shipping."""\n\n\ndef print_label(parcel):\n    """Print it."""\n    return parcel\n'
+    assert file_chunks("src/shipping.py", one, "python") == []
+    many = "".join(f"def f{i}(x):\n" + "    x += 1\n" * i + "    return x\n\n\n" for i in range(1, 9))
+    kept = file_chunks("src/many.py", many, "python")
+    assert [c.name for c in kept] == [f"f{i}" for i in range(9 - MAX_CHUNKS, 9)]  # the largest, in file order
+    twins = "if A:\n    def go(x):\n        x += 1\n        return x\nelse:\n    def go(x):\n        x += 1\n        return x\n"
+    twins += "\n\ndef other(y):\n    y += 2\n    return y\n"
+    assert sorted(c.name for c in file_chunks("src/twins.py", twins, "python")) == ["go", "other"]
+    # the local summariser's own parse gives the same chunks (crawl parses each file once)
+    summary, parsed = summarize_parsed("src/billing.py", BILLING)
+    assert parsed is not None and file_chunks("src/billing.py", BILLING, "python", parsed) == file_chunks(
+        "src/billing.py", BILLING, "python"
+    )
+
+
 def test_chunks_are_written_replaced_and_removed_with_their_file(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -105,7 +127,7 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
         "LedgerWriter",
         "LedgerWriter.append",
     }
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
     assert all(r["vector"] is not None for r in stored.values())
     assert "src/billing.py#10-16" in stored  # keyed by path and 1-based line range
 
@@ -119,7 +141,7 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
         "LedgerWriter",
         "LedgerWriter.append",
     }
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
 
     # crawl after a change: replaced again, without duplicates
     billing.write_text(BILLING, encoding="utf-8")
@@ -132,13 +154,13 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
     }
 
     # a deleted file: its chunks go with its row (crawl, and index_file of the missing path)
-    (project.root / "web/cart.js").unlink()
-    out = crawl(project, summarizer="local")
-    assert out["removed_files"] == ["web/cart.js"] and names(project, "web/cart.js") == set()
     billing.unlink()
     index_files(project, [billing], summarizer="local")
     assert names(project, "src/billing.py") == set()
-    assert {r["file_path"] for r in chunks(project).values()} == {"src/shipping.py", "cmd/main.go"}
+    assert {r["file_path"] for r in chunks(project).values()} == {"web/cart.js"}
+    (project.root / "web/cart.js").unlink()
+    out = crawl(project, summarizer="local")
+    assert out["removed_files"] == ["web/cart.js"] and chunks(project) == {}
 
 
 def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(project: Project):
@@ -215,7 +237,7 @@ def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
     Project.open(project.root).db.conn.drop_table(CHUNKS_TABLE)
     out = crawl(Project.open(project.root), summarizer="local")
     assert out["indexed"] == len(TREE)
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
     assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
 
 
