@@ -161,7 +161,9 @@ class _Writer:
         embedder = self.project.embedder
         if rows:
             try:
-                embed_rows(embedder, [*rows, *chunks], [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)])
+                embed_rows(
+                    embedder, [*rows, *chunks], [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
+                )
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in [*rows, *chunks]:

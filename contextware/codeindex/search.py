@@ -42,6 +42,7 @@ WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tun
     "file_half": 8.0,
     "chunk_bm25": 0.0,  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
     "chunk_half": 8.0,
+    "chunk_sim2": 0.0,  # the second-best definition's cosine: more than one definition about it
     "name": 0.0,  # the query's words found in the file's path and definition names (``name_match``)
     "test": 0.0,  # a test file, for a question that does not ask about tests (a penalty)
 }
@@ -134,8 +135,9 @@ def code_candidates(
         feat = {"sim": sim, "rel": rel, "bm25": chunk_bm25.get(cid, 0.0), "row": row}
         old = best.get(row["file_path"])
         if old is None:
-            best[row["file_path"]] = {**feat, "sim_max": sim, "bm25_max": feat["bm25"]}
+            best[row["file_path"]] = {**feat, "sim_max": sim, "sim_2nd": 0.0, "bm25_max": feat["bm25"]}
             continue
+        old["sim_2nd"] = max(old["sim_2nd"], min(old["sim_max"], sim))
         old["sim_max"] = max(old["sim_max"], sim)
         old["bm25_max"] = max(old["bm25_max"], feat["bm25"])
         old["rel"] = max(old["rel"], rel)
@@ -154,6 +156,7 @@ def code_candidates(
             "file_bm25": file_bm25.get(fid, 0.0),
             "chunk_sim": chunk["sim_max"] if chunk else (file_sim or 0.0),  # no definition found: neutral
             "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
+            "chunk_sim2": chunk["sim_2nd"] if chunk else 0.0,  # a second definition about it too
             "name": names.get(fid, 0.0),
             "test": 1.0 if not about_tests and is_test_path(row["file_path"]) else 0.0,
         }
@@ -214,6 +217,7 @@ def fuse_code(features: dict[str, float], weights: dict[str, float] | None = Non
         + w["chunk_sim"] * features["chunk_sim"]
         + w["file_bm25"] * _sat(features["file_bm25"], w["file_half"])
         + w["chunk_bm25"] * _sat(features["chunk_bm25"], w["chunk_half"])
+        + w["chunk_sim2"] * features.get("chunk_sim2", 0.0)
         + w["name"] * features.get("name", 0.0)
         - w["test"] * features.get("test", 0.0)
     )

@@ -100,7 +100,7 @@ def test_chunks_skip_what_adds_nothing():
     """A file that is one definition gets no chunk (its row is that definition); beyond
     MAX_CHUNKS only the largest definitions get one; identical chunk texts are embedded once."""
     from contextware.codeindex.chunks import MAX_CHUNKS
-    from contextware.codeindex.local_summary import summarize_parsed
+    from contextware.codeindex.local_summary import summarize_local, summarize_parsed
 
     one = '"""Shipping."""\n\n\ndef print_label(parcel):\n    """Print it."""\n    return parcel\n'
     assert file_chunks("src/shipping.py", one, "python") == []
@@ -112,6 +112,7 @@ def test_chunks_skip_what_adds_nothing():
     assert sorted(c.name for c in file_chunks("src/twins.py", twins, "python")) == ["go", "other"]
     # the local summariser's own parse gives the same chunks (crawl parses each file once)
     summary, parsed = summarize_parsed("src/billing.py", BILLING)
+    assert summary == summarize_local("src/billing.py", BILLING)
     assert parsed is not None and file_chunks("src/billing.py", BILLING, "python", parsed) == file_chunks(
         "src/billing.py", BILLING, "python"
     )
