@@ -258,3 +258,43 @@ def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project:
         with pytest.raises(DamagedDataError):
             recall(Project.open(project.root), question, scope="code")
         crawl(Project.open(project.root), summarizer="local", force=True)  # a re-index writes them anew
+
+
+def test_name_match_weighs_rare_query_words_found_in_paths_and_definition_names():
+    from contextware.codeindex.search import name_match
+
+    rows = [
+        {"id": "rich/_spinners.py", "file_path": "rich/_spinners.py", "symbols": ["SPINNERS"]},
+        {"id": "rich/console.py", "file_path": "rich/console.py", "symbols": ["Console", "Console.print"]},
+        {"id": "rich/pager.py", "file_path": "rich/pager.py", "symbols": ["SystemPager.show"]},
+    ]
+    scores = name_match("which file holds the frames of the spinners?", rows)
+    assert scores["rich/_spinners.py"] > 0 and scores["rich/console.py"] == scores["rich/pager.py"] == 0
+    both = name_match("where does the console show a pager?", rows)
+    assert both["rich/pager.py"] > 0 and both["rich/console.py"] > 0
+    assert name_match("the and of", rows) == {}  # no content word: no signal
+
+
+def test_test_files_are_recognised_and_ranked_below_source_unless_asked():
+    from contextware.codeindex.search import fuse_code, is_test_path
+
+    for path in ("tests/test_http.py", "context_test.go", "src/app.test.ts", "lib/__tests__/x.js", "test_util.py"):
+        assert is_test_path(path), path
+    for path in ("src/testing_tools_guide.md", "contest.py", "lib/attestation.go", "latest/main.rs"):
+        assert not is_test_path(path), path
+    same = {"file_sim": 0.5, "chunk_sim": 0.5, "file_bm25": 3.0, "chunk_bm25": 0.0, "name": 0.2}
+    assert fuse_code({**same, "test": 1.0}) < fuse_code({**same, "test": 0.0})
+
+
+def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
+    tree = {
+        **TREE,
+        "tests/test_billing.py": "from src.billing import settle_amount\n\n\ndef test_settle_amount_rounds_halves():\n"
+        "    assert settle_amount(5, 0.5) == 2\n    assert settle_amount(7, 0.5) == 4\n",
+    }
+    make_tree(project.root, tree)
+    crawl(project, summarizer="local")
+    top = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")
+    assert top["results"][0]["file_path"] == "src/billing.py"
+    asked = recall(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
+    assert asked["results"][0]["file_path"] == "tests/test_billing.py"
