@@ -19,10 +19,12 @@ from typing import Any
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
-# Per file: the largest definitions; the file's own row covers the rest.  4 lost nothing against 8
-# on the tune splits (R@1 0.738 -> 0.752, MRR 0.804 -> 0.810; 3 lost) and halves the chunks' embedding
-# cost.  A file with a single definition gets none: its own row is that definition.
-MAX_CHUNKS = 4
+# Per file: the largest definitions; the file's own row covers the rest.  On the tune splits 4 lost
+# nothing against 8 and 3 one question of 145 (R@1 0.752 -> 0.745 with the final weights, still above
+# 0.738 with 8), and 3 is what keeps the first crawl within 2x the CPU of one without chunks
+# (``bench/crawl_speed.py --chunks-cost``: 4 measured 1.99x).  A file with a single definition gets
+# none: its own row is that definition.
+MAX_CHUNKS = 3
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
 EMBED_CHARS = 120  # ~30 tokens: name, doc or signature, first lines (the cost grows with length)
 _DOC_CHARS = 200
