@@ -295,3 +295,25 @@ def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
     assert top["results"][0]["file_path"] == "src/billing.py"
     asked = recall(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
     assert asked["results"][0]["file_path"] == "tests/test_billing.py"
+
+
+def test_a_batch_embeds_each_distinct_text_once_shortest_first(project: Project):
+    """Files' and definitions' texts go to the real model together: duplicates once, by length."""
+    from contextware.codeindex.indexer import embed_rows
+
+    model = project.embedder
+    seen: list[list[str]] = []
+
+    class Counting:  # the real model, with its calls recorded
+        model_id, dim = model.model_id, model.dim
+
+        def embed(self, texts):
+            seen.append(list(texts))
+            return model.embed(texts)
+
+    texts = ["a much longer file summary text", "go (func).", "short", "go (func)."]
+    rows: list[dict] = [{} for _ in texts]
+    embed_rows(Counting(), rows, texts)
+    assert seen == [["short", "go (func).", "a much longer file summary text"]]
+    assert rows[1]["vector"] == rows[3]["vector"] and rows[0]["vector"] != rows[2]["vector"]
+    assert rows[2]["vector"] == model.embed(["short"])[0].tolist()
