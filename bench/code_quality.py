@@ -325,10 +325,13 @@ def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
 
     feats = {name: features(projects[name], qs) for name, qs in tune_qs.items()}
     grid = {
-        "file_sim": [0.4, 0.6, 0.8],
-        "chunk_sim": [0.0, 0.2, 0.4, 0.6],
-        "file_bm25": [0.6, 1.0, 1.5, 2.0],
-        "file_half": [8.0, 16.0, 32.0],
+        "file_sim": [0.6],  # the scale: only the ratios of the weights matter
+        "chunk_sim": [0.4, 0.6, 0.8],
+        "file_bm25": [1.0, 1.5, 2.0],
+        "file_half": [8.0, 16.0],
+        "chunk_sim2": [0.0, 0.1, 0.2],
+        "name": [0.0, 0.1, 0.2, 0.3],
+        "test": [0.0, 0.1, 0.3],
     }  # chunk_bm25 stays 0: recall no longer runs the definitions' BM25 search (see codeindex.search)
     scored = []
     for values in itertools.product(*grid.values()):

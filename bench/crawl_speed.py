@@ -13,6 +13,13 @@ loaded after the first run, as in a long-lived process); "subprocess" runs ``uv 
 scripts/crawl_project.py --summarizer local`` in the corpus directory, as an agent or hook would,
 so every step pays interpreter start, imports and model load.  Prints medians in seconds, the ratio
 (b)/(a), and the counts the crawl returned on the last run.
+
+    uv run bench/crawl_speed.py --chunks-cost [--runs 3]
+
+compares instead the first in-process crawl with definition chunks against the same crawl with
+chunking switched off (``codeindex.chunks.file_chunks`` answering none: no chunk extraction, rows or
+embeddings), the two run alternately in one process so that both see the same machine load; it
+prints CPU seconds (all threads) and wall seconds of each, and their ratios (target: at most 2x).
 """
 
 from __future__ import annotations
@@ -104,6 +111,45 @@ def run_subprocess(tmp: Path, run: int, prefix: list[str]) -> tuple[dict, dict]:
     return times, counts
 
 
+def first_crawl_cost(tmp: Path, chunks: bool) -> dict:
+    """CPU and wall seconds of one first crawl of a fresh copy of the corpus, with or without chunks."""
+    import contextware.codeindex.chunks as chunking
+    from contextware.codeindex.indexer import crawl
+    from contextware.storage.project import Project
+
+    os.environ["CONTEXTWARE_HOME"] = str(tmp / "home")
+    root, _ = _new_corpus(tmp)
+    project = Project.open(root)
+    project.embedder.embed(["warm up"])  # the model loads once per process, not in either timing
+    real = chunking.file_chunks
+    if not chunks:
+        chunking.file_chunks = lambda *a, **k: []  # type: ignore[assignment]
+    try:
+        t, cpu = time.perf_counter(), time.process_time()
+        out = crawl(project, summarizer="local")
+        return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - t, "indexed": out["indexed"]}
+    finally:
+        chunking.file_chunks = real
+
+
+def chunks_cost(runs: int) -> None:
+    samples: dict[bool, list[dict]] = {True: [], False: []}
+    for run in range(runs):
+        for chunks in (run % 2 == 0, run % 2 == 1):  # alternate which goes first
+            with tempfile.TemporaryDirectory() as tmp:
+                samples[chunks].append(first_crawl_cost(Path(tmp), chunks))
+            print(f"run {run + 1} chunks={chunks}: {samples[chunks][-1]}", file=sys.stderr)
+    med = {c: {k: statistics.median(s[k] for s in v) for k in ("cpu_s", "wall_s")} for c, v in samples.items()}
+    n = samples[True][0]["indexed"]
+    print(f"first crawl of {n} standard-library files, medians of {runs} runs (in-process, local summaries)")
+    print("| crawl | CPU s | wall s |\n|---|---|---|")
+    print(f"| without chunks | {med[False]['cpu_s']:.1f} | {med[False]['wall_s']:.1f} |")
+    print(f"| with chunks | {med[True]['cpu_s']:.1f} | {med[True]['wall_s']:.1f} |")
+    print(
+        f"| ratio | {med[True]['cpu_s'] / med[False]['cpu_s']:.2f}x | {med[True]['wall_s'] / med[False]['wall_s']:.2f}x |"
+    )
+
+
 def summarize(samples: list[dict]) -> dict:
     med = {step: round(statistics.median(s[step] for s in samples), 2) for step in STEPS}
     first = statistics.median(s["first"] for s in samples)
@@ -116,9 +162,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--mode", default="both", choices=("both", "in-process", "subprocess"))
+    parser.add_argument("--chunks-cost", action="store_true", help="first crawl with against without chunks")
     args = parser.parse_args()
     for name in _ENV_OVERRIDES:
         os.environ.pop(name, None)
+    if args.chunks_cost:
+        chunks_cost(args.runs)
+        return
 
     uv = shutil.which("uv")
     prefix = [uv, "run", "--no-sync", "--project", str(REPO)] if uv else [sys.executable]

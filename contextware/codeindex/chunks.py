@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
-MAX_CHUNKS = 8  # per file: the largest definitions (embedding cost; the file's own row covers the rest)
+# Per file: the largest definitions; the file's own row covers the rest.  On the tune splits 4 lost
+# nothing against 8 and 3 one question of 145 (R@1 0.752 -> 0.745 with the final weights, still above
+# 0.738 with 8), and 3 is what keeps the first crawl within 2x the CPU of one without chunks
+# (``bench/crawl_speed.py --chunks-cost``: 4 measured 1.99x).  A file with a single definition gets
+# none: its own row is that definition.
+MAX_CHUNKS = 3
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
 EMBED_CHARS = 120  # ~30 tokens: name, doc or signature, first lines (the cost grows with length)
 _DOC_CHARS = 200
@@ -39,20 +45,33 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def file_chunks(path: str, text: str, language: str | None) -> list[Chunk]:
+def file_chunks(path: str, text: str, language: str | None, parsed: Any = None) -> list[Chunk]:
     """The definition chunks of one file (none for a language without a grammar, or on any parser
-    surprise: chunks add to the file's row, they never cost it)."""
+    surprise: chunks add to the file's row, they never cost it).  ``parsed``: the ``(definitions,
+    extractor)`` that ``local_summary.summarize_parsed`` already made of this text (no second parse)."""
     from contextware.codeindex.languages import GRAMMARS
-    from contextware.codeindex.local_summary import _comment_above, _extract, _markers
+    from contextware.codeindex.local_summary import _extract
 
     if not language or language not in GRAMMARS or not text.strip():
         return []
-    try:
-        _, defs, ex = _extract(language, text.replace("\r\n", "\n").replace("\r", "\n"))
-    except Exception:  # noqa: BLE001
-        return []
+    if parsed is None:
+        try:
+            _, defs, ex = _extract(language, text.replace("\r\n", "\n").replace("\r", "\n"))
+        except Exception:  # noqa: BLE001
+            return []
+    else:
+        defs, ex = parsed
     if ex is None:
         return []
+    try:
+        return _chunks(path, language, defs, ex)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _chunks(path: str, language: str, defs: list, ex: Any) -> list[Chunk]:
+    from contextware.codeindex.local_summary import _comment_above, _markers
+
     lines = ex.lines
     spans = []
     for d in defs:
@@ -62,21 +81,30 @@ def file_chunks(path: str, text: str, language: str | None) -> list[Chunk]:
         if end - start + 1 < MIN_LINES:
             continue
         spans.append((d, start, end))
+    if len(spans) < 2:
+        return []  # the file is one definition (or none): its own row already is that definition
     spans.sort(key=lambda s: s[1] - s[2])  # largest first when there are too many
     path_words = identifier_words(path)
-    chunks = []
-    for d, start, end in spans[:MAX_CHUNKS]:
+    chunks: list[Chunk] = []
+    seen: set[str] = set()
+    for d, start, end in spans:
+        if len(chunks) == MAX_CHUNKS:
+            break
         body = lines[start : end + 1]
         head = _squash(" ".join(body[:12]))  # the signature, and a docstring that sits inside the body
         above = "" if d.doc is not None else _squash(_comment_above(lines, start, _markers(language)))[:_DOC_CHARS]
         lead = f"{identifier_words(d.name)} ({d.kind}). {above}"
+        embedding_text = f"{lead} {head}"[:EMBED_CHARS]
+        if embedding_text in seen:  # overloads, platform variants: one vector says it
+            continue
+        seen.add(embedding_text)
         chunks.append(
             Chunk(
                 name=d.name,
                 kind=d.kind,
                 start=start + 1,
                 end=end + 1,
-                embedding_text=f"{lead} {head}"[:EMBED_CHARS],
+                embedding_text=embedding_text,
                 search_text=f"{path_words} {lead} {split_identifiers(head)}",
             )
         )

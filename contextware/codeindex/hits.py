@@ -106,7 +106,8 @@ def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
     return out
 
 
-def _terms(query: str) -> set[str]:
+def query_terms(query: str) -> set[str]:
+    """The query's content words, cut to their first five letters (a crude stem)."""
     words = {w.lower() for w in _WORD.findall(query)}
     return {w[:5] if len(w) > 5 else w for w in words if len(w) >= 3 and w not in _STOP}
 
@@ -114,7 +115,7 @@ def _terms(query: str) -> set[str]:
 def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int, int]]:
     """1-based inclusive line ranges around the lines that share the most words with the query,
     best first until ``budget`` characters are used, returned in file order."""
-    terms = _terms(query)
+    terms = query_terms(query)
     scored = []
     for i, line in enumerate(lines):
         words = {w.lower()[:5] for w in _WORD.findall(line)}

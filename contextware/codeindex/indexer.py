@@ -33,6 +33,7 @@ from contextware.system import stop_on_signals, write_atomic
 from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
+    from contextware.codeindex.chunks import Chunk
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.codeindex.source_text import Candidate
     from contextware.storage.project import Project
@@ -143,7 +144,9 @@ class _Writer:
         }
         row[FTS_COLUMN] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)
         row["imports"] = import_words(w.text[:SEARCH_CONTENT_CHARS])
-        self.chunk_rows += chunk_rows(c.path, w.text[:SEARCH_CONTENT_CHARS], summary.language, row["indexed_at"])
+        self.chunk_rows += chunk_rows(
+            c.path, w.text[:SEARCH_CONTENT_CHARS], summary.language, row["indexed_at"], w.chunks
+        )
         self.rows.append(row)
         self.report.indexed_files.append(c.path)
         self.report.summarizers[summarizer] += 1
@@ -158,10 +161,9 @@ class _Writer:
         embedder = self.project.embedder
         if rows:
             try:
-                vectors = embedder.embed([code_embedding_text(r) for r in rows])
-                for row, vec in zip(rows, vectors, strict=False):
-                    row["vector"] = vec.tolist()
-                embed_chunks(embedder, chunks)
+                embed_rows(
+                    embedder, [*rows, *chunks], [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
+                )
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in [*rows, *chunks]:
@@ -200,8 +202,11 @@ class _Writer:
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
 
 
-def chunk_rows(path: str, text: str, language: str | None, indexed_at: Any) -> list[dict]:
-    """The rows of ``CHUNKS_TABLE`` for one file (vectors are added by ``embed_chunks``)."""
+def chunk_rows(
+    path: str, text: str, language: str | None, indexed_at: Any, chunks: "list[Chunk] | None" = None
+) -> list[dict]:
+    """The rows of ``CHUNKS_TABLE`` for one file (vectors are added by ``embed_rows``); ``chunks``
+    when the summariser already made them from its parse."""
     from contextware.codeindex.chunks import file_chunks
 
     return [
@@ -216,16 +221,18 @@ def chunk_rows(path: str, text: str, language: str | None, indexed_at: Any) -> l
             "indexed_at": indexed_at,
             "search_text": c.search_text,
         }
-        for c in file_chunks(path, text, language)
+        for c in (file_chunks(path, text, language) if chunks is None else chunks)
     ]
 
 
-def embed_chunks(embedder: Any, rows: list[dict]) -> None:
-    """Vectors for chunk rows, embedded shortest first: a batch is padded to its longest text."""
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["text"]))
-    vectors = embedder.embed([rows[i]["text"] for i in order]) if rows else []
-    for i, vec in zip(order, vectors, strict=False):
-        rows[i]["vector"] = vec.tolist()
+def embed_rows(embedder: Any, rows: list[dict], texts: list[str]) -> None:
+    """Set each row's vector from its text, files' and definitions' together: each distinct text is
+    embedded once, and shortest first, since the model pads a batch to its longest text."""
+    unique = sorted(set(texts), key=len)
+    vectors = embedder.embed(unique) if unique else []
+    by_text = {t: v.tolist() for t, v in zip(unique, vectors, strict=False)}
+    for row, text in zip(rows, texts, strict=True):
+        row["vector"] = by_text[text]
 
 
 def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict]) -> None:

@@ -583,7 +583,14 @@ def _extract(language: str, text: str) -> tuple[str | None, list[_Def], _Extract
 
 def summarize_local(path: str, text: str) -> LocalSummary:
     """Summarise one file with no network and no model; never raises."""
+    return summarize_parsed(path, text)[0]
+
+
+def summarize_parsed(path: str, text: str) -> tuple[LocalSummary, Any]:
+    """The summary and the tree-sitter extraction it came from, ``(definitions, extractor)`` or
+    None when the file was not parsed: ``chunks`` builds the definition chunks from the same parse."""
     language = None
+    parsed: Any = None
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
@@ -591,19 +598,20 @@ def summarize_local(path: str, text: str) -> LocalSummary:
         language = detect_language(path, text[:256])
         head = text[:8192]
         if not text.strip():
-            return LocalSummary(language, "Empty file.", [])
+            return LocalSummary(language, "Empty file.", []), None
         if "\x00" in head or len(re.findall(r"[\x01-\x08\x0e-\x1a\x1c-\x1f]", head)) > len(head) / 10:
-            return LocalSummary(language, "Binary or non-text content.", [])
+            return LocalSummary(language, "Binary or non-text content.", []), None
         if language in ("markdown", "rst"):
-            return LocalSummary(language, _markdown(text), [])
+            return LocalSummary(language, _markdown(text), []), None
         if language not in GRAMMARS:
-            return LocalSummary(language, _plain(text, language), [])
+            return LocalSummary(language, _plain(text, language), []), None
         try:
             lead, defs, ex = _extract(language, text)
+            parsed = (defs, ex)
         except Exception:  # noqa: BLE001 - a parser surprise costs the summary its details, never the index
             lead, defs, ex = None, [], None
         symbols = list(dict.fromkeys(d.name for d in defs))[:MAX_SYMBOLS]
         summary = _compose(language, lead, defs, ex) if defs else _plain(text, language, lead)
-        return LocalSummary(language, summary, symbols)
+        return LocalSummary(language, summary, symbols), parsed
     except Exception:  # noqa: BLE001 - a file the summariser cannot read is indexed without a summary
-        return LocalSummary(language, "", [])
+        return LocalSummary(language, "", []), None

@@ -9,12 +9,15 @@ Each question is run against two tables (four queries):
 
 A file's score is
 
-    FILE_SIM * cos(file) + CHUNK_SIM * cos(best chunk)
+    FILE_SIM * cos(file) + CHUNK_SIM * cos(best chunk) + CHUNK_SIM2 * cos(second-best chunk)
       + FILE_BM25 * sat(bm25(file), FILE_HALF) + CHUNK_BM25 * sat(bm25(best chunk), CHUNK_HALF)
+      + NAME * name_match - TEST * (a test file, for a question that does not mention tests)
 
 with ``sat(x, h) = x / (x + h)``: cosines carry paraphrase, the saturated BM25 terms reward shared
 words without letting a long file win on length; a question about one behaviour inside a function
 reaches its file through that function's chunk even when the file's summary never mentions it.
+``name_match`` is the IDF-weighted share of the question's words that the file's path segments and
+definition names contain (IDF over the candidates' names: computed from the rows already read).
 The best chunk (by its own cosine and BM25) gives the hit its ``lines`` and ``symbol``.  A file is a
 candidate when one of its own two searches finds it: fetching the rows of files found only through
 a definition cost a query and changed no tune result.
@@ -24,22 +27,33 @@ Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench
 
 from __future__ import annotations
 
+import math
+import re
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.hits import query_terms
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-WEIGHTS: dict[str, float] = {  # calibrated: the best mean MRR over the five tune splits
-    "file_sim": 0.6,
-    "chunk_sim": 0.4,
-    "file_bm25": 1.5,
+# Calibrated on the five tune splits (``bench/code_quality.py --tune``): the best pooled MRR was
+# file 0.6, definition 0.6, file BM25 2.0 (half 8), second definition 0.1, name 0.3, test 0.3 (tune
+# R@1 0.738 -> 0.752, MRR 0.803 -> 0.813), scaled here by 2.5/3.6 so that the largest possible score
+# stays what it was (recall compares code scores with memories' and gates on them).
+WEIGHTS: dict[str, float] = {
+    "file_sim": 0.42,
+    "chunk_sim": 0.42,
+    "file_bm25": 1.39,
     "file_half": 8.0,
     "chunk_bm25": 0.0,  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
     "chunk_half": 8.0,
+    "chunk_sim2": 0.07,  # the second-best definition's cosine: more than one definition about it
+    "name": 0.21,  # the query's words found in the file's path and definition names (``name_match``)
+    "test": 0.21,  # a test file, for a question that does not ask about tests (a penalty)
 }
+_NAME_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
@@ -128,13 +142,16 @@ def code_candidates(
         feat = {"sim": sim, "rel": rel, "bm25": chunk_bm25.get(cid, 0.0), "row": row}
         old = best.get(row["file_path"])
         if old is None:
-            best[row["file_path"]] = {**feat, "sim_max": sim, "bm25_max": feat["bm25"]}
+            best[row["file_path"]] = {**feat, "sim_max": sim, "sim_2nd": 0.0, "bm25_max": feat["bm25"]}
             continue
+        old["sim_2nd"] = max(old["sim_2nd"], min(old["sim_max"], sim))
         old["sim_max"] = max(old["sim_max"], sim)
         old["bm25_max"] = max(old["bm25_max"], feat["bm25"])
         old["rel"] = max(old["rel"], rel)
         if _chunk_score(feat) > _chunk_score(old):
             old.update({k: feat[k] for k in ("sim", "bm25", "row")})
+    names = name_match(query, list(files.values()))
+    about_tests = bool(_TEST_WORDS & {w.lower() for w in _NAME_WORD.findall(query)})
     out = []
     for fid, row in files.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -146,6 +163,9 @@ def code_candidates(
             "file_bm25": file_bm25.get(fid, 0.0),
             "chunk_sim": chunk["sim_max"] if chunk else (file_sim or 0.0),  # no definition found: neutral
             "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
+            "chunk_sim2": chunk["sim_2nd"] if chunk else 0.0,  # a second definition about it too
+            "name": names.get(fid, 0.0),
+            "test": 1.0 if not about_tests and is_test_path(row["file_path"]) else 0.0,
         }
         rels = [r for r in (file_rel, chunk["rel"] if chunk and qvec is not None else None) if r is not None]
         hit = {
@@ -163,6 +183,34 @@ def code_candidates(
     return out
 
 
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures"})
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def _name_words(row: dict) -> set[str]:
+    """The words of a file's path segments and definition names, as ``query_terms`` cuts them."""
+    names = " ".join([row["file_path"], *(row.get("symbols") or [])])
+    return {w.lower()[:5] for w in _NAME_WORD.findall(names) if len(w) >= 3}
+
+
+def name_match(query: str, rows: list[dict]) -> dict[str, float]:
+    """Per file: the share of the query's words (weighted by their rarity among the candidates'
+    names, an IDF) that its path segments or definition names contain: a question that names a
+    concept ("spinner", "shutdown", "pager") finds the file or the function called so."""
+    terms = query_terms(query)
+    if not terms or not rows:
+        return {}
+    words = {row["id"]: _name_words(row) for row in rows}
+    n = len(rows)
+    idf = {t: math.log(1 + n / (1 + sum(t in w for w in words.values()))) for t in terms}
+    total = sum(idf.values()) or 1.0
+    return {fid: sum(idf[t] for t in terms if t in w) / total for fid, w in words.items()}
+
+
 def _chunk_score(feat: dict) -> float:
     """Which of a file's chunks its hit points at."""
     return feat["sim"] + LINES_BM25 * _sat(feat["bm25"], WEIGHTS["chunk_half"])
@@ -176,4 +224,7 @@ def fuse_code(features: dict[str, float], weights: dict[str, float] | None = Non
         + w["chunk_sim"] * features["chunk_sim"]
         + w["file_bm25"] * _sat(features["file_bm25"], w["file_half"])
         + w["chunk_bm25"] * _sat(features["chunk_bm25"], w["chunk_half"])
+        + w["chunk_sim2"] * features.get("chunk_sim2", 0.0)
+        + w["name"] * features.get("name", 0.0)
+        - w["test"] * features.get("test", 0.0)
     )

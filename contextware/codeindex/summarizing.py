@@ -37,6 +37,7 @@ class Work:
     candidate: "Candidate"
     text: str
     digest: str
+    chunks: list | None = None  # definition chunks made from the local summariser's own parse
 
 
 def check_summarizer(name: str | None) -> str:
@@ -182,4 +183,11 @@ def _summarize_local(path: str, text: str) -> "LocalSummary":
 
 
 def _local(w: Work) -> dict[str, tuple[Any, str]]:
-    return {w.candidate.path: (_summarize_local(w.candidate.path, w.text), "local")}
+    """The local summary, and the definition chunks from the same tree-sitter parse (parsing is
+    most of a local summary's cost; in the worker thread, not the writer's)."""
+    from contextware.codeindex.chunks import file_chunks
+    from contextware.codeindex.local_summary import summarize_parsed
+
+    summary, parsed = summarize_parsed(w.candidate.path, w.text)
+    w.chunks = file_chunks(w.candidate.path, w.text, summary.language, parsed) if parsed is not None else []
+    return {w.candidate.path: (summary, "local")}

@@ -45,7 +45,8 @@ TREE = {
     "src/shipping.py": '"""Shipping: carriers and parcel labels."""\n\n\ndef print_label(parcel):\n'
     '    """Print the carrier label of a parcel."""\n    return parcel.carrier.label(parcel)\n',
     "web/cart.js": "// Shopping cart widget.\nexport function computeInvoiceTotal(lines) {\n"
-    "  let sum = 0;\n  for (const l of lines) sum += l.qty * l.unitPrice;\n  return sum;\n}\n",
+    "  let sum = 0;\n  for (const l of lines) sum += l.qty * l.unitPrice;\n  return sum;\n}\n"
+    "export function emptyCart(cart) {\n  cart.lines = [];\n  return cart;\n}\n",
     "cmd/main.go": "// Package main starts the shop server.\npackage main\n\nfunc main() {\n\tserve()\n\treturn\n}\n",
 }
 
@@ -83,7 +84,7 @@ def test_identifiers_are_split_in_place():
 
 def test_file_chunks_have_line_ranges_and_short_texts():
     found = {c.name: c for c in file_chunks("src/billing.py", BILLING, "python")}
-    assert set(found) == {"format_receipt", "settle_amount", "LedgerWriter", "LedgerWriter.append"}
+    assert set(found) == {"format_receipt", "settle_amount", "LedgerWriter"}  # the 3 largest of 4
     lines = BILLING.split("\n")
     settle = found["settle_amount"]
     assert (
@@ -95,6 +96,28 @@ def test_file_chunks_have_line_ranges_and_short_texts():
     assert file_chunks("notes.txt", "just text", None) == []
 
 
+def test_chunks_skip_what_adds_nothing():
+    """A file that is one definition gets no chunk (its row is that definition); beyond
+    MAX_CHUNKS only the largest definitions get one; identical chunk texts are embedded once."""
+    from contextware.codeindex.chunks import MAX_CHUNKS
+    from contextware.codeindex.local_summary import summarize_local, summarize_parsed
+
+    one = '"""Shipping."""\n\n\ndef print_label(parcel):\n    """Print it."""\n    return parcel\n'
+    assert file_chunks("src/shipping.py", one, "python") == []
+    many = "".join(f"def f{i}(x):\n" + "    x += 1\n" * i + "    return x\n\n\n" for i in range(1, 9))
+    kept = file_chunks("src/many.py", many, "python")
+    assert [c.name for c in kept] == [f"f{i}" for i in range(9 - MAX_CHUNKS, 9)]  # the largest, in file order
+    twins = "if A:\n    def go(x):\n        x += 1\n        return x\nelse:\n    def go(x):\n        x += 1\n        return x\n"
+    twins += "\n\ndef other(y):\n    y += 2\n    return y\n"
+    assert sorted(c.name for c in file_chunks("src/twins.py", twins, "python")) == ["go", "other"]
+    # the local summariser's own parse gives the same chunks (crawl parses each file once)
+    summary, parsed = summarize_parsed("src/billing.py", BILLING)
+    assert summary == summarize_local("src/billing.py", BILLING)
+    assert parsed is not None and file_chunks("src/billing.py", BILLING, "python", parsed) == file_chunks(
+        "src/billing.py", BILLING, "python"
+    )
+
+
 def test_chunks_are_written_replaced_and_removed_with_their_file(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -103,9 +126,8 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
         "format_receipt",
         "settle_amount",
         "LedgerWriter",
-        "LedgerWriter.append",
-    }
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    }  # the MAX_CHUNKS (3) largest: the 3-line LedgerWriter.append is left to the file's row
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
     assert all(r["vector"] is not None for r in stored.values())
     assert "src/billing.py#10-16" in stored  # keyed by path and 1-based line range
 
@@ -117,9 +139,8 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
         "format_receipt",
         "round_to_cents",
         "LedgerWriter",
-        "LedgerWriter.append",
-    }
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    }  # the MAX_CHUNKS (3) largest: the 3-line LedgerWriter.append is left to the file's row
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
 
     # crawl after a change: replaced again, without duplicates
     billing.write_text(BILLING, encoding="utf-8")
@@ -128,17 +149,16 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
         "format_receipt",
         "settle_amount",
         "LedgerWriter",
-        "LedgerWriter.append",
-    }
+    }  # the MAX_CHUNKS (3) largest: the 3-line LedgerWriter.append is left to the file's row
 
     # a deleted file: its chunks go with its row (crawl, and index_file of the missing path)
-    (project.root / "web/cart.js").unlink()
-    out = crawl(project, summarizer="local")
-    assert out["removed_files"] == ["web/cart.js"] and names(project, "web/cart.js") == set()
     billing.unlink()
     index_files(project, [billing], summarizer="local")
     assert names(project, "src/billing.py") == set()
-    assert {r["file_path"] for r in chunks(project).values()} == {"src/shipping.py", "cmd/main.go"}
+    assert {r["file_path"] for r in chunks(project).values()} == {"web/cart.js"}
+    (project.root / "web/cart.js").unlink()
+    out = crawl(project, summarizer="local")
+    assert out["removed_files"] == ["web/cart.js"] and chunks(project) == {}
 
 
 def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(project: Project):
@@ -215,7 +235,7 @@ def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
     Project.open(project.root).db.conn.drop_table(CHUNKS_TABLE)
     out = crawl(Project.open(project.root), summarizer="local")
     assert out["indexed"] == len(TREE)
-    assert names(project, "web/cart.js") == {"computeInvoiceTotal"}
+    assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
     assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
 
 
@@ -235,3 +255,65 @@ def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project:
         with pytest.raises(DamagedDataError):
             recall(Project.open(project.root), question, scope="code")
         crawl(Project.open(project.root), summarizer="local", force=True)  # a re-index writes them anew
+
+
+def test_name_match_weighs_rare_query_words_found_in_paths_and_definition_names():
+    from contextware.codeindex.search import name_match
+
+    rows = [
+        {"id": "rich/_spinners.py", "file_path": "rich/_spinners.py", "symbols": ["SPINNERS"]},
+        {"id": "rich/console.py", "file_path": "rich/console.py", "symbols": ["Console", "Console.print"]},
+        {"id": "rich/pager.py", "file_path": "rich/pager.py", "symbols": ["SystemPager.show"]},
+    ]
+    scores = name_match("which file holds the frames of the spinners?", rows)
+    assert scores["rich/_spinners.py"] > 0 and scores["rich/console.py"] == scores["rich/pager.py"] == 0
+    both = name_match("where does the console show a pager?", rows)
+    assert both["rich/pager.py"] > 0 and both["rich/console.py"] > 0
+    assert name_match("the and of", rows) == {}  # no content word: no signal
+
+
+def test_test_files_are_recognised_and_ranked_below_source_unless_asked():
+    from contextware.codeindex.search import fuse_code, is_test_path
+
+    for path in ("tests/test_http.py", "context_test.go", "src/app.test.ts", "lib/__tests__/x.js", "test_util.py"):
+        assert is_test_path(path), path
+    for path in ("src/testing_tools_guide.md", "contest.py", "lib/attestation.go", "latest/main.rs"):
+        assert not is_test_path(path), path
+    same = {"file_sim": 0.5, "chunk_sim": 0.5, "file_bm25": 3.0, "chunk_bm25": 0.0, "name": 0.2}
+    assert fuse_code({**same, "test": 1.0}) < fuse_code({**same, "test": 0.0})
+
+
+def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
+    tree = {
+        **TREE,
+        "tests/test_billing.py": "from src.billing import settle_amount\n\n\ndef test_settle_amount_rounds_halves():\n"
+        "    assert settle_amount(5, 0.5) == 2\n    assert settle_amount(7, 0.5) == 4\n",
+    }
+    make_tree(project.root, tree)
+    crawl(project, summarizer="local")
+    top = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")
+    assert top["results"][0]["file_path"] == "src/billing.py"
+    asked = recall(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
+    assert asked["results"][0]["file_path"] == "tests/test_billing.py"
+
+
+def test_a_batch_embeds_each_distinct_text_once_shortest_first(project: Project):
+    """Files' and definitions' texts go to the real model together: duplicates once, by length."""
+    from contextware.codeindex.indexer import embed_rows
+
+    model = project.embedder
+    seen: list[list[str]] = []
+
+    class Counting:  # the real model, with its calls recorded
+        model_id, dim = model.model_id, model.dim
+
+        def embed(self, texts):
+            seen.append(list(texts))
+            return model.embed(texts)
+
+    texts = ["a much longer file summary text", "go (func).", "short", "go (func)."]
+    rows: list[dict] = [{} for _ in texts]
+    embed_rows(Counting(), rows, texts)
+    assert seen == [["short", "go (func).", "a much longer file summary text"]]
+    assert rows[1]["vector"] == rows[3]["vector"] and rows[0]["vector"] != rows[2]["vector"]
+    assert rows[2]["vector"] == model.embed(["short"])[0].tolist()
