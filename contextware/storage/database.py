@@ -165,7 +165,14 @@ class Database:
         from filelock import FileLock, Timeout
 
         lock_dir = self.project.lock_dir
-        lock_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            lock_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise StorageError(
+                f"{lock_dir} is a file where the write-lock folder belongs; move it aside and try again."
+            ) from None
+        except PermissionError:
+            raise StorageError(f"Cannot create the write-lock folder {lock_dir}: permission denied.") from None
         lock = FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S)
         try:
             with lock:

@@ -254,6 +254,22 @@ def test_a_damaged_table_is_damaged_data_with_exit_1(tmp_path, seeded):
     assert "memory.py repair" in envelope["error"]["message"]
 
 
+@pytest.mark.slow
+def test_a_file_where_the_lock_folder_belongs_is_one_clear_sentence(tmp_path, seeded):
+    root = tmp_path / "proj"
+    shutil.copytree(seeded["root"], root)
+    locks = root / "contextware_data" / "locks"
+    shutil.rmtree(locks, ignore_errors=True)
+    locks.write_text("not a folder")
+    before = _snapshot(root / "contextware_data")
+    out = _run(root, "save_fact", "Deploys go through the staging cluster first.")
+    envelope = json.loads(out.stdout.decode().strip())
+    assert out.returncode == 1 and envelope["error"]["code"] == "storage_error", envelope
+    assert "write-lock folder" in envelope["error"]["message"] and "move it aside" in envelope["error"]["message"]
+    assert "Traceback" not in out.stderr.decode(errors="replace")
+    assert _snapshot(root / "contextware_data") == before
+
+
 def test_the_mcp_server_answers_bad_json_with_a_parse_error_and_goes_on(tmp_path):
     """JSON-RPC 2.0: text that is not JSON gets -32700, JSON that is not a message -32600 (the SDK
     alone answers neither); the server then answers the next request."""
