@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-FIXTURE_VERSION = "1"
+FIXTURE_VERSION = "2"  # 2: the code index has its definitions (chunks) table
 FACTS, EPISODES, FILES = 8000, 2000, 300
 VENV_PY = REPO / ".venv" / "bin" / "python"
 COMPONENTS = [

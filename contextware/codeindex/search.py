@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contextware.storage.integrity import verify_rows
-from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
+from contextware.storage.table_search import fts_rows, vector_rows
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -59,22 +60,17 @@ def _searches(
     table = db.open_table(name)
     if table is None:
         return []
-    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]
 
     def fts() -> list[dict]:
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(limit)
-        if where:
-            q = q.where(where, prefilter=True)
         try:
-            return [{**r, "_bm25": float(r.get("_score") or 0.0)} for r in db.read(q.to_list)]
+            return [
+                {**r, "_bm25": float(r.get("_score") or 0.0)} for r in fts_rows(db, name, table, query, where, limit)
+            ]
         except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
             return []
 
     def vec() -> list[dict]:
-        q = table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns).limit(limit)
-        if where:
-            q = q.where(where, prefilter=True)
-        return db.read(q.to_list)
+        return vector_rows(db, name, table, qvec, where, limit)
 
     return [f for f, wanted in ((fts, lexical), (vec, qvec is not None)) if wanted]
 

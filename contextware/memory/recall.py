@@ -60,7 +60,8 @@ from contextware.memory.confidence import check_min_confidence
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.integrity import verify_rows
-from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
+from contextware.storage.schemas import CODE_TABLE, MEMORY_TABLES, OFFLOADS_TABLE
+from contextware.storage.table_search import fts_rows, vector_rows
 from contextware.text import check_unicode, cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
@@ -195,16 +196,8 @@ def search_table(
         return []
     found: dict[str, dict] = {}
     bm25: dict[str, float] = {}
-    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]  # a file's indexed text can be large
-
-    def fts() -> list[dict]:
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(candidates)
-        if where:
-            q = q.where(where, prefilter=True)
-        return q.to_list()
-
     try:
-        for row in db.read(fts):
+        for row in fts_rows(db, name, table, query, where, candidates):
             found[row["id"]] = row
             bm25[row["id"]] = float(row.get("_score") or 0.0)
     except DamagedDataError:
@@ -212,19 +205,7 @@ def search_table(
     except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
         pass
     if qvec is not None:
-
-        def vec() -> list[dict]:
-            q = (
-                table.search(qvec, vector_column_name="vector")
-                .distance_type("cosine")
-                .select(columns)
-                .limit(candidates)
-            )
-            if where:
-                q = q.where(where, prefilter=True)
-            return q.to_list()
-
-        for row in db.read(vec):
+        for row in vector_rows(db, name, table, qvec, where, candidates):
             found.setdefault(row["id"], row)
     verify_rows(name, found.values())
     out = []

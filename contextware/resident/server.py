@@ -2,8 +2,9 @@
 
 Start-up: take the data dir's server lock (a second service exits at once), bind the socket in its
 private folder (0700 folder, 0600 socket), then warm up (import LanceDB, load the model, open the
-tables) and drain the hook spool.  Requests queue in the socket's backlog meanwhile, so the first
-caller waits for the warm-up instead of paying for its own.
+tables and read them into memory: ``storage.table_search``) and drain the hook spool.  Requests
+queue in the socket's backlog meanwhile, so the first caller waits for the warm-up instead of
+paying for its own.
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
@@ -92,14 +93,14 @@ class Service:
             from contextware.storage.embeddings import preload_in_background
             from contextware.storage.lancedb_import import import_lancedb
             from contextware.storage.project import Project
+            from contextware.storage.table_search import load_snapshots
 
             with caller_context(str(self.data_dir.parent), None):
                 project = Project.open()
             thread = preload_in_background(project.embedder)
             import_lancedb()
             if project.data_dir == self.data_dir:
-                for name in project.db.table_names():
-                    project.db.open_table(name)
+                load_snapshots(project.db)  # opens the tables, and holds their rows and vectors for searches
             if thread is not None:
                 thread.join()
         except Exception as exc:  # noqa: BLE001
@@ -236,8 +237,11 @@ class Service:
         """Tables rebuilt or deleted under a long-lived process: reopen the project next time."""
         if '"ok": false' in stdout and ("storage_error" in stdout or "damaged_data" in stdout):
             from contextware.storage.project import forget_open_projects
+            from contextware.storage.table_search import drop_snapshots, keep_snapshots
 
             forget_open_projects()
+            drop_snapshots()
+            keep_snapshots()
 
 
 def main(argv: list[str]) -> int:
@@ -246,6 +250,7 @@ def main(argv: list[str]) -> int:
         return 2
     data_dir = Path(argv[0]).resolve()
     from contextware.storage.project import keep_projects_open
+    from contextware.storage.table_search import keep_snapshots
 
     service = Service(data_dir)
     if not service.bind():
@@ -260,6 +265,7 @@ def main(argv: list[str]) -> int:
     log(f"listening on {service.ep.socket} for {data_dir} (version {service.version})")
     try:
         keep_projects_open()
+        keep_snapshots()
         service.warm_up()
         service.drain_spool()
         service.serve()
