@@ -23,7 +23,6 @@ import json
 import re
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -276,6 +275,8 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None") -> N
     try:
         where = project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home()
         where.mkdir(parents=True, exist_ok=True)
+        import traceback  # only on failure: the hook process imports as little as it can
+
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         with open(where / "hooks.log", "a", encoding="utf-8") as f:
             f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {event or '?'} failed: {last}\n")
