@@ -168,3 +168,17 @@ def test_one_shot_processes_keep_no_snapshot(filled):
     project, _ = filled
     recall(project, "how do we deploy?")
     assert not table_search.snapshots_kept()
+
+
+def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots):
+    """A full-text hit committed between the snapshot check and the search (a race with another
+    writer) still comes back whole, in the order asked."""
+    project, ids = filled
+    db = project.db
+    table = db.open_table("facts")
+    snap = table_search._snapshot(db, "facts", table)
+    new = records.save_fact(_other_process(project), "Feature flags live in LaunchDarkly.", kind="decision")["id"]
+    rows = snap.rows(db, table, [new, ids[0], "fact-000000000000"])
+    assert [r["id"] for r in rows] == [new, ids[0]]  # an id gone meanwhile is skipped
+    assert rows[0]["text"] == "Feature flags live in LaunchDarkly." and len(rows[0]["vector"]) == len(rows[1]["vector"])
+    assert list(rows[0]) == list(rows[1])  # the same columns in the same order
