@@ -11,10 +11,10 @@ A vector search is then one matrix-vector product; the full-text search still ru
 BM25 is what recall is calibrated on) but fetches only ids and scores, the rows coming from the
 snapshot.  Filters (``where``) are evaluated by LanceDB once per snapshot and kept as row masks.
 
-A snapshot is keyed by the table's version *and* the identity of its version folder, and the key is
-checked on every search (~0.1 ms): a write by any process (a new version), a compaction, or a table
-dropped and created again (its versions start over at 1; the folder is new) makes the next search
-load a fresh snapshot.  The result equals LanceDB's own (exact, brute-force) search on the same
+A snapshot is keyed by the table's version folder (its identity and the manifests in it; the
+version and its timestamp on an object store), and the key is checked on every search (~0.1 ms): a
+write by any process (a new version), a compaction, or a table dropped and created again (its
+versions start over at 1; the folder is new) makes the next search load a fresh snapshot.  The result equals LanceDB's own (exact, brute-force) search on the same
 data: the same candidates in the same order, up to ties in float rounding.  Tables over
 MAX_SNAPSHOT_ROWS rows stay in LanceDB alone (memory), as does every search in a one-shot process
 (reading a whole table costs more than one search of it).
@@ -250,16 +250,20 @@ def _matrix(data: "pa.Table") -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]
 
 
 def _version_key(db: "Database", name: str, table: Any) -> tuple:
-    """What changes with every commit and every re-creation of the table."""
-    version = table.version
+    """What changes with every commit and every re-creation of the table.  On local disk: the
+    version folder's identity and its file names (each commit adds a manifest; a re-created table
+    has a new folder), read without a round trip through LanceDB's event loop, which the searches
+    running at the same time keep busy (that cost 3-4 ms a check); elsewhere the version and its
+    timestamp."""
     if is_local_uri(db.uri):
+        folder = os.path.join(db.uri, f"{name}.lance", "_versions")
         try:
-            st = os.stat(os.path.join(db.uri, f"{name}.lance", "_versions"))
+            st = os.stat(folder)
+            return (st.st_ino, st.st_mtime_ns, tuple(sorted(os.listdir(folder))))
         except OSError:
-            return (version, None)
-        return (version, st.st_ino, st.st_mtime_ns)
+            return (table.version, None)
     versions = table.list_versions()
-    return (version, str(versions[-1].get("timestamp")) if versions else None)
+    return (table.version, str(versions[-1].get("timestamp")) if versions else None)
 
 
 def _lock_for(key: tuple[str, str]) -> threading.Lock:
