@@ -2,9 +2,10 @@
 
 Start-up: take the data dir's server lock (a second service exits at once), bind the socket in its
 private folder (0700 folder, 0600 socket), then warm up (import LanceDB, load the model, open the
-tables and read them into memory: ``storage.table_search``) and drain the hook spool.  Requests
-queue in the socket's backlog meanwhile, so the first caller waits for the warm-up instead of
-paying for its own.
+tables) and drain the hook spool.  Requests queue in the socket's backlog meanwhile, so the first
+caller waits for the warm-up instead of paying for its own.  Once the first request is answered, a
+thread reads the tables into memory for searches (``storage.table_search``); searches do not wait
+for it, and the first caller of a cold service does not share the machine with it.
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
@@ -53,6 +54,7 @@ class Service:
         self.idle_s = self._idle_seconds()
         self._listener: socket.socket | None = None
         self._inode: int | None = None
+        self._db: Any = None  # the project's database, until its tables are read into memory
 
     def _idle_seconds(self) -> float:
         from contextware.storage.config import DEFAULTS, load_config
@@ -93,16 +95,18 @@ class Service:
             from contextware.storage.embeddings import preload_in_background
             from contextware.storage.lancedb_import import import_lancedb
             from contextware.storage.project import Project
-            from contextware.storage.table_search import load_snapshots
 
             with caller_context(str(self.data_dir.parent), None):
                 project = Project.open()
             thread = preload_in_background(project.embedder)
             import_lancedb()
             if project.data_dir == self.data_dir:
-                load_snapshots(project.db)  # opens the tables, and holds their rows and vectors for searches
+                for name in project.db.table_names():
+                    project.db.open_table(name)
             if thread is not None:
                 thread.join()
+            if project.data_dir == self.data_dir:
+                self._db = project.db  # read into memory once the first caller has its answer
         except Exception as exc:  # noqa: BLE001
             log(f"warm-up incomplete: {exc}")
 
@@ -149,6 +153,11 @@ class Service:
                 continue
             with conn:
                 self.handle(conn)
+            if self._db is not None:
+                from contextware.storage.table_search import load_in_background
+
+                load_in_background(self._db)  # the tables' rows and vectors in memory, for searches
+                self._db = None
 
     # -- requests ------------------------------------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:

@@ -44,6 +44,7 @@ _snapshots: dict[tuple[str, str], "Snapshot"] | None = None
 _too_big: dict[tuple[str, str], tuple] = {}  # tables over MAX_SNAPSHOT_ROWS, at the version counted
 _locks: dict[tuple[str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
+_preloading = threading.Event()  # set while load_in_background reads the tables
 
 
 def keep_snapshots() -> None:
@@ -128,12 +129,31 @@ def vector_rows(db: "Database", name: str, table: Any, qvec: Any, where: str | N
 
 # -- snapshots ----------------------------------------------------------------------------------------
 def load_snapshots(db: "Database") -> None:
-    """Open every table and read those with vectors into memory now (the service's warm-up), so
-    that the first search finds them ready."""
+    """Open every table and read those with vectors into memory now, so that searches find them
+    ready."""
     for name in db.table_names():
         table = db.open_table(name)
         if _snapshots is not None and table is not None and "vector" in db.schema(table).names:
-            _snapshot(db, name, table)
+            _snapshot(db, name, table, load=True)
+
+
+def load_in_background(db: "Database") -> threading.Thread:
+    """``load_snapshots`` in a thread (the service starts it once warmed up).  Until it is done,
+    searches of a table not read yet ask LanceDB instead of waiting: the first caller of a cold
+    service pays nothing for it (reading every table costs 0.1-0.4 s)."""
+    _preloading.set()
+
+    def run() -> None:
+        try:
+            load_snapshots(db)
+        except Exception:  # noqa: BLE001 - a damaged table is reported by the search that needs it
+            pass
+        finally:
+            _preloading.clear()
+
+    thread = threading.Thread(target=run, name="contextware-snapshots", daemon=False)
+    thread.start()
+    return thread
 
 
 class Snapshot:
@@ -271,12 +291,16 @@ def _lock_for(key: tuple[str, str]) -> threading.Lock:
         return _locks.setdefault(key, threading.Lock())
 
 
-def _snapshot(db: "Database", name: str, table: Any) -> Snapshot | None:
-    """The table's current snapshot (loaded when the table changed), or None when snapshots are off."""
+def _snapshot(db: "Database", name: str, table: Any, load: bool | None = None) -> Snapshot | None:
+    """The table's current snapshot (loaded when the table changed), or None when snapshots are off.
+    ``load`` False (default: while ``load_in_background`` runs): only a snapshot already current."""
     cache = _snapshots
     if cache is None:
         return None
     slot = (db.uri, name)
+    if not (load if load is not None else not _preloading.is_set()):
+        snap = cache.get(slot)
+        return snap if snap is not None and snap.key == _version_key(db, name, table) else None
     with _lock_for(slot):  # two searches of one table at once load it once
         for _ in range(LOAD_ATTEMPTS):
             key = _version_key(db, name, table)

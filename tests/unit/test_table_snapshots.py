@@ -183,3 +183,20 @@ def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots
     assert [r["id"] for r in rows] == [new, ids[0]]  # an id gone meanwhile is skipped
     assert rows[0]["text"] == "Feature flags live in LaunchDarkly." and len(rows[0]["vector"]) == len(rows[1]["vector"])
     assert list(rows[0]) == list(rows[1])  # the same columns in the same order
+
+
+def test_searches_do_not_wait_for_the_background_load(filled, snapshots, monkeypatch):
+    """A cold service reads its tables in a thread; until a table is read, its searches ask
+    LanceDB (the same answers) instead of waiting for it."""
+    project, _ = filled
+    plain = _answers(project)
+    table_search.drop_snapshots()
+    table_search.keep_snapshots()
+    monkeypatch.setattr(table_search._preloading, "is_set", lambda: True)  # the load has not reached them
+    assert _answers(project) == plain
+    assert table_search._snapshots == {}  # the searches read nothing themselves
+    monkeypatch.undo()
+    table_search.load_in_background(project.db).join()
+    assert {name for _, name in table_search._snapshots} == {"facts", "episodes"}
+    assert not table_search._preloading.is_set()
+    assert _answers(project) == plain
