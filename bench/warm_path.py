@@ -1,6 +1,7 @@
 """The warm path: hooks and scripts with and without the resident service, as agents and hosts run them.
 
     uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0] [--gemini-turns 0]
+                              [--only TEXT] [--checkout DIR] [--no-compile]
 
 Project: 10,000 memory rows (8,000 facts, 2,000 episodes, embedded with the real model) and a code
 index of 300 standard-library files (local summariser), built once and cached under
@@ -22,6 +23,12 @@ fake API of the tests) without Contextware, with the extension as installed, and
 only, MCP server only, the SDK MCP server of before), plus each hook event and the MCP server's
 discovery (``initialize`` + ``tools/list``) on their own.
 Prints medians and p95 in milliseconds as one JSON document.
+
+The package's bytecode is compiled first, as ``install`` leaves it (a process that may not write
+``__pycache__``, e.g. under PYTHONDONTWRITEBYTECODE, would otherwise compile the hook's modules on
+every run); ``--no-compile`` times the checkout as it is.  ``--checkout DIR`` times the scripts and
+environment (``DIR/.venv``) of another checkout, e.g. the main branch, on the same fixture, so two
+versions can be compared back to back on a shared machine.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-FIXTURE_VERSION = "1"
+FIXTURE_VERSION = "2"  # 2: the code index has its definitions (chunks) table
 FACTS, EPISODES, FILES = 8000, 2000, 300
 VENV_PY = REPO / ".venv" / "bin" / "python"
 COMPONENTS = [
@@ -348,7 +355,18 @@ def main() -> None:
     parser.add_argument(
         "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with the extension"
     )
+    parser.add_argument("--checkout", type=Path, help="time the scripts and .venv of this checkout instead")
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="TEXT", help="time only the paths whose name contains TEXT"
+    )
+    parser.add_argument("--no-compile", action="store_true", help="do not compile the package's bytecode first")
     args = parser.parse_args()
+    global REPO, VENV_PY
+    if args.checkout is not None:
+        REPO = args.checkout.resolve()
+        VENV_PY = REPO / ".venv" / "bin" / "python"
+    if not args.no_compile:
+        subprocess.run([str(VENV_PY), "-m", "compileall", "-q", str(REPO / "contextware")], check=False)
     root = cache_root() / "project"
     home = cache_root() / "home"
     os.environ["CONTEXTWARE_HOME"] = str(home)
@@ -396,7 +414,10 @@ def main() -> None:
             lambda: [uv, "run", "--no-sync", "--project", str(REPO), script("hook")],
             event,
         )
+    if args.only:
+        paths = {name: path for name, path in paths.items() if any(text in name for text in args.only)}
     report: dict = {"fixture": {"facts": FACTS, "episodes": EPISODES, "code_files": FILES, "path": str(root)}}
+    report["checkout"] = {"path": str(REPO), "bytecode_compiled_first": not args.no_compile}
     report["load_average_at_start"] = os.getloadavg()[0]
     _service(root, on, "stop")
     results: dict = {}

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.hits import query_terms
 from contextware.storage.integrity import verify_rows
-from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
+from contextware.storage.table_search import fts_rows, vector_rows
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -64,6 +65,22 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
+def file_lexical_rows(project: "Project", query: str, where: str | None, limit: int) -> list[dict]:
+    """The files' BM25 search (``code_candidates`` takes it as ``lexical`` when run beforehand)."""
+    table = project.db.open_table(CODE_TABLE)
+    return [] if table is None else _lexical(project, CODE_TABLE, table, query, where, limit)
+
+
+def _lexical(project: "Project", name: str, table: Any, query: str, where: str | None, limit: int) -> list[dict]:
+    try:
+        return [
+            {**r, "_bm25": float(r.get("_score") or 0.0)}
+            for r in fts_rows(project.db, name, table, query, where, limit)
+        ]
+    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
+        return []
+
+
 def _searches(
     project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int, lexical: bool = True
 ) -> list:
@@ -73,22 +90,12 @@ def _searches(
     table = db.open_table(name)
     if table is None:
         return []
-    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]
 
     def fts() -> list[dict]:
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(limit)
-        if where:
-            q = q.where(where, prefilter=True)
-        try:
-            return [{**r, "_bm25": float(r.get("_score") or 0.0)} for r in db.read(q.to_list)]
-        except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
-            return []
+        return _lexical(project, name, table, query, where, limit)
 
     def vec() -> list[dict]:
-        q = table.search(qvec, vector_column_name="vector").distance_type("cosine").select(columns).limit(limit)
-        if where:
-            q = q.where(where, prefilter=True)
-        return db.read(q.to_list)
+        return vector_rows(db, name, table, qvec, where, limit)
 
     return [f for f, wanted in ((fts, lexical), (vec, qvec is not None)) if wanted]
 
@@ -104,12 +111,15 @@ def _gather(results: list) -> tuple[dict[str, dict], dict[str, float]]:
     return found, bm25
 
 
-def _parallel(project: "Project", query: str, qvec: Any, where: str | None, candidates: int) -> tuple:
+def _parallel(
+    project: "Project", query: str, qvec: Any, where: str | None, candidates: int, lexical: list[dict] | None = None
+) -> tuple:
     """The four searches (files and chunks, BM25 and vector) at once: each is mostly waiting on
-    LanceDB's native code, so the question costs about its slowest search, not their sum."""
+    LanceDB's native code, so the question costs about its slowest search, not their sum.
+    ``lexical``: the files' BM25 rows (``file_lexical_rows``), when already fetched."""
     from concurrent.futures import ThreadPoolExecutor
 
-    file_calls = _searches(project, CODE_TABLE, query, qvec, where, candidates)
+    file_calls = _searches(project, CODE_TABLE, query, qvec, where, candidates, lexical=lexical is None)
     # Definitions are searched by vector only: their BM25 added nothing over the file's (weight 0 on
     # the tune splits) and cost a query.  Without vectors (degraded mode) their BM25 stands in.
     chunk_calls = _searches(
@@ -118,7 +128,7 @@ def _parallel(project: "Project", query: str, qvec: Any, where: str | None, cand
     with ThreadPoolExecutor(max_workers=max(1, len(file_calls) + len(chunk_calls))) as pool:
         file_futures = [pool.submit(c) for c in file_calls]
         chunk_futures = [pool.submit(c) for c in chunk_calls]
-        files = _gather([f.result() for f in file_futures])
+        files = _gather(([] if lexical is None else [lexical]) + [f.result() for f in file_futures])
         chunks = _gather([f.result() for f in chunk_futures])
     verify_rows(CODE_TABLE, files[0].values())  # a flipped bit is damaged_data, never a wrong answer
     verify_rows(CHUNKS_TABLE, chunks[0].values())
@@ -130,11 +140,18 @@ def _sat(x: float, half: float) -> float:
 
 
 def code_candidates(
-    project: "Project", query: str, qvec: Any, plain: Any, where: str | None, candidates: int
+    project: "Project",
+    query: str,
+    qvec: Any,
+    plain: Any,
+    where: str | None,
+    candidates: int,
+    lexical: list[dict] | None = None,
 ) -> list[dict]:
     """Candidate files with their features (``fuse_code`` scores them); the shape of
-    ``recall.search_table``'s hits plus ``features``, ``lines`` and ``symbol``."""
-    (files, file_bm25), (chunks, chunk_bm25) = _parallel(project, query, qvec, where, candidates)
+    ``recall.search_table``'s hits plus ``features``, ``lines`` and ``symbol``.  ``lexical``: the
+    files' BM25 rows (``file_lexical_rows``), when already fetched."""
+    (files, file_bm25), (chunks, chunk_bm25) = _parallel(project, query, qvec, where, candidates, lexical)
     best: dict[str, dict] = {}  # per file: its best chunk's features
     for cid, row in chunks.items():
         sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else 0.0

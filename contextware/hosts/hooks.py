@@ -23,7 +23,6 @@ import json
 import re
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -276,6 +275,8 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None") -> N
     try:
         where = project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home()
         where.mkdir(parents=True, exist_ok=True)
+        import traceback  # only on failure: the hook process imports as little as it can
+
         from contextware.redact import redact_text
 
         last = redact_text(traceback.format_exception_only(type(exc), exc)[-1].strip())

@@ -192,6 +192,15 @@ def sync_environment(runner: Runner) -> None:
         raise ContextwareError(
             f"uv sync --project {skill_dir()} failed ({_last_line(err)}); nothing was installed.", code="uv_sync_failed"
         )
+    # The package's own modules too (an editable install is not in site-packages): a hook run where
+    # Python may not write __pycache__ (PYTHONDONTWRITEBYTECODE, common in containers) would compile
+    # them on every turn, ~10 ms.  Best effort: a read-only checkout just keeps compiling.
+    try:
+        run_tool(
+            [str(environment_python()), "-m", "compileall", "-q", str(skill_dir() / "contextware")], UV_SYNC_TIMEOUT
+        )
+    except ContextwareError:
+        pass
 
 
 def mcp_server(runner: Runner) -> dict:

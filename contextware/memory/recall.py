@@ -67,7 +67,8 @@ from contextware.memory.confidence import check_min_confidence
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug, public_row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.integrity import verify_rows
-from contextware.storage.schemas import CODE_TABLE, FTS_COLUMN, MEMORY_TABLES, OFFLOADS_TABLE
+from contextware.storage.schemas import CODE_TABLE, MEMORY_TABLES, OFFLOADS_TABLE
+from contextware.storage.table_search import fts_rows, vector_rows
 from contextware.text import check_unicode, cut_at_word, parse_since, parse_topics, sql_str
 
 if TYPE_CHECKING:
@@ -191,47 +192,44 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
+def lexical_rows(project: "Project", name: str, query: str, where: str | None, candidates: int) -> list[dict]:
+    """The BM25 candidates of one table (each with ``_score``); none without a full-text index yet
+    (an empty table) or for a query the index cannot parse."""
+    table = project.db.open_table(name)
+    if table is None:
+        return []
+    try:
+        return fts_rows(project.db, name, table, query, where, candidates)
+    except DamagedDataError:
+        raise
+    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
+        return []
+
+
 def search_table(
-    project: "Project", name: str, query: str, qvec: Any, where: str | None, candidates: int, plain: Any = None
+    project: "Project",
+    name: str,
+    query: str,
+    qvec: Any,
+    where: str | None,
+    candidates: int,
+    plain: Any = None,
+    lexical: list[dict] | None = None,
 ) -> list[dict]:
     """Candidates from one table with their similarity and BM25 score (``select`` fuses, floors and
-    orders them); ``relevance`` is the cosine similarity to ``plain`` (the unwidened question)."""
+    orders them); ``relevance`` is the cosine similarity to ``plain`` (the unwidened question).
+    ``lexical``: the table's ``lexical_rows`` for ``query``, when already fetched."""
     db = project.db
     table = db.open_table(name)
     if table is None:
         return []
     found: dict[str, dict] = {}
     bm25: dict[str, float] = {}
-    columns = [c for c in db.schema(table).names if c != FTS_COLUMN]  # a file's indexed text can be large
-
-    def fts() -> list[dict]:
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(columns).limit(candidates)
-        if where:
-            q = q.where(where, prefilter=True)
-        return q.to_list()
-
-    try:
-        for row in db.read(fts):
-            found[row["id"]] = row
-            bm25[row["id"]] = float(row.get("_score") or 0.0)
-    except DamagedDataError:
-        raise
-    except Exception:  # noqa: BLE001 - no FTS index yet (empty table) or an unparsable query
-        pass
+    for row in lexical_rows(project, name, query, where, candidates) if lexical is None else lexical:
+        found[row["id"]] = row
+        bm25[row["id"]] = float(row.get("_score") or 0.0)
     if qvec is not None:
-
-        def vec() -> list[dict]:
-            q = (
-                table.search(qvec, vector_column_name="vector")
-                .distance_type("cosine")
-                .select(columns)
-                .limit(candidates)
-            )
-            if where:
-                q = q.where(where, prefilter=True)
-            return q.to_list()
-
-        for row in db.read(vec):
+        for row in vector_rows(db, name, table, qvec, where, candidates):
             found.setdefault(row["id"], row)
     verify_rows(name, found.values())
     out = []
@@ -485,41 +483,53 @@ def _candidates(
     """Candidates of every table of one project, and why vectors were not used (None if they were).
     ``vectors`` caches the question's vectors (or why they failed) across calls."""
     embedder = project.embedder
-    degraded = None
-    qvec = plain = None
     present = [t for t in tables if project.db.open_table(t) is not None]
     for name in present:
         project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
     wide = expand_query(text)
-    if present:
+    candidates = max(int(project.config["recall_candidates"]), limit * 3)
+    wheres = {name: _filters(name, root=project.root, **filters) for name in present}
+
+    def lexical(name: str) -> list[dict]:
+        # Code is searched with the plain question: synonyms of the engineering thesaurus match
+        # too many files' words (calibrated on bench/data/code_eval.json).
+        if name == CODE_TABLE:
+            from contextware.codeindex.search import file_lexical_rows
+
+            return file_lexical_rows(project, text, wheres[name], candidates)
+        return lexical_rows(project, name, wide, wheres[name], candidates)
+
+    def embed() -> tuple[Any, Any, str | None]:
+        """(search vector, plain vector, why there are none)."""
+        if not present:
+            return None, None, None
         if embedder.model_id not in vectors:
             try:
                 vectors[embedder.model_id] = query_vectors(embedder, text, wide)
             except EmbeddingError as exc:
                 vectors[embedder.model_id] = f"{exc.message} Answering from full-text search only."
         cached = vectors[embedder.model_id]
-        if isinstance(cached, str):
-            degraded = cached
-        else:
-            qvec, plain = cached
-    candidates = max(int(project.config["recall_candidates"]), limit * 3)
+        return (None, None, cached) if isinstance(cached, str) else (*cached, None)
 
-    def table_hits(name: str) -> list[dict]:
-        where = _filters(name, root=project.root, **filters)
-        # Code is searched with the plain question: synonyms of the engineering thesaurus match
-        # too many files' words (calibrated on bench/data/code_eval.json).
+    def table_hits(name: str, lex: list[dict]) -> list[dict]:
         if name == CODE_TABLE:
             from contextware.codeindex.search import code_candidates
 
-            return code_candidates(project, text, qvec, plain, where, candidates)
-        return search_table(project, name, wide, qvec, where, candidates, plain)
+            return code_candidates(project, text, qvec, plain, wheres[name], candidates, lexical=lex)
+        return search_table(project, name, wide, qvec, wheres[name], candidates, plain, lexical=lex)
 
     if len(present) < 2:
-        return [h for name in present for h in table_hits(name)], degraded
-    # The tables at once: each search mostly waits in LanceDB's native code, so a question costs
-    # about its slowest table instead of their sum (the hooks ask every table on every turn).
+        qvec, plain, degraded = embed()
+        return [h for name in present for h in table_hits(name, lexical(name))], degraded
+    # The full-text searches run while the question is embedded (they need no vector), then the
+    # vector searches; the tables at once: each search mostly waits in LanceDB's native code (or
+    # numpy), so a question costs about its slowest table instead of their sum (the hooks ask every
+    # table on every turn).
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(present)) as pool:
-        per_table = list(pool.map(table_hits, present))
+        started = [pool.submit(lexical, name) for name in present]
+        qvec, plain, degraded = embed()
+        lexed = [f.result() for f in started]
+        per_table = list(pool.map(table_hits, present, lexed))
     return [h for hits in per_table for h in hits], degraded

@@ -3,7 +3,9 @@
 Start-up: take the data dir's server lock (a second service exits at once), bind the socket in its
 private folder (0700 folder, 0600 socket), then warm up (import LanceDB, load the model, open the
 tables) and drain the hook spool.  Requests queue in the socket's backlog meanwhile, so the first
-caller waits for the warm-up instead of paying for its own.
+caller waits for the warm-up instead of paying for its own.  Once the first request is answered, a
+thread reads the tables into memory for searches (``storage.table_search``); searches do not wait
+for it, and the first caller of a cold service does not share the machine with it.
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
@@ -52,6 +54,7 @@ class Service:
         self.idle_s = self._idle_seconds()
         self._listener: socket.socket | None = None
         self._inode: int | None = None
+        self._db: Any = None  # the project's database, until its tables are read into memory
 
     def _idle_seconds(self) -> float:
         from contextware.storage.config import DEFAULTS, load_config
@@ -102,6 +105,8 @@ class Service:
                     project.db.open_table(name)
             if thread is not None:
                 thread.join()
+            if project.data_dir == self.data_dir:
+                self._db = project.db  # read into memory once the first caller has its answer
         except Exception as exc:  # noqa: BLE001
             log(f"warm-up incomplete: {exc}")
 
@@ -148,6 +153,11 @@ class Service:
                 continue
             with conn:
                 self.handle(conn)
+            if self._db is not None:
+                from contextware.storage.table_search import load_in_background
+
+                load_in_background(self._db)  # the tables' rows and vectors in memory, for searches
+                self._db = None
 
     # -- requests ------------------------------------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:
@@ -250,8 +260,11 @@ class Service:
         """Tables rebuilt or deleted under a long-lived process: reopen the project next time."""
         if '"ok": false' in stdout and ("storage_error" in stdout or "damaged_data" in stdout):
             from contextware.storage.project import forget_open_projects
+            from contextware.storage.table_search import drop_snapshots, keep_snapshots
 
             forget_open_projects()
+            drop_snapshots()
+            keep_snapshots()
 
 
 def main(argv: list[str]) -> int:
@@ -260,6 +273,7 @@ def main(argv: list[str]) -> int:
         return 2
     data_dir = Path(argv[0]).resolve()
     from contextware.storage.project import keep_projects_open
+    from contextware.storage.table_search import keep_snapshots
 
     service = Service(data_dir)
     if not service.bind():
@@ -274,6 +288,7 @@ def main(argv: list[str]) -> int:
     log(f"listening on {service.ep.socket} for {data_dir} (version {service.version})")
     try:
         keep_projects_open()
+        keep_snapshots()
         service.warm_up()
         service.drain_spool()
         service.serve()

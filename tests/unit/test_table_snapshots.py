@@ -1,0 +1,202 @@
+"""The resident service's in-memory table snapshots (``storage.table_search``): the same answers as
+LanceDB's own search, and never stale (real LanceDB, real model)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from contextware.memory import records
+from contextware.memory.recall import recall
+from contextware.storage import table_search
+from contextware.storage.project import Project
+
+FACTS = [
+    ("Run ruff check before every commit.", "convention"),
+    ("Postgres 16 is the only supported database.", "constraint"),
+    ("The billing service queues invoices in Redis streams.", "decision"),
+    ("Deploys go through fly deploy from the main branch.", "convention"),
+    ("Auth tokens expire after fifteen minutes.", "constraint"),
+    ("The search service uses Tantivy for its full-text index.", "decision"),
+]
+QUESTIONS = [
+    "what must I run before committing?",
+    "which database do we support?",
+    "where are invoices queued?",
+    "how do we deploy?",
+    "how long do auth tokens live?",
+    "what indexes the search text?",
+]
+
+
+@pytest.fixture
+def snapshots():
+    table_search.keep_snapshots()
+    yield table_search
+    table_search.drop_snapshots()
+
+
+@pytest.fixture
+def filled(project):
+    ids = [records.save_fact(project, text, kind=kind)["id"] for text, kind in FACTS]
+    ids.append(
+        records.save_episode(
+            project,
+            "Deploy failed: the release migration timed out on a locked table.",
+            goal="Deploy the API",
+            result="failure",
+            category="deploy",
+        )["id"]
+    )
+    return project, ids
+
+
+def _answers(project: Project, **kw) -> list[str]:
+    return [json.dumps(recall(project, q, min_confidence=0.0, **kw), sort_keys=True, default=str) for q in QUESTIONS]
+
+
+def _other_process(project: Project) -> Project:
+    """A second handle on the same data, with its own connection: a writer in another process."""
+    return Project(root=project.root, data_dir=project.data_dir, db_uri=project.db_uri)
+
+
+def test_snapshot_answers_equal_lancedb_answers(filled, snapshots):
+    project, _ = filled
+    table_search.drop_snapshots()
+    plain = _answers(project) + _answers(project, kind="constraint") + _answers(project, scope="episodes")
+    table_search.keep_snapshots()
+    served = _answers(project) + _answers(project, kind="constraint") + _answers(project, scope="episodes")
+    assert served == plain
+    assert (project.db.uri, "facts") in table_search._snapshots  # the answers did come from a snapshot
+    assert _answers(project) == plain[: len(QUESTIONS)]  # and keep coming, unchanged, from it
+
+
+def test_vector_and_fts_rows_equal_lancedb_rows(filled, snapshots):
+    project, _ = filled
+    db = project.db
+    table = db.open_table("facts")
+    qvec = project.embedder.embed(["which database do we support?"])[0]
+    where = "(status IS NULL OR status = 'active') AND kind = 'constraint'"
+    table_search.drop_snapshots()
+    plain = [
+        table_search.vector_rows(db, "facts", table, qvec, None, 4),
+        table_search.vector_rows(db, "facts", table, qvec, where, 4),
+        table_search.fts_rows(db, "facts", table, "database supported", None, 4),
+    ]
+    table_search.keep_snapshots()
+    served = [
+        table_search.vector_rows(db, "facts", table, qvec, None, 4),
+        table_search.vector_rows(db, "facts", table, qvec, where, 4),
+        table_search.fts_rows(db, "facts", table, "database supported", None, 4),
+    ]
+    for mine, theirs in zip(served, plain, strict=True):
+        assert [r["id"] for r in mine] == [r["id"] for r in theirs]
+        for a, b in zip(mine, theirs, strict=True):
+            assert a.keys() == b.keys()
+            assert {k: v for k, v in a.items() if k != "_distance"} == {k: v for k, v in b.items() if k != "_distance"}
+            if "_distance" in b:
+                assert a["_distance"] == pytest.approx(b["_distance"], abs=1e-5)
+    assert len(served[1]) == 2 and all(r["kind"] == "constraint" for r in served[1])  # the filter holds
+
+
+def test_a_write_by_another_process_is_seen_at_once(filled, snapshots):
+    project, _ = filled
+    recall(project, "where are invoices queued?")  # snapshots of the tables taken
+    other = _other_process(project)
+    new = records.save_fact(other, "Invoices are queued in Kafka since the March migration.", kind="decision")["id"]
+    found = recall(project, "are invoices queued in Kafka?", min_confidence=0.0)
+    assert found["results"][0]["id"] == new
+    records.delete(other, new)
+    assert new not in [r["id"] for r in recall(project, "are invoices queued in Kafka?", min_confidence=0.0)["results"]]
+
+
+def test_a_status_change_by_another_process_updates_the_filters(filled, snapshots):
+    project, ids = filled
+    assert ids[1] in [r["id"] for r in recall(project, "which database do we support?")["results"]]
+    other = _other_process(project)
+    newer = records.save_fact(
+        other, "Postgres 17 is the only supported database.", kind="constraint", supersedes=ids[1]
+    )["id"]
+    got = [r["id"] for r in recall(project, "which database do we support?")["results"]]
+    assert newer in got and ids[1] not in got  # superseded: filtered out of the cached search too
+
+
+def test_a_table_dropped_and_created_again_is_read_again(filled, snapshots):
+    """Versions start over at 1 in a re-created table: the version number alone would match a stale
+    snapshot.  Both tables below reach the same version number."""
+    project, _ = filled
+    recall(project, "how do we deploy?")
+    old_key = table_search._snapshots[(project.db.uri, "facts")].key
+    old_version = project.db.open_table("facts").version
+    other = _other_process(project)
+    shutil.rmtree(project.data_dir / "lancedb" / "facts.lance")
+    fresh = [records.save_fact(other, text, kind=kind)["id"] for text, kind in FACTS]
+    assert project.db.open_table("facts").version == old_version  # the same version number again
+    got = recall(project, "how do we deploy?", scope="memory")["results"]
+    assert got and got[0]["id"] == fresh[3]
+    assert table_search._snapshots[(project.db.uri, "facts")].key != old_key
+
+
+def test_a_table_rebuilt_under_the_service_is_read_again(filled, snapshots):
+    """``replace_table`` (re-embedding with another model, salvage) commits a whole new table."""
+    import pyarrow as pa
+
+    project, ids = filled
+    recall(project, "how do we deploy?")
+    other = _other_process(project)
+    table = other.db.open_table("facts")
+    kept = [r for r in table.to_arrow().to_pylist() if r["id"] != ids[3]]
+    with other.db.write_lock("facts"):
+        other.db.replace_table("facts", pa.Table.from_pylist(kept, schema=table.schema))
+    got = [r["id"] for r in recall(project, "how do we deploy?", min_confidence=0.0)["results"]]
+    assert ids[3] not in got
+
+
+def test_tables_over_the_size_limit_are_searched_in_lancedb(filled, snapshots, monkeypatch):
+    project, _ = filled
+    plain = _answers(project)
+    monkeypatch.setattr(table_search, "MAX_SNAPSHOT_ROWS", 3)
+    table_search.drop_snapshots()
+    table_search.keep_snapshots()
+    assert _answers(project) == plain
+    assert (project.db.uri, "facts") not in table_search._snapshots  # six facts: over the limit
+    assert (project.db.uri, "episodes") in table_search._snapshots
+
+
+def test_one_shot_processes_keep_no_snapshot(filled):
+    project, _ = filled
+    recall(project, "how do we deploy?")
+    assert not table_search.snapshots_kept()
+
+
+def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots):
+    """A full-text hit committed between the snapshot check and the search (a race with another
+    writer) still comes back whole, in the order asked."""
+    project, ids = filled
+    db = project.db
+    table = db.open_table("facts")
+    snap = table_search._snapshot(db, "facts", table)
+    new = records.save_fact(_other_process(project), "Feature flags live in LaunchDarkly.", kind="decision")["id"]
+    rows = snap.rows(db, table, [new, ids[0], "fact-000000000000"])
+    assert [r["id"] for r in rows] == [new, ids[0]]  # an id gone meanwhile is skipped
+    assert rows[0]["text"] == "Feature flags live in LaunchDarkly." and len(rows[0]["vector"]) == len(rows[1]["vector"])
+    assert list(rows[0]) == list(rows[1])  # the same columns in the same order
+
+
+def test_searches_do_not_wait_for_the_background_load(filled, snapshots, monkeypatch):
+    """A cold service reads its tables in a thread; until a table is read, its searches ask
+    LanceDB (the same answers) instead of waiting for it."""
+    project, _ = filled
+    plain = _answers(project)
+    table_search.drop_snapshots()
+    table_search.keep_snapshots()
+    monkeypatch.setattr(table_search._preloading, "is_set", lambda: True)  # the load has not reached them
+    assert _answers(project) == plain
+    assert table_search._snapshots == {}  # the searches read nothing themselves
+    monkeypatch.undo()
+    table_search.load_in_background(project.db).join()
+    assert {name for _, name in table_search._snapshots} == {"facts", "episodes"}
+    assert not table_search._preloading.is_set()
+    assert _answers(project) == plain
