@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
 from contextware.storage.integrity import GUARDED, verify_rows
+from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
 from contextware.text import approx_tokens, cut_at_word, iso
@@ -146,7 +147,7 @@ def _data_files_stamp(db_uri: str, table: str) -> tuple | None:
     """Name, size and mtime of each of a local table's data files: a byte changed in place (bit rot,
     a bad disk) changes no table version, and a reused section would hide it from the row checks.
     None for an object store, so nothing is reused there."""
-    if "://" in db_uri:
+    if not is_local_uri(db_uri):
         return None
     try:
         with os.scandir(Path(db_uri) / f"{table}.lance" / "data") as entries:
