@@ -11,9 +11,13 @@ compaction summaries are not either.  Standard library only: this runs on the ho
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 MAX_BYTES = 8 * 1024 * 1024  # read at most the transcript's tail
+# Claude Code appends to its transcript asynchronously: its Stop hook can start before the file exists
+# or before the turn's lines are in it (seen 15-60 ms late on a loaded machine).  How long Stop waits.
+TRANSCRIPT_WAIT_S = 2.0
 
 
 def _text(content: object) -> str:
@@ -74,3 +78,29 @@ def last_prompt(path: Path) -> str | None:
         if role == "user":
             return text
     return None
+
+
+def _same(a: str, b: str) -> bool:
+    a, b = " ".join(a.split()), " ".join(b.split())
+    return bool(a and b) and (a == b or a.endswith(b) or b.endswith(a))
+
+
+def prompt_of_turn(path: Path, answer: object, wait_s: float = TRANSCRIPT_WAIT_S) -> str | None:
+    """The prompt of the turn that ends with ``answer`` (Stop's ``last_assistant_message``): the last
+    prompt before that answer in the transcript.  The transcript may not hold the turn yet (or not
+    exist yet) when Stop runs: read again until the answer is in it, up to ``wait_s``; then the last
+    prompt there is, as when no answer is given.  An older turn's prompt is never taken for this one
+    while the transcript is catching up."""
+    deadline = time.monotonic() + wait_s
+    target = answer if isinstance(answer, str) else ""
+    while True:
+        try:
+            found = turns(path) if path.is_file() else []
+        except OSError:
+            found = []
+        for i in range(len(found) - 1, -1, -1):
+            if target and found[i][0] == "agent" and _same(found[i][1], target):
+                return next((text for role, text in reversed(found[:i]) if role == "user"), None)
+        if not target or path.is_dir() or time.monotonic() >= deadline:
+            return next((text for role, text in reversed(found) if role == "user"), None)
+        time.sleep(0.02)

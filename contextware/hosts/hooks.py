@@ -187,11 +187,11 @@ def _answer_as_shown(payload: dict) -> Any:
 
 def stop(project: "Project", payload: dict) -> dict | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
-    from contextware.hosts.claude_transcript import last_prompt
+    from contextware.hosts.claude_transcript import prompt_of_turn
 
     path = payload.get("transcript_path")
-    prompt = last_prompt(Path(path)) if isinstance(path, str) and Path(path).is_file() else None
     answer = payload.get("last_assistant_message")
+    prompt = prompt_of_turn(Path(path), answer) if isinstance(path, str) and path else None
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
     return after_agent(project, {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None})
 

@@ -6,6 +6,11 @@ command in-process (``CONTEXTWARE_SERVICE=off``, a command that is not quick, no
 nothing answering, a service that died mid-request).  A read is then simply run again; a write is
 safe to run again because every save is keyed by its content (``memory.records`` answers an exact
 duplicate with the existing row and writes nothing), and the session store's saves are upserts.
+
+A service killed with -9 is not gone at once: its process shows as a zombie while its other threads
+exit, and until the last one has, its socket still takes connections (then closes them unanswered)
+and its server lock is still held.  A replacement is therefore started only once that lock is free:
+by ``ensure_running`` (which waits for it) and, after a death mid-request, by ``replace_dead``.
 """
 
 from __future__ import annotations
@@ -200,15 +205,46 @@ def start_detached(ep: Endpoint) -> None:
     """Start a service without waiting for it (unless another caller is starting one right now).
     Raises Unavailable or ServiceUnsafe."""
     check_folder(ep, create=True)
-    fd = os.open(ep.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _take_start_lock(ep, None)
+    if fd is None:
+        return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return
         spawn(ep)
     finally:
         os.close(fd)
+
+
+def _server_lock_free(ep: Endpoint) -> bool:
+    """True when no service process holds the data dir's server lock: none runs, none is starting
+    and none is still dying.  A service killed with -9 shows as a zombie while its other threads
+    exit, and until the last one has, its listening socket still accepts connections and its lock
+    is still held: a replacement started then would find the lock taken and leave at once."""
+    try:
+        fd = os.open(ep.server_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return True  # the service itself will say why it cannot start
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # releases the probe's lock at once
+    return True
+
+
+def _take_start_lock(ep: Endpoint, deadline: float | None) -> int | None:
+    """The start lock's fd (held), or None when another caller holds it past ``deadline`` (at once
+    when ``deadline`` is None)."""
+    fd = os.open(ep.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if deadline is None or time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.01)
 
 
 def ensure_running(ep: Endpoint, wait_s: float = START_WAIT_S) -> None:
@@ -221,25 +257,47 @@ def ensure_running(ep: Endpoint, wait_s: float = START_WAIT_S) -> None:
     except Unavailable:
         pass
     deadline = time.monotonic() + wait_s
-    fd = os.open(ep.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _take_start_lock(ep, deadline)
+    if fd is None:
+        raise Unavailable("another caller is starting the service")
     try:
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _connect(ep).close()  # started by the caller that held the lock before us
+                return
+            except Unavailable:
+                pass
+            if _server_lock_free(ep):
                 break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise Unavailable("another caller is starting the service") from None
-                time.sleep(0.01)
-        try:
-            _connect(ep).close()  # started by the caller that held the lock before us
-            return
-        except Unavailable:
-            pass
+            if time.monotonic() > deadline:  # a service that holds its lock but never listens
+                raise Unavailable("a service holds the data dir's lock but does not answer")
+            time.sleep(0.01)  # one starting (lock taken, socket not bound yet) or one still dying
         spawn(ep)
         _wait_for_socket(ep, deadline)
     finally:
         os.close(fd)  # releases the lock
+
+
+def replace_dead(ep: Endpoint, wait_s: float = 2.0) -> None:
+    """After a service died under a request: start its replacement for the next caller, without
+    waiting for it to answer.  Waits (up to ``wait_s``) for the dead one to release its lock, which a
+    service killed with -9 holds for a moment; gives up quietly when another caller is starting one
+    or the lock stays held (then the service was not dead, only slow)."""
+    deadline = time.monotonic() + wait_s
+    try:
+        fd = _take_start_lock(ep, None)
+        if fd is None:
+            return
+        try:
+            while not _server_lock_free(ep):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+            spawn(ep)
+        finally:
+            os.close(fd)
+    except (OSError, Unavailable, ServiceUnsafe):
+        pass
 
 
 def stop(ep: Endpoint, wait_s: float = 10.0) -> dict[str, Any]:
@@ -294,15 +352,19 @@ def call(data_dir: Path, message: dict[str, Any], timeout: float) -> dict[str, A
     ep = endpoint(data_dir)
     try:
         try:
+            try:
+                return exchange(ep, message, timeout)
+            except VersionMismatch:
+                stop(ep)
+            except DiedMidRequest:
+                raise
+            except Unavailable:
+                pass  # nothing listens, or a stale socket (its service was killed)
+            ensure_running(ep)
             return exchange(ep, message, timeout)
-        except VersionMismatch:
-            stop(ep)
         except DiedMidRequest:
+            replace_dead(ep)  # the caller retries in-process; the next one finds a service again
             raise
-        except Unavailable:
-            pass
-        ensure_running(ep)
-        return exchange(ep, message, timeout)
     except ServiceUnsafe as exc:
         warn(exc.message)
         raise Unavailable(exc.message) from None

@@ -82,7 +82,7 @@ def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
     files = {
         f"gen/m{i:03}.py": f'"""Generated module {i} about topic {i % 17}."""\n\n'
         + "".join(f"def fn_{i}_{j}(x):\n    return x * {j}\n\n" for j in range(40))
-        for i in range(400)
+        for i in range(200)  # ~6 write batches of 32: several still to come when the first lands
     }
     make_tree(project_dir, files)
     proc = subprocess.Popen(
