@@ -168,7 +168,13 @@ _PATTERNS: list[_Pattern] = [
     ),
     _p("bearer_token", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/\-]{16,}=*)", 1, _has_digit, ("bearer",)),
     # scheme://user:password@host, including an empty user (redis://:pw@host)
-    _p("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:([^\s@/]+)@", 1, _secretish, ("://",)),
+    _p(
+        "url_password",
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://(?:\[REDACTED:\w+\]|[^\s:/@])*:([^\s@/]+)@",
+        1,
+        _secretish,
+        ("://",),
+    ),
     _p("netrc_password", r"(?i)\b(?:login|user)\s+\S+\s+password\s+(\S+)", 1, _secretish, ("password",)),
     _p("kubeconfig_key", r"(?i)\bclient-key-data\s*:\s*([A-Za-z0-9+/=]{16,})", 1, needles=("client-key-data",)),
     # "password": "...", 'api_key': '...', password: "..." (JSON, YAML, Python dicts)

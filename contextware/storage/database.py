@@ -33,6 +33,22 @@ SCHEMA_TTL_S = 2.0
 OBJECT_STORE_KEEP_MINUTES = 15
 _RETRYABLE = ("conflict", "too many concurrent writers", "retryable", "commit", "temporarily")
 RECOVERY_HINT = "run `uv run scripts/memory.py repair` (or `contextware memory repair`)"
+# What an object store's client says when it cannot be reached or refuses the credentials.
+_UNREACHABLE_SIGNS = (
+    "generic s3 error",
+    "generic gcs error",
+    "generic microsoftazure error",
+    "failed to resolve region",
+    "error sending request",
+    "dns error",
+    "connection refused",
+    "access denied",
+    "accessdenied",
+    "invalidaccesskeyid",
+    "signaturedoesnotmatch",
+    "credential",
+)
+
 # What Lance says when a data file or manifest is not one it wrote (truncated, overwritten, a flipped
 # bit in its metadata, foreign); collected by damaging real tables (tests/unit/test_damaged_data.py).
 _DAMAGE_SIGNS = (
@@ -192,8 +208,12 @@ class Database:
             return None
         try:
             table = self.conn.open_table(name)
+        except StorageError:
+            raise  # the database itself cannot be opened or reached: not a damaged table
         except Exception as exc:  # noqa: BLE001
             text = str(exc).lower()
+            if is_unreachable(exc):
+                raise StorageError(f"Cannot reach the {name} table at {self.uri}: {first_line(exc)}.") from None
             missing = (
                 isinstance(exc, (ValueError, FileNotFoundError)) or "not found" in text or "does not exist" in text
             )
@@ -381,9 +401,16 @@ class Database:
                 raise
 
 
+def is_unreachable(exc: BaseException) -> bool:
+    """Does the error say that an object store could not be reached or refused us (network, region,
+    credentials)?  Lance reports those as ``LanceError(IO)`` too, which alone reads as damage."""
+    text = str(exc).lower()
+    return any(sign in text for sign in _UNREACHABLE_SIGNS)
+
+
 def is_damage(exc: BaseException) -> bool:
     """Does Lance's error say that a file is not what it wrote?"""
-    return any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS)
+    return not is_unreachable(exc) and any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS)
 
 
 @contextmanager

@@ -270,6 +270,22 @@ def test_a_file_where_the_lock_folder_belongs_is_one_clear_sentence(tmp_path, se
     assert _snapshot(root / "contextware_data") == before
 
 
+def test_an_object_store_that_cannot_be_reached_is_a_storage_error_not_damage(tmp_path):
+    """Lance reports an unreachable S3 endpoint as LanceError(IO), like a damaged file: the user must
+    not be sent to `repair`, and credentials written into the URI never reach the output."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    uri = "s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY@bucket/memory"
+    env = {"CONTEXTWARE_DB_URI": uri, "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_REGION": "us-east-1"}
+    out = _run(root, "save_fact", "Deploys go through the staging cluster first.", env=env)
+    envelope = json.loads(out.stdout.decode().strip())
+    assert out.returncode == 1 and envelope["error"]["code"] == "storage_error", envelope
+    assert "repair" not in envelope["error"]["message"]
+    shown = out.stdout.decode() + out.stderr.decode(errors="replace")
+    assert "AKIAIOSFODNN7EXAMPLE" not in shown and "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY" not in shown
+    assert "[REDACTED:[REDACTED" not in shown  # one mask per secret, not a mask of a mask
+
+
 def test_the_mcp_server_answers_bad_json_with_a_parse_error_and_goes_on(tmp_path):
     """JSON-RPC 2.0: text that is not JSON gets -32700, JSON that is not a message -32600 (the SDK
     alone answers neither); the server then answers the next request."""

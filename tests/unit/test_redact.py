@@ -99,3 +99,12 @@ def test_at_most_one_false_redaction_over_300_real_files():
     assert len(files) >= 300
     masked = {rel: found for rel in files if (found := redact((stdlib / rel).read_text(errors="replace"))[1])}
     assert sum(sum(f.values()) for f in masked.values()) <= 1, masked
+
+
+def test_a_key_id_and_a_password_in_one_uri_are_each_masked_once():
+    from contextware.redact import redact_text
+
+    uri = "s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY@bucket/memory"
+    once = redact_text(f"Cannot open {uri}.")
+    assert once == "Cannot open s3://[REDACTED:aws_access_key]:[REDACTED:url_password]@bucket/memory."
+    assert redact_text(once) == once  # redacting twice (error paths do) changes nothing
