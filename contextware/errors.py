@@ -7,9 +7,11 @@ written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from json import JSONDecodeError
 
 
 class ContextwareError(Exception):
@@ -103,11 +105,13 @@ class GeminiError(ContextwareError):
     code = "gemini_error"
 
 
-def load_json(text: str, bad: "Callable[[json.JSONDecodeError], ContextwareError]") -> Any:
+def load_json(text: str, bad: "Callable[[JSONDecodeError], ContextwareError]") -> Any:
     """``json.loads(text)``, or the error ``bad`` makes of the decode error (raised without the
     decoder's traceback).  ``bad`` names where the text is wrong, never quotes it: it may be a file's
     content."""
     try:
+        import json  # here: every module imports this tree, few of them parse JSON
+
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise bad(exc) from None

@@ -166,7 +166,11 @@ def _open_log(ep: Endpoint) -> int:
 
 
 def spawn(ep: Endpoint) -> None:
-    """Start the service detached (its own session, stdio to its log).  Raises Unavailable."""
+    """Start the service detached (its own session, stdio to its log).  Raises Unavailable.
+
+    A ``/bin/sh`` in between starts it in the background and exits at once, so the service is never
+    our child: a long-lived caller (the MCP front) would otherwise keep a stopped service as a zombie,
+    which every other process sees as still running (``service stop`` waited 10 s for it)."""
     if not os.access(ep.data_dir, os.W_OK | os.X_OK):
         raise Unavailable(f"the data dir {ep.data_dir} is not writable")
     try:
@@ -176,8 +180,8 @@ def spawn(ep: Endpoint) -> None:
     import subprocess
 
     try:
-        subprocess.Popen(
-            [sys.executable, "-m", "contextware.resident", str(ep.data_dir)],
+        launcher = subprocess.Popen(
+            ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "contextware.resident", str(ep.data_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -185,7 +189,8 @@ def spawn(ep: Endpoint) -> None:
             start_new_session=True,
             close_fds=True,
         )
-    except OSError as exc:
+        launcher.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
         raise Unavailable(f"cannot start the service: {exc}") from None
     finally:
         os.close(log)

@@ -1,7 +1,7 @@
 """Error texts pass through the redaction layer before they reach stdout, stderr, a JSON answer or a
-log.  The trigger is real: the data dir's path holds a token-shaped folder name, and where the lock
-folder belongs there is a file, so the first save fails with an exception we did not map
-(``internal_error``) that quotes the path; a database path that is a file fails as ``damaged_data``,
+log.  The trigger is real: the data dir's path holds a token-shaped folder name, and where a table's
+lock file belongs there is a folder, so the first save fails with an exception we did not
+map (``internal_error``) that quotes the path; a database path that is a file fails as ``damaged_data``,
 quoting it too."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ TOKEN = "ghp_" + "Zq8pLm3Rt6Vx9Nb2Kc5Hd7Fg1Js4Wy0AeUo"  # a GitHub token's shape
 def _broken_data_dir(tmp_path: Path) -> dict[str, str]:
     data = tmp_path / "home" / TOKEN / "contextware_data"
     data.mkdir(parents=True)
-    (data / "locks").write_text("a file where the lock folder belongs\n")
+    for table in ("facts", "logs"):  # a folder where each lock file belongs
+        (data / "locks" / f"{table}.lock").mkdir(parents=True)
     return {"CONTEXTWARE_DATA_DIR": str(data)}
 
 
@@ -42,7 +43,7 @@ def test_internal_and_storage_errors_are_redacted_in_json_and_text(tmp_path: Pat
         assert "[REDACTED" in out.stdout and "Traceback" not in out.stdout + out.stderr
         if not fmt:
             assert out.json["error"]["code"] == "internal_error", out.stdout
-            assert out.json["error"]["message"].startswith("Unexpected FileExistsError")
+            assert out.json["error"]["message"].startswith("Unexpected IsADirectoryError")
 
     db_file = tmp_path / TOKEN / "lancedb"
     db_file.parent.mkdir()
@@ -88,7 +89,7 @@ def test_mcp_error_answers_and_the_logged_traceback_are_redacted(tmp_path: Path,
     assert "[REDACTED" in result["structuredContent"]["error"]["message"]
     _assert_clean(json.dumps(answer))
     stderr = err.decode()
-    assert "Traceback" in stderr and "FileExistsError" in stderr and "[REDACTED" in stderr, stderr[-3000:]
+    assert "Traceback" in stderr and "IsADirectoryError" in stderr and "[REDACTED" in stderr, stderr[-3000:]
     _assert_clean(stderr)
 
 

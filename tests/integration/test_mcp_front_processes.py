@@ -21,7 +21,7 @@ from typing import Any
 
 from contextware.hosts.mcp_declared import DECLARED
 from tests.conftest import SCRIPTS
-from tests.service_helpers import OFF, ON, alive, log_text, run, services, status  # noqa: F401 - fixture
+from tests.service_helpers import OFF, ON, alive, log_text, run, services, status, wait_for  # noqa: F401 - fixture
 
 SERVER = SCRIPTS / "mcp_server.py"
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
@@ -210,6 +210,13 @@ def test_a_service_killed_mid_call_retries_the_read_and_reports_the_write(projec
         assert dying.wait(timeout=60) == -9 and dying.stdout.read().split() == ["mcp", "recall"]  # type: ignore[union-attr]
         assert found["results"][0]["text"] == "Logs rotate daily."  # read again, in the front
         assert "lancedb" in front.heavy_loaded()
+
+        # the caller that saw the death starts a replacement; stopped here so that the next service
+        # to bind is again one that dies at a moment the test controls
+        replacement = wait_for(lambda: status(project_dir).get("pid"))
+        assert alive(replacement)
+        assert run("service", "stop", cwd=project_dir).json["stopped"] is True
+        wait_for(lambda: not alive(replacement), timeout=5)
 
         # session_store is not safe to repeat (a delete or an eviction could happen twice): reported
         dying = _dying_service(project_dir)
