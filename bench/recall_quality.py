@@ -5,6 +5,8 @@ answer is not in memory, and supersession (a newer fact that replaced an older o
     uv run bench/recall_quality.py                # report on the held-out test split
     uv run bench/recall_quality.py --split all    # or tune, or all
     uv run bench/recall_quality.py --tune         # calibrate the constants on the tune split
+    uv run bench/recall_quality.py --tune-confidence --token-alignment u3min   # experiment (not used
+                                                  # by recall): see TokenAlignment and confidence.py
 
 Every number comes from the real code path: memories are saved with ``memory.save_*`` (so the views
 of ``contextware/views.py`` are what is embedded and indexed), candidates come from
@@ -45,6 +47,100 @@ TABLES = ("facts", "episodes")
 LIMIT = 5
 CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
 RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0.01 let them swing by fold
+ALIGN_TOP = 3  # token alignment (--token-alignment) is computed for this many best-scored candidates
+
+
+class TokenAlignment:
+    """BERTScore-style token alignment from the embedding model's own token states (experiment,
+    ``--token-alignment``): every content word of the question (stop words and punctuation
+    dropped, word pieces averaged) is scored by its best cosine against the tokens of a memory's
+    embedded text; the word scores are pooled into one number.  Only the ``ALIGN_TOP``
+    best-scored candidates are aligned (what a prompt hook could afford); the others get 0.
+
+    Variants (comma-separated names, each one feature added to the confidence model):
+    ``min``/``q25``/``mean``/``idf`` pool the question's words against the candidate itself
+    (``idf``: weighted by log inverse document frequency of the word among the memories);
+    ``u3min``/``u3q25``/``u3idf`` pool them against the union of the top candidates' tokens, the
+    same for every candidate of the question ("is every word found somewhere?")."""
+
+    def __init__(self, embedder, variants: list[str], corpus: list[str]) -> None:
+        import numpy as np
+
+        self.np = np
+        self.embedder = embedder
+        self.variants = variants
+        self.cache: dict[str, tuple] = {}
+        states = self.states(corpus)
+        df: dict[str, int] = {}
+        for st in states:
+            for w in {w for w, _ in self.words(st)}:
+                df[w] = df.get(w, 0) + 1
+        self.idf = {w: float(np.log((len(corpus) + 1) / (n + 1)) + 1) for w, n in df.items()}
+        self.idf_unseen = float(np.log(len(corpus) + 1) + 1)
+
+    def states(self, texts: list[str]) -> list[tuple]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.embedder.token_states(missing), strict=True))
+        return [self.cache[t] for t in texts]
+
+    @staticmethod
+    def words(states: tuple) -> list[tuple[str, list[int]]]:
+        tokens, word_ids, _ = states
+        groups: dict[int, list[int]] = {}
+        for i, w in enumerate(word_ids):
+            groups.setdefault(w, []).append(i)
+        return [("".join(tokens[i].removeprefix("##") for i in idx), idx) for idx in groups.values()]
+
+    def content(self, states: tuple) -> list[tuple[str, list[int]]]:
+        every = self.words(states)
+        kept = [(w, idx) for w, idx in every if w.isalnum() and len(w) > 1 and w not in confidence_mod.STOP_WORDS]
+        return kept or every
+
+    def word_scores(self, q: tuple, rows: list[tuple]):
+        np = self.np
+        best = (q[2] @ np.concatenate([r[2] for r in rows]).T).max(axis=1)
+        return [(w, float(best[idx].mean())) for w, idx in self.content(q)]
+
+    def pool(self, kind: str, scored: list[tuple[str, float]]) -> float:
+        np = self.np
+        a = np.array([s for _, s in scored])
+        if kind == "min":
+            return float(a.min())
+        if kind == "q25":
+            return float(np.quantile(a, 0.25))
+        if kind == "mean":
+            return float(a.mean())
+        w = np.array([self.idf.get(word, self.idf_unseen) for word, _ in scored])
+        return float((a * w).sum() / w.sum())
+
+    def wrap(self, features):
+        """``confidence.features`` with the alignment variants added to every candidate's signals."""
+
+        def with_alignment(hits, query):
+            out = features(hits, query)
+            if not hits:
+                return out
+            from contextware.storage.embedded_text import embedding_text
+
+            top = sorted(range(len(hits)), key=lambda i: -hits[i]["score"])[:ALIGN_TOP]
+            q, *rows = self.states([query, *(embedding_text(hits[i]["collection"], hits[i]["row"]) for i in top)])
+            union = self.word_scores(q, rows)
+            own = {i: self.word_scores(q, [r]) for i, r in zip(top, rows, strict=True)}
+            for i, f in enumerate(out):
+                for v in self.variants:
+                    if v.startswith("u3"):
+                        f["align_" + v] = self.pool(v[2:], union)
+                    else:
+                        f["align_" + v] = self.pool(v, own[i]) if i in own else 0.0
+            return out
+
+        return with_alignment
+
+    def install(self) -> None:
+        confidence_mod.features = self.wrap(confidence_mod.features)
+        confidence_mod.FEATURES = (*confidence_mod.FEATURES, *("align_" + v for v in self.variants))
+        confidence_mod.WEIGHTS.update({"align_" + v: 0.0 for v in self.variants})
 
 
 def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
@@ -258,7 +354,7 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     }
 
 
-def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, **params) -> dict:
+def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, cv: bool = True, **params) -> dict:
     """Stage 4 alone (``--tune-confidence``, with the fusion constants as they are): the confidence
     weights, then recall's default gate (the highest costing at most 2.5 points of recall@3 on tune)
     and the prompt hook's (at most 10 points: it injects unasked, so silence is cheap there)."""
@@ -273,7 +369,7 @@ def tune_gates(cands: dict, qs: list[dict], na: list[dict], ids: dict, **params)
     recall_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.025)
     hook_gate = max(g for g, r, _ in gate_curve if r >= top_r3 - 0.10)
     final = evaluate(cands, qs, na, ids, "hybrid", min_confidence=recall_gate, **params)
-    cv_curve = cv_gate_curve(cands, qs, na, ids) if not params else None
+    cv_curve = cv_gate_curve(cands, qs, na, ids) if cv and not params else None
     confidence_mod.WEIGHTS.clear()
     confidence_mod.WEIGHTS.update(saved_weights)
     return {
@@ -293,6 +389,13 @@ def main() -> None:
         "--tune-confidence", action="store_true", help="calibrate only the confidence weights and gates"
     )
     parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
+    parser.add_argument(
+        "--token-alignment",
+        metavar="VARIANTS",
+        help="experiment: add token-alignment features (comma-separated: min, q25, mean, idf, u3min, u3q25, "
+        "u3idf; see TokenAlignment) to the confidence model; the report then refits the weights and "
+        "gates on the tune split first",
+    )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
 
@@ -305,6 +408,17 @@ def main() -> None:
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0
+        gates = {k: DEFAULTS[k] for k in ("recall_min_confidence", "hook_min_confidence")}
+        if args.token_alignment:
+            from contextware.storage.embedded_text import embedding_text
+
+            corpus = [embedding_text("facts" if i["type"] == "fact" else "episodes", i) for i in data["items"]]
+            TokenAlignment(project.embedder, args.token_alignment.split(","), corpus).install()
+            if not (args.tune or args.tune_confidence):
+                tq, tna = pick(data["questions"], "tune"), pick(data["no_answer"], "tune")
+                fitted = tune_gates(hybrid_candidates(project, [q["q"] for q in tq + tna]), tq, tna, ids, cv=False)
+                confidence_mod.WEIGHTS.update(fitted["confidence.WEIGHTS"])
+                gates = {k: fitted[k] for k in gates}
         if args.tune or args.tune_confidence:
             qs, na = pick(data["questions"], "tune"), pick(data["no_answer"], "tune")
             if args.tune:
@@ -330,9 +444,13 @@ def main() -> None:
         "constants": {
             k: getattr(recall_mod, k) for k in ("EXPANSION_WEIGHT", "BM25_WEIGHT", "BM25_HALF", "FLOOR", "MARGIN")
         },
-        "min_confidence": {k: DEFAULTS[k] for k in ("recall_min_confidence", "hook_min_confidence")},
-        "hybrid": {**evaluate(hybrid, qs, na, ids, "hybrid"), **supersession(hybrid, pairs, ids)},
-        "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=DEFAULTS["hook_min_confidence"]),
+        "min_confidence": gates,
+        "confidence.WEIGHTS": dict(confidence_mod.WEIGHTS),
+        "hybrid": {
+            **evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["recall_min_confidence"]),
+            **supersession(hybrid, pairs, ids),
+        },
+        "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["hook_min_confidence"]),
         "hybrid_ungated": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=0.0),
         "vector": evaluate(plain, qs, na, ids, "vector"),
         "bm25": evaluate(plain, qs, na, ids, "bm25"),

@@ -38,7 +38,18 @@ words help a little: ``unknown_name`` fires for 1 in 3 unanswerable questions an
 answerable ones; a rarity-weighted share of unknown words (rarity from the tokenizer's
 frequency-ordered vocabulary) scored AUC 0.69 alone but added nothing beside ``gap``, and loading
 that vocabulary costs 110 ms, so it is not used; ``coverage`` and ``lexical`` (still computed, for
-the fit to try) did not carry over across folds.  Silencing 8 of 10 unanswerable questions still
+the fit to try) did not carry over across folds.  Token alignment from the same model
+(BERTScore-style, ``--token-alignment``: each content word of the question scored by its best
+cosine against a memory's contextual token vectors, ``BundledEmbedder.token_states``) did not help
+either: pooled against each of the three best candidates by the minimum, the lowest quartile, the
+mean or a corpus-IDF-weighted mean, cross-validated 3-7 / 10-13 / 33-40 / 60-70 / 80-87 %; against
+the union of the three (minimum, lowest quartile or IDF mean) 13 / 13 / 50 / 60-63 / 73-77 %, i.e.
+one or two questions of 30; on the test split (fitted and gated on tune) it silenced exactly what
+today's model does (1 of 24 at recall's gate, 7 of 24 at the hook's).  Unanswerable questions'
+weakest words are as often generic ("week", "front", "production") as the missing thing
+("broker"), and paraphrases have weak words too.  It would also cost a second model run over the
+question and three memories on every prompt: ~5x the query's own embedding (median 107-119 ms
+against 20 ms on 2 loaded cores).  Silencing 8 of 10 unanswerable questions still
 costs about a third of recall@3: with this embedding model, such questions about the project look
 like hard paraphrases.
 
