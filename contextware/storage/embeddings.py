@@ -131,6 +131,11 @@ class BundledEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = min(4, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
+        # No busy-waiting between parallel sections: onnxruntime's threads otherwise spin for a while
+        # after each one, burning the cores the full-text searches running beside a query's embedding
+        # need.  Measured in the resident service (BeforeAgent, 10,000 rows, 2 cores): CPU per prompt
+        # 78 -> 59 ms, median 42 -> 35 ms; a crawl's batches lose ~2 % wall and use ~5 % less CPU.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
