@@ -31,7 +31,7 @@ from contextware.storage.integrity import GUARDED, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
-from contextware.text import approx_tokens, cut_at_word, iso
+from contextware.text import approx_tokens, cut_at_word, iso, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -164,10 +164,11 @@ def _size_mtime(entry: os.DirEntry) -> tuple[int, int]:
 class _Memory:
     """Active facts and episodes, read once per briefing and collapsed to their newest members."""
 
-    def __init__(self, project: "Project") -> None:
+    def __init__(self, project: "Project", code: Callable[[], Any] | None = None) -> None:
         self.project = project
         self.threshold = float(project.config["similar_threshold"])
         self._episode_rows: list[dict] | None = None
+        self.code = code or (lambda: _code(project))  # the code index section, maybe read beside the rest
 
     def _derive(self, table: str, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
         """``compute()``, or what it gave before for the same table version and threshold."""
@@ -300,11 +301,18 @@ def _code(project: "Project") -> dict[str, Any] | None:
         return None
     from contextware.codeindex.hits import freshness
 
-    rows = _rows(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at", "summary"])
+    # The figures need no stored text, so every row is read without its summary; only the summaries
+    # shown (the central files') are read with their checksums and checked: checking all 300 rows
+    # of a project cost a third of a warm session start.
+    rows = _rows(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at"])
     stale = sum(freshness(project, r) is not None for r in rows)
     last = max((r["indexed_at"] for r in rows if r.get("indexed_at")), default=None)
-    summaries = {r["file_path"]: r.get("summary") or "" for r in rows}
     central = central_files(project, tbl.version)
+    summaries: dict[str, str] = {}
+    if central:
+        where = "file_path IN (" + ", ".join(sql_str(c["file_path"]) for c in central) + ")"
+        shown = _rows(project, CODE_TABLE, ["file_path", "summary"], where)
+        summaries = {r["file_path"]: r.get("summary") or "" for r in shown}
     for c in central:
         c["summary"] = first_sentence(summaries.get(c["file_path"], ""))
     return {"files_indexed": len(rows), "stale": stale, "last_crawl": iso(last), "central_files": central}
@@ -389,7 +397,7 @@ _SOURCES: tuple[tuple[str, Callable[[_Memory], Any], int | None], ...] = (
     *((name, (lambda m, k=kind: m.facts(k)), 3 if kind != "constraint" else None) for name, kind, _ in FACT_SECTIONS),
     ("failures", lambda m: m.open_failures(), 3),
     ("recent_episodes", lambda m: m.recent(), 2),
-    ("code_index", lambda m: _code(m.project), 3),
+    ("code_index", lambda m: m.code(), 3),
     ("offload_sessions", lambda m: _offload_sessions(m.project), 2),
     ("store", lambda m: _store(m.project), None),
 )
@@ -399,8 +407,18 @@ SECTIONS = tuple(name for name, _, _ in _SOURCES)
 def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict:
     if not 100 <= budget_tokens <= 100_000:
         raise UsageError("--budget-tokens must be between 100 and 100000.", code="bad_budget")
-    head = {"id": project.id, "name": project.root.name, "root": str(project.root), **_sessions(project)}
-    memory = _Memory(project)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The two table scans that are never reused run beside the sections (each mostly waits in
+    # LanceDB's native code); the pool is joined before returning.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sessions = pool.submit(_sessions, project)
+        code = pool.submit(_code, project)
+        return _assemble(project, budget_tokens, sessions.result(), _Memory(project, code.result))
+
+
+def _assemble(project: "Project", budget_tokens: int, sessions: dict, memory: _Memory) -> dict:
+    head = {"id": project.id, "name": project.root.name, "root": str(project.root), **sessions}
     ctx: dict[str, Any] = {"project": head}
     unavailable: dict[str, str] = {}
     first: list[tuple[str, Any]] = []
