@@ -12,6 +12,7 @@ hyper from Debian's golang-*-dev / librust-*-dev packages, fetched by bench/regi
     uv run bench/code_quality.py --keep /tmp/cq    # build + crawl once into /tmp/cq/<set>, reuse it after
     uv run bench/code_quality.py --baseline-only   # BM25 only (no contextware import, no crawl)
     uv run bench/code_quality.py --latency         # also warm recall latency against the file-only ranking
+                                                   # (in a one-shot process and as the resident service)
 
 The registry sets need pip, npm and (as root, after ``apt-get update``) apt-get; their sources are
 cached under ~/.cache/contextware-bench (CONTEXTWARE_BENCH_CACHE), the Debian ones installed.
@@ -406,8 +407,18 @@ def main() -> None:
                 if args.misses:
                     missed.append((name, split, res.get("ours") or res["bm25"]))
         if args.latency:
+            from contextware.storage.table_search import drop_snapshots, keep_snapshots, load_snapshots
+
             for name, project in projects.items():
-                print(f"latency {name}: {json.dumps(latency(project, questions('all', name)))}")
+                print(
+                    f"latency {name} (one-shot process: LanceDB): {json.dumps(latency(project, questions('all', name)))}"
+                )
+                keep_snapshots()  # as the resident service searches: the tables' in-memory snapshots
+                load_snapshots(project.db)
+                print(
+                    f"latency {name} (resident service: snapshots): {json.dumps(latency(project, questions('all', name)))}"
+                )
+                drop_snapshots()
         if args.tune and projects:
             _tune(projects, {n: questions("tune", n) for n in projects})
     finally:

@@ -15,7 +15,7 @@ from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
-from contextware.storage.integrity import stamp, verify_rows
+from contextware.storage.integrity import CHECKED, stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
 from contextware.text import (
     check_unicode,
@@ -344,7 +344,17 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
 
 
 # -- reading and fixing -----------------------------------------------------------------------------
-PUBLIC_DROP = {"vector", "search_text", "text_hash", "checksum", "_distance", "_score", "_relevance_score", "_rowid"}
+PUBLIC_DROP = {
+    "vector",
+    "search_text",
+    "text_hash",
+    "checksum",
+    "_distance",
+    "_score",
+    "_relevance_score",
+    "_rowid",
+    CHECKED,
+}
 
 
 def public_row(row: dict, collection: str) -> dict:

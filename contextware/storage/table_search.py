@@ -160,16 +160,18 @@ class Snapshot:
     """One version of one table in memory: its rows (but the vectors) as Arrow, its vectors as a
     float32 matrix with each row's inverse norm, and filter masks."""
 
-    def __init__(self, key: tuple, data: "pa.Table") -> None:
+    def __init__(self, key: tuple, data: "pa.Table", name: str) -> None:
         import numpy as np
 
         self.key = key
+        self.name = name
         self.columns = data.column_names  # what a row holds, in the order LanceDB gives it
         self.index = {rid: i for i, rid in enumerate(data.column("id").to_pylist())}
         self.matrix, self.valid, self.scale = _matrix(data)
         self.data = data.drop_columns(["vector"]) if "vector" in self.columns else data
         self.usable = np.flatnonzero(self.scale)  # rows a vector search can return
         self.masks: dict[str, "np.ndarray"] = {}
+        self.checked = np.zeros(len(self.index), dtype=bool)  # rows found sound (see ``_check``)
         self._lock = threading.Lock()
 
     def allowed(self, db: "Database", table: Any, where: str | None) -> "np.ndarray":
@@ -216,14 +218,29 @@ class Snapshot:
         if not indices:
             return []
         rows = self.data.take(indices).to_pylist()
-        if "vector" not in self.columns:
-            return rows
-        vectors = self.matrix[indices].tolist()
-        out = []
-        for row, i, vec in zip(rows, indices, vectors, strict=True):
-            row["vector"] = vec if self.valid[i] else None
-            out.append({c: row[c] for c in self.columns})
-        return out
+        if "vector" in self.columns:
+            vectors = self.matrix[indices].tolist()
+            out = []
+            for row, i, vec in zip(rows, indices, vectors, strict=True):
+                row["vector"] = vec if self.valid[i] else None
+                out.append({c: row[c] for c in self.columns})
+            rows = out
+        self._check(indices, rows)
+        return rows
+
+    def _check(self, indices: list[int], rows: list[dict]) -> None:
+        """Check each row against its checksum the first time a search returns it, and mark it
+        ``CHECKED`` so that the callers' ``verify_rows`` need not hash it again: the snapshot is
+        read from disk once and never changes in memory, so a row found sound stays sound (a write
+        or a damaged file on disk makes the next search read a new snapshot, checked afresh).
+        Checking every row on every search was a fifth of a warm code search."""
+        from contextware.storage.integrity import CHECKED, verify_rows
+
+        for i, row in zip(indices, rows, strict=True):
+            if not self.checked[i]:
+                verify_rows(self.name, [row])  # damaged_data, as the callers' own check would say
+                self.checked[i] = True
+            row[CHECKED] = True
 
     def rows(self, db: "Database", table: Any, ids: list[str]) -> list[dict]:
         """The rows of ``ids`` in that order; ids written after this snapshot are read from LanceDB."""
@@ -315,7 +332,7 @@ def _snapshot(db: "Database", name: str, table: Any, load: bool | None = None) -
                 return None
             data = db.read(lambda: table.search().select(columns(db, table)).limit(None).to_arrow())
             if _version_key(db, name, table) == key:  # no write landed while reading
-                snap = cache[slot] = Snapshot(key, data.combine_chunks())  # one chunk: quicker takes
+                snap = cache[slot] = Snapshot(key, data.combine_chunks(), name)  # one chunk: quicker takes
                 return snap
     cache.pop(slot, None)
     return None  # the table is being written without pause: ask LanceDB directly this time

@@ -8,9 +8,11 @@ import shutil
 
 import pytest
 
+from contextware.errors import DamagedDataError
 from contextware.memory import records
 from contextware.memory.recall import recall
 from contextware.storage import table_search
+from contextware.storage.integrity import CHECKED
 from contextware.storage.project import Project
 
 FACTS = [
@@ -94,6 +96,7 @@ def test_vector_and_fts_rows_equal_lancedb_rows(filled, snapshots):
     for mine, theirs in zip(served, plain, strict=True):
         assert [r["id"] for r in mine] == [r["id"] for r in theirs]
         for a, b in zip(mine, theirs, strict=True):
+            assert a.pop(CHECKED) is True  # checked once by the snapshot; the callers skip it
             assert a.keys() == b.keys()
             assert {k: v for k, v in a.items() if k != "_distance"} == {k: v for k, v in b.items() if k != "_distance"}
             if "_distance" in b:
@@ -182,6 +185,7 @@ def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots
     rows = snap.rows(db, table, [new, ids[0], "fact-000000000000"])
     assert [r["id"] for r in rows] == [new, ids[0]]  # an id gone meanwhile is skipped
     assert rows[0]["text"] == "Feature flags live in LaunchDarkly." and len(rows[0]["vector"]) == len(rows[1]["vector"])
+    assert CHECKED not in rows[0] and rows[1].pop(CHECKED) is True  # only the snapshot's rows were checked
     assert list(rows[0]) == list(rows[1])  # the same columns in the same order
 
 
@@ -200,3 +204,28 @@ def test_searches_do_not_wait_for_the_background_load(filled, snapshots, monkeyp
     assert {name for _, name in table_search._snapshots} == {"facts", "episodes"}
     assert not table_search._preloading.is_set()
     assert _answers(project) == plain
+
+
+def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, snapshots):
+    """Rows are checked against their checksums the first time a snapshot returns them (then marked,
+    so the callers' checks skip them); a row damaged on disk before the snapshot was read is
+    damaged_data, never an answer."""
+    project, _ = filled
+    recall(project, "which database do we support?", min_confidence=0.0)
+    snap = table_search._snapshots[(project.db.uri, "facts")]
+    assert 0 < int(snap.checked.sum()) <= len(FACTS)
+    table_search.drop_snapshots()
+    data = project.root / "contextware_data" / "lancedb" / "facts.lance" / "data"
+    flipped = 0
+    for path in data.iterdir():
+        raw = bytearray(path.read_bytes())
+        at = raw.find(b"Postgres 16 is the only")
+        if at >= 0:
+            raw[at + len("Postgres 1")] ^= 1 << 1  # 16 -> 14
+            path.write_bytes(bytes(raw))
+            flipped += 1
+    assert flipped
+    table_search.keep_snapshots()
+    with pytest.raises(DamagedDataError) as exc:
+        recall(Project.open(project.root), "which database do we support?", min_confidence=0.0)
+    assert "memory.py repair" in exc.value.message
