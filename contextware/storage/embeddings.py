@@ -15,7 +15,7 @@ import hashlib
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -143,17 +143,24 @@ class BundledEmbedder:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def _batches(self, texts: Sequence[str]) -> "Iterator[tuple[list[Any], np.ndarray, np.ndarray]]":
+        """Per batch of at most BATCH_SIZE texts: their encodings, the attention mask and the model's
+        token states (``last_hidden_state``), one onnxruntime run each."""
         import numpy as np
 
         self.load()
-        out = []
         for start in range(0, len(texts), BATCH_SIZE):
             batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, feeds)[0]
+            yield batch, mask, self._session.run(None, feeds)[0]
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        out = []
+        for _, mask, hidden in self._batches(texts):
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -167,14 +174,8 @@ class BundledEmbedder:
         onnxruntime run for the batch (for BERTScore-style token alignment)."""
         import numpy as np
 
-        self.load()
         out: list[tuple[list[str], list[int], np.ndarray]] = []
-        for start in range(0, len(texts), BATCH_SIZE):
-            batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
-            ids = np.array([e.ids for e in batch], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, feeds)[0]
+        for batch, _, hidden in self._batches(texts):
             for e, states in zip(batch, hidden, strict=True):
                 keep = [i for i, w in enumerate(e.word_ids) if w is not None and e.attention_mask[i]]
                 vecs = states[keep].astype(np.float32)
