@@ -26,6 +26,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from contextware.storage.integrity import CHECKED, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import FTS_COLUMN
 
@@ -232,10 +233,9 @@ class Snapshot:
         """Check each row against its checksum the first time a search returns it, and mark it
         ``CHECKED`` so that the callers' ``verify_rows`` need not hash it again: the snapshot is
         read from disk once and never changes in memory, so a row found sound stays sound (a write
-        or a damaged file on disk makes the next search read a new snapshot, checked afresh).
-        Checking every row on every search was a fifth of a warm code search."""
-        from contextware.storage.integrity import CHECKED, verify_rows
-
+        makes the next search read a new snapshot, checked afresh as it is used; bytes damaged on
+        disk after the read never reach the copy in memory).  Checking every row on every search
+        was a fifth of a warm code search."""
         for i, row in zip(indices, rows, strict=True):
             if not self.checked[i]:
                 verify_rows(self.name, [row])  # damaged_data, as the callers' own check would say
