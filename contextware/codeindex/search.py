@@ -23,6 +23,11 @@ candidate when one of its own two searches finds it: fetching the rows of files 
 a definition cost a query and changed no tune result.
 Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench/code_quality.py
 --tune``); the test splits are reported apart.
+
+Many misses are a large hub file (a connection or context module) ranked above the small file that
+answers (``lazy.rs``, ``uri.go``).  Penalties for that were tried on the five tune splits and all
+lowered them (mean MRR 0.793 today): log file size 0.790 to 0.749, log symbol count 0.790 to 0.758,
+log of the files importing it 0.784 to 0.696, for weights 0.01 to 0.1.
 """
 
 from __future__ import annotations
