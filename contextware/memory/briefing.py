@@ -164,11 +164,11 @@ def _size_mtime(entry: os.DirEntry) -> tuple[int, int]:
 class _Memory:
     """Active facts and episodes, read once per briefing and collapsed to their newest members."""
 
-    def __init__(self, project: "Project", code: Callable[[], Any] | None = None) -> None:
+    def __init__(self, project: "Project", code: Callable[[], Any]) -> None:
         self.project = project
         self.threshold = float(project.config["similar_threshold"])
         self._episode_rows: list[dict] | None = None
-        self.code = code or (lambda: _code(project))  # the code index section, maybe read beside the rest
+        self.code = code  # the code index section (``_code``), read beside the other sections
 
     def _derive(self, table: str, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
         """``compute()``, or what it gave before for the same table version and threshold."""

@@ -11,6 +11,7 @@ from contextware.memory import kvstore, records
 from contextware.memory.briefing import render_markdown, session_context
 from contextware.storage.project import Project
 from contextware.text import CHARS_PER_TOKEN
+from tests.bit_rot import flip_stored
 
 
 @pytest.fixture
@@ -151,22 +152,8 @@ def test_briefing_shows_every_kind_once_newest_first(project: Project):
     assert "constraints" in small and "preferences" in small
 
 
-def _flip_everywhere(project: Project, table: str, needle: bytes, offset: int) -> None:
-    """Flip one bit at ``offset`` into every copy of ``needle`` in the table's data files (bit rot)."""
-    found = False
-    for path in (project.root / "contextware_data" / "lancedb" / f"{table}.lance" / "data").iterdir():
-        raw = bytearray(path.read_bytes())
-        at = raw.find(needle)
-        while at >= 0:
-            raw[at + offset] ^= 1 << 1
-            found = True
-            at = raw.find(needle, at + 1)
-        path.write_bytes(bytes(raw))
-    assert found, needle
-
-
 def test_a_damaged_summary_of_a_central_file_is_never_shown(briefed: Project):
-    _flip_everywhere(briefed, "code_index", b"posting and balancing", len("post"))  # posting -> posvin...
+    flip_stored(briefed, "code_index", b"posting and balancing", len("post"))  # posting -> posvin...
     ctx = session_context(Project.open(briefed.root), 4000)
     assert "code_index" not in ctx and "memory.py repair" in ctx["unavailable"]["code_index"]
     assert ctx["constraints"], "a damaged code index costs its own section only"
@@ -174,7 +161,7 @@ def test_a_damaged_summary_of_a_central_file_is_never_shown(briefed: Project):
 
 def test_a_damaged_summary_the_briefing_does_not_show_costs_nothing(briefed: Project):
     """Only the summaries shown (the central files') are read and checked: the figures need none."""
-    _flip_everywhere(briefed, "code_index", b"The billing module.", len("The bil"))
+    flip_stored(briefed, "code_index", b"The billing module.", len("The bil"))
     code = session_context(Project.open(briefed.root), 4000)["code_index"]
     assert code["files_indexed"] == 4 and code["central_files"][0]["file_path"] == "pkg/ledger.py"
     assert code["central_files"][0]["summary"].startswith("The ledger: posting and balancing")

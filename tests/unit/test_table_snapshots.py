@@ -14,6 +14,7 @@ from contextware.memory.recall import recall
 from contextware.storage import table_search
 from contextware.storage.integrity import CHECKED
 from contextware.storage.project import Project
+from tests.bit_rot import flip_stored
 
 FACTS = [
     ("Run ruff check before every commit.", "convention"),
@@ -215,16 +216,7 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     snap = table_search._snapshots[(project.db.uri, "facts")]
     assert 0 < int(snap.checked.sum()) <= len(FACTS)
     table_search.drop_snapshots()
-    data = project.root / "contextware_data" / "lancedb" / "facts.lance" / "data"
-    flipped = 0
-    for path in data.iterdir():
-        raw = bytearray(path.read_bytes())
-        at = raw.find(b"Postgres 16 is the only")
-        if at >= 0:
-            raw[at + len("Postgres 1")] ^= 1 << 1  # 16 -> 14
-            path.write_bytes(bytes(raw))
-            flipped += 1
-    assert flipped
+    flip_stored(project, "facts", b"Postgres 16 is the only", len("Postgres 1"))  # 16 -> 14
     table_search.keep_snapshots()
     with pytest.raises(DamagedDataError) as exc:
         recall(Project.open(project.root), "which database do we support?", min_confidence=0.0)
