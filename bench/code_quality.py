@@ -6,7 +6,7 @@ hyper from Debian's golang-*-dev / librust-*-dev packages, fetched by bench/regi
 
     uv run bench/code_quality.py                   # every set, held-out test split
     uv run bench/code_quality.py --set go          # one set
-    uv run bench/code_quality.py --tune --keep /tmp/cq   # grid-search codeindex.search.WEIGHTS on the tune splits
+    uv run bench/code_quality.py --tune --keep /tmp/cq   # grid-search codeindex.search.CodeWeights on the tune splits
     uv run bench/code_quality.py --split all       # or tune, or all (rows for tune, test and all)
     uv run bench/code_quality.py --misses          # also list the questions our method misses
     uv run bench/code_quality.py --keep /tmp/cq    # build + crawl once into /tmp/cq/<set>, reuse it after
@@ -20,7 +20,7 @@ cached under ~/.cache/contextware-bench (CONTEXTWARE_BENCH_CACHE), the Debian on
 "ours": the corpus is copied into a temporary project (``CONTEXTWARE_HOME`` points into the temp dir
 too, so the global registry is untouched), crawled with ``code_index.crawl(project,
 summarizer="local")`` (one row per file: summary + symbols, and its definition chunks), and every
-question goes through the real ``recall(project, q, scope="code", limit=10)``.
+question goes through the real recall (``ask(project, q, scope="code", limit=10)``).
 
 "bm25": Okapi BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over the WHOLE text of
 each file (contents only, not the path), implemented here in pure Python.  Tokenizer: runs of
@@ -141,7 +141,7 @@ def bm25_index(root: Path, files: Iterable[str]) -> BM25:
 def _import_api():
     try:
         from contextware.codeindex.indexer import crawl
-        from contextware.memory.recall import recall
+        from contextware.memory.recall import ask as recall
         from contextware.storage.project import Project
     except ImportError as exc:  # the code index is not there (yet), or is broken
         sys.exit(
@@ -208,9 +208,9 @@ def _rel(path: str, root: Path) -> str:
 
 
 def rank_ours(project, query: str, limit: int = DEPTH) -> list[str]:
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import ask
 
-    results = recall(project, query, scope="code", limit=limit)["results"]
+    results = ask(project, query, scope="code", limit=limit)["results"]
     return [_rel(r["file_path"], project.root) for r in results]
 
 
@@ -218,20 +218,24 @@ def features(project, qs: list[dict]) -> dict[str, list[dict]]:
     """Per question, the candidate files with the features ``codeindex.search.fuse_code`` weighs
     (for --tune: re-scoring them with other weights needs no new query)."""
     from contextware.codeindex.search import code_candidates
-    from contextware.memory.recall import query_vectors
+    from contextware.memory.recall import DEFAULT_PARAMS
+    from contextware.memory.recall.search import query_vectors
 
     out = {}
     for q in qs:
-        qvec, plain = query_vectors(project.embedder, q["q"], q["q"])
+        qvec, plain = query_vectors(project.embedder, q["q"], q["q"], DEFAULT_PARAMS.fusion)
         hits = code_candidates(project, q["q"], qvec, plain, None, 30)
-        out[q["q"]] = [{"path": h["row"]["file_path"], **h["features"]} for h in hits]
+        out[q["q"]] = [{"path": h.row["file_path"], **(h.features or {})} for h in hits]
     return out
 
 
 def rerank(cands: list[dict], weights: dict) -> list[str]:
-    from contextware.codeindex.search import fuse_code
+    from dataclasses import replace
 
-    return [c["path"] for c in sorted(cands, key=lambda c: -fuse_code(c, weights))][:DEPTH]
+    from contextware.codeindex.search import DEFAULT_CODE_WEIGHTS, fuse_code
+
+    w = replace(DEFAULT_CODE_WEIGHTS, **weights)
+    return [c["path"] for c in sorted(cands, key=lambda c: -fuse_code(c, w))][:DEPTH]
 
 
 # ----------------------------------------------------------------------------------------- scoring
@@ -287,16 +291,17 @@ def latency(project, qs: list[dict], rounds: int = 3) -> dict:
     import statistics
 
     from contextware.codeindex.search import code_candidates
-    from contextware.memory.recall import query_vectors, recall, search_table
+    from contextware.memory.recall import DEFAULT_PARAMS, ask
+    from contextware.memory.recall.search import query_vectors, search_table
     from contextware.storage.schemas import CODE_TABLE
 
     full, new, old = [], [], []
     for _ in range(rounds):
         for q in qs:
             t0 = time.perf_counter()
-            recall(project, q["q"], scope="code", limit=LIMIT)
+            ask(project, q["q"], scope="code", limit=LIMIT)
             full.append(time.perf_counter() - t0)
-            qvec, plain = query_vectors(project.embedder, q["q"], q["q"])
+            qvec, plain = query_vectors(project.embedder, q["q"], q["q"], DEFAULT_PARAMS.fusion)
             t0 = time.perf_counter()
             code_candidates(project, q["q"], qvec, plain, None, 30)
             new.append(time.perf_counter() - t0)
@@ -321,7 +326,7 @@ def _pooled(ms: list) -> dict | None:
 
 
 def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
-    """Grid search of codeindex.search.WEIGHTS on the tune splits (pooled, each set weighted alike)."""
+    """Grid search of codeindex.search.CodeWeights on the tune splits (pooled, each set weighted alike)."""
     import itertools
 
     feats = {name: features(projects[name], qs) for name, qs in tune_qs.items()}

@@ -70,7 +70,7 @@ def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
 
 def warm(root: Path, runs: int) -> dict:
     from contextware.memory import records
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import ask as recall
     from contextware.storage.project import Project
 
     project = Project.open(root)

@@ -27,7 +27,8 @@ class ContextwareError(Exception):
             self.code = code
         self.details = details or {}
 
-    def to_dict(self) -> dict:
+    def to_dict(self, name: Callable[[str], str] | None = None) -> dict:
+        """The error body; ``name`` words the names of inputs (see ``FieldError``)."""
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
             err["details"] = self.details
@@ -39,6 +40,21 @@ class UsageError(ContextwareError):
 
     code = "bad_input"
     exit_code = 2
+
+
+class FieldError(UsageError):
+    """A bad value of one named input (``limit``, ``scope``, ...).  The message says ``{field}`` where
+    the input's name goes, so each front end words it in its own vocabulary: ``--limit`` on the
+    command line (``cli.flag_name``), ``limit`` for an MCP tool's parameter (the default)."""
+
+    def __init__(self, template: str, *, field: str, code: str | None = None, details: dict | None = None) -> None:
+        self.template = template
+        self.field = field
+        super().__init__(template.replace("{field}", field), code=code or f"bad_{field}", details=details)
+
+    def to_dict(self, name: Callable[[str], str] | None = None) -> dict:
+        self.message = self.template.replace("{field}", name(self.field) if name else self.field)
+        return super().to_dict()
 
 
 class NotFoundError(UsageError):

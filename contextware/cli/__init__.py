@@ -119,7 +119,7 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         emit({"ok": True, **result}, fmt, getattr(module, "render_text", None))
         return 0
     except ContextwareError as exc:
-        return _fail(exc.to_dict(), exc.exit_code, fmt, argv)
+        return _fail(exc.to_dict(flag_name), exc.exit_code, fmt, argv)
     except KeyboardInterrupt:
         return _fail({"code": "interrupted", "message": "Interrupted."}, 130, fmt, argv)
     except UnicodeEncodeError as exc:  # bytes that are not UTF-8 on the command line, met anywhere
@@ -129,6 +129,15 @@ def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None
         return _fail({"code": "bad_encoding", "message": message}, 2, fmt, argv)
     except Exception as exc:  # noqa: BLE001 - the envelope promises JSON, never a traceback
         return _fail(internal_error(exc), 1, fmt, argv)
+
+
+# Inputs whose command-line flag is not ``--`` plus their name (``FieldError`` names inputs).
+FLAGS = {"all_projects": "--global", "text": "--query", "query": "--query"}
+
+
+def flag_name(field: str) -> str:
+    """How the command line names an input: ``limit`` -> ``--limit``, ``max_chars`` -> ``--max-chars``."""
+    return FLAGS.get(field) or "--" + field.replace("_", "-")
 
 
 def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:

@@ -63,23 +63,15 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> dict:
     from contextware.errors import UsageError
-    from contextware.memory.confidence import check_min_confidence
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import parse_query, recall, recall_refreshing_stale
 
     if args.question is not None and args.query is not None:
         raise UsageError("Give the question once: as QUESTION or with --query, not both.", code="usage")
     if args.question is None and args.query is None:
         raise UsageError('Give a question: recall "how do we run the tests?" (or --query).', code="usage")
-    query = args.question if args.question is not None else args.query
-    from contextware.storage.embeddings import preload_in_background
-
-    if args.min_confidence is not None:  # before the model loads: exiting under its thread can abort
-        check_min_confidence(args.min_confidence)
-    project = open_project(args)
-    preload_in_background(project.embedder)
-    return recall(
-        project,
-        query,
+    # Checked before the model loads: exiting under its loading thread can abort.
+    query = parse_query(
+        args.question if args.question is not None else args.query,
         scope=args.scope,
         limit=args.limit,
         mode=args.mode,
@@ -89,13 +81,17 @@ def handle(args: argparse.Namespace) -> dict:
         result=args.result,
         category=args.category,
         include_superseded=args.include_superseded,
-        refresh_stale=args.refresh_stale,
         max_chars=args.max_chars,
         source=args.source,
         session=args.session,
-        global_=args.global_,
+        all_projects=args.global_,
         min_confidence=args.min_confidence,
     )
+    from contextware.storage.embeddings import preload_in_background
+
+    project = open_project(args)
+    preload_in_background(project.embedder)
+    return (recall_refreshing_stale if args.refresh_stale else recall)(project, query).to_dict()
 
 
 def render_hit(hit: dict) -> str:

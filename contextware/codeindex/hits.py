@@ -15,6 +15,7 @@ from contextware.codeindex.exclusions import SecretFiles
 from contextware.text import iso
 
 if TYPE_CHECKING:
+    from contextware.storage.candidate import Candidate
     from contextware.storage.project import Project
 
 STALE_NOTE = "[STALE] File changed since it was indexed; read it directly."
@@ -78,14 +79,15 @@ def freshness(project: "Project", row: dict) -> str | None:
     return None
 
 
-def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
-    row = hit["row"]
+def render_code_hit(project: "Project", hit: "Candidate", score: float, mode: str) -> dict[str, Any]:
+    """A code result as recall shows it: the file's row, its freshness and the definition it matched."""
+    row = hit.row
     symbols = list(row.get("symbols") or [])
     note = freshness(project, row)
     out: dict[str, Any] = {
-        "collection": hit["collection"],
+        "collection": hit.collection,
         "id": row["id"],
-        "score": round(hit["score"], 4),
+        "score": round(score, 4),
         "file_path": row["file_path"],
         "language": row.get("language"),
         "summary": row.get("summary"),
@@ -96,9 +98,9 @@ def render_code_hit(project: "Project", hit: dict, mode: str) -> dict:
     }
     if mode == "exact":  # for attach_content, which compares it with the file and drops it
         out["_content_hash"] = row.get("content_hash")
-    if hit.get("lines"):  # the definition that matched best (codeindex.search)
-        out["lines"] = list(hit["lines"])
-        out["symbol"] = hit.get("symbol")
+    if hit.lines:  # the definition that matched best (codeindex.search)
+        out["lines"] = list(hit.lines)
+        out["symbol"] = hit.symbol
     if mode != "exact" and len(symbols) > SUMMARY_SYMBOLS:
         out["symbols_total"] = len(symbols)
     if note:

@@ -1,33 +1,13 @@
 """Ranking source files for a question: four rankers fused, definition hits aggregated to files.
 
-Each question is run against two tables (four queries):
-
-* the files (``CODE_TABLE``): the vector of path + summary + symbol names, and BM25 over path,
-  symbols, summary and content with camelCase identifiers split (``embedded_text.code_search_text``);
-* the definitions (``CHUNKS_TABLE``, ``chunks.py``): the vector of each function's, method's or
-  class's name, signature, doc and first lines, and BM25 over its name and body.
-
-A file's score is
-
-    FILE_SIM * cos(file) + CHUNK_SIM * cos(best chunk) + CHUNK_SIM2 * cos(second-best chunk)
-      + FILE_BM25 * sat(bm25(file), FILE_HALF) + CHUNK_BM25 * sat(bm25(best chunk), CHUNK_HALF)
-      + NAME * name_match - TEST * (a test file, for a question that does not mention tests)
-
-with ``sat(x, h) = x / (x + h)``: cosines carry paraphrase, the saturated BM25 terms reward shared
-words without letting a long file win on length; a question about one behaviour inside a function
-reaches its file through that function's chunk even when the file's summary never mentions it.
-``name_match`` is the IDF-weighted share of the question's words that the file's path segments and
-definition names contain (IDF over the candidates' names: computed from the rows already read).
-The best chunk (by its own cosine and BM25) gives the hit its ``lines`` and ``symbol``.  A file is a
-candidate when one of its own two searches finds it: fetching the rows of files found only through
-a definition cost a query and changed no tune result.
-Weights are calibrated on the tune splits of bench/data/code_eval*.json (``bench/code_quality.py
---tune``); the test splits are reported apart.
-
-Many misses are a large hub file (a connection or context module) ranked above the small file that
-answers (``lazy.rs``, ``uri.go``).  Penalties for that were tried on the five tune splits and all
-lowered them (mean MRR 0.793 today): log file size 0.790 to 0.749, log symbol count 0.790 to 0.758,
-log of the files importing it 0.784 to 0.696, for weights 0.01 to 0.1.
+Each question runs against two tables: the files (``CODE_TABLE``: the vector of path + summary +
+symbol names, BM25 over path, symbols, summary and content) and their definitions (``CHUNKS_TABLE``:
+the vector of a function's name, signature, doc and first lines).  A file's score
+(``fuse_code``) weighs its cosine, its best and second-best definitions' cosines, its saturated
+BM25, the share of the question's words its path and definition names hold (``name_match``), and a
+penalty for test files when the question is not about tests.  The weights (``CodeWeights``) were
+calibrated on the tune splits of bench/data/code_eval*.json; the experiments and their numbers are
+in docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -35,9 +15,12 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.hits import query_terms
+from contextware.storage.candidate import Candidate, Row
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
@@ -45,24 +28,33 @@ from contextware.storage.table_search import fts_rows, vector_rows
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-# Calibrated on the five tune splits (``bench/code_quality.py --tune``): the best pooled MRR was
-# file 0.6, definition 0.6, file BM25 2.0 (half 8), second definition 0.1, name 0.3, test 0.3 (tune
-# R@1 0.738 -> 0.752, MRR 0.803 -> 0.813), scaled here by 2.5/3.6 so that the largest possible score
-# stays what it was (recall compares code scores with memories' and gates on them).
-WEIGHTS: dict[str, float] = {
-    "file_sim": 0.42,
-    "chunk_sim": 0.42,
-    "file_bm25": 1.39,
-    "file_half": 8.0,
-    "chunk_bm25": 0.0,  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
-    "chunk_half": 8.0,
-    "chunk_sim2": 0.07,  # the second-best definition's cosine: more than one definition about it
-    "name": 0.21,  # the query's words found in the file's path and definition names (``name_match``)
-    "test": 0.21,  # a test file, for a question that does not ask about tests (a penalty)
-}
+
+@dataclass(frozen=True)
+class CodeWeights:
+    """How a file's features are fused (``fuse_code``).  Calibrated on the five tune splits
+    (``bench/code_quality.py --tune``): file 0.6, definition 0.6, file BM25 2.0 (half 8), second
+    definition 0.1, name 0.3, test 0.3, scaled by 2.5/3.6 so that the largest possible score stays
+    what it was (recall compares code scores with memories' and gates on them)."""
+
+    file_sim: float = 0.42
+    chunk_sim: float = 0.42
+    file_bm25: float = 1.39
+    file_half: float = 8.0
+    chunk_bm25: float = 0.0  # 0.3-1.0 cost MRR: the file's BM25 already counts the body's words
+    chunk_half: float = 8.0
+    chunk_sim2: float = 0.07  # the second-best definition's cosine: more than one definition about it
+    name: float = 0.21  # the query's words found in the file's path and definition names (``name_match``)
+    test: float = 0.21  # a test file, for a question that does not ask about tests (a penalty)
+
+
+DEFAULT_CODE_WEIGHTS = CodeWeights()
 _NAME_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
+
+
+Search = Callable[[], list[Row]]
+Found = tuple[dict[str, Row], dict[str, float]]  # rows by id, and the BM25 score of those BM25 found
 
 
 def _cosine(a: Any, b: Any) -> float:
@@ -71,13 +63,13 @@ def _cosine(a: Any, b: Any) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def file_lexical_rows(project: "Project", query: str, where: str | None, limit: int) -> list[dict]:
+def file_lexical_rows(project: "Project", query: str, where: str | None, limit: int) -> list[Row]:
     """The files' BM25 search (``code_candidates`` takes it as ``lexical`` when run beforehand)."""
     table = project.db.open_table(CODE_TABLE)
     return [] if table is None else _lexical(project, CODE_TABLE, table, query, where, limit)
 
 
-def _lexical(project: "Project", name: str, table: Any, query: str, where: str | None, limit: int) -> list[dict]:
+def _lexical(project: "Project", name: str, table: Any, query: str, where: str | None, limit: int) -> list[Row]:
     try:
         return [
             {**r, "_bm25": float(r.get("_score") or 0.0)}
@@ -89,7 +81,7 @@ def _lexical(project: "Project", name: str, table: Any, query: str, where: str |
 
 def _searches(
     project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int, lexical: bool = True
-) -> list:
+) -> list[Search]:
     """The BM25 (if ``lexical``) and the vector search of one table, as calls to run (none if the
     table is missing)."""
     db = project.db
@@ -97,19 +89,19 @@ def _searches(
     if table is None:
         return []
 
-    def fts() -> list[dict]:
+    def fts() -> list[Row]:
         return _lexical(project, name, table, query, where, limit)
 
-    def vec() -> list[dict]:
+    def vec() -> list[Row]:
         return vector_rows(db, name, table, qvec, where, limit)
 
     return [f for f, wanted in ((fts, lexical), (vec, qvec is not None)) if wanted]
 
 
-def _gather(results: list) -> tuple[dict[str, dict], dict[str, float]]:
-    found: dict[str, dict] = {}
+def _gather(results: list[list[Row]]) -> Found:
+    found: dict[str, Row] = {}
     bm25: dict[str, float] = {}
-    for rows in (r() if callable(r) else r for r in results):
+    for rows in results:
         for row in rows:
             found.setdefault(row["id"], row)
             if "_bm25" in row:
@@ -118,8 +110,8 @@ def _gather(results: list) -> tuple[dict[str, dict], dict[str, float]]:
 
 
 def _parallel(
-    project: "Project", query: str, qvec: Any, where: str | None, candidates: int, lexical: list[dict] | None = None
-) -> tuple:
+    project: "Project", query: str, qvec: Any, where: str | None, candidates: int, lexical: list[Row] | None = None
+) -> tuple[Found, Found]:
     """The four searches (files and chunks, BM25 and vector) at once: each is mostly waiting on
     LanceDB's native code, so the question costs about its slowest search, not their sum.
     ``lexical``: the files' BM25 rows (``file_lexical_rows``), when already fetched."""
@@ -145,6 +137,41 @@ def _sat(x: float, half: float) -> float:
     return x / (x + half) if x > 0 else 0.0
 
 
+@dataclass
+class _BestChunk:
+    """A file's definitions as the search saw them: the one its hit points at (``row``, with its
+    ``sim`` and ``bm25``), the best and second-best cosines, the best BM25 and relevance."""
+
+    row: Row
+    sim: float
+    bm25: float
+    rel: float
+    sim_max: float
+    sim_2nd: float = 0.0
+    bm25_max: float = 0.0
+
+
+def _best_chunks(chunks: Found, qvec: Any, plain: Any) -> dict[str, _BestChunk]:
+    """Per file: its definitions' best signals (the hit points at the best-scored one)."""
+    rows, chunk_bm25 = chunks
+    best: dict[str, _BestChunk] = {}
+    for cid, row in rows.items():
+        sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else 0.0
+        rel = _cosine(plain, row["vector"]) if plain is not None and row.get("vector") is not None else sim
+        bm25 = chunk_bm25.get(cid, 0.0)
+        old = best.get(row["file_path"])
+        if old is None:
+            best[row["file_path"]] = _BestChunk(row, sim, bm25, rel, sim_max=sim, bm25_max=bm25)
+            continue
+        old.sim_2nd = max(old.sim_2nd, min(old.sim_max, sim))
+        old.sim_max = max(old.sim_max, sim)
+        old.bm25_max = max(old.bm25_max, bm25)
+        old.rel = max(old.rel, rel)
+        if _chunk_score(sim, bm25) > _chunk_score(old.sim, old.bm25):
+            old.row, old.sim, old.bm25 = row, sim, bm25
+    return best
+
+
 def code_candidates(
     project: "Project",
     query: str,
@@ -152,27 +179,13 @@ def code_candidates(
     plain: Any,
     where: str | None,
     candidates: int,
-    lexical: list[dict] | None = None,
-) -> list[dict]:
-    """Candidate files with their features (``fuse_code`` scores them); the shape of
-    ``recall.search_table``'s hits plus ``features``, ``lines`` and ``symbol``.  ``lexical``: the
-    files' BM25 rows (``file_lexical_rows``), when already fetched."""
-    (files, file_bm25), (chunks, chunk_bm25) = _parallel(project, query, qvec, where, candidates, lexical)
-    best: dict[str, dict] = {}  # per file: its best chunk's features
-    for cid, row in chunks.items():
-        sim = _cosine(qvec, row["vector"]) if qvec is not None and row.get("vector") is not None else 0.0
-        rel = _cosine(plain, row["vector"]) if plain is not None and row.get("vector") is not None else sim
-        feat = {"sim": sim, "rel": rel, "bm25": chunk_bm25.get(cid, 0.0), "row": row}
-        old = best.get(row["file_path"])
-        if old is None:
-            best[row["file_path"]] = {**feat, "sim_max": sim, "sim_2nd": 0.0, "bm25_max": feat["bm25"]}
-            continue
-        old["sim_2nd"] = max(old["sim_2nd"], min(old["sim_max"], sim))
-        old["sim_max"] = max(old["sim_max"], sim)
-        old["bm25_max"] = max(old["bm25_max"], feat["bm25"])
-        old["rel"] = max(old["rel"], rel)
-        if _chunk_score(feat) > _chunk_score(old):
-            old.update({k: feat[k] for k in ("sim", "bm25", "row")})
+    lexical: list[Row] | None = None,
+) -> list[Candidate]:
+    """Candidate files with their ``features`` (``fuse_code`` scores them) and the best definition's
+    ``lines`` and ``symbol``.  ``lexical``: the files' BM25 rows (``file_lexical_rows``), when
+    already fetched."""
+    (files, file_bm25), chunks = _parallel(project, query, qvec, where, candidates, lexical)
+    best = _best_chunks(chunks, qvec, plain)
     names = name_match(query, list(files.values()))
     about_tests = bool(_TEST_WORDS & {w.lower() for w in _NAME_WORD.findall(query)})
     out = []
@@ -184,25 +197,25 @@ def code_candidates(
         features = {
             "file_sim": file_sim or 0.0,
             "file_bm25": file_bm25.get(fid, 0.0),
-            "chunk_sim": chunk["sim_max"] if chunk else (file_sim or 0.0),  # no definition found: neutral
-            "chunk_bm25": chunk["bm25_max"] if chunk else 0.0,
-            "chunk_sim2": chunk["sim_2nd"] if chunk else 0.0,  # a second definition about it too
+            "chunk_sim": chunk.sim_max if chunk else (file_sim or 0.0),  # no definition found: neutral
+            "chunk_bm25": chunk.bm25_max if chunk else 0.0,
+            "chunk_sim2": chunk.sim_2nd if chunk else 0.0,  # a second definition about it too
             "name": names.get(fid, 0.0),
             "test": 1.0 if not about_tests and is_test_path(row["file_path"]) else 0.0,
         }
-        rels = [r for r in (file_rel, chunk["rel"] if chunk and qvec is not None else None) if r is not None]
-        hit = {
-            "row": row,
-            "collection": CODE_TABLE,
-            "similarity": file_sim,
-            "relevance": max(rels) if rels else None,  # how much the file or one of its definitions resembles it
-            "bm25": features["file_bm25"],
-            "features": features,
-        }
-        if chunk:
-            hit["lines"] = [int(chunk["row"]["start_line"]), int(chunk["row"]["end_line"])]
-            hit["symbol"] = chunk["row"]["name"]
-        out.append(hit)
+        rels = [r for r in (file_rel, chunk.rel if chunk and qvec is not None else None) if r is not None]
+        out.append(
+            Candidate(
+                row=row,
+                collection=CODE_TABLE,
+                similarity=file_sim,
+                relevance=max(rels) if rels else None,  # the file or one of its definitions resembles it
+                bm25=features["file_bm25"],
+                features=features,
+                lines=(int(chunk.row["start_line"]), int(chunk.row["end_line"])) if chunk else None,
+                symbol=chunk.row["name"] if chunk else None,
+            )
+        )
     return out
 
 
@@ -214,7 +227,7 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
-def _name_words(row: dict) -> frozenset[str]:
+def _name_words(row: Row) -> frozenset[str]:
     """The words of a file's path segments and definition names, as ``query_terms`` cuts them."""
     return _words_of_names(row["file_path"], tuple(row.get("symbols") or ()))
 
@@ -227,7 +240,7 @@ def _words_of_names(file_path: str, symbols: tuple[str, ...]) -> frozenset[str]:
     return frozenset(w.lower()[:5] for w in _NAME_WORD.findall(names) if len(w) >= 3)
 
 
-def name_match(query: str, rows: list[dict]) -> dict[str, float]:
+def name_match(query: str, rows: list[Row]) -> dict[str, float]:
     """Per file: the share of the query's words (weighted by their rarity among the candidates'
     names, an IDF) that its path segments or definition names contain: a question that names a
     concept ("spinner", "shutdown", "pager") finds the file or the function called so."""
@@ -241,20 +254,20 @@ def name_match(query: str, rows: list[dict]) -> dict[str, float]:
     return {fid: sum(idf[t] for t in terms if t in w) / total for fid, w in words.items()}
 
 
-def _chunk_score(feat: dict) -> float:
+def _chunk_score(sim: float, bm25: float) -> float:
     """Which of a file's chunks its hit points at."""
-    return feat["sim"] + LINES_BM25 * _sat(feat["bm25"], WEIGHTS["chunk_half"])
+    return sim + LINES_BM25 * _sat(bm25, DEFAULT_CODE_WEIGHTS.chunk_half)
 
 
-def fuse_code(features: dict[str, float], weights: dict[str, float] | None = None) -> float:
+def fuse_code(features: Mapping[str, float], weights: CodeWeights = DEFAULT_CODE_WEIGHTS) -> float:
     """A file's fused score from its features (see the module docstring)."""
-    w = WEIGHTS if weights is None else {**WEIGHTS, **weights}
+    w = weights
     return (
-        w["file_sim"] * features["file_sim"]
-        + w["chunk_sim"] * features["chunk_sim"]
-        + w["file_bm25"] * _sat(features["file_bm25"], w["file_half"])
-        + w["chunk_bm25"] * _sat(features["chunk_bm25"], w["chunk_half"])
-        + w["chunk_sim2"] * features.get("chunk_sim2", 0.0)
-        + w["name"] * features.get("name", 0.0)
-        - w["test"] * features.get("test", 0.0)
+        w.file_sim * features["file_sim"]
+        + w.chunk_sim * features["chunk_sim"]
+        + w.file_bm25 * _sat(features["file_bm25"], w.file_half)
+        + w.chunk_bm25 * _sat(features["chunk_bm25"], w.chunk_half)
+        + w.chunk_sim2 * features.get("chunk_sim2", 0.0)
+        + w.name * features.get("name", 0.0)
+        - w.test * features.get("test", 0.0)
     )

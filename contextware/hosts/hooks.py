@@ -99,7 +99,7 @@ def without_hook_context(text: str) -> str:
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import parse_query, recall
 
     prompt = typed_prompt(payload)
     if len(prompt) < 3:
@@ -110,7 +110,8 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 
         preload_in_background(project.embedder)
     gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
-    hits = recall(project, prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate)["results"]
+    query = parse_query(prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate)
+    hits = recall(project, query).results
     lines: list[str] = []
     files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import NotFoundError, UsageError
+from contextware.errors import FieldError, NotFoundError, UsageError
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -55,7 +55,7 @@ def check_choice(value: str | None, allowed: Sequence[str], flag: str) -> str | 
         return None
     v = value.strip().lower()
     if v not in allowed:
-        raise UsageError(f"Unknown {flag} {value!r}: use one of {', '.join(allowed)}.", code=f"bad_{flag.strip('-')}")
+        raise FieldError(f"Unknown {{field}} {value!r}: use one of {', '.join(allowed)}.", field=_field(flag))
     return v
 
 
@@ -64,11 +64,15 @@ def check_slug(value: str | None, flag: str) -> str | None:
         return None
     v = value.strip().lower()
     if not _SLUG.match(v):
-        raise UsageError(
-            f"{flag} {value!r} must be a short lowercase word such as test, git or deploy.",
-            code=f"bad_{flag.strip('-')}",
+        raise FieldError(
+            f"{{field}} {value!r} must be a short lowercase word such as test, git or deploy.", field=_field(flag)
         )
     return v
+
+
+def _field(flag: str) -> str:
+    """An input's name from the flag callers pass (``--kind`` -> ``kind``)."""
+    return flag.strip("-").replace("-", "_")
 
 
 def check_id(record_id: str) -> str:

@@ -167,22 +167,6 @@ class BundledEmbedder:
             out.append((pooled / np.clip(norms, 1e-12, None)).astype(np.float32))
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
-    def token_states(self, texts: Sequence[str]) -> list[tuple[list[str], list[int], "np.ndarray"]]:
-        """The contextual vector of every token, before ``embed``'s mean pooling: per text, its
-        word pieces (``##`` marks a continuation), the index of the word each piece belongs to, and
-        their L2-normalised vectors (n_pieces x 384); [CLS], [SEP] and padding are left out.  One
-        onnxruntime run for the batch (for BERTScore-style token alignment)."""
-        import numpy as np
-
-        out: list[tuple[list[str], list[int], np.ndarray]] = []
-        for batch, _, hidden in self._batches(texts):
-            for e, states in zip(batch, hidden, strict=True):
-                keep = [i for i, w in enumerate(e.word_ids) if w is not None and e.attention_mask[i]]
-                vecs = states[keep].astype(np.float32)
-                vecs /= np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
-                out.append(([e.tokens[i] for i in keep], [e.word_ids[i] for i in keep], vecs))
-        return out
-
 
 class FastEmbedEmbedder:
     """Any fastembed model by name; fastembed fetches it from its hub when not cached."""

@@ -190,40 +190,40 @@ def test_registered_projects_lists_every_project(fake_gemini, make_project):
 
 
 # ---------------------------------------------------------------- recall wiring (contextware.memory.recall)
-# Assumed signature: recall(project, query, *, scope="offloads"|"all", source=None, session=None,
-# global_=False, since=None, topic=None, limit=5, mode="summary") -> {"results": [...]} where an
+# Assumed signature: ask(project, query, *, scope="offloads"|"all", source=None, session=None,
+# all_projects=False, since=None, topic=None, limit=5, mode="summary") -> {"results": [...]} where an
 # offloads result carries collection "offloads", summary, source_paths, session_name,
-# full_response_path and, with global_, project.
+# full_response_path and, with all_projects, project.
 def test_recall_scope_offloads_with_filters(fake_gemini, make_project, monkeypatch):
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import ask
 
     monkeypatch.setenv("FAKE_GEMINI_RESPONSE", "The payment retry policy uses exponential backoff with jitter.")
     project = make_project()
     offload(project, "How do payment retries work?", files="src/app.py", topic="payments")
     offload(project, "Payment retries in the session?", session="payments", files="src/util.py")
-    res = recall(project, "payment retry backoff", scope="offloads")
+    res = ask(project, "payment retry backoff", scope="offloads")
     hits = res["results"]
     assert hits and all(h["collection"] == "offloads" for h in hits)
     assert {"summary", "source_paths", "full_response_path"} <= hits[0].keys()
     assert "exponential backoff" in hits[0]["summary"]
-    only_app = recall(project, "payment retry backoff", scope="offloads", source="src/app.py")["results"]
+    only_app = ask(project, "payment retry backoff", scope="offloads", source="src/app.py")["results"]
     assert [h["source_paths"] for h in only_app] == [["src/app.py"]]
-    in_session = recall(project, "payment retry backoff", scope="offloads", session="payments")["results"]
+    in_session = ask(project, "payment retry backoff", scope="offloads", session="payments")["results"]
     assert in_session and all(h["session_name"] == "payments" for h in in_session)
-    assert recall(project, "payment retry backoff", scope="all", source="src/app.py")["results"]
-    assert recall(project, "payment retry backoff", scope="offloads", topic="payments")["results"]
-    assert recall(project, "payment retry backoff", scope="offloads", since="1d")["results"]
+    assert ask(project, "payment retry backoff", scope="all", source="src/app.py")["results"]
+    assert ask(project, "payment retry backoff", scope="offloads", topic="payments")["results"]
+    assert ask(project, "payment retry backoff", scope="offloads", since="1d")["results"]
 
 
 def test_recall_global_over_two_projects(fake_gemini, make_project, monkeypatch):
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import ask
 
     monkeypatch.setenv("FAKE_GEMINI_RESPONSE", "Deployments go through the blue-green pipeline.")
     one, two = make_project("one"), make_project("two")
     offload(one, "How do we deploy service one?")
     offload(two, "How do we deploy service two?")
-    res = recall(one, "blue-green deployment pipeline", scope="offloads", global_=True, limit=10)
+    res = ask(one, "blue-green deployment pipeline", scope="offloads", all_projects=True, limit=10)
     projects = {h["project"] for h in res["results"]}
     assert projects == {str(one.root), str(two.root)}
-    local = recall(one, "blue-green deployment pipeline", scope="offloads", limit=10)
+    local = ask(one, "blue-green deployment pipeline", scope="offloads", limit=10)
     assert {h.get("project", str(one.root)) for h in local["results"]} == {str(one.root)}

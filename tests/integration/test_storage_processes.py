@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from contextware.memory import records
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.project import Project
 from tests.unit.test_storage import WRITER
 
@@ -51,5 +51,5 @@ def test_a_long_lived_connection_sees_other_processes_writes(project):
     assert len(_ids(project)) == 1
     _spawn_writers(project.root, workers=1, count=3, same=False)
     assert len(_ids(project)) == 4  # same Database object, no reopen
-    hits = recall(project, "which service owns queue q02?", limit=5)["results"]
+    hits = ask(project, "which service owns queue q02?", limit=5)["results"]
     assert "Worker 0 fact 2: service 0-2 owns queue q02." in [h["text"] for h in hits]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.project import Project
 
 TREE = {
@@ -56,7 +56,7 @@ def rows(project: Project) -> dict[str, dict]:
 
 
 def code(project: Project, query: str, **kw) -> list[dict]:
-    return recall(Project.open(project.root), query, scope="code", **kw)["results"]
+    return ask(Project.open(project.root), query, scope="code", **kw)["results"]
 
 
 def test_crawl_indexes_every_language_and_recall_finds_files(project: Project):
@@ -154,12 +154,12 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
     assert hit["file_path"] == "src/http_client.py" and hit["stale"] is True
     assert hit["note"] == "[STALE] File changed since it was indexed; read it directly."
 
-    fresh = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", refresh_stale=True)
+    fresh = ask(Project.open(project.root), "retry HTTP requests with backoff", scope="code", refresh_stale=True)
     assert fresh["refreshed"] == ["src/http_client.py"]
     top = fresh["results"][0]
     assert top["stale"] is False and "circuit_breaker" in top["symbols"]
 
-    exact = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", mode="exact", limit=2)[
+    exact = ask(Project.open(project.root), "retry HTTP requests with backoff", scope="code", mode="exact", limit=2)[
         "results"
     ]
     assert exact[0]["content"] == client.read_text()
@@ -183,7 +183,7 @@ def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: P
     query = "retry HTTP requests with backoff"
     hit = next(
         h
-        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        for h in ask(Project.open(project.root), query, scope="code", mode="exact")["results"]
         if h["file_path"] == "src/http_client.py"
     )
     assert "content" not in hit and "excerpts" not in hit and "BACKING OFF" not in json.dumps(hit)
@@ -196,7 +196,7 @@ def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: P
     os.utime(client, ns=(st.st_atime_ns, st.st_mtime_ns))
     hit = next(
         h
-        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        for h in ask(Project.open(project.root), query, scope="code", mode="exact")["results"]
         if h["file_path"] == "src/http_client.py"
     )
     assert hit["content"] == original and hit["stale"] is False
@@ -207,7 +207,7 @@ def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project
     target = 'def reconcile_ledger(entries):\n    """Match bank entries to ledger lines."""\n    return entries\n'
     make_tree(project.root, {**TREE, "big_module.py": '"""Accounting helpers."""\n' + filler + target + filler})
     crawl(project, summarizer="local")
-    hit = recall(
+    hit = ask(
         Project.open(project.root), "reconcile bank entries with the ledger", scope="code", mode="exact", max_chars=1500
     )["results"][0]
     assert "content" not in hit
@@ -226,11 +226,11 @@ def test_all_scope_mixes_code_and_memory(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
     save_fact(project, "Invoices are immutable once sent; corrections are credit notes.", kind="decision")
-    hits = recall(Project.open(project.root), "can we edit an invoice after sending it?", scope="all")["results"]
+    hits = ask(Project.open(project.root), "can we edit an invoice after sending it?", scope="all")["results"]
     assert hits[0]["collection"] == "facts"
     assert any(
         h["collection"] == "code_index"
-        for h in recall(Project.open(project.root), "where is the invoice class", scope="all")["results"]
+        for h in ask(Project.open(project.root), "where is the invoice class", scope="all")["results"]
     )
 
 
@@ -239,9 +239,9 @@ def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
     crawl(project, summarizer="local")
     fresh = Project.open(project.root)
     for question in ("what is the capital of Australia?", "give me a recipe for pancakes"):
-        assert recall(fresh, question, scope="all")["results"] == []
+        assert ask(fresh, question, scope="all")["results"] == []
     # asked for code explicitly, the likeliest files are still ranked
-    assert recall(fresh, "give me a recipe for pancakes", scope="code")["results"]
+    assert ask(fresh, "give me a recipe for pancakes", scope="code")["results"]
 
 
 def test_a_symlink_given_to_crawl_never_removes_its_targets_rows(project: Project):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contextware.codeindex.chunks import file_chunks
 from contextware.codeindex.indexer import crawl, index_files
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.embedded_text import split_identifiers
 from contextware.storage.project import Project
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
@@ -166,7 +166,7 @@ def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(pro
     crawl(project, summarizer="local")
     row = Project.open(project.root).db.open_table(CODE_TABLE).search().where("id = 'src/billing.py'").to_list()[0]
     assert "rounding" not in row["summary"]  # only the body says it
-    hit = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")["results"][0]
+    hit = ask(Project.open(project.root), "where do we round halves to the even cent?", scope="code")["results"][0]
     assert hit["file_path"] == "src/billing.py"
     assert hit["lines"] == [10, 16] and hit["symbol"] == "settle_amount"
 
@@ -175,7 +175,7 @@ def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(proje
     filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
     make_tree(project.root, {**TREE, "src/billing.py": filler + BILLING + filler})
     crawl(project, summarizer="local")
-    hit = recall(
+    hit = ask(
         Project.open(project.root),
         "where do we round halves to the even cent?",
         scope="code",
@@ -248,12 +248,12 @@ def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project:
     write_tree(project.root, {"src/billing.py": BILLING})
     crawl(project, summarizer="local")
     question = "where do we round amounts to whole cents?"
-    assert recall(Project.open(project.root), question, scope="code")["results"]
+    assert ask(Project.open(project.root), question, scope="code")["results"]
     for table, column in ((CHUNKS_TABLE, "text"), (CODE_TABLE, "summary")):
         db = Project.open(project.root).db
         db.open_table(table).update(where="file_path = 'src/billing.py'", values={column: "tampered"})
         with pytest.raises(DamagedDataError):
-            recall(Project.open(project.root), question, scope="code")
+            ask(Project.open(project.root), question, scope="code")
         crawl(Project.open(project.root), summarizer="local", force=True)  # a re-index writes them anew
 
 
@@ -291,9 +291,9 @@ def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
     }
     make_tree(project.root, tree)
     crawl(project, summarizer="local")
-    top = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")
+    top = ask(Project.open(project.root), "where do we round halves to the even cent?", scope="code")
     assert top["results"][0]["file_path"] == "src/billing.py"
-    asked = recall(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
+    asked = ask(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
     assert asked["results"][0]["file_path"] == "tests/test_billing.py"
 
 

@@ -11,8 +11,9 @@ import pytest
 from contextware.errors import UsageError
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
-from contextware.memory.confidence import content_words, features, named_things, recency
-from contextware.memory.recall import recall
+from contextware.memory.recall import Hit, ask
+from contextware.memory.recall.confidence import content_words, named_things, recency, signals
+from contextware.storage.candidate import Candidate
 from contextware.storage.project import Project
 from tests.unit.test_hooks import context_of, event
 
@@ -47,39 +48,39 @@ def ledger(project: Project) -> Project:
 
 
 def test_every_result_carries_a_confidence_between_0_and_1(ledger: Project):
-    out = recall(ledger, ANSWERABLE, min_confidence=0.0, limit=10)
+    out = ask(ledger, ANSWERABLE, min_confidence=0.0, limit=10)
     assert out["answerable"] is True and out["min_confidence"] == 0.0
     assert out["results"] and all(0.0 <= r["confidence"] <= 1.0 for r in out["results"])
     assert "Fridays" in out["results"][0]["text"]
     best = out["results"][0]["confidence"]
     assert best == max(r["confidence"] for r in out["results"])  # the answer is the surest
-    logs = recall(ledger, ANSWERABLE, scope="logs", min_confidence=0.0)["results"]
+    logs = ask(ledger, ANSWERABLE, scope="logs", min_confidence=0.0)["results"]
     assert logs and 0.0 <= logs[0]["confidence"] <= 1.0
 
 
 def test_an_unanswerable_question_is_answered_answerable_false(ledger: Project):
-    out = recall(ledger, UNANSWERABLE)
+    out = ask(ledger, UNANSWERABLE)
     assert out["answerable"] is False and out["results"] == [] and out["min_confidence"] == GATE
     # the gate off: the nearest memories come back, each with its (low) confidence
-    ungated = recall(ledger, UNANSWERABLE, min_confidence=0)
+    ungated = ask(ledger, UNANSWERABLE, min_confidence=0)
     assert ungated["answerable"] is True and ungated["results"]
     assert max(r["confidence"] for r in ungated["results"]) < GATE
     # an answerable question passes the same gate
-    assert recall(ledger, ANSWERABLE)["answerable"] is True
+    assert ask(ledger, ANSWERABLE)["answerable"] is True
 
 
 def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
     (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": 0.999}))
     strict = Project.open(ledger.root)
-    assert recall(strict, ANSWERABLE)["answerable"] is False
-    assert recall(strict, ANSWERABLE, min_confidence=0.5)["answerable"] is True  # the call's value wins
+    assert ask(strict, ANSWERABLE)["answerable"] is False
+    assert ask(strict, ANSWERABLE, min_confidence=0.5)["answerable"] is True  # the call's value wins
     for bad in (-0.1, 1.5, "high", True):
         with pytest.raises(UsageError) as err:
-            recall(strict, ANSWERABLE, min_confidence=bad)
+            ask(strict, ANSWERABLE, min_confidence=bad)
         assert err.value.code == "bad_min_confidence"
     (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": "x"}))
     with pytest.raises(UsageError, match=r"recall_min_confidence in .*config\.json"):
-        recall(Project.open(ledger.root), ANSWERABLE)
+        ask(Project.open(ledger.root), ANSWERABLE)
 
 
 def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Project):
@@ -88,30 +89,35 @@ def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Pro
     assert "No production deploys on Fridays" in ctx
 
 
+def _hit(text: str, score: float, relevance: float, bm25: float = 0.0) -> Hit:
+    return Hit(
+        Candidate(
+            row={"id": text, "text": text}, collection="facts", similarity=relevance, relevance=relevance, bm25=bm25
+        ),
+        score,
+    )
+
+
 def test_signals():
     assert content_words("How do we deploy the API to production?") == ["deploy", "api", "production"]
-    assert recency(None) == 1.0
-    hits = [
-        {"row": {"text": "Deploys go through the release pipeline."}, "score": 0.9, "relevance": 0.6, "bm25": 5.0},
-        {"row": {"text": "Redis is the cache."}, "score": 0.3, "relevance": 0.2, "bm25": 0.0},
-    ]
-    first, second = features(hits, "how do we deploy?")
-    assert first["coverage"] == 1.0 and second["coverage"] == 0.0
-    assert first["margin"] == pytest.approx(0.6) and second["margin"] == pytest.approx(-0.6)
-    assert first["agreement"] == 1.0 and second["agreement"] == 0.25  # 2nd by vector, absent from BM25
-    assert first["unknown"] == 0.0 and first["unknown_name"] == 0.0
+    assert recency(None, 30.0) == 1.0
+    hits = [_hit("Deploys go through the release pipeline.", 0.9, 0.6, 5.0), _hit("Redis is the cache.", 0.3, 0.2)]
+    first, second = signals(hits, "how do we deploy?")
+    assert first.margin == pytest.approx(0.6) and second.margin == pytest.approx(-0.6)
+    assert first.agreement == 1.0 and second.agreement == 0.25  # 2nd by vector, absent from BM25
+    assert first.unknown == 0.0 and first.unknown_name == 0.0
 
 
 def test_gap_measures_how_far_a_hit_stands_out_of_the_runners_up():
-    def hits(scores: list[float]) -> list[dict]:
-        return [{"row": {"text": f"row {i}"}, "score": s, "relevance": s, "bm25": 0.0} for i, s in enumerate(scores)]
+    def hits(scores: list[float]) -> list[Hit]:
+        return [_hit(f"row {i}", s, s) for i, s in enumerate(scores)]
 
-    sharp = features(hits([0.9, 0.3, 0.3, 0.3, 0.3, 0.3, 0.0]), "anything")
-    flat = features(hits([0.5, 0.49, 0.48, 0.47, 0.46, 0.45]), "anything")
-    assert sharp[0]["gap"] == pytest.approx(0.6)  # the mean of the 2nd to 6th best, not the 7th
-    assert flat[0]["gap"] == pytest.approx(0.03)
-    assert sharp[1]["gap"] == pytest.approx(0.0) and sharp[6]["gap"] < 0
-    assert features(hits([0.4]), "anything")[0]["gap"] == pytest.approx(0.4)  # no runners-up
+    sharp = signals(hits([0.9, 0.3, 0.3, 0.3, 0.3, 0.3, 0.0]), "anything")
+    flat = signals(hits([0.5, 0.49, 0.48, 0.47, 0.46, 0.45]), "anything")
+    assert sharp[0].gap == pytest.approx(0.6)  # the mean of the 2nd to 6th best, not the 7th
+    assert flat[0].gap == pytest.approx(0.03)
+    assert sharp[1].gap == pytest.approx(0.0) and sharp[6].gap < 0
+    assert signals(hits([0.4]), "anything")[0].gap == pytest.approx(0.4)  # no runners-up
 
 
 def test_a_question_naming_something_no_memory_mentions_is_flagged():
@@ -120,12 +126,10 @@ def test_a_question_naming_something_no_memory_mentions_is_flagged():
     assert named_things("what's the command to start Storybook?") == ["storybook"]
     assert named_things("how do I run the tests on my machine?") == []  # the first word is no name
     rows = [
-        {"row": {"text": "The public API is REST over FastAPI, served behind an ALB."}, "score": 0.5},
-        {"row": {"text": "Containers run on Docker; images are built in CI."}, "score": 0.4},
+        _hit("The public API is REST over FastAPI, served behind an ALB.", 0.5, 0.5),
+        _hit("Containers run on Docker; images are built in CI.", 0.4, 0.4),
     ]
-    for h in rows:
-        h.update(relevance=h["score"], bm25=0.0)
-    assert features(rows, "do we expose a GraphQL API anywhere?")[0]["unknown_name"] == 1.0
-    assert features(rows, "is the FastAPI app behind the ALB?")[0]["unknown_name"] == 0.0
+    assert signals(rows, "do we expose a GraphQL API anywhere?")[0].unknown_name == 1.0
+    assert signals(rows, "is the FastAPI app behind the ALB?")[0].unknown_name == 0.0
     # a thesaurus relative is not the thing itself: Docker says nothing about Kubernetes
-    assert features(rows, "which version of Kubernetes do we run?")[0]["unknown_name"] == 1.0
+    assert signals(rows, "which version of Kubernetes do we run?")[0].unknown_name == 1.0

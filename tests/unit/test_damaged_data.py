@@ -14,7 +14,7 @@ import pytest
 
 from contextware.errors import DamagedDataError
 from contextware.memory import kvstore, maintenance, records
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.integrity import row_problem
 from contextware.storage.project import Project
 
@@ -82,7 +82,7 @@ def test_one_damaged_fragment_among_30_loses_only_its_row(tmp_path: Path):
     assert left["total"] == 29 and ids[12] not in {r["id"] for r in left["records"]}
     # The repaired table takes new saves and answers questions.
     records.save_fact(Project.open(project.root), "The gateway runs nginx 1.25.")
-    out = recall(Project.open(project.root), "which port does service number 7 listen on?", scope="facts")
+    out = ask(Project.open(project.root), "which port does service number 7 listen on?", scope="facts")
     assert out["results"] and "8007" in out["results"][0]["text"]
 
 
@@ -119,7 +119,7 @@ def test_every_manifest_deleted_is_an_error_not_an_empty_table(tmp_path: Path):
     _assert_damaged(exc)
     assert "manifest" in exc.value.message
     with pytest.raises(DamagedDataError):
-        recall(fresh, "which port?", scope="facts")
+        ask(fresh, "which port?", scope="facts")
     assert "memory.py repair" in maintenance.stats(fresh)["tables"]["facts"]["damaged"]
 
     report = maintenance.repair(Project.open(project.root))
@@ -148,14 +148,14 @@ def test_a_flipped_bit_in_a_vector_is_damaged_data_never_a_wrong_score(tmp_path:
     assert abs(damaged_value) > 1e10 or damaged_value != damaged_value
 
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
+        ask(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
     _assert_damaged(exc)
     assert "vector" in exc.value.message
 
     report = maintenance.repair(Project.open(project.root))
     facts = report["tables"]["facts"]
     assert facts["recovered"] == 1 and facts["kept"] == 4 and facts["lost"] == 0, report
-    out = recall(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
+    out = ask(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
     assert out["results"][0]["id"] == ids[2] and out["results"][0]["score"] < 2
 
 
@@ -169,7 +169,7 @@ def test_bytes_flipped_in_stored_text_are_caught_by_the_row_checksum(tmp_path: P
         records.get(fresh, ids[3])
     _assert_damaged(exc)
     with pytest.raises(DamagedDataError):
-        recall(fresh, "Which port does service number 3 listen on?", scope="facts")
+        ask(fresh, "Which port does service number 3 listen on?", scope="facts")
 
     report = maintenance.repair(Project.open(project.root))
     assert report["tables"]["facts"]["lost"] == 1 and report["tables"]["facts"]["kept"] == 4, report
@@ -194,7 +194,7 @@ def test_rows_of_older_versions_without_a_checksum_are_accepted(tmp_path: Path):
     table.update(where="true", values={"checksum": None})  # as written before the column existed
     fresh = Project.open(project.root)
     assert records.get(fresh, ids[0])["record"]["text"] == FACTS[0]
-    assert recall(fresh, "Which port does service number 1 listen on?", scope="facts")["results"]
+    assert ask(fresh, "Which port does service number 1 listen on?", scope="facts")["results"]
 
 
 def test_a_sound_table_is_left_alone_by_repair(tmp_path: Path):
@@ -237,12 +237,12 @@ def test_a_damaged_full_text_index_is_detected_and_rebuilt_by_repair(tmp_path: P
         if path.is_file():
             path.write_bytes(b"garbage" * 3)
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+        ask(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
     _assert_damaged(exc)
     report = maintenance.repair(Project.open(project.root))
     facts = report["tables"]["facts"]
     assert facts["status"] == "repaired" and facts["index_rebuilt"] and facts["kept"] == 5 and facts["lost"] == 0
-    out = recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+    out = ask(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
     assert out["results"][0]["id"] == ids[3]
 
 

@@ -41,19 +41,6 @@ def test_vectors_are_normalised_384d():
     assert sims[0, 1] < 0.5 and sims[0, 0] > 0.999
 
 
-def test_token_states_are_the_pieces_that_embed_pools():
-    """Per text: its word pieces without [CLS]/[SEP]/padding, their word indexes, unit vectors; the
-    texts of one batch do not disturb each other (padding is masked)."""
-    embedder = embeddings.BundledEmbedder()
-    states = embedder.token_states(TEXTS[:3])
-    tokens, words, vecs = states[0]
-    assert tokens[:3] == ["we", "use", "ru"] and tokens[3] == "##ff" and words[2] == words[3]
-    assert "[CLS]" not in tokens and "[SEP]" not in tokens and vecs.shape == (len(tokens), 384)
-    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
-    alone = embedder.token_states(TEXTS[2:3])[0]
-    assert alone[0] == states[2][0] and np.allclose(alone[2], states[2][2], atol=1e-4)
-
-
 def test_same_vectors_as_fastembed_with_the_same_files(tmp_path):
     """Our direct onnxruntime path must equal fastembed's own pipeline on the bundled files."""
     from fastembed import TextEmbedding

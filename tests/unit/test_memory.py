@@ -6,7 +6,7 @@ import pytest
 
 from contextware.errors import ModelMismatchError, NotFoundError, UsageError
 from contextware.memory import maintenance, records
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 
 
 def test_save_fact_then_recall_it(project):
@@ -14,7 +14,7 @@ def test_save_fact_then_recall_it(project):
         project, "We use ruff format with line length 100; never black.", kind="convention", topics="lint,format"
     )
     assert out["collection"] == "facts" and out["id"].startswith("fact-") and out["written"] == 1
-    got = recall(project, "which formatter and line length do we use?")
+    got = ask(project, "which formatter and line length do we use?")
     assert got["results"][0]["id"] == out["id"]
     assert got["results"][0]["kind"] == "convention" and got["results"][0]["topics"] == ["lint", "format"]
     assert (project.data_dir / ".gitignore").read_text().strip().endswith("*")
@@ -60,11 +60,9 @@ def test_supersede_hides_old_fact_and_keeps_it_for_audit(project):
     assert new["superseded"] == old["id"]
     old_row = records.get(project, old["id"])["record"]
     assert old_row["status"] == "superseded" and old_row["superseded_by"] == new["id"]
-    ids = [r["id"] for r in recall(project, "which tool formats python code?")["results"]]
+    ids = [r["id"] for r in ask(project, "which tool formats python code?")["results"]]
     assert ids == [new["id"]]
-    both = [
-        r["id"] for r in recall(project, "which tool formats python code? black?", include_superseded=True)["results"]
-    ]
+    both = [r["id"] for r in ask(project, "which tool formats python code? black?", include_superseded=True)["results"]]
     assert both.index(new["id"]) < both.index(old["id"])
 
 
@@ -117,7 +115,7 @@ def test_update_reembeds_and_changes_fields(project):
     records.update(project, out["id"], text="The API listens on port 9090 behind nginx.", topics="network")
     row = records.get(project, out["id"])["record"]
     assert row["text"].startswith("The API listens on port 9090") and row["topics"] == ["network"]
-    assert recall(project, "what port does the api use? 9090")["results"][0]["id"] == out["id"]
+    assert ask(project, "what port does the api use? 9090")["results"][0]["id"] == out["id"]
     with pytest.raises(UsageError, match="cannot be changed"):
         records.update(project, out["id"], goal="x")
     with pytest.raises(UsageError, match="Nothing to update"):
@@ -131,7 +129,7 @@ def test_degraded_save_then_reembed(project, monkeypatch):
     embeddings._CACHE.clear()
     out = records.save_fact(project, "Feature flags live in LaunchDarkly.")
     assert "disabled" in out["degraded"] and out["written"] == 1
-    got = recall(project, "where do feature flags live?")
+    got = ask(project, "where do feature flags live?")
     assert got["degraded"] and got["results"][0]["id"] == out["id"]
     assert maintenance.stats(project)["tables"]["facts"]["missing_vectors"] == 1
     monkeypatch.delenv("CONTEXTWARE_DISABLE_EMBEDDINGS")
@@ -139,7 +137,7 @@ def test_degraded_save_then_reembed(project, monkeypatch):
     project._embedder = None
     assert maintenance.reembed(project)["tables"]["facts"]["reembedded"] == 1
     assert maintenance.stats(project)["tables"]["facts"]["missing_vectors"] == 0
-    assert recall(project, "which service manages our feature toggles?")["results"][0]["id"] == out["id"]
+    assert ask(project, "which service manages our feature toggles?")["results"][0]["id"] == out["id"]
 
 
 def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
@@ -150,7 +148,7 @@ def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
     embeddings._CACHE.clear()
     project._embedder = None
     with pytest.raises(ModelMismatchError, match="reembed"):
-        recall(project, "default branch?")
+        ask(project, "default branch?")
     with pytest.raises(ModelMismatchError, match="reembed"):
         records.save_fact(project, "Releases are tagged vX.Y.Z.")
     embeddings._CACHE.clear()

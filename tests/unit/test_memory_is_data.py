@@ -16,7 +16,7 @@ from contextware.hosts.hooks import run_hook
 from contextware.memory import records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.cleanup import clean_injected_logs
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.project import Project
 
 FORGED_CLOSES = [
@@ -86,7 +86,7 @@ def test_hook_recall_and_context_outputs_all_fence_a_forged_fact(project: Projec
     outputs = {
         "hook BeforeAgent": ctx,
         "hook SessionStart": briefing,
-        "recall --format text": recall_text(recall(p, "deploy note", scope="memory", limit=10)),
+        "recall --format text": recall_text(ask(p, "deploy note", scope="memory", limit=10)),
         "context --format text": context_text(session_context(p, 5000)),
         "MCP load_session_context": render_fenced(session_context(p, 5000)),
     }
@@ -172,6 +172,6 @@ def test_logs_stored_with_injected_blocks_are_cleaned_by_repair(project: Project
     texts = [r["text"] for r in logs]
     assert "Cut a release." in texts and "A clean turn." in texts
     assert not any(has_injected(t) for t in texts) and any(t.endswith("tail") for t in texts)
-    hits = recall(Project.open(project.root), "releases come from main", scope="logs")["results"]
+    hits = ask(Project.open(project.root), "releases come from main", scope="logs")["results"]
     assert not any(has_injected(h["text"]) for h in hits)
     assert clean_injected_logs(Project.open(project.root)) == {"checked": 3, "cleaned": 0, "removed": 0}

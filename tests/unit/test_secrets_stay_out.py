@@ -13,7 +13,7 @@ from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
 from contextware.memory import kvstore, records
 from contextware.memory.briefing import render_fenced, session_context
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.project import Project
 from tests import secret_corpus as sc
 
@@ -87,7 +87,7 @@ def test_memories_and_store_values_are_redacted_and_recall_and_context_show_no_s
     p = Project.open(project.root)
     for query in ("deploy keys passwords tokens", "AWS secret access key", "settings file"):
         for mode in ("summary", "exact"):
-            out = recall(p, query, scope="all", limit=20, mode=mode)
+            out = ask(p, query, scope="all", limit=20, mode=mode)
             assert sc.leaks(json.dumps(out)) == [], (query, mode)
     ctx = session_context(p, 100_000)
     assert sc.leaks(json.dumps(ctx)) == [] and sc.leaks(render_fenced(ctx)) == []
@@ -110,7 +110,7 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
     util.unlink()
     os.symlink(outside, util)  # swapped in after indexing
-    hits = recall(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
+    hits = ask(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
     hit = next(h for h in hits if h["file_path"] == "src/util.py")
     assert "content" not in hit and "excerpts" not in hit and "outside the project" in hit["content_note"]
     assert "root:x:0:0" not in json.dumps(hits)
@@ -118,7 +118,7 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     (project.root / ".env").write_text(f"DB_PASSWORD={sc.DB_PASSWORD}\n")
     util.unlink()
     os.symlink(project.root / ".env", util)
-    hits = recall(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
+    hits = ask(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
     hit = next(h for h in hits if h["file_path"] == "src/util.py")
     assert "content" not in hit and "secret" in hit["content_note"] and sc.DB_PASSWORD not in json.dumps(hits)
 
@@ -151,7 +151,7 @@ def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, caps
         report
     )
     assert sc.leaks(table_dump(project)) == []
-    hit = recall(Project.open(project.root), "staging database password", scope="memory")["results"][0]
+    hit = ask(Project.open(project.root), "staging database password", scope="memory")["results"][0]
     assert hit["id"] == fact["id"] and "[REDACTED:password_assignment]" in hit["text"]
     again = crawl(Project.open(project.root), summarizer="local")
     assert again["indexed_files"] == ["app/keys.py"]  # the removed row comes back, redacted

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from contextware.memory import records
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage.database import vector_model
 from contextware.storage.project import Project
 
@@ -65,7 +65,7 @@ def test_schema_evolution_adds_missing_nullable_columns(project):
     assert records.get(reopened, "fact-00000000beef")["record"]["text"] == "Old fact from version 0.0.1."
     new = records.save_fact(reopened, "New fact after the upgrade.")
     assert new["written"] == 1
-    assert recall(reopened, "old fact from version 0.0.1", limit=1)["results"][0]["id"] == "fact-00000000beef"
+    assert ask(reopened, "old fact from version 0.0.1", limit=1)["results"][0]["id"] == "fact-00000000beef"
 
 
 def _disk(path: Path) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from contextware.errors import DamagedDataError
 from contextware.memory import records
-from contextware.memory.recall import recall
+from contextware.memory.recall import ask
 from contextware.storage import table_search
 from contextware.storage.integrity import CHECKED
 from contextware.storage.project import Project
@@ -57,7 +57,7 @@ def filled(project):
 
 
 def _answers(project: Project, **kw) -> list[str]:
-    return [json.dumps(recall(project, q, min_confidence=0.0, **kw), sort_keys=True, default=str) for q in QUESTIONS]
+    return [json.dumps(ask(project, q, min_confidence=0.0, **kw), sort_keys=True, default=str) for q in QUESTIONS]
 
 
 def _other_process(project: Project) -> Project:
@@ -107,23 +107,23 @@ def test_vector_and_fts_rows_equal_lancedb_rows(filled, snapshots):
 
 def test_a_write_by_another_process_is_seen_at_once(filled, snapshots):
     project, _ = filled
-    recall(project, "where are invoices queued?")  # snapshots of the tables taken
+    ask(project, "where are invoices queued?")  # snapshots of the tables taken
     other = _other_process(project)
     new = records.save_fact(other, "Invoices are queued in Kafka since the March migration.", kind="decision")["id"]
-    found = recall(project, "are invoices queued in Kafka?", min_confidence=0.0)
+    found = ask(project, "are invoices queued in Kafka?", min_confidence=0.0)
     assert found["results"][0]["id"] == new
     records.delete(other, new)
-    assert new not in [r["id"] for r in recall(project, "are invoices queued in Kafka?", min_confidence=0.0)["results"]]
+    assert new not in [r["id"] for r in ask(project, "are invoices queued in Kafka?", min_confidence=0.0)["results"]]
 
 
 def test_a_status_change_by_another_process_updates_the_filters(filled, snapshots):
     project, ids = filled
-    assert ids[1] in [r["id"] for r in recall(project, "which database do we support?")["results"]]
+    assert ids[1] in [r["id"] for r in ask(project, "which database do we support?")["results"]]
     other = _other_process(project)
     newer = records.save_fact(
         other, "Postgres 17 is the only supported database.", kind="constraint", supersedes=ids[1]
     )["id"]
-    got = [r["id"] for r in recall(project, "which database do we support?")["results"]]
+    got = [r["id"] for r in ask(project, "which database do we support?")["results"]]
     assert newer in got and ids[1] not in got  # superseded: filtered out of the cached search too
 
 
@@ -131,14 +131,14 @@ def test_a_table_dropped_and_created_again_is_read_again(filled, snapshots):
     """Versions start over at 1 in a re-created table: the version number alone would match a stale
     snapshot.  Both tables below reach the same version number."""
     project, _ = filled
-    recall(project, "how do we deploy?")
+    ask(project, "how do we deploy?")
     old_key = table_search._snapshots[(project.db.uri, "facts")].key
     old_version = project.db.open_table("facts").version
     other = _other_process(project)
     shutil.rmtree(project.data_dir / "lancedb" / "facts.lance")
     fresh = [records.save_fact(other, text, kind=kind)["id"] for text, kind in FACTS]
     assert project.db.open_table("facts").version == old_version  # the same version number again
-    got = recall(project, "how do we deploy?", scope="memory")["results"]
+    got = ask(project, "how do we deploy?", scope="memory")["results"]
     assert got and got[0]["id"] == fresh[3]
     assert table_search._snapshots[(project.db.uri, "facts")].key != old_key
 
@@ -148,13 +148,13 @@ def test_a_table_rebuilt_under_the_service_is_read_again(filled, snapshots):
     import pyarrow as pa
 
     project, ids = filled
-    recall(project, "how do we deploy?")
+    ask(project, "how do we deploy?")
     other = _other_process(project)
     table = other.db.open_table("facts")
     kept = [r for r in table.to_arrow().to_pylist() if r["id"] != ids[3]]
     with other.db.write_lock("facts"):
         other.db.replace_table("facts", pa.Table.from_pylist(kept, schema=table.schema))
-    got = [r["id"] for r in recall(project, "how do we deploy?", min_confidence=0.0)["results"]]
+    got = [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
     assert ids[3] not in got
 
 
@@ -171,7 +171,7 @@ def test_tables_over_the_size_limit_are_searched_in_lancedb(filled, snapshots, m
 
 def test_one_shot_processes_keep_no_snapshot(filled):
     project, _ = filled
-    recall(project, "how do we deploy?")
+    ask(project, "how do we deploy?")
     assert not table_search.snapshots_kept()
 
 
@@ -212,12 +212,12 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     so the callers' checks skip them); a row damaged on disk before the snapshot was read is
     damaged_data, never an answer."""
     project, _ = filled
-    recall(project, "which database do we support?", min_confidence=0.0)
+    ask(project, "which database do we support?", min_confidence=0.0)
     snap = table_search._snapshots[(project.db.uri, "facts")]
     assert 0 < int(snap.checked.sum()) <= len(FACTS)
     table_search.drop_snapshots()
     flip_stored(project, "facts", b"Postgres 16 is the only", len("Postgres 1"))  # 16 -> 14
     table_search.keep_snapshots()
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "which database do we support?", min_confidence=0.0)
+        ask(Project.open(project.root), "which database do we support?", min_confidence=0.0)
     assert "memory.py repair" in exc.value.message

@@ -1,0 +1,180 @@
+"""How sure recall is that a result answers the question: a confidence in [0, 1] per result, and
+the check of the gate that turns "nothing is sure enough" into ``answerable: false``.
+
+A single cosine cannot tell an unanswerable question *about the project* from a hard paraphrase of
+one it can answer, so the confidence combines several signals of a candidate within its candidate
+set (``Signals``) in a logistic model (``ConfidenceWeights``) fitted on the tune split; a confidence
+reads as the probability that the row is an answer.  docs/retrieval.md records the fit, the gates'
+trade-off and the signals tried and left out.  Standard library only: this runs on every recall.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from contextware.memory.recall.params import ConfidenceParams, ConfidenceWeights
+from contextware.memory.recall.types import Hit, Signals
+from contextware.storage.embedded_text import related_words
+from contextware.storage.schemas import CODE_TABLE
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
+_STOP_TEXT = """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just let me more most my myself no nor not now of off on once only or other our ours ourselves
+    out over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours yourself yourselves ok okay fine also still ever
+    anything something thing things way ways use used using want need needs go goes going get got make
+    made know tell say said right good best really much many one two new like may might must shall
+    else whether instead anymore currently actually again usually supposed allowed okay please
+    """
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A crude stem: enough for "deploys"/"deploying"/"deployed" to meet."""
+    for suffix in ("ational", "ation", "ings", "ing", "ies", "ied", "edly", "ed", "ers", "er", "ly", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+def content_words(text: str) -> list[str]:
+    """The question's words that carry its meaning, lower case, stop words dropped, each once."""
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if w not in STOP_WORDS and len(w) > 1 and w not in out:
+            out.append(w)
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def word_stems(text: str) -> frozenset[str]:
+    """The stems of a text (cached: the same rows come back question after question)."""
+    return frozenset(map(stem, _WORD.findall(text.lower())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _forms(word: str) -> frozenset[str]:
+    """The stems that count as the word: its own and its thesaurus family's."""
+    return frozenset([stem(word), *map(stem, related_words(word))])
+
+
+def _matches(word: str, stems: frozenset[str]) -> bool:
+    return not _forms(word).isdisjoint(stems)
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """The words of a row that a question can share with it, whatever its collection."""
+    parts: list[Any] = [row.get(k) for k in ("text", "goal", "summary", "prompt", "file_path", "kind", "category")]
+    parts += list(row.get("topics") or []) + list(row.get("symbols") or [])
+    return " ".join(str(p) for p in parts if p)
+
+
+def _ranks(values: Sequence[float | None]) -> dict[int, int]:
+    """1-based rank of each value (by index), highest first; missing or non-positive ones get none."""
+    scored = [(i, v) for i, v in enumerate(values) if v is not None and v > 0]
+    scored.sort(key=lambda p: -p[1])
+    return {i: r for r, (i, _) in enumerate(scored, 1)}
+
+
+_NAME = re.compile(r"(?<![\w-])[A-Za-z0-9][\w.+#-]*")
+_PARTS = re.compile(r"[-_/.]+")
+
+
+def named_things(query: str) -> list[str]:
+    """What the question names, lower case: words written as names (``GraphQL``, ``S3``, ``RDS``,
+    ``Storybook`` inside a sentence), the things a memory would have to mention by name.  The
+    first word of the question and the stop words are not names."""
+    out: list[str] = []
+    for i, token in enumerate(_NAME.findall(query)):
+        word = token.strip(".-")
+        lower = word.lower()
+        if not word or lower in STOP_WORDS or lower in out:
+            continue
+        inner_caps = any(c.isupper() for c in word[1:])
+        if inner_caps or any(c.isdigit() for c in word) or (i > 0 and word[0].isupper() and word != "I"):
+            out.append(lower)
+    return out
+
+
+def _mentioned(name: str, stems: frozenset[str]) -> bool:
+    """Does some row say this name?  By its own stems only: the thesaurus makes "Kubernetes" a
+    relative of "docker", but a memory about Docker says nothing about Kubernetes."""
+    parts = [p for p in _PARTS.split(name) if p]
+    return bool(parts) and all(stem(p) in stems for p in parts)
+
+
+FEATURES = tuple(f.name for f in fields(Signals))
+
+
+def signals(hits: Sequence[Hit], query: str, gap_field: int = 5) -> list[Signals]:
+    """The signals of every candidate of one question (fused: each hit has its ``score``)."""
+    words = content_words(query)
+    stems = [word_stems(row_text(h.row)) for h in hits]
+    known = frozenset().union(*stems)
+    unknown = sum(not _matches(w, known) for w in words) / len(words) if words else 0.0
+    unknown_name = float(any(not _mentioned(n, known) for n in named_things(query)))
+    by_vec, by_lex = _ranks([h.relevance for h in hits]), _ranks([h.bm25 for h in hits])
+    scores = [h.score for h in hits]
+    ordered = sorted(scores, reverse=True)
+    best, second = [*ordered, 0.0, 0.0][:2]  # for the best *other* score
+    field = ordered[1 : 1 + gap_field]  # the runners-up: does anything stand out of them?
+    level = sum(field) / len(field) if field else 0.0
+    out = []
+    for i, h in enumerate(hits):
+        others = second if scores[i] == best else best
+        rr_vec = 1.0 / by_vec[i] if i in by_vec else 0.0
+        rr_lex = 1.0 / by_lex[i] if i in by_lex else 0.0
+        out.append(
+            Signals(
+                relevance=float(h.relevance if h.relevance is not None else 0.0),
+                agreement=(rr_vec + rr_lex) / 2,
+                margin=scores[i] - others,
+                gap=scores[i] - level,
+                unknown=unknown,
+                unknown_name=unknown_name,
+            )
+        )
+    return out
+
+
+def combine(s: Signals, weights: ConfidenceWeights) -> float:
+    z = weights.bias + sum(getattr(weights, k) * getattr(s, k) for k in FEATURES)
+    return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+def recency(created_at: datetime | None, half_life_days: float, now: datetime | None = None) -> float:
+    """1.0 for a log written now, 0.5 after ``half_life_days``, and so on."""
+    if created_at is None:
+        return 1.0
+    if created_at.tzinfo is None:
+        created_at = created_at.replace(tzinfo=timezone.utc)
+    age = ((now or datetime.now(timezone.utc)) - created_at).total_seconds() / 86400
+    return 0.5 ** (max(age, 0.0) / half_life_days)
+
+
+def assign(hits: list[Hit], query: str, params: ConfidenceParams) -> list[Hit]:
+    """Every candidate of one question with its ``confidence`` and ``signals``.  Files and
+    memories are scored on different scales, so each is judged among its own kind."""
+    out: dict[int, Hit] = {}
+    for group in (
+        [(i, h) for i, h in enumerate(hits) if h.collection != CODE_TABLE],
+        [(i, h) for i, h in enumerate(hits) if h.collection == CODE_TABLE],
+    ):
+        group_hits = [h for _, h in group]
+        for (i, h), s in zip(group, signals(group_hits, query, params.gap_field), strict=True):
+            conf = combine(s, params.weights)
+            if h.collection == "logs":
+                conf *= recency(h.row.get("created_at"), params.log_half_life_days)
+            out[i] = replace(h, confidence=conf, signals=s)
+    return [out[i] for i in range(len(hits))]

@@ -1,0 +1,107 @@
+"""Recall's middle stages: fuse each candidate's scores into one (``fuse_all``), judge how sure each
+is (``confidence.assign``), then gate and order them (``gate``).  Pure functions of the candidates
+and the parameters: the benchmarks call them with their own ``RecallParams``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from contextware.memory.recall.params import FusionParams, RecallParams
+from contextware.memory.recall.types import Hit
+from contextware.storage.candidate import Candidate
+from contextware.storage.schemas import CODE_TABLE
+
+
+def fuse(similarity: float | None, bm25: float, weight: float, half: float) -> float:
+    """A cosine plus a saturated BM25 term: shared words count without a long row winning on length."""
+    lexical = weight * bm25 / (bm25 + half) if bm25 > 0 else 0.0
+    return (similarity if similarity is not None else 0.0) + lexical
+
+
+def fuse_one(c: Candidate, params: RecallParams) -> float:
+    f = params.fusion
+    if c.collection == CODE_TABLE and c.features is not None:  # codeindex.search: files, definitions, BM25
+        from contextware.codeindex.search import fuse_code
+
+        return fuse_code(c.features, params.code) * f.code_scale
+    if c.collection == CODE_TABLE:
+        return fuse(c.similarity, c.bm25, f.code_bm25_weight, f.code_bm25_half) * f.code_scale
+    return fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
+
+
+def fuse_all(found: Sequence[Candidate], params: RecallParams) -> list[Hit]:
+    return [Hit(c, fuse_one(c, params)) for c in found]
+
+
+def order(hits: list[Hit], tie: float) -> list[Hit]:
+    """Best score first; recency breaks ties; a superseding fact always precedes what it replaced."""
+
+    def created(h: Hit) -> float:
+        value = h.row.get("created_at")
+        return value.timestamp() if value is not None else 0.0
+
+    hits.sort(key=lambda h: (-math.floor(h.score / tie), -created(h), -h.score))  # code: no created_at
+    position = {h.id: i for i, h in enumerate(hits)}
+    for h in list(hits):
+        old = h.row.get("supersedes")
+        if old in position and position[old] < position[h.id]:
+            hits.remove(h)
+            hits.insert(hits.index(next(x for x in hits if x.id == old)), h)
+            position = {x.id: i for i, x in enumerate(hits)}
+    return hits
+
+
+def _relevant(hits: Sequence[Hit], floor: float) -> bool:
+    """Does anything clear the floor?  A memory must resemble the question; code hits arrive
+    already gated by the code floors."""
+    return any(h.collection == CODE_TABLE or (h.relevance is not None and h.relevance >= floor) for h in hits)
+
+
+def _about_the_question(code: Sequence[Hit], f: FusionParams) -> bool:
+    """Is some file about the question at all (mixed with memories, files must be)?"""
+    return max(h.relevance or 0.0 for h in code) >= f.code_floor or max(h.score for h in code) >= f.code_score_floor
+
+
+def gate(
+    hits: list[Hit], limit: int, f: FusionParams, *, vector: bool, code_gate: bool, min_confidence: float
+) -> list[Hit]:
+    """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
+    is about the question, nothing answers unless a memory clears the floor and some hit reaches
+    ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files), and memories far
+    below the best score are dropped.  Without vectors (degraded mode) any full-text match stays."""
+    if not hits:
+        return []
+    if vector:
+        code = [h for h in hits if h.collection == CODE_TABLE]
+        if code and code_gate and not _about_the_question(code, f):
+            hits = [h for h in hits if h.collection != CODE_TABLE]
+        if not _relevant(hits, f.floor):
+            return []
+        if code_gate and not any(h.confidence >= min_confidence for h in hits):
+            return []  # nothing is likely enough to answer: an empty answer is the right one
+        best = max(h.score for h in hits)
+        # The margin drops memories far below the best answer; files are ranked, not filtered.
+        hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - f.margin]
+    else:
+        hits = [h for h in hits if h.score >= f.lexical_floor]
+    return order(hits, f.tie)[:limit]
+
+
+def select(
+    found: Sequence[Candidate],
+    query: str,
+    limit: int,
+    params: RecallParams,
+    *,
+    vector: bool = True,
+    code_gate: bool = True,
+    min_confidence: float = 0.0,
+) -> list[Hit]:
+    """Fuse, judge, gate and order the candidates of all tables: the hits recall shows."""
+    from contextware.memory.recall.confidence import assign
+
+    if not found:
+        return []
+    hits = assign(fuse_all(found, params), query, params.confidence)
+    return gate(hits, limit, params.fusion, vector=vector, code_gate=code_gate, min_confidence=min_confidence)

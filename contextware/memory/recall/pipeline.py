@@ -1,0 +1,91 @@
+"""Recall as stages: search every table a query covers (``search``), fuse and judge the candidates
+and gate them (``fusion``, ``confidence``), present what passes (``present``).  A read never
+writes: refreshing stale files is the separate step ``recall_refreshing_stale`` of the callers that
+ask for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from contextware.memory.recall.fusion import select
+from contextware.memory.recall.params import DEFAULT_PARAMS, RecallParams
+from contextware.memory.recall.present import present
+from contextware.memory.recall.query import check_min_confidence, parse_query
+from contextware.memory.recall.search import CandidateSet, Vectors, candidates
+from contextware.memory.recall.types import RecallResult
+from contextware.storage.schemas import CODE_TABLE
+
+if TYPE_CHECKING:
+    from contextware.memory.recall.query import RecallQuery
+    from contextware.storage.project import Project
+
+
+def _projects(project: "Project", everywhere: bool) -> list["Project"]:
+    """The project, and with ``everywhere`` every other project registered on this machine."""
+    projects = [project]
+    if everywhere:
+        from contextware.offload.table import registered_projects
+
+        known = {project.root.resolve()}
+        for other in registered_projects():
+            if other.root.resolve() not in known:
+                known.add(other.root.resolve())
+                projects.append(other)
+    return projects
+
+
+def _search(projects: list["Project"], query: "RecallQuery", params: RecallParams) -> CandidateSet:
+    vectors: Vectors = {}  # the question is embedded once, for every project
+    found, degraded = [], None
+    for proj in projects:
+        one = candidates(proj, query, params.fusion, vectors, tag=len(projects) > 1)
+        found += one.candidates
+        degraded = degraded or one.degraded
+    return CandidateSet(found, degraded)
+
+
+def recall(project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS) -> RecallResult:
+    """The memories, files and offloads that answer ``query``, best first, each with its
+    confidence; none (``answerable: false``) unless one reaches the gate."""
+    gate = (
+        check_min_confidence(project.config["recall_min_confidence"], "recall_min_confidence in config.json")
+        if query.min_confidence is None
+        else query.min_confidence
+    )
+    found = _search(_projects(project, query.all_projects), query, params)
+    hits = select(
+        found.candidates,
+        query.question,
+        query.limit,
+        params,
+        vector=found.degraded is None,
+        code_gate=query.tables != (CODE_TABLE,),  # --scope code ranks files; mixed, they must be about it
+        min_confidence=gate,
+    )
+    results = present(hits, query, project, params.summary_chars, params.default_max_chars)
+    return RecallResult(query, tuple(hits), results, gate, found.degraded)
+
+
+def recall_refreshing_stale(
+    project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS
+) -> RecallResult:
+    """Recall; when code results are stale, re-index their files (a write, possibly a Gemini
+    summary) and recall again.  Not across projects: another project's files are not ours to index."""
+    first = recall(project, query, params)
+    stale = [r["file_path"] for r in first.results if r.get("stale")]
+    if not stale or query.all_projects:
+        return first
+    from dataclasses import replace
+
+    from contextware.codeindex.indexer import index_files
+
+    summarizer = str(project.config.get("summarizer") or "auto")
+    index_files(project, [project.root / p for p in stale], summarizer=summarizer)
+    return replace(recall(project, query, params), refreshed=tuple(stale))
+
+
+def ask(project: "Project", text: str, *, refresh_stale: bool = False, **inputs: Any) -> dict[str, Any]:
+    """From loose inputs to the JSON answer in one call (library users, tests, benchmarks); the
+    inputs are ``parse_query``'s."""
+    query = parse_query(text, **inputs)
+    return (recall_refreshing_stale if refresh_stale else recall)(project, query).to_dict()

@@ -1,0 +1,88 @@
+"""The values recall's stages hand on: a ``Hit`` (a candidate with its fused score and, once judged,
+its confidence and the ``Signals`` behind it) and the ``RecallResult`` every front end renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contextware.storage.candidate import Candidate, Row
+
+if TYPE_CHECKING:
+    from contextware.memory.recall.query import RecallQuery
+    from contextware.storage.project import Project
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What is known about one candidate within its question's candidate set.
+
+    ``relevance``: cosine of the plain question and the row; ``agreement``: mean reciprocal rank of
+    the row in the vector and the BM25 rankings; ``margin``: its fused score above the best *other*
+    candidate; ``gap``: above the mean of the runners-up (does anything stand out?); ``unknown``: the
+    share of the question's content words no candidate holds; ``unknown_name``: 1 when the question
+    names something no candidate mentions."""
+
+    relevance: float
+    agreement: float
+    margin: float
+    gap: float
+    unknown: float
+    unknown_name: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    candidate: Candidate
+    score: float
+    confidence: float = 0.0
+    signals: Signals | None = None
+
+    @property
+    def row(self) -> Row:
+        return self.candidate.row
+
+    @property
+    def collection(self) -> str:
+        return self.candidate.collection
+
+    @property
+    def relevance(self) -> float | None:
+        return self.candidate.relevance
+
+    @property
+    def bm25(self) -> float:
+        return self.candidate.bm25
+
+    @property
+    def id(self) -> str:
+        return self.candidate.id
+
+    @property
+    def project(self) -> Project | None:
+        return self.candidate.project
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """``results`` are the hits as shown (``present``); ``min_confidence`` the gate applied;
+    ``degraded`` why vectors were not used (None when they were)."""
+
+    query: RecallQuery
+    hits: tuple[Hit, ...]
+    results: list[dict[str, Any]]
+    min_confidence: float
+    degraded: str | None = None
+    refreshed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "query": self.query.text,
+            "answerable": bool(self.results),
+            "min_confidence": self.min_confidence,
+            "results": self.results,
+            "degraded": self.degraded,
+        }
+        if self.refreshed:
+            out["refreshed"] = list(self.refreshed)
+        return out
