@@ -9,7 +9,7 @@ import json
 import pytest
 
 from contextware.errors import UsageError
-from contextware.hosts.hooks import run_hook
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.confidence import content_words, features, named_things, recency
 from contextware.memory.recall import recall
