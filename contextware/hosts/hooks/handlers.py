@@ -1,5 +1,5 @@
-"""Gemini CLI and Claude Code hooks (``scripts/hook.py``, ``contextware hook``): memory brought into
-every turn without the agent asking.  Claude Code's events map onto Gemini's handlers.
+"""Gemini CLI and Claude Code hook handlers (``run_hook``, run by ``entry`` or the resident service):
+memory brought into every turn without the agent asking.  Claude Code's events map onto Gemini's.
 
 - SessionStart: the session briefing (``context.py``) as ``additionalContext``, and one line on how
   to reach the memory with the tools this host offers (``--host``; see ``instructions``).

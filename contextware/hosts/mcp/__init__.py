@@ -6,6 +6,7 @@
 - ``tools`` and ``memory_tools``: one thin adapter per tool over the function the CLI calls, with the
   parameter types and annotations of ``params``; ``calls``: how a call runs on a warm project.
 
-May import memory, offload, codeindex, storage, the service client, the shared helpers and the MCP
-SDK and pydantic (lazily in ``front``); not ``hosts.hooks`` or ``hosts.install``.
+May import memory, offload, codeindex, storage, the service client, the shared helpers, the MCP SDK
+and pydantic; ``front`` only the standard library at module level (``server`` lazily, for a call it
+runs itself).  Not ``hosts.hooks`` or ``hosts.install``.
 """
