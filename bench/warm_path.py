@@ -194,7 +194,7 @@ def _service(root: Path, env: dict, action: str) -> dict:
     return json.loads(proc.stdout)
 
 
-SDK_SERVER = "from contextware.hosts.mcp_server import build_server; build_server().run('stdio')"
+SDK_SERVER = "from contextware.hosts.mcp.server import build_server; build_server().run('stdio')"
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,

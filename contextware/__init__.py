@@ -3,13 +3,16 @@
 The package is layered; each layer imports only the ones below it (``tests/unit/test_layers.py``
 holds the order):
 
+    resident                the resident service process: runs cli's and hosts' handlers on a warm project
     cli                     the command-line front end (scripts/ are thin entry points over it)
-    hosts                   hooks, MCP server, installers: where agents plug in
+    hosts                   where agents plug in: hooks/, mcp/ (the MCP server), install/ (installers)
     memory                  facts, episodes, logs, recall, briefing, session store, maintenance
     offload                 research handed to Gemini: sources, files, cache, sessions, table
     codeindex               which files count, summaries, the index writer, watch
+    service                 reaching the resident service: its standard-library client, the spool
     storage                 layout, config, Project, LanceDB, schemas, embeddings
-    gemini, redact, text, system, errors   shared helpers (standard library only, but for gemini)
+    gemini                  the adapter to the Gemini CLI (headless turns, sessions, availability)
+    fence, redact, text, system, errors   shared helpers (standard library only)
 """
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Gemini CLI and Claude Code hook entry point (one event on stdin): see contextware/hosts/hook_entry.py."""
+"""Gemini CLI and Claude Code hook entry point (one event on stdin): see contextware/hosts/hooks/entry.py."""
 
-from contextware.hosts.hook_entry import main
+from contextware.hosts.hooks.entry import main
 
 main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Contextware MCP server (stdio): see `--help`."""
 
-from contextware.hosts.mcp_front import main
+from contextware.hosts.mcp.front import main
 
 main()

@@ -177,8 +177,8 @@ def run_script(command: str) -> NoReturn:
 
 def run_hook() -> NoReturn:
     """``contextware hook``: one hook event on stdin, never a failed turn (``scripts/hook.py`` runs
-    ``contextware.hosts.hook_entry`` directly: the hook's process start skips this module's imports)."""
-    from contextware.hosts.hook_entry import main as hook_main
+    ``contextware.hosts.hooks.entry`` directly: the hook's process start skips this module's imports)."""
+    from contextware.hosts.hooks.entry import main as hook_main
 
     hook_main()
     raise SystemExit(0)
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     if argv[0] == "hook":  # what installed hooks and MCP configs run (no path of this machine in them)
         run_hook()
     if argv[0] == "mcp":  # a long-lived stdio server, not a one-shot command
-        from contextware.hosts.mcp_front import main as mcp_main
+        from contextware.hosts.mcp.front import main as mcp_main
 
         mcp_main(argv[1:])
         raise SystemExit(0)

@@ -66,7 +66,7 @@ def _python(p: argparse.ArgumentParser) -> None:
 
 
 def _host(p: argparse.ArgumentParser, required: bool) -> None:
-    from contextware.hosts.mcp_hosts import HOSTS
+    from contextware.hosts.install.mcp_hosts import HOSTS
 
     p.add_argument(
         "--host", choices=HOSTS, required=required, default=None, help="the MCP host whose config file to write"
@@ -102,7 +102,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.hosts.install import install, uninstall
+    from contextware.hosts.install.dispatch import install, uninstall
 
     scope = args.scope or "user"
     if args.action == "uninstall":

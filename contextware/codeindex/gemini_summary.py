@@ -28,7 +28,7 @@ from typing import Any
 from contextware.codeindex.languages import detect_language
 from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary
 from contextware.errors import GeminiError, UsageError
-from contextware.gemini import escape_at, run_gemini
+from contextware.gemini.headless import escape_at, run_gemini
 from contextware.text import cut_at_word
 
 FILE_CHARS_LIMIT = 100_000  # a file's text is cut to this in the prompt (~25k tokens)
@@ -359,7 +359,7 @@ def _call(
 def forget_chat(session_id: str) -> None:
     """Delete the chat record Gemini CLI kept of one summary call (never a conversation anyone
     resumes); other calls' records, even in the same folder, are left alone."""
-    from contextware.gemini import gemini_home
+    from contextware.gemini.availability import gemini_home
 
     for path in (gemini_home() / ".gemini" / "tmp").glob(f"*/chats/session-*-{session_id[:8]}.json*"):
         try:

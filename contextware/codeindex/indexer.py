@@ -504,7 +504,7 @@ def index_files(
 
 
 def _require_gemini(flag: str) -> None:
-    from contextware.gemini import gemini_ready
+    from contextware.gemini.availability import gemini_ready
 
     if not gemini_ready():
         raise UsageError(

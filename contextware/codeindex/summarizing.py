@@ -118,7 +118,7 @@ class Summarizer:
             results = {f.path: self.broken for f in batch}
         else:
             cfg = self.project.config
-            from contextware.gemini import gemini_workdir
+            from contextware.gemini.availability import gemini_workdir
 
             try:
                 cwd = gemini_workdir()
@@ -165,7 +165,7 @@ class Summarizer:
 
 
 def _gemini_ready() -> bool:
-    from contextware.gemini import gemini_ready
+    from contextware.gemini.availability import gemini_ready
 
     return gemini_ready()
 

@@ -1,12 +1,11 @@
-"""Hosts: everything that plugs Contextware into an agent.
+"""Hosts: everything that plugs Contextware into an agent, in three rooms.
 
-Owns the hook handlers (``hooks``, with Claude Code's transcript reader ``claude_transcript`` and
-the host-aware note ``instructions``), the MCP server (``mcp_front``, the standard-library stdio
-front hosts start, over ``mcp_server``, the SDK server running the tools) and the installers:
-``install`` dispatches to one module per host (``gemini_cli``, ``claude_code``, ``mcp_hosts``) over
-the shared pieces (``setup``: how hooks are run, the manifest, the skill; ``installed_files``: each
-file an install writes and its exact undo) and one JSON settings merger (``settings_merge``).
+- ``hooks``: the hook process and its handlers (memory brought into every turn, turns captured);
+- ``mcp``: the MCP server (a standard-library stdio front over the SDK server and its tools);
+- ``install``: wiring hooks, the MCP server and the skill into each host's files, and the exact undo.
 
-May import every domain below it (memory, offload, codeindex, storage) and the shared helpers. Only
-``cli`` imports it.
+May import (each room) every domain below ``hosts`` (memory, offload, codeindex, storage), the
+service client, ``gemini`` and the shared helpers; the rooms do not import each other.  Imported by
+``cli`` (``contextware hook``, ``contextware mcp``, ``install``), by ``resident`` (hook events and MCP
+tool calls run in the service) and by the entry points ``scripts/hook.py`` and ``scripts/mcp_server.py``.
 """

@@ -108,7 +108,7 @@ def offload_once(
 ) -> dict[str, Any]:
     """Answer from the cache when the entry is fresh, else ask Gemini (``texts``: the ``--files``
     contents, read and checked by the caller before anything is written)."""
-    from contextware.gemini import run_gemini
+    from contextware.gemini.headless import run_gemini
     from contextware.offload.summary import summarize_response
 
     key = cache_key(prompt, model, sources)

@@ -95,7 +95,8 @@ def session_show(project: "Project", name: str) -> dict[str, Any]:
 
 def session_delete(project: "Project", name: str, *, keep_gemini: bool = False) -> dict[str, Any]:
     """Delete the session's files and index rows, and (unless ``keep_gemini``) its Gemini sessions."""
-    from contextware.gemini import delete_session, gemini_available
+    from contextware.gemini.availability import gemini_available
+    from contextware.gemini.sessions import delete_session
 
     with entry_lock(project, "session", name):
         sdir, state = _require(project, name)

@@ -56,7 +56,7 @@ from contextware.offload.table import make_row, row_id, write_rows
 from contextware.text import cut_at_word, iso, utcnow
 
 if TYPE_CHECKING:
-    from contextware.gemini import GeminiResult
+    from contextware.gemini.output import GeminiResult
     from contextware.storage.project import Project
 
 STATE_VERSION = 1
@@ -168,7 +168,7 @@ def find_recoverable(sessions: Sequence[Any], name: str, feature: str, days: flo
 
 
 def _recover(project: "Project", state: dict, feature: str) -> str | None:
-    from contextware.gemini import list_sessions
+    from contextware.gemini.sessions import list_sessions
 
     try:
         sessions = list_sessions(cwd=project.root, timeout=float(project.config.get("gemini_timeout_s") or 60))
@@ -208,7 +208,7 @@ def _call(
     model: str | None,
     override: bool,
 ) -> tuple["GeminiResult", dict[str, Any]]:
-    from contextware.gemini import run_gemini
+    from contextware.gemini.headless import run_gemini
 
     cfg = project.config
     max_errors = max(1, int(cfg.get("offload_max_errors") or 3))

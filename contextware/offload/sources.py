@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError
-from contextware.gemini import MAX_STDIN_BYTES, escape_at
+from contextware.gemini.headless import MAX_STDIN_BYTES, escape_at
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from contextware.errors import GeminiError, UsageError
-from contextware.gemini import escape_at
+from contextware.gemini.headless import escape_at
 from contextware.offload.files import gemini_options
 from contextware.text import CHARS_PER_TOKEN, approx_tokens, cut_at_word
 
@@ -67,13 +67,14 @@ def _words(project: "Project") -> tuple[int, int]:
 
 
 def _use_gemini(project: "Project") -> bool:
-    from contextware.gemini import gemini_available
+    from contextware.gemini.availability import gemini_available
 
     return str(project.config.get("offload_summarizer") or "gemini") == "gemini" and gemini_available()
 
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
-    from contextware.gemini import gemini_workdir, run_gemini
+    from contextware.gemini.availability import gemini_workdir
+    from contextware.gemini.headless import run_gemini
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
     result = run_gemini(
@@ -146,7 +147,7 @@ def _append(previous: str, section: str, max_tokens: int) -> str:
 
 
 def _parse_turn_reply(text: str) -> tuple[str, str] | None:
-    from contextware.gemini import json_objects
+    from contextware.gemini.output import json_objects
 
     for obj in json_objects(text):
         turn, summary = obj.get("turn_summary"), obj.get("summary")

@@ -9,7 +9,7 @@ for it, and the first caller of a cold service does not share the machine with i
 
 Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
 input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
-``contextware.hosts.hooks.run_hook`` for a hook event, ``contextware.hosts.mcp_server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp_front``.  The loop exits after
+``contextware.hosts.hooks.handlers.run_hook`` for a hook event, ``contextware.hosts.mcp.server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp.front``.  The loop exits after
 ``service_idle_minutes`` without a request, on ``stop``, on SIGTERM/SIGINT, or when its data dir or
 socket disappears; it removes its socket on the way out.
 """
@@ -111,7 +111,7 @@ class Service:
             log(f"warm-up incomplete: {exc}")
 
     def drain_spool(self) -> None:
-        from contextware.hosts.hook_entry import replay
+        from contextware.hosts.hooks.entry import replay
 
         try:
             count = spool.drain(self.data_dir, replay)
@@ -239,15 +239,15 @@ class Service:
         return {"ok": True, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     def hook(self, request: dict[str, Any]) -> dict[str, Any]:
-        from contextware.hosts.hooks import run_hook
+        from contextware.hosts.hooks.handlers import run_hook
 
         with caller_context(request.get("cwd"), request.get("env") or {}):
             out = run_hook(str(request.get("stdin") or ""))
         return {"ok": True, "stdout": out}
 
     def mcp(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One MCP ``tools/call`` forwarded by the stdio front (``hosts.mcp_front``)."""
-        from contextware.hosts.mcp_server import call_tool
+        """One MCP ``tools/call`` forwarded by the stdio front (``hosts.mcp.front``)."""
+        from contextware.hosts.mcp.server import call_tool
 
         tool, arguments = request.get("tool"), request.get("arguments")
         if not isinstance(tool, str) or not isinstance(arguments, dict):

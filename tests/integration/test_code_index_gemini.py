@@ -16,7 +16,7 @@ import pytest
 
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
-from contextware.gemini import gemini_ready
+from contextware.gemini.availability import gemini_ready
 from contextware.storage.project import Project
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from contextware import gemini
 from contextware.errors import GeminiError, UsageError
+from contextware.gemini.availability import gemini_available
+from contextware.gemini.headless import run_gemini
+from contextware.gemini.sessions import GeminiSession, delete_session, list_sessions
 from contextware.system import KILL_GRACE_SECONDS
 from tests.fake_gemini_api import FakeGeminiAPI, Reply
 from tests.gemini_fixtures import update_gemini_settings
@@ -49,7 +51,7 @@ def run(gemini_bin: str, gemini_cli_env: dict[str, str], project: Path):
         for name in kwargs.pop("env_drop", ()):
             env.pop(name, None)
         kwargs.setdefault("extra_env", env)
-        return gemini.run_gemini(prompt, **kwargs)
+        return run_gemini(prompt, **kwargs)
 
     return _run
 
@@ -114,12 +116,12 @@ def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini
     assert "Invalid session identifier" in info.value.message
 
     kw = dict(cwd=project, binary=gemini_bin, extra_env=gemini_cli_env)
-    sessions = gemini.list_sessions(**kw)
+    sessions = list_sessions(**kw)
     assert [(s.index, s.session_id) for s in sessions] == [(1, sid)]
     assert sessions[0].title and sessions[0].age
 
-    gemini.delete_session(sid, **kw)
-    assert gemini.list_sessions(**kw) == []
+    delete_session(sid, **kw)
+    assert list_sessions(**kw) == []
 
 
 # ---------------------------------------------------------------- real CLI: failures
@@ -234,7 +236,7 @@ def fake_bin(tmp_path: Path):
     path.chmod(0o755)
     log = tmp_path / "fake_gemini.log"
 
-    def _run(*steps: dict, fn=gemini.run_gemini, args=("hi",), **kwargs):
+    def _run(*steps: dict, fn=run_gemini, args=("hi",), **kwargs):
         env = {"FAKE_GEMINI_LOG": str(log), "FAKE_GEMINI_STEPS": json.dumps(list(steps))}
         result = fn(*args, binary=str(path), extra_env=env, cwd=tmp_path, **kwargs)
         return result
@@ -331,12 +333,12 @@ def test_failure_mapping(fake_bin, step, code):
 
 def test_binary_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEXTWARE_GEMINI_BIN", str(tmp_path / "missing" / "gemini"))
-    assert gemini.gemini_available() is False
+    assert gemini_available() is False
     with pytest.raises(GeminiError) as info:
-        gemini.run_gemini("hi")
+        run_gemini("hi")
     assert info.value.code == "gemini_not_installed"
     with pytest.raises(UsageError):
-        gemini.run_gemini("hi", binary=sys.executable, session_id="a", resume="b")
+        run_gemini("hi", binary=sys.executable, session_id="a", resume="b")
 
 
 def test_list_sessions_parsing(fake_bin):
@@ -345,13 +347,13 @@ def test_list_sessions_parsing(fake_bin):
         "  1. Fix the (tricky) parser (2 hours ago) [cw_abc-1]\n"
         "  2. Second [x] (Just now) [123e4567-e89b-12d3-a456-426614174000]\n"
     )
-    sessions = fake_bin({"stdout": out}, fn=gemini.list_sessions, args=())
+    sessions = fake_bin({"stdout": out}, fn=list_sessions, args=())
     assert sessions == [
-        gemini.GeminiSession(1, "Fix the (tricky) parser", "2 hours ago", "cw_abc-1"),
-        gemini.GeminiSession(2, "Second [x]", "Just now", "123e4567-e89b-12d3-a456-426614174000"),
+        GeminiSession(1, "Fix the (tricky) parser", "2 hours ago", "cw_abc-1"),
+        GeminiSession(2, "Second [x]", "Just now", "123e4567-e89b-12d3-a456-426614174000"),
     ]
     with pytest.raises(GeminiError) as info:
-        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'}, fn=gemini.delete_session, args=(9,))
+        fake_bin({"stdout": "", "stderr": 'Invalid session identifier "9".'}, fn=delete_session, args=(9,))
     assert info.value.code == "unknown_session"
 
 
@@ -359,10 +361,10 @@ def test_rate_limiter_across_two_processes(fake_bin, tmp_path):
     window, limit, per_proc = 1.5, 3, 3
     script = textwrap.dedent(f"""
         import sys
-        from contextware import gemini
-        gemini.RATE_WINDOW_SECONDS = {window}
+        from contextware.gemini import headless, process
+        process.RATE_WINDOW_SECONDS = {window}
         for _ in range({per_proc}):
-            gemini.run_gemini("hi", binary={str(fake_bin.path)!r}, state_dir=sys.argv[1],
+            headless.run_gemini("hi", binary={str(fake_bin.path)!r}, state_dir=sys.argv[1],
                               rate_limit_per_minute={limit}, extra_env={{"FAKE_GEMINI_LOG": sys.argv[2]}})
     """)
     state, log = tmp_path / "state", tmp_path / "limit.log"

@@ -114,7 +114,7 @@ def test_project_uninstall_after_the_user_edited_settings_removes_only_ours(proj
 
 @pytest.mark.parametrize("layout", ["tabs-crlf", "compact"])
 def test_project_merge_keeps_the_files_layout_and_a_replaced_mcp_server_comes_back(project_dir: Path, layout: str):
-    from contextware.hosts.install import install, uninstall
+    from contextware.hosts.install.dispatch import install, uninstall
 
     mine = {"ui": {"theme": "Dracula"}, "mcpServers": {"contextware": {"command": "my-old-memory-server"}}}
     original = (

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from contextware.hosts.mcp_declared import DECLARED
+from contextware.hosts.mcp.declared import DECLARED
 from tests.conftest import SCRIPTS
 from tests.service_helpers import OFF, ON, alive, log_text, run, services, status, wait_for  # noqa: F401 - fixture
 

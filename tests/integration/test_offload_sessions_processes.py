@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from contextware import gemini
 from contextware.errors import UsageError
+from contextware.gemini.sessions import list_sessions
 from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command
 from contextware.storage.project import Project
@@ -78,7 +78,7 @@ def test_named_session_turns_resume_summary_and_management(real_gemini, make_pro
     assert deleted["deleted"] == "routing" and deleted["gemini_sessions_deleted"] == [sid]
     assert not sdir.exists()
     assert {r["session_name"] for r in table_rows(project)} == {"followup"}
-    assert sid not in [s.session_id for s in gemini.list_sessions(cwd=project.root)]
+    assert sid not in [s.session_id for s in list_sessions(cwd=project.root)]
 
 
 def test_three_errors_drop_the_session_with_linear_backoff(real_gemini, make_project, monkeypatch):

@@ -20,7 +20,7 @@ from contextware.codeindex.gemini_summary import (
 )
 from contextware.codeindex.local_summary import LocalSummary
 from contextware.errors import GeminiError
-from contextware.gemini import gemini_ready
+from contextware.gemini.availability import gemini_ready
 from contextware.system import KILL_GRACE_SECONDS
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, parse_prompt_files, summaries_responder
 from tests.unit.test_summarize_gemini import MODEL, THREE

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
-from contextware.hosts.claude_transcript import last_prompt, turns
-from contextware.hosts.hooks import run_hook, with_host
+from contextware.hosts.hooks.claude_transcript import last_prompt, turns
+from contextware.hosts.hooks.handlers import run_hook, with_host
 from contextware.memory import records
 from contextware.storage.project import Project
 

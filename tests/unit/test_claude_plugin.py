@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from contextware.hosts.claude_code import PLUGIN_DIR, marketplace_file, plugin_files
+from contextware.hosts.install.claude_code import PLUGIN_DIR, marketplace_file, plugin_files
 from tests.conftest import REPO
 
-REGENERATE = 'uv run python -c "from contextware.hosts.claude_code import write_plugin; write_plugin()"'
+REGENERATE = 'uv run python -c "from contextware.hosts.install.claude_code import write_plugin; write_plugin()"'
 
 
 def test_the_committed_plugin_is_current_and_portable():

@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from contextware.hosts.claude_transcript import prompt_of_turn
-from contextware.hosts.hooks import run_hook
+from contextware.hosts.hooks.claude_transcript import prompt_of_turn
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
 

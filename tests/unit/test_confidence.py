@@ -9,7 +9,7 @@ import json
 import pytest
 
 from contextware.errors import UsageError
-from contextware.hosts.hooks import run_hook
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.recall import Hit, ask
 from contextware.memory.recall.confidence import content_words, named_things, recency, signals

@@ -86,6 +86,6 @@ def test_readme_lists_exactly_the_commands_of_contextware_help(capsys):
 def test_every_script_has_a_console_command_for_portable_settings():
     """Settings a project commits call `contextware <command>` instead of a path of one machine:
     every script needs its command (the plugin's skill text is rewritten through this table)."""
-    from contextware.hosts.setup import SCRIPT_COMMANDS
+    from contextware.hosts.install.shared import SCRIPT_COMMANDS
 
     assert sorted(p.name for p in SCRIPTS.glob("*.py")) == sorted(SCRIPT_COMMANDS)

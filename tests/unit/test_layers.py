@@ -19,7 +19,7 @@ SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
 
 # Scripts go through contextware.cli, except the long-lived MCP server and the hook, whose process start
 # is paid on every turn (its entry imports only what its warm path needs).
-FRONT_END = {"mcp_server": "contextware.hosts.mcp_front", "hook": "contextware.hosts.hook_entry"}
+FRONT_END = {"mcp_server": "contextware.hosts.mcp.front", "hook": "contextware.hosts.hooks.entry"}
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
@@ -191,6 +191,29 @@ def test_architecture_map_names_every_package_and_only_files_that_exist():
     text = (REPO / "ARCHITECTURE.md").read_text()
     packages = sorted(p.parent.name for p in (REPO / "contextware").glob("*/__init__.py"))
     assert [p for p in packages if f"`{p}/`" not in text] == []
-    assert set(LAYERS) - {"errors", "system", "text", "redact", "fence", "gemini"} == set(packages)
+    assert set(LAYERS) - {"errors", "system", "text", "redact", "fence"} == set(packages)
     named = set(re.findall(r"contextware/[\w/]+\.py", text))
     assert named and [p for p in sorted(named) if not (REPO / p).is_file()] == []
+
+
+# The three rooms of hosts: each plugs Contextware in its own way and none imports another.
+HOST_ROOMS = ("hooks", "mcp", "install")
+
+
+def test_the_rooms_of_hosts_do_not_import_each_other():
+    graph = _import_graph()
+    rooms = {m: m.split(".")[2] for m in graph if m.startswith("contextware.hosts.") and m.count(".") >= 3}
+    assert set(rooms.values()) == set(HOST_ROOMS), "a module of hosts/ outside its three rooms"
+    crossing = [f"{src} -> {dst}" for src, room in rooms.items() for dst in graph[src] if rooms.get(dst, room) != room]
+    assert crossing == []
+
+
+@pytest.mark.parametrize("package", ["hosts", *(f"hosts.{room}" for room in HOST_ROOMS), "gemini"])
+def test_a_package_docstring_says_what_it_owns_and_may_import(package):
+    """The docstring of each room is its map: it names every module of the room and what it may import."""
+    folder = REPO / "contextware" / package.replace(".", "/")
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    subpackages = sorted(p.parent.name for p in folder.glob("*/__init__.py"))
+    assert [m for m in modules + subpackages if f"``{m}``" not in doc] == []
+    assert "May import" in doc

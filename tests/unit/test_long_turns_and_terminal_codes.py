@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from contextware.cli import emit
-from contextware.hosts.hooks import run_hook
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
 

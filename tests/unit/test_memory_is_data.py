@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from contextware.fence import CUT_NOTE, FENCE_CLOSE, FENCE_OPEN, fence, has_injected, inline, strip_injected
-from contextware.hosts import hooks
-from contextware.hosts.hooks import run_hook
+from contextware.hosts.hooks import handlers
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.cleanup import clean_injected_logs
@@ -66,8 +66,8 @@ def test_terminal_escapes_and_control_characters_are_neutralised():
 
 def test_an_answer_over_the_host_limit_is_cut_not_dropped():
     body = "\n".join(f"- [NOTE] line {i} " + "x" * 80 for i in range(30_000))  # ~2.7 M characters
-    out = hooks._output("BeforeAgent", body)["hookSpecificOutput"]["additionalContext"]
-    assert len(out) <= hooks.HOST_CONTEXT_LIMIT and out.endswith(FENCE_CLOSE) and CUT_NOTE.strip() in out
+    out = handlers._output("BeforeAgent", body)["hookSpecificOutput"]["additionalContext"]
+    assert len(out) <= handlers.HOST_CONTEXT_LIMIT and out.endswith(FENCE_CLOSE) and CUT_NOTE.strip() in out
     assert "- [NOTE] line 0 " in out
 
 

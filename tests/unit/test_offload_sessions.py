@@ -3,7 +3,7 @@ Sessions against the real Gemini CLI: tests/integration/test_offload_sessions_pr
 
 from __future__ import annotations
 
-from contextware.gemini import GeminiSession
+from contextware.gemini.sessions import GeminiSession
 from contextware.offload.sessions import age_minutes, find_recoverable
 from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
 

@@ -1,5 +1,5 @@
-"""Gemini CLI and Claude Code hooks (``scripts/hook.py``, ``contextware hook``): memory brought into
-every turn without the agent asking.  Claude Code's events map onto Gemini's handlers.
+"""Gemini CLI and Claude Code hook handlers (``run_hook``, run by ``entry`` or the resident service):
+memory brought into every turn without the agent asking.  Claude Code's events map onto Gemini's.
 
 - SessionStart: the session briefing (``context.py``) as ``additionalContext``, and one line on how
   to reach the memory with the tools this host offers (``--host``; see ``instructions``).
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +53,7 @@ def _output(event: str, body: str, note: str = "") -> dict:
 
 def session_start(project: "Project", payload: dict) -> dict | None:
     from contextware.fence import inline_all
-    from contextware.hosts.instructions import how_to_reach_memory
+    from contextware.hosts.hooks.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
 
     ctx = session_context(project, int(project.config["hook_session_tokens"]))
@@ -188,7 +187,7 @@ def _answer_as_shown(payload: dict) -> Any:
 
 def stop(project: "Project", payload: dict) -> dict | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
-    from contextware.hosts.claude_transcript import prompt_of_turn
+    from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 
     path = payload.get("transcript_path")
     answer = payload.get("last_assistant_message")
@@ -244,7 +243,7 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
         return None
     session = str(payload.get("session_id") or "unknown")
     if payload.get("hook_event_name") == "PreCompact":  # Claude Code's transcript
-        from contextware.hosts.claude_transcript import turns
+        from contextware.hosts.hooks.claude_transcript import turns
 
         read = turns(Path(path))
     else:
@@ -323,32 +322,3 @@ def run_hook(stdin: str) -> str:
     except BaseException as exc:  # noqa: BLE001 - a memory hook must never break the turn
         _log_failure(event, exc, project)
         return ""
-
-
-USAGE = """usage: hook.py [--host gemini|claude|claude-plugin] < EVENT_JSON
-
-Gemini CLI and Claude Code hook for Contextware: reads one event (SessionStart, BeforeAgent,
-AfterAgent, PreCompress; Claude Code's UserPromptSubmit, Stop, PreCompact) as JSON on stdin and
-prints the hook output, or nothing. --host names the tools the session-start note points to.
-Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/install.py."""
-
-
-def read_event() -> str:
-    """The event on standard input with the host named by ``--host`` folded in (see with_host)."""
-    try:
-        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    except Exception:  # noqa: BLE001
-        data = ""
-    args = sys.argv[1:]
-    return with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
-
-
-def main() -> None:
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        sys.stdout.write(USAGE + "\n")
-        raise SystemExit(0)
-    out = run_hook(read_event())
-    if out:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    raise SystemExit(0)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.hosts import settings_merge
+from contextware.hosts.install import settings_merge
 from contextware.system import contextware_home, write_atomic
 
 NAME = "contextware"
@@ -34,10 +34,11 @@ CLI_TIMEOUT = 120.0
 
 
 def skill_dir() -> Path:
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
-def _q(path: Path | str) -> str:
+def shell_quote(path: Path | str) -> str:
+    """A path as one shell word, for the commands hooks and the MCP server are started with."""
     return shlex.quote(str(path))
 
 
@@ -103,8 +104,8 @@ class Runner:
         """How an agent runs ``scripts/<script>`` the same way (for instructions we write)."""
         if self.kind == "command":
             return f"{self.exe} {SCRIPT_COMMANDS[script]}"
-        skill = _q(skill_dir())
-        run = f"uv run --project {skill}" if self.kind == "uv" else _q(self.exe)
+        skill = shell_quote(skill_dir())
+        run = f"uv run --project {skill}" if self.kind == "uv" else shell_quote(self.exe)
         return f"{run} {skill}/scripts/{script}"
 
 
@@ -226,7 +227,7 @@ def skill_text(runner: Runner | None = None) -> str:
         return text.replace(
             "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{runner.exe}` command's."
         ).replace("<skill_dir>", "<contextware checkout>")
-    return text.replace("<skill_dir>", _q(skill_dir()))
+    return text.replace("<skill_dir>", shell_quote(skill_dir()))
 
 
 def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:

@@ -23,7 +23,7 @@ def script_command(script: str, command: str) -> str:
     """How to run one of our commands from a shell, the way this process was started."""
     if Path(sys.argv[0]).name == "contextware":
         return f"contextware {command}"
-    skill = Path(__file__).resolve().parents[2]
+    skill = Path(__file__).resolve().parents[3]
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(skill / 'scripts' / script))}"
 
 

@@ -1,4 +1,4 @@
-"""Claude Code (dispatched by ``contextware.hosts.install``): hooks, the MCP server and the skill, for
+"""Claude Code (dispatched by ``dispatch``): hooks, the MCP server and the skill, for
 one project or for the user; their exact removal; and the plugin folder shipped in the repository.
 
 - ``--project`` (committed files, so portable: ``contextware hook`` / ``contextware mcp`` from PATH):
@@ -24,9 +24,9 @@ import os
 from pathlib import Path
 
 from contextware import __version__
-from contextware.hosts import settings_merge
-from contextware.hosts.installed_files import json_edit, record_and_write, text_edit, undo
-from contextware.hosts.setup import (
+from contextware.hosts.install import settings_merge
+from contextware.hosts.install.installed_files import json_edit, record_and_write, text_edit, undo
+from contextware.hosts.install.shared import (
     NAME,
     PORTABLE_COMMAND,
     Runner,
@@ -196,7 +196,7 @@ def marketplace_file() -> str:
 
 def write_plugin(repo: Path | None = None) -> list[str]:
     """(Re)write the plugin folder and the marketplace file in the repository; returns what changed."""
-    from contextware.hosts.setup import put_text
+    from contextware.hosts.install.shared import put_text
 
     repo = repo or skill_dir()
     files = {(PLUGIN_DIR / rel).as_posix(): text for rel, text in plugin_files().items()}

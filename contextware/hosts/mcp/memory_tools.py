@@ -1,6 +1,6 @@
 """MCP tools to look at and fix memory (list, get, update, delete, history, stats) and to build the
 code index (crawl): thin adapters over the functions ``memory.py`` and ``crawl_project.py`` call,
-with the same parameter types as ``mcp_tools`` and truthful annotations."""
+with the parameter types and annotations of ``params``, as ``tools``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from contextware.codeindex.indexer import SUMMARIZERS
-from contextware.hosts.mcp_calls import call, under_root
-from contextware.hosts.mcp_tools import READS, _flag, _int, _opt_choice, _opt_int, _strings, _text, writes
+from contextware.hosts.mcp.calls import call, under_root
+from contextware.hosts.mcp.params import READS, bounded_int, flag, opt_choice, opt_int, opt_text, strings, writes
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
 from contextware.storage.schemas import MEMORY_TABLES
 from contextware.text import split_list
@@ -22,8 +22,8 @@ _ID = Annotated[str, Field(description="The memory's id, e.g. fact-1a2b3c4d5e6f,
 
 
 def list_memories(
-    collection: _opt_choice(MEMORY_TABLES, "Only this collection: facts, episodes or logs (default: all).") = None,
-    limit: _int("Most memories to return, newest first (default 20).", 1, 1000) = 20,
+    collection: opt_choice(MEMORY_TABLES, "Only this collection: facts, episodes or logs (default: all).") = None,
+    limit: bounded_int("Most memories to return, newest first (default 20).", 1, 1000) = 20,
 ) -> CallToolResult:
     """List saved memories (facts, episodes, logs), newest first, with their ids, texts, kinds,
     topics, status and times; total is how many there are. Use it to find the id of a memory to
@@ -44,15 +44,15 @@ def get_memory(id: _ID) -> CallToolResult:
 
 def update_memory(
     id: _ID,
-    text: _text("Facts and logs: the new text (one or two sentences for a fact).") = None,
-    kind: _opt_choice(FACT_KINDS, "Facts: the new kind.") = None,
-    topics: _strings('Facts and episodes: the new topics (replace the old ones), e.g. ["testing", "ci"].') = None,
-    status: _opt_choice(STATUSES, "Facts: active or superseded.") = None,
-    goal: _text("Episodes: the new goal.") = None,
-    result: _opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
-    category: _text("Episodes: the new category (test, deploy, ...).") = None,
-    summary: _text("Episodes: the new summary (what was done and learned).") = None,
-    role: _opt_choice(ROLES, "Logs: user or agent.") = None,
+    text: opt_text("Facts and logs: the new text (one or two sentences for a fact).") = None,
+    kind: opt_choice(FACT_KINDS, "Facts: the new kind.") = None,
+    topics: strings('Facts and episodes: the new topics (replace the old ones), e.g. ["testing", "ci"].') = None,
+    status: opt_choice(STATUSES, "Facts: active or superseded.") = None,
+    goal: opt_text("Episodes: the new goal.") = None,
+    result: opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
+    category: opt_text("Episodes: the new category (test, deploy, ...).") = None,
+    summary: opt_text("Episodes: the new summary (what was done and learned).") = None,
+    role: opt_choice(ROLES, "Logs: user or agent.") = None,
 ) -> CallToolResult:
     """Fix a memory in place: change the given fields of one fact, episode or log and re-embed it
     (the old values are not kept). When a fact is no longer true because something changed, save
@@ -102,14 +102,14 @@ def memory_stats() -> CallToolResult:
 
 
 def crawl_project(
-    paths: _strings("Only these files or folders, relative to the project root (default: the whole project).") = None,
-    summarizer: _opt_choice(
+    paths: strings("Only these files or folders, relative to the project root (default: the whole project).") = None,
+    summarizer: opt_choice(
         SUMMARIZERS,
         "auto (default: summarizer in config.json; Gemini CLI when installed and logged in, else the local tree-sitter summariser), gemini or local.",
     ) = None,
-    jobs: _opt_int("Files (or Gemini batches) summarised in parallel (default: one per CPU, at most 8).", 1) = None,
-    force: _flag("Re-index every file even if it is unchanged.") = False,
-    upgrade: _flag("Replace local summaries with Gemini ones.") = False,
+    jobs: opt_int("Files (or Gemini batches) summarised in parallel (default: one per CPU, at most 8).", 1) = None,
+    force: flag("Re-index every file even if it is unchanged.") = False,
+    upgrade: flag("Replace local summaries with Gemini ones.") = False,
 ) -> CallToolResult:
     """Index the project's source files (a summary and the symbols of each), so that recall with
     scope code finds the right files. Git-tracked plus untracked-not-ignored files; .gitignore and

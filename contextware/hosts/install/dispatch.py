@@ -44,15 +44,15 @@ def install(
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent)."""
     _check(agent, scope)
     if agent == "claude":
-        from contextware.hosts import claude_code
+        from contextware.hosts.install import claude_code
 
         root = resolve_project_root(project_root) if scope == "project" else None
         return claude_code.install(scope, root, python=python)
     if agent == "mcp":
-        from contextware.hosts import mcp_hosts
+        from contextware.hosts.install import mcp_hosts
 
         return mcp_hosts.install(host or "print", scope, resolve_project_root(project_root), python=python)
-    from contextware.hosts import gemini_cli
+    from contextware.hosts.install import gemini_cli
 
     if scope == "user":
         return gemini_cli.install_user(python=python, link=link)
@@ -65,16 +65,16 @@ def uninstall(
     """Remove what ``install`` added at ``scope`` (idempotent)."""
     _check(agent, scope)
     if agent == "claude":
-        from contextware.hosts import claude_code
+        from contextware.hosts.install import claude_code
 
         return claude_code.uninstall(scope, resolve_project_root(project_root) if scope == "project" else None)
     if agent == "mcp":
-        from contextware.hosts import mcp_hosts
+        from contextware.hosts.install import mcp_hosts
 
         if not host:
             raise UsageError("uninstall mcp needs --host cursor|vscode|claude-desktop.", code="usage")
         return mcp_hosts.uninstall(host, scope, resolve_project_root(project_root))
-    from contextware.hosts import gemini_cli
+    from contextware.hosts.install import gemini_cli
 
     if scope == "user":
         return gemini_cli.uninstall_user()

@@ -3,7 +3,7 @@ argument schema (enums, bounds) and truthful annotations (read-only, destructive
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.types import CallToolResult, ToolAnnotations
@@ -11,62 +11,24 @@ from pydantic import Field, WithJsonSchema
 
 from contextware.codeindex.indexer import SUMMARIZERS
 from contextware.errors import UsageError
-from contextware.hosts.mcp_calls import call, under_root
+from contextware.hosts.mcp.calls import call, under_root
+from contextware.hosts.mcp.params import (
+    READS,
+    bounded_int,
+    choice,
+    flag,
+    opt_choice,
+    opt_int,
+    opt_text,
+    strings,
+    writes,
+)
 from contextware.memory.recall import SCOPES
 from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
 from contextware.text import split_list
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
 CONTEXT_FORMATS = ("markdown", "json")
-
-
-# -- parameter types: the published JSON schema (enums, bounds) is strict; validation is the
-# -- plain functions' job, so a bad choice gets the same error code as on the command line. ---------
-def _choice(values: Sequence[str], description: str) -> Any:
-    return Annotated[str, WithJsonSchema({"type": "string", "enum": list(values)}), Field(description=description)]
-
-
-def _opt_choice(values: Sequence[str], description: str) -> Any:
-    return Annotated[
-        str | None, WithJsonSchema({"type": "string", "enum": list(values)}), Field(description=description)
-    ]
-
-
-def _text(description: str) -> Any:
-    return Annotated[str | None, WithJsonSchema({"type": "string"}), Field(description=description)]
-
-
-def _strings(description: str, min_items: int = 0) -> Any:
-    schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-    if min_items:
-        schema["minItems"] = min_items
-    return Annotated[list[str] | str | None, WithJsonSchema(schema), Field(description=description)]
-
-
-def _int(description: str, minimum: int, maximum: int | None = None) -> Any:
-    bounds: dict[str, Any] = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
-    return Annotated[int, Field(description=description, json_schema_extra=bounds)]
-
-
-def _opt_int(description: str, minimum: int) -> Any:
-    return Annotated[
-        int | None, WithJsonSchema({"type": "integer", "minimum": minimum}), Field(description=description)
-    ]
-
-
-def _flag(description: str) -> Any:
-    return Annotated[bool, Field(description=description)]
-
-
-# -- annotations: what a tool does to the world, as clients show and weigh it -------------------------
-READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-
-def writes(*, destructive: bool, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
-    """A tool that changes memory; ``open_world``: it may call Gemini's API, outside this machine."""
-    return ToolAnnotations(
-        read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=open_world
-    )
 
 
 class _Missing:
@@ -81,19 +43,19 @@ def save_fact(
             description="The text to save: the fact (one or two sentences that make sense with no context), the episode's summary (what was done and learned) or the log chunk."
         ),
     ],
-    type: _choice(tuple(COLLECTIONS), "fact (default), episode or log.") = "fact",
-    kind: _opt_choice(
+    type: choice(tuple(COLLECTIONS), "fact (default), episode or log.") = "fact",
+    kind: opt_choice(
         FACT_KINDS, "Facts: preference, constraint, decision, convention, environment or note (default)."
     ) = None,
-    topics: _strings('Facts and episodes: topics, e.g. ["testing", "ci"].') = None,
-    supersedes: _text(
+    topics: strings('Facts and episodes: topics, e.g. ["testing", "ci"].') = None,
+    supersedes: opt_text(
         "Facts: id of the fact this one replaces (kept for audit, hidden from recall), e.g. fact-1a2b3c4d5e6f."
     ) = None,
-    goal: _text("Episodes: what the task set out to do.") = None,
-    result: _opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
-    category: _text("Episodes: shell, git, code, test, build, deploy, debug, ...") = None,
-    session: _text("Logs: the conversation/session id.") = None,
-    role: _opt_choice(ROLES, "Logs: user or agent.") = None,
+    goal: opt_text("Episodes: what the task set out to do.") = None,
+    result: opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
+    category: opt_text("Episodes: shell, git, code, test, build, deploy, debug, ...") = None,
+    session: opt_text("Logs: the conversation/session id.") = None,
+    role: opt_choice(ROLES, "Logs: user or agent.") = None,
 ) -> CallToolResult:
     """Save a fact (default), an episode or a conversation log to the project's memory.
 
@@ -130,29 +92,29 @@ def recall(
             description='The question in plain words, e.g. "how do we run the tests?" or "where do we define the data models?".'
         ),
     ],
-    scope: _choice(
+    scope: choice(
         tuple(SCOPES),
         "all (default), memory or facts, episodes, logs, code (source files) or offloads (Gemini research answers).",
     ) = "all",
-    limit: _int("Most results to return (default 5).", 1, 100) = 5,
-    mode: _choice(
+    limit: bounded_int("Most results to return (default 5).", 1, 100) = 5,
+    mode: choice(
         ("summary", "exact"),
         "summary (default: long texts shortened) or exact (full texts; code results carry their files' content).",
     ) = "summary",
-    max_chars: _opt_int(
+    max_chars: opt_int(
         "Exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges.",
         1,
     ) = None,
-    refresh_stale: _flag("Re-index code results whose file changed since it was indexed, then answer.") = False,
-    since: _text("Only memories saved since this date: YYYY-MM-DD, ISO 8601, or an age such as 7d or 12h.") = None,
-    topic: _text("Only facts, episodes and offloads with this topic.") = None,
-    kind: _opt_choice(FACT_KINDS, "Only facts of this kind.") = None,
-    result: _opt_choice(RESULTS, "Only episodes with this result.") = None,
-    category: _text("Only episodes of this category (test, deploy, ...).") = None,
-    include_superseded: _flag("Also return facts that were superseded.") = False,
-    source: _text("Only offloads whose sources include this file or folder.") = None,
-    session: _text("Only offloads of this named or feature session.") = None,
-    all_projects: _flag(
+    refresh_stale: flag("Re-index code results whose file changed since it was indexed, then answer.") = False,
+    since: opt_text("Only memories saved since this date: YYYY-MM-DD, ISO 8601, or an age such as 7d or 12h.") = None,
+    topic: opt_text("Only facts, episodes and offloads with this topic.") = None,
+    kind: opt_choice(FACT_KINDS, "Only facts of this kind.") = None,
+    result: opt_choice(RESULTS, "Only episodes with this result.") = None,
+    category: opt_text("Only episodes of this category (test, deploy, ...).") = None,
+    include_superseded: flag("Also return facts that were superseded.") = False,
+    source: opt_text("Only offloads whose sources include this file or folder.") = None,
+    session: opt_text("Only offloads of this named or feature session.") = None,
+    all_projects: flag(
         "Search every project registered on this machine (the CLI's --global); each result names its project."
     ) = False,
     min_confidence: Annotated[
@@ -203,12 +165,12 @@ def recall(
 
 
 def index_file(
-    paths: _strings("Files to (re)index, relative to the project root (or absolute).", min_items=1),
-    summarizer: _opt_choice(
+    paths: strings("Files to (re)index, relative to the project root (or absolute).", min_items=1),
+    summarizer: opt_choice(
         SUMMARIZERS,
         "auto (default: summarizer in config.json; Gemini CLI when installed and logged in, else the local tree-sitter summariser), gemini or local.",
     ) = None,
-    force: _flag("Re-index even if the content is unchanged.") = False,
+    force: flag("Re-index even if the content is unchanged.") = False,
 ) -> CallToolResult:
     """(Re)index files in the code index, e.g. right after editing them, so recall with scope code
     stays fresh. Unchanged files are skipped; binary, too large (over max_file_bytes, default 1 MB),
@@ -225,21 +187,21 @@ def index_file(
 
 def offload(
     prompt: Annotated[str, Field(description="The research question or task for Gemini.")],
-    files: _strings("Files whose content Gemini reads, relative to the project root.") = None,
-    include_dirs: _strings("Folders Gemini may read itself, relative to the project root.") = None,
-    context: _text(
+    files: strings("Files whose content Gemini reads, relative to the project root.") = None,
+    include_dirs: strings("Folders Gemini may read itself, relative to the project root.") = None,
+    context: opt_text(
         "Extra context text for Gemini (what the CLI reads from piped standard input), e.g. a diff or a log."
     ) = None,
-    model: _text("Gemini model for the research (default: offload_model in config.json).") = None,
-    topics: _strings("Topics to file the answer under.") = None,
-    refresh: _flag("Ignore a cached answer and ask Gemini again (one-shot offloads only).") = False,
-    session: _text(
+    model: opt_text("Gemini model for the research (default: offload_model in config.json).") = None,
+    topics: strings("Topics to file the answer under.") = None,
+    refresh: flag("Ignore a cached answer and ask Gemini again (one-shot offloads only).") = False,
+    session: opt_text(
         "Create or continue this named multi-turn session; each turn returns the session's cumulative summary."
     ) = None,
-    feature: _text(
+    feature: opt_text(
         "Reuse this feature's current Gemini session (a new one starts after repeated errors or past 350k tokens of context)."
     ) = None,
-    resume_id: _text("Continue this existing Gemini session by its id.") = None,
+    resume_id: opt_text("Continue this existing Gemini session by its id.") = None,
 ) -> CallToolResult:
     """Hand a context-heavy research task to Gemini (1M-token context) and get back only a summary,
     when a question needs far more context than you should read yourself (a whole folder, long logs, many
@@ -269,7 +231,7 @@ def offload(
 
 
 def session_store(
-    action: _choice(STORE_ACTIONS, "save, load, list, delete or stats."),
+    action: choice(STORE_ACTIONS, "save, load, list, delete or stats."),
     data: Annotated[
         Any,
         Field(
@@ -277,10 +239,10 @@ def session_store(
             description="save: the JSON value to store (any JSON: object, array, string, number, true/false, null).",
         ),
     ],
-    namespace: _text(
+    namespace: opt_text(
         "The namespace, e.g. baselines: 1-64 letters, digits, '_', '.', ':' or '-'. Required by save, load and delete ('*' deletes the whole store); optional for list and stats."
     ) = None,
-    key: _text(
+    key: opt_text(
         "The key within the namespace: 1-256 printable characters without '*'. Required by save and load; delete: the key, or '*' for every key of the namespace."
     ) = None,
 ) -> CallToolResult:
@@ -324,8 +286,8 @@ def session_store(
 
 
 def load_session_context(
-    budget_tokens: _int("Most tokens the briefing may use (default 1500).", 100, 100_000) = 1500,
-    format: _choice(
+    budget_tokens: bounded_int("Most tokens the briefing may use (default 1500).", 100, 100_000) = 1500,
+    format: choice(
         CONTEXT_FORMATS,
         "markdown (default): the text is the briefing as markdown; json: the text is the JSON result. Structured content is the JSON result (with the markdown) either way.",
     ) = "markdown",

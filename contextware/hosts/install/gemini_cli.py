@@ -1,4 +1,4 @@
-"""The two Gemini CLI install scopes (dispatched by ``contextware.hosts.install``): a linked extension for the user,
+"""The two Gemini CLI install scopes (dispatched by ``dispatch``): a linked extension for the user,
 or hooks + MCP server + skill in one project's ``.gemini/``; and their exact removal."""
 
 from __future__ import annotations
@@ -10,20 +10,21 @@ from pathlib import Path
 
 from contextware import __version__
 from contextware.errors import ContextwareError, GeminiError
-from contextware.gemini import gemini_home, resolve_binary, run_cli
-from contextware.hosts import settings_merge
-from contextware.hosts.installed_files import json_edit, record_and_write, text_edit, undo
-from contextware.hosts.setup import (
+from contextware.gemini.availability import gemini_home, resolve_binary
+from contextware.gemini.process import run_cli
+from contextware.hosts.install import settings_merge
+from contextware.hosts.install.installed_files import json_edit, record_and_write, text_edit, undo
+from contextware.hosts.install.shared import (
     CLI_TIMEOUT,
     NAME,
     Runner,
-    _q,
     choose_runner,
     install_result,
     manifest,
     manifest_path,
     mcp_server,
     put_text,
+    shell_quote,
     skill_dir,
     skill_text,
     sync_environment,
@@ -69,8 +70,8 @@ def gemini_mcp_server(runner: Runner) -> dict:
 
 
 def context_text(runner: Runner) -> str:
-    skill = _q(skill_dir())
-    run = f"uv run --project {skill}" if runner.kind == "uv" else _q(runner.exe)
+    skill = shell_quote(skill_dir())
+    run = f"uv run --project {skill}" if runner.kind == "uv" else shell_quote(runner.exe)
     return f"""# Contextware: this project's memory
 
 Contextware keeps a local, searchable memory of the current project. Its hooks add notes recalled

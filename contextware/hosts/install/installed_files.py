@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextware.hosts import settings_merge
-from contextware.hosts.setup import NAME, put_text
+from contextware.hosts.install import settings_merge
+from contextware.hosts.install.shared import NAME, put_text
 from contextware.text import iso, utcnow
 
 

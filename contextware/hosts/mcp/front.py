@@ -2,7 +2,7 @@
 
 Hosts start the MCP server on every run and wait for ``initialize`` and ``tools/list`` before the
 turn (Gemini CLI does so on each ``gemini -p``), so those answers must cost a Python start and no
-more.  This front answers them from ``mcp_declared`` (what the SDK-based ``mcp_server`` declares,
+more.  This front answers them from ``declared`` (what the SDK-based ``server`` declares,
 frozen; a test holds the two equal), answers ``ping``, the empty prompt and resource lists the
 declared capabilities promise, ignores notifications, and gives every line that is not JSON-RPC the
 JSON-RPC 2.0 answer (-32700 for text that is not JSON, -32600 for JSON that is not a message).
@@ -10,12 +10,12 @@ JSON-RPC 2.0 answer (-32700 for text that is not JSON, -32600 for JSON that is n
 A ``tools/call`` runs in a thread of its own (calls may overlap; an offload takes minutes):
 
 - quick tools go to the project's resident service (``contextware.service``), which runs the very
-  same ``mcp_server.call_tool`` (the tool functions of ``mcp_tools``/``mcp_memory_tools`` behind
+  same ``server.call_tool`` (the tool functions of ``tools``/``memory_tools`` behind
   the SDK's argument validation) on its warm database and model;
 - ``index_file``, ``crawl_project``, ``offload`` and ``recall`` with ``refresh_stale`` run here
   (long, or they run Gemini CLI with this process's environment), as do all calls when
   ``CONTEXTWARE_SERVICE=off``, before the project has a data dir, or when no service can be had:
-  ``mcp_server`` is imported then, once, and stays warm in this process;
+  ``server`` is imported then, once, and stays warm in this process;
 - a service that dies mid-call: a tool that is safe to repeat (read-only or idempotent, as its
   annotations say) is run again here; for any other the call answers ``service_died`` (whether it
   took effect is unknown) rather than risk doing it twice.
@@ -36,7 +36,7 @@ from typing import IO, Any
 
 from contextware import __version__
 from contextware.errors import internal_error
-from contextware.hosts.mcp_declared import DECLARED
+from contextware.hosts.mcp.declared import DECLARED
 
 # Long, or they run Gemini CLI with this process's environment: never sent to the service.
 IN_PROCESS_TOOLS = {"index_file", "crawl_project", "offload"}
@@ -73,7 +73,7 @@ def initialize_result(params: Any) -> dict[str, Any]:
 
 
 def error_result(code: str, message: str) -> dict[str, Any]:
-    """A tool error in the Contextware envelope, as ``mcp_calls.error_result`` puts it on the wire."""
+    """A tool error in the Contextware envelope, as ``calls.error_result`` puts it on the wire."""
     envelope = {"ok": False, "error": {"code": code, "message": message}}
     return {
         "content": [{"type": "text", "text": json.dumps(envelope, ensure_ascii=False)}],
@@ -84,7 +84,7 @@ def error_result(code: str, message: str) -> dict[str, Any]:
 
 # -- one tool call --------------------------------------------------------------------------------
 def _in_process(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    from contextware.hosts.mcp_server import call_tool
+    from contextware.hosts.mcp.server import call_tool
 
     return call_tool(name, arguments)
 

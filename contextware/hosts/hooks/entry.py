@@ -1,12 +1,12 @@
 """The hook process (``scripts/hook.py``, run by the host's settings with the environment's Python).
 
-Host-agnostic: it reads one event on stdin and leaves the event -> handler mapping to ``hooks``.
+Host-agnostic: it reads one event on stdin and leaves the event -> handler mapping to ``handlers``.
 Its warm path imports only the standard library: it asks the project's resident service, which
-runs ``hooks.run_hook`` on a warm database and model, and prints the answer.
+runs ``handlers.run_hook`` on a warm database and model, and prints the answer.
 
 - Events that add context (SessionStart, BeforeAgent, ...) wait for the service's answer, starting
   the service when none runs; when no service can answer they run in this process, as before.
-- Capture events (``hooks.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
+- Capture events (``handlers.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
   wait: the event is appended to the data dir's spool and the service is poked (or started) to
   save it; the hook returns at once.
 - ``CONTEXTWARE_SERVICE=off``, a project without a data dir yet, or a spool that cannot be written
@@ -21,9 +21,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contextware.hosts import hooks
+from contextware.hosts.hooks import handlers
 
 HOOK_TIMEOUT_S = 30.0
+
+USAGE = """usage: hook.py [--host gemini|claude|claude-plugin] < EVENT_JSON
+
+Gemini CLI and Claude Code hook for Contextware: reads one event (SessionStart, BeforeAgent,
+AfterAgent, PreCompress; Claude Code's UserPromptSubmit, Stop, PreCompact) as JSON on stdin and
+prints the hook output, or nothing. --host names the tools the session-start note points to.
+Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/install.py."""
+
+
+def read_event() -> str:
+    """The event on standard input with the host named by ``--host`` folded in (see ``handlers.with_host``)."""
+    try:
+        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    except Exception:  # noqa: BLE001
+        data = ""
+    args = sys.argv[1:]
+    return handlers.with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
 
 
 def replay(entry: dict[str, Any]) -> None:
@@ -35,18 +52,18 @@ def replay(entry: dict[str, Any]) -> None:
         return
     env = entry.get("env") if isinstance(entry.get("env"), dict) else None
     with caller_context(entry.get("cwd"), env):
-        hooks.run_hook(stdin)
+        handlers.run_hook(stdin)
 
 
 def _in_process(data: str, data_dir: Path | None, event: str) -> str:
-    if event in hooks.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
+    if event in handlers.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
         from contextware.service import spool
 
         try:
             spool.drain(data_dir, replay)  # turns a missing service left behind, saved before this one
         except OSError:
             pass
-    return hooks.run_hook(data)
+    return handlers.run_hook(data)
 
 
 def answer(data: str) -> str:
@@ -58,9 +75,9 @@ def answer(data: str) -> str:
     except ValueError:
         payload = None
     if not isinstance(payload, dict):
-        return hooks.run_hook(data)  # reports the bad input in hooks.log
+        return handlers.run_hook(data)  # reports the bad input in hooks.log
     event = str(payload.get("hook_event_name") or "")
-    if event not in hooks.HANDLERS:
+    if event not in handlers.HANDLERS:
         return ""
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and os.path.isdir(cwd):
@@ -70,7 +87,7 @@ def answer(data: str) -> str:
         return _in_process(data, data_dir, event)
     env = client.forwarded_env()
     here = os.getcwd()
-    if event in hooks.CAPTURE_EVENTS:
+    if event in handlers.CAPTURE_EVENTS:
         try:
             spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
         except OSError:
@@ -89,13 +106,13 @@ def answer(data: str) -> str:
     try:
         reply = client.call(data_dir, {"op": "hook", "stdin": data, "cwd": here, "env": env}, HOOK_TIMEOUT_S)
     except client.Unavailable:
-        return hooks.run_hook(data)
-    return str(reply.get("stdout") or "") if reply.get("ok") else hooks.run_hook(data)
+        return handlers.run_hook(data)
+    return str(reply.get("stdout") or "") if reply.get("ok") else handlers.run_hook(data)
 
 
 def main() -> None:
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        sys.stdout.write(hooks.USAGE + "\n")
+        sys.stdout.write(USAGE + "\n")
         raise SystemExit(0)
     if "--version" in sys.argv[1:]:
         from contextware import __version__
@@ -103,7 +120,7 @@ def main() -> None:
         sys.stdout.write(f"contextware {__version__}\n")
         raise SystemExit(0)
     try:
-        out = answer(hooks.read_event())
+        out = answer(read_event())
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:

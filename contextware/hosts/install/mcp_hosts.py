@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from contextware.errors import UsageError
-from contextware.hosts.installed_files import json_edit, record_and_write, undo
-from contextware.hosts.setup import (
+from contextware.hosts.install.installed_files import json_edit, record_and_write, undo
+from contextware.hosts.install.shared import (
     NAME,
     choose_runner,
     install_result,

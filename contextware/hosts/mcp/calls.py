@@ -1,5 +1,5 @@
 """How one MCP tool call runs: on the project of the call, opened once and kept warm, with its result
-or error wrapped in the Contextware envelope (see ``mcp_server`` for the whole picture)."""
+or error wrapped in the Contextware envelope (see ``server`` for the whole picture)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,12 @@
+"""Hooks: what Gemini CLI and Claude Code run on each session start, prompt and finished turn.
+
+- ``entry``: the hook process (``scripts/hook.py``, ``contextware hook``); standard library only on its
+  warm path: it asks the resident service and falls back to running the handler itself;
+- ``handlers``: one handler per event (``run_hook``), what the service and the fallback run;
+- ``claude_transcript``: Claude Code's transcript reader; ``instructions``: the host-aware note on
+  reaching memory.
+
+May import memory, storage, the service client and the shared helpers, lazily inside functions
+(``entry`` and what it imports at module level stay standard library only); not ``hosts.mcp`` or
+``hosts.install``.
+"""

@@ -1,0 +1,11 @@
+"""Installers: hooks, the MCP server and the skill written into each host's files, and taken out again.
+
+- ``dispatch``: ``install``/``uninstall`` (``scripts/install.py``), one module per host below it;
+- ``gemini_cli``, ``claude_code`` (and the plugin under ``plugins/claude/``), ``mcp_hosts`` (Cursor,
+  VS Code, Claude Desktop: the MCP server alone);
+- ``shared``: how hooks and the server are started, the skill, the manifest; ``installed_files``:
+  each file an install writes and its exact undo; ``settings_merge``: the one JSON settings merger.
+
+May import storage (layout), ``gemini`` (linking the extension) and the shared helpers; not
+``hosts.hooks`` or ``hosts.mcp`` (it names them only in the commands it writes).
+"""

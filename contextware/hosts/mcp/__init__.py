@@ -1,0 +1,12 @@
+"""The MCP server: memory as tools for any MCP host.
+
+- ``front``: the standard-library stdio front hosts start (``scripts/mcp_server.py``, ``contextware
+  mcp``); answers discovery from ``declared`` and sends quick calls to the resident service;
+- ``server``: the SDK server behind it (``call_tool``), whose declaration ``declared`` freezes;
+- ``tools`` and ``memory_tools``: one thin adapter per tool over the function the CLI calls, with the
+  parameter types and annotations of ``params``; ``calls``: how a call runs on a warm project.
+
+May import memory, offload, codeindex, storage, the service client, the shared helpers, the MCP SDK
+and pydantic; ``front`` only the standard library at module level (``server`` lazily, for a call it
+runs itself).  Not ``hosts.hooks`` or ``hosts.install``.
+"""
