@@ -4,7 +4,7 @@ and warm in-process calls.
     uv run bench/latency.py [--runs 7] [--memories 300]
 
 Cold runs go through `uv run` exactly as an agent calls the scripts, through `uv run --no-sync`
-(skips uv's environment check; see README), and straight through the environment's python.
+(skips uv's environment check), and straight through the environment's python.
 Prints medians in milliseconds as one JSON document.
 """
 

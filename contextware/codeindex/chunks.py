@@ -19,11 +19,9 @@ from typing import Any
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
-# Per file: the largest definitions; the file's own row covers the rest.  On the tune splits 4 lost
-# nothing against 8 and 3 one question of 145 (R@1 0.752 -> 0.745 with the final weights, still above
-# 0.738 with 8), and 3 is what keeps the first crawl within 2x the CPU of one without chunks
-# (``bench/crawl_speed.py --chunks-cost``: 4 measured 1.99x).  A file with a single definition gets
-# none: its own row is that definition.
+# Per file: the largest definitions; the file's own row covers the rest (a file with a single definition
+# gets none: its own row is that definition).  3 keeps the first crawl within 2x the CPU of one without
+# chunks for one tune question of 145; the measurements are in docs/retrieval.md (definition chunks).
 MAX_CHUNKS = 3
 MIN_LINES = 3  # one- and two-line definitions (accessors, aliases) are left to the file's row
 EMBED_CHARS = 120  # ~30 tokens: name, doc or signature, first lines (the cost grows with length)

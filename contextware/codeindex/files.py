@@ -84,7 +84,7 @@ def _clean_rel(rel_path: str) -> str:
     return "" if rel == "." else rel
 
 
-# Exclusions that config can bring back (config key -> reason), see README "What is indexed".
+# Exclusions that config can bring back (config key -> reason), see docs/how-it-works.md (Code index).
 RESTORABLE = {"index_generated": "generated", "index_vendored": "vendored", "index_minified": "minified"}
 
 

@@ -15,10 +15,9 @@ A value larger than ``store_max_bytes`` is refused.
 Loads are frequent, so a load never writes the table (a Lance update rewrites the whole row, value
 included, and adds a version): it appends one line to ``<data_dir>/kv-access.log``.  A row's
 effective ``accessed_at`` is the later of its column (set by saves) and its last line in that log;
-saves fold the log down when it grows.  A load never imports the embedding model.
-
-These plain functions are what the CLI, the hooks and the MCP server call; each returns a JSON-ready
-dict and every failure is a ``ContextwareError``.
+saves fold the log down when it grows.  A load never imports the embedding model.  These plain
+functions are what the CLI, the hooks and the MCP server call; each returns a JSON-ready dict and
+every failure is a ``ContextwareError``.
 """
 
 from __future__ import annotations

@@ -3,24 +3,21 @@
 
 A session is ``offloads/sessions/<name>/``: one ``full_response-<ISO8601>.md`` per turn, ``session.json``
 (turns, tokens, the current Gemini session id and its history, the error count) and ``summary.md``, the
-cumulative summary of what has been learned, which is what a turn returns.
+cumulative summary of what has been learned, which is what a turn returns.  The Gemini session behind
+it runs under our own id (``cw_<name>_<hex>``, ``offload.files.new_gemini_session_id``), written to
+``session.json`` *before* the call, so a crash mid-call loses nothing: the next call resumes that id,
+or starts it if the CLI never created it.  Policies (configurable, see config.DEFAULTS):
 
-The Gemini session behind it runs under our own id (``cw_<name>_<hex>``, see
-``offload.files.new_gemini_session_id``), written to ``session.json`` *before* the call, so a crash
-mid-call loses nothing: the next call resumes that id, or starts it if the CLI never created it.
-Policies (configurable, see config.DEFAULTS):
-
-- errors and timeouts: each one bumps ``error_count``; the call is retried after
-  ``error_count x offload_retry_backoff_s`` seconds; after ``offload_max_errors`` consecutive failures
-  on one Gemini session it is dropped and a new one started (at most that many + 1 attempts per call);
+- errors and timeouts: each bumps ``error_count``; the call is retried after ``error_count x
+  offload_retry_backoff_s`` seconds; after ``offload_max_errors`` consecutive failures on one Gemini
+  session it is dropped and a new one started (at most that many + 1 attempts per call);
 - context: when the prompt tokens of the latest call pass ``offload_session_max_tokens``, the next
   turn starts a new Gemini session seeded with the cumulative summary;
 - lost state: a feature whose ``session.json`` is gone adopts the most recent Gemini session of the
   last ``offload_recovery_days`` whose id or title names it; an id the CLI no longer knows (exit 42)
   means starting fresh;
-- ``--resume-id``: continue exactly that Gemini session; no retries, no rotation.
-
-The first prompt of every Gemini session of a feature starts with ``[Feature: F]``.
+- ``--resume-id``: continue exactly that Gemini session; no retries, no rotation.  The first prompt
+  of every Gemini session of a feature starts with ``[Feature: F]``.
 """
 
 from __future__ import annotations

@@ -5,19 +5,18 @@ A one-shot process asks LanceDB for both: a brute-force cosine scan of the ``vec
 the native full-text index, each returning the rows with every column but the indexed text.
 
 The resident service (``keep_snapshots``) keeps, per table, a *snapshot*: the table's rows (every
-column but the indexed text) as one Arrow table, and its vectors as a float32 matrix with each
-row's inverse norm.
-A vector search is then one matrix-vector product; the full-text search still runs in LanceDB (its
-BM25 is what recall is calibrated on) but fetches only ids and scores, the rows coming from the
-snapshot.  Filters (``where``) are evaluated by LanceDB once per snapshot and kept as row masks.
+column but the indexed text) as one Arrow table, and its vectors as a float32 matrix with each row's
+inverse norm.  A vector search is then one matrix-vector product; the full-text search still runs in
+LanceDB (its BM25 is what recall is calibrated on) but fetches only ids and scores, the rows coming
+from the snapshot.  Filters (``where``) are evaluated by LanceDB once per snapshot and kept as row masks.
 
-A snapshot is keyed by the table's version folder (its identity and the manifests in it; the
-version and its timestamp on an object store), and the key is checked on every search (~0.1 ms): a
-write by any process (a new version), a compaction, or a table dropped and created again (its
-versions start over at 1; the folder is new) makes the next search load a fresh snapshot.  The result equals LanceDB's own (exact, brute-force) search on the same
-data: the same candidates in the same order, up to ties in float rounding.  Tables over
-MAX_SNAPSHOT_ROWS rows stay in LanceDB alone (memory), as does every search in a one-shot process
-(reading a whole table costs more than one search of it).
+A snapshot is keyed by the table's version folder (its identity and the manifests in it; the version
+and its timestamp on an object store), checked on every search (~0.1 ms): a write by any process (a
+new version), a compaction, or a table dropped and created again (its versions start over at 1; the
+folder is new) makes the next search load a fresh snapshot.  The result equals LanceDB's own (exact,
+brute-force) search on the same data: the same candidates in the same order, up to ties in float
+rounding.  Tables over MAX_SNAPSHOT_ROWS rows stay in LanceDB alone (memory), as does every search in
+a one-shot process (reading a whole table costs more than one search of it).
 """
 
 from __future__ import annotations
