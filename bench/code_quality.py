@@ -45,6 +45,7 @@ Reuse from a tuning loop (no re-crawl):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -272,7 +273,10 @@ def evaluate(rank: Callable[[str], list[str]], qs: list[dict]) -> dict:
     }
 
 
-def table(rows: list[tuple[str, str, str, dict, dict | None]]) -> str:
+Row = tuple[str, str, int, dict, dict | None]  # set, split, n, BM25's metrics, ours
+
+
+def table(rows: list[Row]) -> str:
     """Markdown: per set and split, ours and BM25 side by side."""
     head = "| set | split | n | ours R@1 | ours R@5 | ours MRR | BM25 R@1 | BM25 R@5 | BM25 MRR |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -325,6 +329,10 @@ def _pooled(ms: list) -> dict | None:
     return {k: sum(m[k] * m["n"] for m in ms) / n for k in ("recall@1", "recall@5", "mrr")} | {"n": n}
 
 
+def _rerank_one(feats: dict[str, list[dict]], weights: dict, q: str) -> list[str]:
+    return rerank(feats[q], weights)
+
+
 def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
     """Grid search of codeindex.search.CodeWeights on the tune splits (pooled, each set weighted alike)."""
     import itertools
@@ -342,7 +350,7 @@ def _tune(projects: dict, tune_qs: dict[str, list[dict]]) -> None:
     scored = []
     for values in itertools.product(*grid.values()):
         w = dict(zip(grid, values, strict=True))
-        per_set = [evaluate(lambda q, n=name, w=w: rerank(feats[n][q], w), qs) for name, qs in tune_qs.items()]
+        per_set = [evaluate(functools.partial(_rerank_one, feats[name], w), qs) for name, qs in tune_qs.items()]
         r1 = sum(m["recall@1"] for m in per_set) / len(per_set)
         r5 = sum(m["recall@5"] for m in per_set) / len(per_set)
         mrr = sum(m["mrr"] for m in per_set) / len(per_set)
@@ -373,7 +381,8 @@ def main() -> None:
     splits = ("tune", "test", "all") if args.split == "all" else (args.split,)
     tmp = tempfile.TemporaryDirectory() if args.keep is None else None
     workspace = Path(tmp.name) if tmp else args.keep
-    rows, missed, projects = [], [], {}
+    rows: list[Row] = []
+    missed, projects = [], {}
     try:
         for name in names:
             all_qs = questions("all", name)
@@ -407,7 +416,7 @@ def main() -> None:
             )
             for split in splits:
                 qs = [q for q in all_qs if split == "all" or q["split"] == split]
-                res = {m: evaluate(lambda q, m=m, r=ranked: r[m][q], qs) for m in ranked}
+                res = {m: evaluate(ranked[m].__getitem__, qs) for m in ranked}
                 rows.append((name, split, len(qs), res["bm25"], res.get("ours")))
                 if args.misses:
                     missed.append((name, split, res.get("ours") or res["bm25"]))
@@ -432,7 +441,9 @@ def main() -> None:
     for split in splits:  # overall: each question counts once
         part = [r for r in rows if r[1] == split]
         if len(part) > 1:
-            rows.append(("overall", split, 0, _pooled([r[3] for r in part]), _pooled([r[4] for r in part])))
+            pooled = _pooled([r[3] for r in part])
+            if pooled is not None:
+                rows.append(("overall", split, 0, pooled, _pooled([r[4] for r in part])))
     print(table(rows))
     for name, split, res in missed:
         print(f"\nmisses at rank 1, {name} {split} ({len(res['misses'])}; '@5' = found in the top 5):")

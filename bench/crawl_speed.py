@@ -123,7 +123,7 @@ def first_crawl_cost(tmp: Path, chunks: bool) -> dict:
     project.embedder.embed(["warm up"])  # the model loads once per process, not in either timing
     real = chunking.file_chunks
     if not chunks:
-        chunking.file_chunks = lambda *a, **k: []  # type: ignore[assignment]
+        chunking.file_chunks = lambda *a, **k: []
     try:
         t, cpu = time.perf_counter(), time.process_time()
         out = crawl(project, summarizer="local")
@@ -172,7 +172,7 @@ def main() -> None:
 
     uv = shutil.which("uv")
     prefix = [uv, "run", "--no-sync", "--project", str(REPO)] if uv else [sys.executable]
-    modes = ("in-process", "subprocess") if args.mode == "both" else (args.mode,)
+    modes: tuple[str, ...] = ("in-process", "subprocess") if args.mode == "both" else (args.mode,)
     if "subprocess" in modes and not SCRIPT.exists():
         print(f"note: {SCRIPT.relative_to(REPO)} does not exist; skipping the subprocess mode", file=sys.stderr)
         modes = tuple(m for m in modes if m != "subprocess")
@@ -181,8 +181,8 @@ def main() -> None:
     for mode in modes:
         samples = []
         for run in range(args.runs):
-            with tempfile.TemporaryDirectory() as tmp:
-                tmp = Path(tmp)
+            with tempfile.TemporaryDirectory() as tmp_name:
+                tmp = Path(tmp_name)
                 if mode == "in-process":
                     times, counts = run_in_process(tmp, run)
                 else:

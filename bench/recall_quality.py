@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dataclasses import fields, replace
+from typing import Any
 
 from contextware.memory import records
 from contextware.memory.recall import DEFAULT_PARAMS, RecallFilters, RecallParams
@@ -56,7 +57,7 @@ RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0
 Cands = dict[str, list[Candidate]]
 
 
-def with_fusion(params: RecallParams, **changes: float) -> RecallParams:
+def with_fusion(params: RecallParams, **changes: Any) -> RecallParams:
     return replace(params, fusion=replace(params.fusion, **changes))
 
 
@@ -232,7 +233,7 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     why not a floor tuned for the trade-off).  Stage 3: the tightest margin costing no recall@5.
     Stage 4: the confidence weights (``fit_confidence``), then the gates (``tune_gates``)."""
     texts = [q["q"] for q in qs + na]
-    best = None
+    best: Any = None
     for lam in (0.0, 0.3, 0.5, 0.7, 1.0, 1.5):
         cands = hybrid_candidates(project, texts, with_fusion(DEFAULT_PARAMS, expansion_weight=lam))
         for weight, half in itertools.product((0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5), (1, 2, 4, 8, 16, 32)):

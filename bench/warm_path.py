@@ -411,7 +411,7 @@ def main() -> None:
             None,
         )
         paths["hook_before_agent (before: uv run --no-sync scripts/hook.py)"] = (
-            lambda: [uv, "run", "--no-sync", "--project", str(REPO), script("hook")],
+            lambda: [str(uv), "run", "--no-sync", "--project", str(REPO), script("hook")],
             event,
         )
     if args.only:
@@ -452,12 +452,12 @@ def main() -> None:
     if args.aborts:
         codes = []
         for i in range(args.aborts):
-            cmd = (
+            failing: list[str] = (
                 [str(VENV_PY), script("save_fact"), "x", "--kind", "bogus"]
                 if i % 2
                 else [str(VENV_PY), script("recall"), "--query", "x", "--scope", "bogus"]
             )
-            codes.append(_run(cmd, root, off)[1].returncode)
+            codes.append(_run(failing, root, off)[1].returncode)
         report["fast_failures"] = {
             "runs": len(codes),
             "sigabrt_134": codes.count(134),

@@ -1,0 +1,26 @@
+"""The retrieval benchmark runs end to end on a few items (``--smoke``), so a change to recall's
+stages or parameters cannot break it unnoticed (real LanceDB, the real model)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_recall_quality_smoke_runs_and_reports_every_method(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "recall_quality.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    for method in ("hybrid", "hybrid_hook", "hybrid_ungated", "vector", "bm25"):
+        assert 0.0 <= report[method]["recall@3"] <= 1.0
+    assert report["fusion"]["bm25_weight"] > 0
