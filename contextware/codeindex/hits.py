@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.exclusions import SecretFiles
 from contextware.text import iso
+from contextware.words import STOP_WORDS, pieces, stem
 
 if TYPE_CHECKING:
     from contextware.storage.candidate import Candidate
@@ -24,48 +24,7 @@ CHANGED_NOTE = "Not shown: {path} changed since it was indexed (its content no l
 SUMMARY_SYMBOLS = 40
 CONTEXT_LINES = 6
 MIN_USEFUL_CHARS = 200
-_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "from",
-        "that",
-        "this",
-        "what",
-        "where",
-        "which",
-        "when",
-        "how",
-        "does",
-        "into",
-        "are",
-        "our",
-        "can",
-        "its",
-        "not",
-        "use",
-        "used",
-        "using",
-        "via",
-        "all",
-        "any",
-        "who",
-        "why",
-        "was",
-        "were",
-        "has",
-        "have",
-        "had",
-        "been",
-        "will",
-        "file",
-        "files",
-        "code",
-    ]
-)
+CODE_STEM = 5  # letters a word is cut to when code is matched (names, lines)
 
 
 def freshness(project: "Project", row: dict) -> str | None:
@@ -109,9 +68,8 @@ def render_code_hit(project: "Project", hit: "Candidate", score: float, mode: st
 
 
 def query_terms(query: str) -> set[str]:
-    """The query's content words, cut to their first five letters (a crude stem)."""
-    words = {w.lower() for w in _WORD.findall(query)}
-    return {w[:5] if len(w) > 5 else w for w in words if len(w) >= 3 and w not in _STOP}
+    """The query's content words as code is matched: identifier pieces, stemmed to five letters."""
+    return {stem(w, CODE_STEM) for w in pieces(query) if len(w) >= 3 and w not in STOP_WORDS}
 
 
 def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int, int]]:
@@ -120,8 +78,7 @@ def relevant_ranges(lines: list[str], query: str, budget: int) -> list[tuple[int
     terms = query_terms(query)
     scored = []
     for i, line in enumerate(lines):
-        words = {w.lower()[:5] for w in _WORD.findall(line)}
-        hits = len(terms & words)
+        hits = len(terms & {stem(w, CODE_STEM) for w in pieces(line)})
         if hits:
             scored.append((-hits, i))
     if not scored:

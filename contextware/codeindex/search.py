@@ -19,11 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.codeindex.hits import query_terms
+from contextware.codeindex.hits import CODE_STEM, query_terms
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
+from contextware.words import pieces, stem
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -48,7 +49,6 @@ class CodeWeights:
 
 
 DEFAULT_CODE_WEIGHTS = CodeWeights()
-_NAME_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
 LINES_BM25 = 0.3  # which chunk a hit points at: its cosine plus this much of its saturated BM25
 CHUNK_CANDIDATES = 60  # chunks per ranker: several chunks of one file often come back together
 
@@ -187,7 +187,7 @@ def code_candidates(
     (files, file_bm25), chunks = _parallel(project, query, qvec, where, candidates, lexical)
     best = _best_chunks(chunks, qvec, plain)
     names = name_match(query, list(files.values()))
-    about_tests = bool(_TEST_WORDS & {w.lower() for w in _NAME_WORD.findall(query)})
+    about_tests = bool(_TEST_WORDS & set(pieces(query)))
     out = []
     for fid, row in files.items():
         has_vec = qvec is not None and row.get("vector") is not None
@@ -237,7 +237,7 @@ def _words_of_names(file_path: str, symbols: tuple[str, ...]) -> frozenset[str]:
     """Cached: the same files come back question after question in a long-lived process, and
     cutting their names was a tenth of a warm code search."""
     names = " ".join([file_path, *symbols])
-    return frozenset(w.lower()[:5] for w in _NAME_WORD.findall(names) if len(w) >= 3)
+    return frozenset(stem(w, CODE_STEM) for w in pieces(names) if len(w) >= 3)
 
 
 def name_match(query: str, rows: list[Row]) -> dict[str, float]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from contextware.words import words
+
 # One family a line: words an engineer uses interchangeably for one concept, plus the common tools
 # that embody it.  Lower case, single words (the index stems, so "deploys" matches "deploy").
 FAMILIES = """
@@ -73,7 +75,6 @@ for _line in FAMILIES.strip().splitlines():
     _words = _line.split()
     for _w in _words:
         _RELATED.setdefault(_w, []).extend(x for x in _words if x != _w)
-_WORD = re.compile(r"[a-z0-9]+")
 _IDENT_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
@@ -86,9 +87,9 @@ def related_words(word: str) -> list[str]:
 def expand_query(query: str) -> str:
     """The question followed by the other members of every family one of its words belongs to
     (the question itself unchanged when none does)."""
-    words = _WORD.findall(query.lower())
-    seen, extra = set(words), []
-    for word in words:
+    said = words(query)
+    seen, extra = set(said), []
+    for word in said:
         for other in related_words(word):
             if other not in seen:
                 seen.add(other)

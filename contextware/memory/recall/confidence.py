@@ -22,36 +22,13 @@ from contextware.memory.recall.params import ConfidenceParams, ConfidenceWeights
 from contextware.memory.recall.types import Hit, Signals
 from contextware.storage.embedded_text import related_words
 from contextware.storage.schemas import CODE_TABLE
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
-_STOP_TEXT = """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just let me more most my myself no nor not now of off on once only or other our ours ourselves
-    out over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which while
-    who whom why will with would you your yours yourself yourselves ok okay fine also still ever
-    anything something thing things way ways use used using want need needs go goes going get got make
-    made know tell say said right good best really much many one two new like may might must shall
-    else whether instead anymore currently actually again usually supposed allowed okay please
-    """
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A crude stem: enough for "deploys"/"deploying"/"deployed" to meet."""
-    for suffix in ("ational", "ation", "ings", "ing", "ies", "ied", "edly", "ed", "ers", "er", "ly", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:6]
+from contextware.words import STOP_WORDS, stem, words
 
 
 def content_words(text: str) -> list[str]:
     """The question's words that carry its meaning, lower case, stop words dropped, each once."""
     out: list[str] = []
-    for w in _WORD.findall(text.lower()):
+    for w in words(text):
         if w not in STOP_WORDS and len(w) > 1 and w not in out:
             out.append(w)
     return out
@@ -60,7 +37,7 @@ def content_words(text: str) -> list[str]:
 @functools.lru_cache(maxsize=8192)
 def word_stems(text: str) -> frozenset[str]:
     """The stems of a text (cached: the same rows come back question after question)."""
-    return frozenset(map(stem, _WORD.findall(text.lower())))
+    return frozenset(map(stem, words(text)))
 
 
 @functools.lru_cache(maxsize=4096)
