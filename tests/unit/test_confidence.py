@@ -14,7 +14,7 @@ from contextware.memory import records
 from contextware.memory.confidence import content_words, features, named_things, recency
 from contextware.memory.recall import recall
 from contextware.storage.project import Project
-from tests.unit.test_hooks import context_of, event
+from tests.support.hook_events import context_of, event
 
 FACTS = [
     ("constraint", "Postgres 16 is the only database. Money is stored as integer cents in BIGINT columns."),
