@@ -4,7 +4,7 @@
     uv run bench/redact_cost.py --show 20       # also print the first 20 false redactions
 
 Prints one JSON document:
-- ``corpus``: the planted secrets of tests/secret_corpus.py (inline shapes and secret files) and
+- ``corpus``: the planted secrets of tests/support/secret_corpus.py (inline shapes and secret files) and
   how many leaked through ``redact`` (target 0);
 - ``false_redactions``: masks ``redact`` puts into real code that holds no secret (the Python
   standard library selection of bench/stdlib_corpus.py plus this repository's own package),
@@ -48,7 +48,7 @@ def main() -> None:
     r._detect_secrets()
     load_s = time.perf_counter() - started
 
-    from tests import secret_corpus as sc
+    from tests.support import secret_corpus as sc
 
     leaked = {k: sc.leaks(r.redact_text(t)) for k, t in {**sc.INLINE, **sc.SECRET_FILES}.items()}
     leaked = {k: v for k, v in leaked.items() if v}

@@ -266,8 +266,8 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
     AfterAgent hooks on each ``-p`` turn and waits for every configured MCP server's discovery."""
     import tempfile
 
-    from tests.fake_gemini_api import FakeGeminiAPI
-    from tests.gemini_fixtures import make_gemini_env, write_gemini_home
+    from tests.support.fake_gemini_api import FakeGeminiAPI
+    from tests.support.gemini_fixtures import make_gemini_env, write_gemini_home
 
     gemini = os.environ.get("CONTEXTWARE_TEST_GEMINI_BIN") or shutil.which("gemini")
     if not gemini:

@@ -1,29 +1,32 @@
-"""Shared fixtures.  Every test runs offline: a guard refuses and records any connection to a
-non-loopback address, in this process and in every Python subprocess (tests/netguard), and the run
-fails if one was attempted."""
+"""Shared fixtures, and the fixtures of tests/support/ registered as plugins.  Every test runs
+offline: a guard refuses and records any connection to a non-loopback address, in this process and
+in every Python subprocess (tests/support/netguard), and the run fails if one was attempted.
+Helpers are imported from tests/support/, never from here."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = REPO / "scripts"
-NETGUARD_DIR = Path(__file__).parent / "netguard"
+pytest.register_assert_rewrite("tests.support")  # before the first import of a helper: readable asserts
+
+from tests.support.repo import NETGUARD_DIR  # noqa: E402
+from tests.support.scripts import ScriptResult, run_script  # noqa: E402
 
 sys.path.insert(0, str(NETGUARD_DIR))
 import sitecustomize as _netguard  # noqa: E402,F401  - installs the audit hook in this process
 
+# The helpers that hold fixtures (tests/support/__init__.py lists every helper module).
 pytest_plugins = [
-    f"tests.{name}"
-    for name in ("gemini_fixtures", "claude_fixtures")
-    if (Path(__file__).parent / f"{name}.py").exists()
+    "tests.support.gemini_fixtures",
+    "tests.support.claude_fixtures",
+    "tests.support.offload_helpers",
+    "tests.support.service_helpers",
+    "tests.support.briefing",
 ]
 
 
@@ -92,44 +95,6 @@ def project(project_dir: Path) -> Any:
     from contextware.storage.project import Project
 
     return Project.open(project_dir)
-
-
-class ScriptResult:
-    def __init__(self, proc: subprocess.CompletedProcess) -> None:
-        self.returncode = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    @property
-    def json(self) -> dict:
-        lines = self.stdout.strip().splitlines()
-        assert len(lines) == 1, (
-            f"stdout must be one JSON document, got: {self.stdout!r} (stderr: {self.stderr[-2000:]})"
-        )
-        return json.loads(lines[0])
-
-
-def run_script(
-    name: str,
-    *args: str,
-    cwd: Path,
-    input: str | bytes | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 120,
-) -> ScriptResult:
-    """Run ``scripts/<name>.py`` as a subprocess the way an agent does (from the project dir)."""
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / f"{name}.py"), *args],
-        cwd=cwd,
-        env=full_env,
-        input=input.encode() if isinstance(input, str) else input,
-        capture_output=True,
-        timeout=timeout,
-    )
-    return ScriptResult(
-        subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
-    )
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.support.repo import SCRIPTS
 
 BAD = b"bad \xff\xfe text"  # bytes that are not UTF-8: Python makes lone surrogates of them
 

@@ -17,9 +17,10 @@ import pytest
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
-from tests.claude_fixtures import run_claude
-from tests.conftest import REPO, run_script
-from tests.fake_anthropic_api import Reply, message_texts
+from tests.support.claude_fixtures import run_claude
+from tests.support.fake_anthropic_api import Reply, message_texts
+from tests.support.repo import REPO
+from tests.support.scripts import run_script
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
 PROMPT = "Can I deploy the release to production on Friday?"

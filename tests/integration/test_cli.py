@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_script
+from tests.support.repo import REPO
+from tests.support.scripts import run_script
 
 
 def test_save_recall_roundtrip_and_envelope(script, project_dir):

@@ -1,5 +1,5 @@
 """The code index's Gemini path end to end: ``crawl`` / ``index_files`` / ``crawl_project.py`` with the
-REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py (``summaries_responder``), real LanceDB
+REAL Gemini CLI (0.61.0) talking to tests/support/fake_gemini_api.py (``summaries_responder``), real LanceDB
 and the real embedding model.
 
 Each real CLI run costs 1-3 s, so every test checks several things at once and small trees go in
@@ -18,10 +18,10 @@ from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
 from contextware.gemini.availability import gemini_ready
 from contextware.storage.project import Project
-from tests.conftest import run_script
-from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
-from tests.gemini_fixtures import GEMINI_TEST_SETTINGS, write_gemini_home
-from tests.unit.test_code_index import make_tree, rows
+from tests.support.code_index import make_tree, rows
+from tests.support.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
+from tests.support.gemini_fixtures import GEMINI_TEST_SETTINGS, write_gemini_home
+from tests.support.scripts import run_script
 
 MODEL = "gemini-2.5-flash"  # the config default: passed as -m, so the CLI makes no router call
 
@@ -329,7 +329,7 @@ def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(
     import sys
     import time
 
-    from tests.conftest import SCRIPTS
+    from tests.support.repo import SCRIPTS
 
     open_project(project_dir, FOUR, gemini_timeout_s=120)
     fake_gemini_api.default_reply = Reply(delay=100)

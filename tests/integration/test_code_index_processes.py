@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from contextware.storage.project import Project
-from tests.conftest import SCRIPTS, run_script
-from tests.unit.test_code_index import make_tree, rows
+from tests.support.code_index import make_tree, rows
+from tests.support.repo import SCRIPTS
+from tests.support.scripts import run_script
 
 
 # -- the scripts -------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from contextware.memory.briefing import session_context
 from contextware.storage.project import Project
-from tests.unit.test_context import briefed  # noqa: F401 - a fixture
 
 
 def test_empty_project_and_bad_budget(project: Project, script):

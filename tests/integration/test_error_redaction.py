@@ -12,12 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import run_script
-from tests.integration.test_hook_service_processes import hook
-from tests.integration.test_mcp_errors import _read_message, _send
-from tests.integration.test_mcp_server import SERVER
-from tests.service_helpers import services  # noqa: F401 - fixture
-from tests.unit.test_hooks import event
+from tests.support.hook_events import event
+from tests.support.mcp_client import SERVER, read_message, send
+from tests.support.scripts import run_script
+from tests.support.service_helpers import hook
 
 TOKEN = "ghp_" + "Zq8pLm3Rt6Vx9Nb2Kc5Hd7Fg1Js4Wy0AeUo"  # a GitHub token's shape
 
@@ -73,12 +71,12 @@ def test_mcp_error_answers_and_the_logged_traceback_are_redacted(tmp_path: Path,
     )
     try:
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-        assert _read_message(proc)["id"] == 1
-        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        assert read_message(proc)["id"] == 1
+        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         call = {"name": "save_fact", "arguments": {"content": "The nightly backup runs at 02:00."}}
-        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
-        answer = _read_message(proc)
+        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        answer = read_message(proc)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

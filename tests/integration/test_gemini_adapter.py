@@ -1,4 +1,4 @@
-"""contextware.gemini against the REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py.
+"""contextware.gemini against the REAL Gemini CLI (0.61.0) talking to tests/support/fake_gemini_api.py.
 
 A fake ``gemini`` executable is used only where the real CLI cannot produce a case quickly (text
 before the JSON, exit-code and parsing edge cases, counting retries, and the cross-process rate
@@ -23,8 +23,8 @@ from contextware.gemini.availability import gemini_available
 from contextware.gemini.headless import run_gemini
 from contextware.gemini.sessions import GeminiSession, delete_session, list_sessions
 from contextware.system import KILL_GRACE_SECONDS
-from tests.fake_gemini_api import FakeGeminiAPI, Reply
-from tests.gemini_fixtures import update_gemini_settings
+from tests.support.fake_gemini_api import FakeGeminiAPI, Reply
+from tests.support.gemini_fixtures import update_gemini_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL = "gemini-2.5-flash"

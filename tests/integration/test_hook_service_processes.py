@@ -14,29 +14,9 @@ from pathlib import Path
 import pytest
 
 from contextware.service import spool
-from tests.conftest import SCRIPTS
-from tests.integration.test_hooks_processes import event
-from tests.service_helpers import (
-    ON,
-    as_plain_user,
-    rows,
-    run,
-    services,  # noqa: F401 - fixture
-    status,
-    wait_for,
-)
-
-
-def hook(stdin: str, cwd: Path, env: dict[str, str] | None = None, prefix=()) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*prefix, sys.executable, str(SCRIPTS / "hook.py")],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **ON, **(env or {})},
-        timeout=120,
-    )
+from tests.support.hook_events import event
+from tests.support.repo import SCRIPTS
+from tests.support.service_helpers import ON, as_plain_user, hook, rows, run, status, wait_for
 
 
 def _data_dir(project_dir: Path) -> Path:

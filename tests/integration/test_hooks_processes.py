@@ -10,8 +10,8 @@ from pathlib import Path
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
-from tests.conftest import SCRIPTS
-from tests.unit.test_hooks import context_of, event
+from tests.support.hook_events import context_of, event
+from tests.support.repo import SCRIPTS
 
 
 def hook_script(stdin: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -16,9 +16,9 @@ from contextware.codeindex.indexer import crawl
 from contextware.fence import has_injected
 from contextware.memory import records
 from contextware.storage.project import Project
-from tests import secret_corpus as sc
-from tests.conftest import run_script
-from tests.fake_gemini_api import Reply
+from tests.support import secret_corpus as sc
+from tests.support.fake_gemini_api import Reply
+from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,8 @@ import pytest
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
-from tests.conftest import REPO, SCRIPTS, run_script
+from tests.support.repo import REPO, SCRIPTS
+from tests.support.scripts import run_script
 
 PY = ("--python", sys.executable)
 HOOK_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(SCRIPTS / 'hook.py'))}"

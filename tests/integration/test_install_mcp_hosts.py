@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_script
+from tests.support.repo import REPO
+from tests.support.scripts import run_script
 
 THEIRS = {"github": {"command": "gh-mcp", "args": ["--stdio"]}}
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SCRIPTS, run_script
+from tests.support.repo import REPO, SCRIPTS
+from tests.support.scripts import run_script
 
 EVENTS = ("SessionStart", "BeforeAgent", "AfterAgent", "PreCompress")
 SETTINGS = {  # a user's own project settings: their hooks (one sharing an event with ours) and MCP servers

@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import SCRIPTS
-from tests.unit.test_layers import HEAVY, SCRIPT_NAMES
+from tests.support.repo import HEAVY, SCRIPT_NAMES, SCRIPTS
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus-flag"]])

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-import selectors
 import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 
-from tests.conftest import run_script
-from tests.integration.test_mcp_server import SERVER, call, serve
+from tests.support.mcp_client import SERVER, call, read_message, send, serve
+from tests.support.scripts import run_script
 
 
 def _damage_store(project_dir: Path) -> list[Path]:
@@ -102,20 +101,6 @@ def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_o
     anyio.run(go)
 
 
-def _send(proc: subprocess.Popen, message: dict) -> None:
-    proc.stdin.write((json.dumps(message) + "\n").encode())
-    proc.stdin.flush()
-
-
-def _read_message(proc: subprocess.Popen, timeout: float = 60) -> dict:
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    assert sel.select(timeout), "the server did not answer in time"
-    line = proc.stdout.readline().decode()
-    assert line, f"the server closed stdout (exit code {proc.poll()})"
-    return json.loads(line)  # every stdout line is a JSON-RPC message, also around the error
-
-
 _BUGGY_LOAD = """\
 import runpy, sys
 import contextware.memory.kvstore as store
@@ -141,7 +126,7 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
         stderr=subprocess.PIPE,
     )
     try:
-        _send(
+        send(
             proc,
             {
                 "jsonrpc": "2.0",
@@ -154,11 +139,11 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
                 },
             },
         )
-        assert _read_message(proc)["id"] == 1
-        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert read_message(proc)["id"] == 1
+        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
         def store(i: int, **args) -> dict:
-            _send(
+            send(
                 proc,
                 {
                     "jsonrpc": "2.0",
@@ -167,7 +152,7 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
                     "params": {"name": "session_store", "arguments": args},
                 },
             )
-            answer = _read_message(proc)
+            answer = read_message(proc)
             assert answer["id"] == i and "error" not in answer, answer
             return answer["result"]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from contextware.hosts.mcp.declared import DECLARED
-from tests.conftest import SCRIPTS
-from tests.service_helpers import OFF, ON, alive, log_text, run, services, status, wait_for  # noqa: F401 - fixture
+from tests.support.repo import SCRIPTS
+from tests.support.service_helpers import OFF, ON, alive, log_text, run, status, wait_for
 
 SERVER = SCRIPTS / "mcp_server.py"
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}

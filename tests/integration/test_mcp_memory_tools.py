@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.integration.test_mcp_server import call, error, run, serve
+from tests.support.mcp_client import CONTRACT, call, error, run, serve
 
 
 def test_list_get_update_history_delete_stats(project_dir):
@@ -99,8 +99,6 @@ def test_contextware_mcp_serves_the_same_tools(project_dir):
     import sys
 
     from mcp import Client, StdioServerParameters
-
-    from tests.integration.test_mcp_server import CONTRACT
 
     params = StdioServerParameters(
         command=sys.executable,

@@ -2,7 +2,7 @@
 until the retries are used up, a session asked for under another feature (``feature_mismatch``) and
 ``--include-dirs`` covering more files than ``offload_max_source_files`` (``too_many_files``).
 
-They run the REAL Gemini CLI against the local fake API (tests/fake_gemini_api.py) where a call is
+They run the REAL Gemini CLI against the local fake API (tests/support/fake_gemini_api.py) where a call is
 made, and check the error envelope (one sentence, code, exit code, no traceback) and that nothing
 was written: no cache entry, no session turn, no row in the ``offloads`` table.
 """
@@ -18,10 +18,10 @@ import pytest
 from contextware.errors import UsageError
 from contextware.offload.sources import resolve_sources
 from contextware.storage.project import Project
-from tests.conftest import ScriptResult, run_script
-from tests.fake_gemini_api import Reply
-from tests.gemini_fixtures import update_gemini_settings
-from tests.offload_helpers import TEST_CONFIG, real_gemini, table_rows, write_sources  # noqa: F401
+from tests.support.fake_gemini_api import Reply
+from tests.support.gemini_fixtures import update_gemini_settings
+from tests.support.offload_helpers import TEST_CONFIG, table_rows, write_sources
+from tests.support.scripts import ScriptResult, run_script
 
 
 def _project(root: Path, **config) -> Project:

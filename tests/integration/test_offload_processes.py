@@ -11,23 +11,20 @@ import json
 import os
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from contextware.errors import GeminiError, UsageError
 from contextware.offload.run import offload
 from contextware.text import approx_tokens, iso, utcnow
-from tests.fake_gemini_api import Reply
-from tests.offload_helpers import (  # noqa: F401
-    fake_gemini,
-    make_project,
-    real_gemini,
-    table_rows,
-    user_text,
-    varied_text,
-    write_sources,
-)
-from tests.unit.test_offload import _entries
+from tests.support.fake_gemini_api import Reply
+from tests.support.offload_helpers import table_rows, user_text, varied_text, write_sources
+
+
+def _entries(project) -> list[Path]:
+    root = project.data_dir / "offloads" / "cache"
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
 
 
 # ---------------------------------------------------------------- real CLI

@@ -1,7 +1,7 @@
 """Offload files written before the redaction layer (answers, summaries, prompts, error notes with
 secrets in them, and an index built from them) are re-redacted by ``memory.py repair``, and the
 index is rebuilt from the scrubbed files; a second repair changes nothing.  The offloads are made by
-the real code with a tiny fake ``gemini`` (tests/offload_helpers.py), then their files are given the
+the real code with a tiny fake ``gemini`` (tests/support/offload_helpers.py), then their files are given the
 secrets an older version would have stored."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import json
 from contextware.offload.run import offload
 from contextware.offload.sync import sync
 from contextware.storage.project import Project
-from tests import secret_corpus as sc
-from tests.conftest import run_script
-from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
+from tests.support import secret_corpus as sc
+from tests.support.offload_helpers import table_rows
+from tests.support.scripts import run_script
 
 PLANTED = [sc.GITHUB, sc.STRIPE, sc.SLACK, sc.NPM, sc.GITLAB, sc.HF, sc.OPENAI, sc.SENDGRID]
 

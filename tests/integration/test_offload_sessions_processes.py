@@ -16,8 +16,8 @@ from contextware.gemini.sessions import list_sessions
 from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command
 from contextware.storage.project import Project
-from tests.fake_gemini_api import Reply
-from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
+from tests.support.fake_gemini_api import Reply
+from tests.support.offload_helpers import table_rows, user_text
 
 
 def _state(project, name: str) -> dict:

@@ -2,7 +2,7 @@
 an index that cannot be opened, concurrent offloads of one key, the recall filters and ``--global``.
 
 These tests are about our files, index and locks, not the CLI, so they use a tiny fake ``gemini``
-executable (tests/offload_helpers.py) instead of the real CLI (~2 s a run).
+executable (tests/support/offload_helpers.py) instead of the real CLI (~2 s a run).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from pathlib import Path
 from contextware.offload.run import offload, registered_projects, sessions_command
 from contextware.offload.sync import sync
 from contextware.offload.table import offload_where
-from tests.conftest import SCRIPTS, run_script
-from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
+from tests.support.offload_helpers import table_rows
+from tests.support.repo import SCRIPTS
+from tests.support.scripts import run_script
 
 
 def _populate(project) -> dict:

@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from tests.conftest import run_script
+from tests.support.savers import savers
+from tests.support.scripts import run_script
 
 
 def _free_port() -> int:
@@ -73,18 +74,6 @@ def test_memory_on_s3_uri(s3_server, project_dir):
 
 # One process of the concurrency tests: its own data dir (so its own lock folder), the shared
 # s3:// database, N saves in a row; prints the ids it got.
-_SAVER = """
-import json, sys
-from contextware.memory.records import save_fact
-from contextware.storage.project import Project
-project = Project.open(sys.argv[1])
-ids = []
-for text in sys.argv[2:]:
-    ids.append(save_fact(project, text)["id"])
-print(json.dumps(ids))
-"""
-
-
 def _s3_env(s3_server: str, bucket: str) -> dict[str, str]:
     import boto3
 
@@ -104,36 +93,6 @@ def _s3_env(s3_server: str, bucket: str) -> dict[str, str]:
     }
 
 
-def _savers(
-    tmp_path, env: dict[str, str], texts_per_process: list[list[str]], config: dict | None = None, one_root=None
-) -> list[list[str]]:
-    """Start one process per list of texts at once, each with its own data dir (lock folder, and
-    ``config`` as its config.json), or all in the project ``one_root``; returns the ids each save
-    answered with."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    procs = []
-    for i, texts in enumerate(texts_per_process):
-        root = one_root or tmp_path / f"machine-{i}"
-        full = {**os.environ, **env}
-        if one_root is None:
-            (root / "contextware_data").mkdir(parents=True)
-            if config:
-                (root / "contextware_data" / "config.json").write_text(json.dumps(config))
-            full["CONTEXTWARE_DATA_DIR"] = str(root / "contextware_data")
-        command = [sys.executable, "-c", _SAVER, str(root), *texts]
-        procs.append(subprocess.Popen(command, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
-
-
 def _facts(tmp_path, env: dict[str, str]) -> list[dict]:
     root = tmp_path / "reader"
     root.mkdir(exist_ok=True)
@@ -151,7 +110,7 @@ def test_four_machines_saving_at_once_into_one_s3_memory_lose_nothing(s3_server,
         [f"Machine {m} fact {i}: service {m}-{i} listens on port {8000 + 20 * m + i}." for i in range(20)]
         for m in range(4)
     ]
-    ids = _savers(tmp_path, env, texts)
+    ids = savers(tmp_path, env, texts)
     assert sum(len(x) for x in ids) == 80 and len({i for x in ids for i in x}) == 80
     facts = _facts(tmp_path, env)
     assert len(facts) == 80 and {f["id"] for f in facts} == {i for x in ids for i in x}
@@ -164,7 +123,7 @@ def test_four_machines_saving_one_text_at_once_into_s3(s3_server, tmp_path):
     whose commit was not the first for that text then deletes its own row and names the first one
     (contextware/storage/first_copy.py).  Any later save of that text is a duplicate."""
     env = _s3_env(s3_server, "team-same-text")
-    ids = _savers(tmp_path, env, [["The staging database is Postgres 16 on port 5433."]] * 4)
+    ids = savers(tmp_path, env, [["The staging database is Postgres 16 on port 5433."]] * 4)
     facts = _facts(tmp_path, env)
     assert [f["text"] for f in facts] == ["The staging database is Postgres 16 on port 5433."]
     assert {x[0] for x in ids} == {facts[0]["id"]}  # every save's answer names the row that stayed
@@ -182,7 +141,7 @@ def test_four_machines_saving_the_same_twenty_texts_into_s3_keep_each_once(s3_se
     rows do not)."""
     env = _s3_env(s3_server, "team-same-texts")
     texts = [f"Shared rule {i}: deploys to region r{i} need a second approval." for i in range(20)]
-    ids = _savers(tmp_path, env, [texts] * 4)
+    ids = savers(tmp_path, env, [texts] * 4)
     facts = _facts(tmp_path, env)
     assert sorted(f["text"] for f in facts) == sorted(texts)
     assert {i for x in ids for i in x} == {f["id"] for f in facts}

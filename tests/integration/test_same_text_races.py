@@ -14,8 +14,8 @@ from pathlib import Path
 
 import lancedb
 
-from tests.integration.test_s3 import _savers
-from tests.service_helpers import run, services  # noqa: F401 - fixture
+from tests.support.savers import savers
+from tests.support.service_helpers import run
 
 TEXTS = [f"Shared rule {i}: deploys to region r{i} need a second approval." for i in range(20)]
 
@@ -44,7 +44,7 @@ def _assert_each_text_once(rows: list[dict], answers: list[dict], writers: int) 
 
 
 def test_processes_on_one_data_dir_save_a_text_once(tmp_path: Path, project_dir: Path):
-    ids = _savers(tmp_path, {"CONTEXTWARE_SERVICE": "off"}, [TEXTS] * 4, one_root=project_dir)
+    ids = savers(tmp_path, {"CONTEXTWARE_SERVICE": "off"}, [TEXTS] * 4, one_root=project_dir)
     _assert_each_text_once(_rows(str(project_dir / "contextware_data" / "lancedb")), _answers(ids), 4)
 
 
@@ -79,5 +79,5 @@ def test_writers_without_a_shared_lock_save_a_text_once(tmp_path: Path):
     versions at once, which only one machine's writers may do."""
     shared = str(tmp_path / "shared-lancedb")
     env = {"CONTEXTWARE_SERVICE": "off", "CONTEXTWARE_DB_URI": shared}
-    ids = _savers(tmp_path, env, [TEXTS] * 4, config={"compact_after_fragments": 100000})
+    ids = savers(tmp_path, env, [TEXTS] * 4, config={"compact_after_fragments": 100000})
     _assert_each_text_once(_rows(shared), _answers(ids), 4)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from contextware import __version__
-from tests.conftest import SCRIPTS
+from tests.support.repo import SCRIPTS
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.py")))

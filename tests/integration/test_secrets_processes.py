@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
-from tests import secret_corpus as sc
-from tests.conftest import run_script
+from tests.support import secret_corpus as sc
+from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.slow
 

@@ -15,19 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.service_helpers import (
-    OFF,
-    alive,
-    log_text,
-    pid_from_log,
-    rows,
-    run,
-    services,  # noqa: F401 - fixture
-    status,
-    wait_for,
-    write_config,
-)
+from tests.support.repo import REPO
+from tests.support.service_helpers import OFF, alive, log_text, pid_from_log, rows, run, status, wait_for, write_config
 
 
 def _endpoint(project_dir: Path):

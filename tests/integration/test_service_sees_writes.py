@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from tests.service_helpers import OFF, run, services, status  # noqa: F401 - fixture
+from tests.support.service_helpers import OFF, run, status
 
 
 def _ids(result) -> list[str]:

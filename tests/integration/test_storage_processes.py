@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from contextware.memory import records
 from contextware.memory.recall import ask
 from contextware.storage.project import Project
-from tests.unit.test_storage import WRITER
+
+WRITER = textwrap.dedent("""
+    import sys
+    from contextware.storage.project import Project
+    from contextware.memory import records
+    root, worker, count, same = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "same"
+    project = Project.open(root)
+    for i in range(count):
+        text = f"Shared rule {i}: never push to main." if same else f"Worker {worker} fact {i}: service {worker}-{i} owns queue q{worker}{i}."
+        records.save_fact(project, text, topics="load")
+""")
 
 
 def _spawn_writers(root: Path, workers: int, count: int, same: bool) -> None:

@@ -16,7 +16,7 @@ import pytest
 from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
-from tests.unit.test_store_limits import MAX_BYTES, OLD_DOC, _full_store, _snapshot, _value
+from tests.support.session_store import MAX_BYTES, OLD_DOC, full_store, store_snapshot, value_of_size
 
 
 def _version(project: Project) -> int:
@@ -42,9 +42,9 @@ def test_a_growing_replace_evicts_exactly_what_is_needed_in_the_same_commit(proj
     the policy (lru: a/v0 was loaded, so a/v1 is the least recently used; oldest: a/v0 was saved
     first).  Counting the old 40 bytes would evict all three.  The save, the replacement and the
     eviction are one new table version: the version before it is the untouched store."""
-    project = _full_store(project_dir, store_eviction=policy)
-    before, version = _snapshot(project), _version(project)
-    new_doc = _value(60, "h")
+    project = full_store(project_dir, store_eviction=policy)
+    before, version = store_snapshot(project), _version(project)
+    new_doc = value_of_size(60, "h")
 
     res = script("store", "save", "--namespace", "t", "--key", "doc", "--data", json.dumps(new_doc))
     assert res.returncode == 0, res.stdout + res.stderr[-2000:]
@@ -54,7 +54,7 @@ def test_a_growing_replace_evicts_exactly_what_is_needed_in_the_same_commit(proj
         {"namespace": victim[0], "key": victim[1], "size": 20, "reason": "max_bytes", "policy": policy}
     ]
 
-    after = _snapshot(project)
+    after = store_snapshot(project)
     gone = f"{victim[0]}/{victim[1]}"
     assert set(after) == set(before) - {gone}
     assert after["t/doc"] == json.dumps(new_doc)
@@ -71,11 +71,13 @@ def test_a_growing_replace_evicts_exactly_what_is_needed_in_the_same_commit(proj
 def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_dir, script):
     """One byte more than the whole store: exit 2, ``value_too_large`` in one sentence, and the old
     value, every other key and the table's version are as they were."""
-    project = _full_store(project_dir)
-    before, version = _snapshot(project), _version(project)
+    project = full_store(project_dir)
+    before, version = store_snapshot(project), _version(project)
     listed = kvstore.list_keys(project)["keys"]
 
-    res = script("store", "save", "--namespace", "t", "--key", "doc", "--data", json.dumps(_value(MAX_BYTES + 1, "z")))
+    res = script(
+        "store", "save", "--namespace", "t", "--key", "doc", "--data", json.dumps(value_of_size(MAX_BYTES + 1, "z"))
+    )
     assert res.returncode == 2, res.stdout + res.stderr[-2000:]
     assert res.json["ok"] is False and set(res.json) == {"ok", "error"}
     err = res.json["error"]
@@ -86,7 +88,7 @@ def test_a_replace_that_can_never_fit_fails_clearly_and_loses_nothing(project_di
     assert "Traceback" not in res.stderr
 
     assert _version(project) == version  # not even an empty commit
-    assert _snapshot(project) == before  # the old value is still there, nothing was evicted
+    assert store_snapshot(project) == before  # the old value is still there, nothing was evicted
     assert kvstore.load(project, "t", "doc")["data"] == OLD_DOC
     assert [(k["namespace"], k["key"], k["size"], k["updated_at"]) for k in kvstore.list_keys(project)["keys"]] == [
         (k["namespace"], k["key"], k["size"], k["updated_at"]) for k in listed

@@ -10,8 +10,8 @@ import textwrap
 
 from contextware.memory import kvstore
 from contextware.storage.project import Project
-from tests.conftest import SCRIPTS
-from tests.unit.test_store import WRITER, _project, _rows
+from tests.support.repo import SCRIPTS
+from tests.support.session_store import store_project, store_rows
 
 
 # -- the script: envelope, exit codes, @file and stdin ---------------------------------------------
@@ -69,8 +69,23 @@ def test_load_does_not_import_the_embedding_model(project_dir):
     assert out.stderr.split("HEAVY=")[-1].strip() == "", out.stderr[-2000:]
 
 
+# -- concurrency -----------------------------------------------------------------------------------
+WRITER = textwrap.dedent("""
+    import json, sys
+    from contextware.storage.project import Project
+    from contextware.memory import kvstore
+    root, worker = sys.argv[1], int(sys.argv[2])
+    project = Project.open(root)
+    evicted = []
+    for i in range(10):
+        out = kvstore.save(project, "shared", f"w{worker}-{i}", {"worker": worker, "i": i, "pad": "x" * 50})
+        evicted += [e["key"] for e in out["evicted"]]
+    print(json.dumps(evicted))
+""")
+
+
 def test_concurrent_saves_keep_the_limit_without_losing_or_duplicating_rows(project_dir):
-    _project(project_dir, store_max_keys_per_namespace=50)
+    store_project(project_dir, store_max_keys_per_namespace=50)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(project_dir), str(w)],
@@ -86,7 +101,7 @@ def test_concurrent_saves_keep_the_limit_without_losing_or_duplicating_rows(proj
         assert p.returncode == 0, err[-3000:]
         evicted += json.loads(out)
     project = Project.open(project_dir)
-    ids = [r["id"] for r in _rows(project)]
+    ids = [r["id"] for r in store_rows(project)]
     assert len(ids) == 50 and len(set(ids)) == 50
     survivors = {i.split("/", 1)[1] for i in ids}
     assert len(evicted) == 60 - 50 and len(set(evicted)) == len(evicted)

@@ -1,5 +1,5 @@
 """contextware.codeindex.gemini_summary: batching, the tolerant reply parser, and whole batches through the
-REAL Gemini CLI (0.61.0) talking to tests/fake_gemini_api.py (``summaries_responder``).
+REAL Gemini CLI (0.61.0) talking to tests/support/fake_gemini_api.py (``summaries_responder``).
 
 Each real CLI start costs ~1.5 s, so every real-CLI test checks several things at once.
 """
@@ -22,8 +22,35 @@ from contextware.codeindex.local_summary import LocalSummary
 from contextware.errors import GeminiError
 from contextware.gemini.availability import gemini_ready
 from contextware.system import KILL_GRACE_SECONDS
-from tests.fake_gemini_api import FakeGeminiAPI, Reply, parse_prompt_files, summaries_responder
-from tests.unit.test_summarize_gemini import MODEL, THREE
+from tests.support.fake_gemini_api import FakeGeminiAPI, Reply, parse_prompt_files, summaries_responder
+
+MODEL = "gemini-2.5-flash"
+
+
+PARSER_PY = '''"""Parse configuration files."""
+
+
+class Parser:
+    def parse(self, text):
+        return text.split()
+
+
+def load(path):
+    return Parser().parse(open(path).read())
+'''
+
+
+UTIL_JS = "// Date helpers for the billing page\nexport function formatDate(d) { return d.toISOString(); }\n"
+
+
+README = "# Billing service\n\nRuns invoices every night. Contact: ops@example.com\n"
+
+
+THREE = [
+    SourceFile("src/parser.py", PARSER_PY, "python"),
+    SourceFile("web/util.js", UTIL_JS, "javascript"),
+    SourceFile("README.md", README, "markdown"),
+]
 
 
 # ---------------------------------------------------------------- fixtures

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_script
+from tests.support.scripts import run_script
 
 COMPARED = (
     "id",

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.repo import REPO
 
 UV = shutil.which("uv")
 WARM_UP = "run `uv tool install .` once with network access to fill uv's cache"

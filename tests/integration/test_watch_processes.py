@@ -14,8 +14,8 @@ from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
 from contextware.storage.project import Project
-from tests.conftest import SCRIPTS
-from tests.unit.test_watch import indexed
+from tests.support.code_index import indexed
+from tests.support.repo import SCRIPTS
 
 
 class Watcher:

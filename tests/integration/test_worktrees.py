@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextware.storage.layout import main_worktree
-from tests.conftest import run_script
+from tests.support.scripts import run_script
 
 FACT = "The feature branch renames the billing tables; run the migration before the tests."
 

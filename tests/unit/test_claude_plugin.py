@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from contextware.hosts.install.claude_code import PLUGIN_DIR, marketplace_file, plugin_files
-from tests.conftest import REPO
+from tests.support.repo import REPO
 
 REGENERATE = 'uv run python -c "from contextware.hosts.install.claude_code import write_plugin; write_plugin()"'
 

@@ -12,7 +12,7 @@ from contextware.memory.recall import ask
 from contextware.storage.embedded_text import split_identifiers
 from contextware.storage.project import Project
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
-from tests.unit.test_code_index import make_tree as write_tree
+from tests.support.code_index import make_tree as write_tree
 
 # The summary of billing.py says nothing about currency rounding: only a function body does.
 BILLING = '''"""Billing helpers for the shop."""

@@ -15,7 +15,7 @@ from contextware.memory.recall import Hit, ask
 from contextware.memory.recall.confidence import content_words, named_things, recency, signals
 from contextware.storage.candidate import Candidate
 from contextware.storage.project import Project
-from tests.unit.test_hooks import context_of, event
+from tests.support.hook_events import context_of, event
 
 FACTS = [
     ("constraint", "Postgres 16 is the only database. Money is stored as integer cents in BIGINT columns."),

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from contextware.cli import COMMANDS
-from tests.conftest import REPO, SCRIPTS
+from tests.support.repo import REPO, SCRIPTS
 
 SKILL = (REPO / "SKILL.md").read_text()
 README = (REPO / "README.md").read_text()

@@ -14,7 +14,7 @@ from contextware.codeindex.attributes import Attributes
 from contextware.codeindex.files import check_file, list_project_files
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.storage.project import Project
-from tests.unit.test_source_files import MODES, make_mode, write
+from tests.support.source_trees import MODES, make_mode, write
 
 PB2 = '''"""Generated protocol buffer code."""
 from google.protobuf import descriptor as _descriptor

@@ -10,24 +10,7 @@ from contextware.fence import FENCE_CLOSE
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
-
-
-def event(name: str, cwd: Path, **extra: str) -> str:
-    payload = {
-        "session_id": "sess_1",
-        "transcript_path": str(cwd / "missing.json"),
-        "cwd": str(cwd),
-        "hook_event_name": name,
-        "timestamp": "2026-11-21T07:00:00.000Z",
-        **extra,
-    }
-    return json.dumps(payload)
-
-
-def context_of(out: str, name: str) -> str:
-    data = json.loads(out)
-    assert data["hookSpecificOutput"]["hookEventName"] == name
-    return data["hookSpecificOutput"]["additionalContext"]
+from tests.support.hook_events import context_of, event
 
 
 def test_session_start_in_a_project_without_memory_says_nothing_and_writes_nothing(project: Project):

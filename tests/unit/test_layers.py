@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SCRIPTS
-
-HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
-
-
-SCRIPT_NAMES = sorted(p.stem for p in SCRIPTS.glob("*.py"))
-
+from tests.support.repo import HEAVY, REPO, SCRIPT_NAMES, SCRIPTS
 
 # Scripts go through contextware.cli, except the long-lived MCP server and the hook, whose process start
 # is paid on every turn (its entry imports only what its warm path needs).

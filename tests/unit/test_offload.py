@@ -3,23 +3,7 @@ the real Gemini CLI: tests/integration/test_offload_processes.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from contextware.offload.summary import truncate_sentences
-from tests.offload_helpers import (  # noqa: F401
-    fake_gemini,
-    make_project,
-    real_gemini,
-    table_rows,
-    user_text,
-    varied_text,
-    write_sources,
-)
-
-
-def _entries(project) -> list[Path]:
-    root = project.data_dir / "offloads" / "cache"
-    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
 
 
 # ---------------------------------------------------------------- no CLI

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from contextware.gemini.sessions import GeminiSession
 from contextware.offload.sessions import age_minutes, find_recoverable
-from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
 
 
 def test_find_recoverable_ages_titles_and_preference():

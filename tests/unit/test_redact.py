@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextware.redact import redact, redact_json, redact_text
-from tests import secret_corpus as sc
+from tests.support import secret_corpus as sc
 
 
 @pytest.mark.parametrize("shape", sorted(sc.INLINE))

@@ -15,7 +15,7 @@ from contextware.memory import kvstore, records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.recall import ask
 from contextware.storage.project import Project
-from tests import secret_corpus as sc
+from tests.support import secret_corpus as sc
 
 
 def table_dump(project: Project) -> str:

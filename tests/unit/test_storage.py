@@ -3,7 +3,6 @@ single saves.  Concurrency across processes: tests/integration/test_storage_proc
 
 from __future__ import annotations
 
-import textwrap
 import time
 from pathlib import Path
 
@@ -14,17 +13,6 @@ from contextware.memory import records
 from contextware.memory.recall import ask
 from contextware.storage.database import vector_model
 from contextware.storage.project import Project
-
-WRITER = textwrap.dedent("""
-    import sys
-    from contextware.storage.project import Project
-    from contextware.memory import records
-    root, worker, count, same = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "same"
-    project = Project.open(root)
-    for i in range(count):
-        text = f"Shared rule {i}: never push to main." if same else f"Worker {worker} fact {i}: service {worker}-{i} owns queue q{worker}{i}."
-        records.save_fact(project, text, topics="load")
-""")
 
 
 def test_primary_key_is_declared_and_non_nullable(project):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -12,22 +10,11 @@ from contextware.errors import ConfigError, NotFoundError, UsageError
 from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
-
-
-def _project(root: Path, **config) -> Project:
-    if config:
-        data = root / "contextware_data"
-        data.mkdir(parents=True, exist_ok=True)
-        (data / "config.json").write_text(json.dumps(config))
-    return Project.open(root)
+from tests.support.session_store import store_project, store_rows
 
 
 def _keys(project: Project, namespace: str | None = None) -> list[str]:
     return [f"{k['namespace']}/{k['key']}" for k in kvstore.list_keys(project, namespace)["keys"]]
-
-
-def _rows(project: Project) -> list[dict]:
-    return project.db.open_table(KV_TABLE).to_arrow().to_pylist()
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -61,7 +48,7 @@ def test_replacing_a_value_keeps_one_row_and_its_created_at(project):
     second = kvstore.save(project, "ns", "schema", {"v": 2, "more": "fields"})
     assert first["created"] and not second["created"]
     assert kvstore.load(project, "ns", "schema")["data"] == {"v": 2, "more": "fields"}
-    assert len(_rows(project)) == 1
+    assert len(store_rows(project)) == 1
     again = kvstore.list_keys(project, "ns")["keys"][0]
     assert again["created_at"] == listed["created_at"] and again["size"] == second["size"]
 
@@ -96,7 +83,7 @@ def test_the_kv_table_has_no_vector_and_a_non_nullable_primary_key(project):
     }
     field = schema.field("id")
     assert not field.nullable and any(b"primary-key" in k for k in (field.metadata or {}))
-    assert _rows(project)[0]["id"] == "ns/k"
+    assert store_rows(project)[0]["id"] == "ns/k"
 
 
 # -- refusals: nothing written --------------------------------------------------------------------
@@ -137,7 +124,7 @@ def test_invalid_json_says_where(text, where):
 
 
 def test_a_value_that_can_never_fit_is_refused_and_others_stay(project_dir):
-    project = _project(project_dir, store_max_bytes=1000)
+    project = store_project(project_dir, store_max_bytes=1000)
     kvstore.save(project, "ns", "small", {"x": "y" * 100})
     with pytest.raises(UsageError) as err:
         kvstore.save(project, "ns", "huge", "z" * 2000)
@@ -164,14 +151,14 @@ def test_missing_keys_are_not_found(project):
 
 def test_bad_config_is_a_clear_error(project_dir):
     with pytest.raises(ConfigError, match="store_max_keys_per_namespace"):
-        kvstore.save(_project(project_dir, store_max_keys_per_namespace=0), "ns", "k", 1)
+        kvstore.save(store_project(project_dir, store_max_keys_per_namespace=0), "ns", "k", 1)
     with pytest.raises(ConfigError, match="lru"):
-        kvstore.save(_project(project_dir, store_eviction_by_namespace={"b": "fifo"}), "ns", "k", 1)
+        kvstore.save(store_project(project_dir, store_eviction_by_namespace={"b": "fifo"}), "ns", "k", 1)
 
 
 # -- eviction -------------------------------------------------------------------------------------
 def test_key_limit_evicts_least_recently_used_or_oldest_per_namespace(project_dir):
-    project = _project(project_dir, store_max_keys_per_namespace=3, store_eviction_by_namespace={"fifo": "oldest"})
+    project = store_project(project_dir, store_max_keys_per_namespace=3, store_eviction_by_namespace={"fifo": "oldest"})
     for ns in ("lru", "fifo"):
         for i in range(3):
             assert kvstore.save(project, ns, f"k{i}", i)["evicted"] == []
@@ -192,7 +179,7 @@ def test_key_limit_evicts_least_recently_used_or_oldest_per_namespace(project_di
 
 
 def test_byte_limit_evicts_across_namespaces_and_reports_each(project_dir):
-    project = _project(project_dir, store_max_bytes=100)
+    project = store_project(project_dir, store_max_bytes=100)
     for i, ns in enumerate(["a", "b", "a", "b"]):
         kvstore.save(project, ns, f"v{i}", "x" * 18)  # 20 bytes each with the quotes
     kvstore.load(project, "a", "v0")
@@ -206,20 +193,20 @@ def test_byte_limit_evicts_across_namespaces_and_reports_each(project_dir):
 
 
 def test_lowering_a_limit_evicts_everything_over_it_at_the_next_save(project_dir):
-    project = _project(project_dir)
+    project = store_project(project_dir)
     for ns in ("a", "b"):
         for i in range(5):
             kvstore.save(project, ns, f"k{i}", i)
-    project = _project(project_dir, store_max_keys_per_namespace=2)
+    project = store_project(project_dir, store_max_keys_per_namespace=2)
     out = kvstore.save(project, "a", "new", 1)
     assert len(out["evicted"]) == 4 + 3
     assert {e["reason"] for e in out["evicted"]} == {"max_keys_per_namespace"}
-    assert len(_rows(project)) == 4 == 10 + 1 - len(out["evicted"])
+    assert len(store_rows(project)) == 4 == 10 + 1 - len(out["evicted"])
     assert _keys(project) == ["a/k4", "a/new", "b/k3", "b/k4"]
 
 
 def test_the_access_log_is_folded_without_losing_lru_order(project_dir, monkeypatch):
-    project = _project(project_dir, store_max_keys_per_namespace=3)
+    project = store_project(project_dir, store_max_keys_per_namespace=3)
     for i in range(3):
         kvstore.save(project, "ns", f"k{i}", i)
     for _ in range(20):
@@ -254,7 +241,7 @@ def test_delete_a_key_a_namespace_and_everything(project):
 
 
 def test_stats(project_dir):
-    project = _project(project_dir, store_eviction_by_namespace={"baselines": "oldest"})
+    project = store_project(project_dir, store_eviction_by_namespace={"baselines": "oldest"})
     empty = kvstore.stats(project)
     assert empty["keys"] == 0 and empty["namespaces"] == [] and empty["oldest"] is None and empty["last_write"] is None
     kvstore.save(project, "baselines", "first", [1, 2, 3])
@@ -275,18 +262,3 @@ def test_stats(project_dir):
     assert by_ns["baselines"]["oldest"]["key"] == "first" and by_ns["schemas"]["eviction"] == "lru"
     one = kvstore.stats(project, "schemas")
     assert [n["namespace"] for n in one["namespaces"]] == ["schemas"] and one["keys"] == 3
-
-
-# -- concurrency -----------------------------------------------------------------------------------
-WRITER = textwrap.dedent("""
-    import json, sys
-    from contextware.storage.project import Project
-    from contextware.memory import kvstore
-    root, worker = sys.argv[1], int(sys.argv[2])
-    project = Project.open(root)
-    evicted = []
-    for i in range(10):
-        out = kvstore.save(project, "shared", f"w{worker}-{i}", {"worker": worker, "i": i, "pad": "x" * 50})
-        evicted += [e["key"] for e in out["evicted"]]
-    print(json.dumps(evicted))
-""")

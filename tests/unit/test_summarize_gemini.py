@@ -18,37 +18,11 @@ from contextware.codeindex.gemini_summary import (
 )
 from contextware.codeindex.local_summary import LocalSummary
 from contextware.errors import GeminiError, UsageError
-from tests.fake_gemini_api import RecordedRequest, Reply, parse_prompt_files, summaries_responder
-
-MODEL = "gemini-2.5-flash"
-
-
-PARSER_PY = '''"""Parse configuration files."""
-
-
-class Parser:
-    def parse(self, text):
-        return text.split()
-
-
-def load(path):
-    return Parser().parse(open(path).read())
-'''
-
-
-UTIL_JS = "// Date helpers for the billing page\nexport function formatDate(d) { return d.toISOString(); }\n"
-
-
-README = "# Billing service\n\nRuns invoices every night. Contact: ops@example.com\n"
+from tests.support.fake_gemini_api import RecordedRequest, Reply, parse_prompt_files, summaries_responder
 
 
 def _files(*specs: tuple[str, str, str | None]) -> list[SourceFile]:
     return [SourceFile(path, text, language) for path, text, language in specs]
-
-
-THREE = _files(
-    ("src/parser.py", PARSER_PY, "python"), ("web/util.js", UTIL_JS, "javascript"), ("README.md", README, "markdown")
-)
 
 
 # ---------------------------------------------------------------- the request, without the CLI

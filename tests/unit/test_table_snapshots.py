@@ -14,7 +14,7 @@ from contextware.memory.recall import ask
 from contextware.storage import table_search
 from contextware.storage.integrity import CHECKED
 from contextware.storage.project import Project
-from tests.bit_rot import flip_stored
+from tests.support.bit_rot import flip_stored
 
 FACTS = [
     ("Run ruff check before every commit.", "convention"),

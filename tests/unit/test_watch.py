@@ -7,11 +7,7 @@ from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
 from contextware.storage.project import Project
-
-
-def indexed(root: Path) -> dict[str, list[str]]:
-    table = Project.open(root).db.open_table("code_index")
-    return {r["id"]: r["symbols"] for r in table.search().select(["id", "symbols"]).limit(None).to_list()}
+from tests.support.code_index import indexed
 
 
 def test_index_file_on_a_vanished_folder_removes_its_rows_only(project_dir: Path):

@@ -1,4 +1,4 @@
-"""pytest plugin: run the REAL Claude Code CLI offline against ``tests/fake_anthropic_api.py``.
+"""pytest plugin: run the REAL Claude Code CLI offline against ``tests/support/fake_anthropic_api.py``.
 
 Fixtures:
 - ``fake_anthropic_api``: a started :class:`FakeAnthropicAPI` (stopped after the test);
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_anthropic_api import FakeAnthropicAPI
-from tests.host_cli_fixtures import PinnedCli, serve
+from tests.support.fake_anthropic_api import FakeAnthropicAPI
+from tests.support.host_cli_fixtures import PinnedCli, serve
 
 CLAUDE_CODE = PinnedCli(
     "Claude Code", "@anthropic-ai/claude-code", "2.1.328", "claude-code", "claude", "CONTEXTWARE_TEST_CLAUDE_BIN"

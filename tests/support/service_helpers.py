@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCRIPTS, ScriptResult
+from tests.support.repo import SCRIPTS
+from tests.support.scripts import ScriptResult
 
 ON = {"CONTEXTWARE_SERVICE": "auto"}
 OFF = {"CONTEXTWARE_SERVICE": "off"}
@@ -31,6 +32,19 @@ def run(name: str, *args: str, cwd: Path, env: dict[str, str] | None = None, inp
     )
     return ScriptResult(
         subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+    )
+
+
+def hook(stdin: str, cwd: Path, env: dict[str, str] | None = None, prefix=()) -> subprocess.CompletedProcess:
+    """Run hook.py with the service on (the event JSON in, text out)."""
+    return subprocess.run(
+        [*prefix, sys.executable, str(SCRIPTS / "hook.py")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **ON, **(env or {})},
+        timeout=120,
     )
 
 

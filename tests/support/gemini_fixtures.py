@@ -1,4 +1,4 @@
-"""pytest plugin: run the REAL Gemini CLI offline against ``tests/fake_gemini_api.py``.
+"""pytest plugin: run the REAL Gemini CLI offline against ``tests/support/fake_gemini_api.py``.
 
 Fixtures:
 - ``fake_gemini_api``: a started :class:`FakeGeminiAPI` (stopped after the test);
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_gemini_api import FakeGeminiAPI
-from tests.host_cli_fixtures import PinnedCli, serve
+from tests.support.fake_gemini_api import FakeGeminiAPI
+from tests.support.host_cli_fixtures import PinnedCli, serve
 
 GEMINI_CLI = PinnedCli(
     "Gemini CLI", "@google/gemini-cli", "0.61.0", "gemini-cli", "gemini", "CONTEXTWARE_TEST_GEMINI_BIN"

@@ -1,7 +1,7 @@
-"""Shared fixtures of the offload tests (tests/test_offload*.py).
+"""Shared fixtures of the offload tests (tests/unit/test_offload*.py, tests/integration/test_offload*.py), registered as a plugin in tests/conftest.py.
 
 - ``real_gemini``: this process's environment points the REAL Gemini CLI at the fake API
-  (``tests/fake_gemini_api.py``); returns the fake, whose replies the test scripts.
+  (``tests/support/fake_gemini_api.py``); returns the fake, whose replies the test scripts.
 - ``fake_gemini``: a tiny fake ``gemini`` executable (~50 ms a call instead of ~2 s) for tests whose
   point is our files, index and locks rather than the CLI (sync, --global, concurrency).
 - ``make_project``: a temp project with a few source files and test settings in ``project.config``.

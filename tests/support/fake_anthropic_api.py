@@ -1,7 +1,7 @@
 """A small fake of the Anthropic Messages API on 127.0.0.1, for running the REAL Claude Code offline.
 
 Point the CLI at it with ``ANTHROPIC_BASE_URL=<api.base_url>`` and ``ANTHROPIC_API_KEY=...`` (see
-``tests/claude_fixtures.py``).  It answers:
+``tests/support/claude_fixtures.py``).  It answers:
 
 - ``POST /v1/messages`` — a turn (text, or a scripted tool call); streamed as server-sent events when
   the body asks ``"stream": true`` (``message_start``, ``content_block_start``, ``content_block_delta``
@@ -12,7 +12,7 @@ Point the CLI at it with ``ANTHROPIC_BASE_URL=<api.base_url>`` and ``ANTHROPIC_A
 - ``HEAD``/``GET`` anything else — 200 with an empty JSON object (connectivity checks).
 
 Every request is recorded (``requests``) so tests can assert what the CLI sent; the server, the
-recording and the reply queue are those of ``tests/fake_gemini_api.py``.
+recording and the reply queue are those of ``tests/support/fake_gemini_api.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fake_gemini_api import FakeGeminiAPI, RecordedRequest
-from tests.fake_gemini_api import _Handler as _GeminiHandler
+from tests.support.fake_gemini_api import FakeGeminiAPI, RecordedRequest
+from tests.support.fake_gemini_api import _Handler as _GeminiHandler
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""What the fixtures of the real host CLIs share (tests/gemini_fixtures.py, tests/claude_fixtures.py):
+"""What the fixtures of the real host CLIs share (tests/support/gemini_fixtures.py, tests/support/claude_fixtures.py):
 where the pinned CLI is installed, how a test requires it, and serving a fake model API."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A small fake of the Gemini REST API on 127.0.0.1, for running the REAL Gemini CLI offline.
 
 Point the CLI at it with ``GOOGLE_GEMINI_BASE_URL=<api.base_url>`` and ``GEMINI_API_KEY=...`` (see
-``tests/gemini_fixtures.py``).  It answers:
+``tests/support/gemini_fixtures.py``).  It answers:
 
 - ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` — a chat turn, scripted with
   :class:`Reply` objects (queue, callable or default);

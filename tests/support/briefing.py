@@ -1,0 +1,45 @@
+"""Fixture (registered in tests/conftest.py): ``briefed``, a project with something in every
+section of the session briefing (tests/unit/test_context.py, tests/integration/test_context_processes.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextware.codeindex.indexer import crawl
+from contextware.memory import kvstore, records
+from contextware.storage.project import Project
+
+
+@pytest.fixture
+def briefed(project: Project) -> Project:
+    """A project with every section of the briefing: code (pkg/ledger.py imported by three modules),
+    constraints (one superseded), a preference, a note, twelve alike failures, a success, two
+    sessions and a store namespace."""
+    root = project.root
+    (root / "pkg").mkdir()
+    (root / "pkg" / "ledger.py").write_text(
+        '"""The ledger: posting and balancing entries."""\n\ndef post(entry):\n    pass\n'
+    )
+    for name in ("api", "reports", "billing"):
+        (root / "pkg" / f"{name}.py").write_text(
+            f'"""The {name} module."""\nfrom pkg import ledger\n\nledger.post(1)\n'
+        )
+    crawl(project, summarizer="local")
+    records.save_fact(project, "Never write to the production database from a migration test.", kind="constraint")
+    records.save_fact(project, "Prefer plain SQL over the ORM for reports.", kind="preference")
+    records.save_fact(project, "The ledger uses integer cents.", kind="note")
+    old = records.save_fact(project, "Deploy on Fridays.", kind="constraint")
+    records.save_fact(project, "Never deploy on Fridays.", kind="constraint", supersedes=old["id"])
+    for i in range(12):
+        records.save_episode(
+            project,
+            f"Attempt {i} failed because the fixture leaked state; isolate it per test.",
+            goal=f"Fix flaky test {i}",
+            result="failure",
+            category="test",
+        )
+    records.save_episode(project, "Worked first time.", goal="Bump version", result="success", category="build")
+    records.save_log(project, "hello", session_id="s1", role="user")
+    records.save_log(project, "again", session_id="s2", role="user")
+    kvstore.save(project, "baselines", "p95", {"ms": 120})
+    return Project.open(root)
