@@ -12,7 +12,7 @@ from contextware.errors import UsageError
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.recall import Hit, ask
-from contextware.memory.recall.confidence import content_words, named_things, recency, signals
+from contextware.memory.recall.confidence import content_words, named_things, signals
 from contextware.storage.candidate import Candidate
 from contextware.storage.project import Project
 from tests.support.hook_events import context_of, event
@@ -100,7 +100,6 @@ def _hit(text: str, score: float, relevance: float, bm25: float = 0.0) -> Hit:
 
 def test_signals():
     assert content_words("How do we deploy the API to production?") == ["deploy", "api", "production"]
-    assert recency(None, 30.0) == 1.0
     hits = [_hit("Deploys go through the release pipeline.", 0.9, 0.6, 5.0), _hit("Redis is the cache.", 0.3, 0.2)]
     first, second = signals(hits, "how do we deploy?")
     assert first.margin == pytest.approx(0.6) and second.margin == pytest.approx(-0.6)

@@ -98,7 +98,7 @@ def without_hook_context(text: str) -> str:
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
-    from contextware.memory.recall import parse_query, recall
+    from contextware.memory.recall import DEFAULT_PARAMS, parse_query, recall
 
     prompt = typed_prompt(payload)
     if len(prompt) < 3:
@@ -109,7 +109,8 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 
         preload_in_background(project.embedder)
     gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
-    query = parse_query(prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate)
+    margin = DEFAULT_PARAMS.fusion.margin  # only memories close to the best: it injects unasked
+    query = parse_query(prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate, margin=margin)
     hits = recall(project, query).results
     lines: list[str] = []
     files = 0

@@ -15,7 +15,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import fields, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from contextware.memory.recall.params import ConfidenceParams, ConfidenceWeights
@@ -130,16 +129,6 @@ def combine(s: Signals, weights: ConfidenceWeights) -> float:
     return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
 
-def recency(created_at: datetime | None, half_life_days: float, now: datetime | None = None) -> float:
-    """1.0 for a log written now, 0.5 after ``half_life_days``, and so on."""
-    if created_at is None:
-        return 1.0
-    if created_at.tzinfo is None:
-        created_at = created_at.replace(tzinfo=timezone.utc)
-    age = ((now or datetime.now(timezone.utc)) - created_at).total_seconds() / 86400
-    return 0.5 ** (max(age, 0.0) / half_life_days)
-
-
 def assign(hits: list[Hit], query: str, params: ConfidenceParams) -> list[Hit]:
     """Every candidate of one question with its ``confidence`` and ``signals``.  Files and
     memories are scored on different scales, so each is judged among its own kind."""
@@ -150,8 +139,6 @@ def assign(hits: list[Hit], query: str, params: ConfidenceParams) -> list[Hit]:
     ):
         group_hits = [h for _, h in group]
         for (i, h), s in zip(group, signals(group_hits, query, params.gap_field), strict=True):
-            conf = combine(s, params.weights)
-            if h.collection == "logs":
-                conf *= recency(h.row.get("created_at"), params.log_half_life_days)
+            conf = combine(s, params.weights) * (params.echo_weight if h.echo else 1.0)  # an echo answers nothing
             out[i] = replace(h, confidence=conf, signals=s)
     return [out[i] for i in range(len(hits))]

@@ -19,6 +19,12 @@ def fuse(similarity: float | None, bm25: float, weight: float, half: float) -> f
     return (similarity if similarity is not None else 0.0) + lexical
 
 
+def is_echo(c: Candidate, f: FusionParams) -> bool:
+    """A captured user turn that says what the question says: it repeats the question, it does not
+    answer it (asking the same thing five times must not bury the memory that answers)."""
+    return c.collection == "logs" and c.row.get("role") == "user" and (c.relevance or 0.0) >= f.echo_similarity
+
+
 def fuse_one(c: Candidate, params: RecallParams) -> float:
     f = params.fusion
     if c.collection == CODE_TABLE and c.features is not None:  # codeindex.search: files, definitions, BM25
@@ -27,11 +33,37 @@ def fuse_one(c: Candidate, params: RecallParams) -> float:
         return fuse_code(c.features, params.code) * f.code_scale
     if c.collection == CODE_TABLE:
         return fuse(c.similarity, c.bm25, f.code_bm25_weight, f.code_bm25_half) * f.code_scale
-    return fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
+    score = fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
+    if c.collection == "logs":
+        score *= f.log_weight * (f.echo_weight if is_echo(c, f) else 1.0)
+    return score
 
 
 def fuse_all(found: Sequence[Candidate], params: RecallParams) -> list[Hit]:
-    return [Hit(c, fuse_one(c, params)) for c in found]
+    return [Hit(c, fuse_one(c, params), echo=is_echo(c, params.fusion)) for c in found]
+
+
+def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
+    """Captured turns with the same words (a question asked again, in any session) are one result:
+    the first in order (best score, then newest), counting the others as ``repeats``."""
+    from dataclasses import replace
+
+    from contextware.text import normalise
+
+    first: dict[str, int] = {}
+    out: list[Hit] = []
+    for h in hits:
+        if h.collection != "logs" or not isinstance(h.row.get("text"), str):
+            out.append(h)
+            continue
+        key = f"{h.row.get('role')}:{normalise(h.row['text'])}"
+        if key in first:
+            kept = out[first[key]]
+            out[first[key]] = replace(kept, repeats=kept.repeats + 1)
+            continue
+        first[key] = len(out)
+        out.append(h)
+    return out
 
 
 def order(hits: list[Hit], tie: float) -> list[Hit]:
@@ -64,12 +96,21 @@ def _about_the_question(code: Sequence[Hit], f: FusionParams) -> bool:
 
 
 def gate(
-    hits: list[Hit], limit: int, f: FusionParams, *, vector: bool, code_gate: bool, min_confidence: float
+    hits: list[Hit],
+    limit: int,
+    f: FusionParams,
+    *,
+    vector: bool,
+    code_gate: bool,
+    min_confidence: float,
+    margin: float | None = None,
 ) -> list[Hit]:
     """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
     is about the question, nothing answers unless a memory clears the floor and some hit reaches
-    ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files), and memories far
-    below the best score are dropped.  Without vectors (degraded mode) any full-text match stays."""
+    ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files); with a ``margin``
+    (the prompt hook's), memories that far below the best are dropped: a plain recall returns
+    ``limit`` results whenever that many clear the floor.  Without vectors (degraded mode) any
+    full-text match stays.  Repeated captured turns come back once, counted."""
     if not hits:
         return []
     if vector:
@@ -80,12 +121,12 @@ def gate(
             return []
         if code_gate and not any(h.confidence >= min_confidence for h in hits):
             return []  # nothing is likely enough to answer: an empty answer is the right one
-        best = max(h.score for h in hits)
-        # The margin drops memories far below the best answer; files are ranked, not filtered.
-        hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - f.margin]
+        if margin is not None:  # files are ranked, not filtered
+            best = max(h.score for h in hits)
+            hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - margin]
     else:
         hits = [h for h in hits if h.score >= f.lexical_floor]
-    return order(hits, f.tie)[:limit]
+    return _collapse_repeats(order(hits, f.tie))[:limit]
 
 
 def select(
@@ -97,6 +138,7 @@ def select(
     vector: bool = True,
     code_gate: bool = True,
     min_confidence: float = 0.0,
+    margin: float | None = None,
 ) -> list[Hit]:
     """Fuse, judge, gate and order the candidates of all tables: the hits recall shows."""
     from contextware.memory.recall.confidence import assign
@@ -104,4 +146,6 @@ def select(
     if not found:
         return []
     hits = assign(fuse_all(found, params), query, params.confidence)
-    return gate(hits, limit, params.fusion, vector=vector, code_gate=code_gate, min_confidence=min_confidence)
+    return gate(
+        hits, limit, params.fusion, vector=vector, code_gate=code_gate, min_confidence=min_confidence, margin=margin
+    )

@@ -21,13 +21,16 @@ class FusionParams:
     bm25_weight: float = 0.2
     bm25_half: float = 8.0
     floor: float = 0.21  # some memory must resemble the plain question this much, or nothing answers
-    margin: float = 0.2  # memories this far below the best score are dropped
+    margin: float = 0.2  # the prompt hook drops memories this far below the best (recall never: see gate)
     code_bm25_weight: float = 1.5  # code hits without rankers' features (fused like memories)
     code_bm25_half: float = 16.0
     code_floor: float = 0.25  # files answer a mixed question when one resembles it this much ...
     code_score_floor: float = 0.42  # ... or scores this high (fused and scaled)
     lexical_floor: float = 1e-9  # degraded mode (no vectors): any full-text match
-    tie: float = 0.01  # scores this close are a tie, broken by recency
+    tie: float = 0.01  # scores this close are a tie, broken by recency (age never lowers a score)
+    log_weight: float = 0.9  # a captured turn counts a little less than a curated fact or episode ...
+    echo_similarity: float = 0.8  # ... and a user's turn this close to the question only repeats it:
+    echo_weight: float = 0.5  # it answers nothing, so it counts half
 
     @property
     def code_scale(self) -> float:
@@ -53,7 +56,7 @@ class ConfidenceWeights:
 class ConfidenceParams:
     weights: ConfidenceWeights = field(default_factory=ConfidenceWeights)
     gap_field: int = 5  # runners-up that ``gap`` compares with
-    log_half_life_days: float = 30.0  # a log's confidence halves with this age
+    echo_weight: float = 0.5  # the confidence of a turn that only repeats the question
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ def recall(project: "Project", query: "RecallQuery", params: RecallParams = DEFA
         vector=found.degraded is None,
         code_gate=query.tables != (CODE_TABLE,),  # --scope code ranks files; mixed, they must be about it
         min_confidence=gate,
+        margin=query.margin,
     )
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
     return RecallResult(query, tuple(hits), results, gate, found.degraded)

@@ -50,6 +50,8 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
         for key in ("source", "updated_at", "chunk_count"):
             row.pop(key, None)
     out.update({k: v for k, v in row.items() if v is not None})
+    if hit.repeats:
+        out["repeats"] = hit.repeats  # the same words were captured this many more times
     return out
 
 

@@ -92,6 +92,7 @@ class RecallQuery:
     all_projects: bool = False
     without: tuple[str, ...] = ()
     min_confidence: float | None = None
+    margin: float | None = None  # drop memories this far below the best (the prompt hook's trim)
 
     @property
     def question(self) -> str:
@@ -120,6 +121,7 @@ def parse_query(
     all_projects: bool = False,
     without: tuple[str, ...] = (),
     min_confidence: float | None = None,
+    margin: float | None = None,
 ) -> RecallQuery:
     """Check every input once; a bad one is a ``FieldError`` naming it (exit 2, nothing read)."""
     if text is None or not text.strip():
@@ -144,6 +146,7 @@ def parse_query(
         source=source.strip() if source and source.strip() else None,
         session=session.strip() if session and session.strip() else None,
     )
+    _check_applies(filters, scope)
     return RecallQuery(
         text=text,
         scope=scope,
@@ -154,7 +157,38 @@ def parse_query(
         all_projects=all_projects,
         without=tuple(without),
         min_confidence=None if min_confidence is None else check_min_confidence(min_confidence),
+        margin=margin,
     )
+
+
+# Which collections each filter can narrow; a filter none of the scope's collections has is refused.
+_APPLIES = {
+    "kind": ("facts",),
+    "result": ("episodes",),
+    "category": ("episodes",),
+    "topic": TOPIC_TABLES,
+    "source": (OFFLOADS_TABLE,),
+    "session": (OFFLOADS_TABLE,),
+}
+
+
+def _check_applies(filters: RecallFilters, scope: str) -> None:
+    """A filter that cannot apply to the scope is a usage error, never an empty "nothing known"."""
+    tables = SCOPES[scope]
+    for name, owners in _APPLIES.items():
+        if getattr(filters, name) and not set(owners) & set(tables):
+            raise FieldError(
+                f"{{field}} does not apply to scope {scope!r}: only {', '.join(owners)} have it; "
+                "choose another scope or leave the filter out.",
+                field=name,
+                code="filter_not_applicable",
+            )
+    if scope in SCOPES and not filters.narrow(tables):
+        raise FieldError(
+            f"These filters together leave nothing to search in scope {scope!r}; leave one out.",
+            field="scope",
+            code="filter_not_applicable",
+        )
 
 
 def check_min_confidence(value: Any, what: str | None = None) -> float:

@@ -37,6 +37,8 @@ class Hit:
     score: float
     confidence: float = 0.0
     signals: Signals | None = None
+    echo: bool = False  # a captured user turn that repeats the question (``fusion.is_echo``)
+    repeats: int = 0  # other captured turns with the same words, folded into this one
 
     @property
     def row(self) -> Row:
