@@ -125,7 +125,11 @@ def render_hit(hit: dict) -> str:
             f"[OFFLOAD]{where} {inline(hit.get('summary'))}\n    full answer: {inline(hit.get('full_response_path'))}"
         )
     elif c == "logs":
-        line = f"[LOG {inline(hit.get('session_id'))} {inline(hit.get('role'))}] {inline(hit.get('text'))}"
+        asked = f"(asked: {inline(hit['prompt'])}) " if hit.get("prompt") else ""
+        again = f" (asked {hit['repeats'] + 1} times)" if hit.get("repeats") else ""
+        line = (
+            f"[LOG {inline(hit.get('session_id'))} {inline(hit.get('role'))}] {asked}{inline(hit.get('text'))}{again}"
+        )
     else:
         line = inline(str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")}))
     project = f" [{inline(hit['project'])}]" if hit.get("project") and hit.get("collection") != "offloads" else ""

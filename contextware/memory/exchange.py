@@ -62,13 +62,14 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "chunk_index",
         "chunk_count",
         "text",
+        "prompt",
         "source",
         "created_at",
         "updated_at",
     ),
 }
 REQUIRED = {"facts": ("text",), "episodes": ("goal", "result", "summary"), "logs": ("session_id", "role", "text")}
-TEXT_FIELDS = ("text", "goal", "summary")
+TEXT_FIELDS = ("text", "goal", "summary", "prompt")
 TIME_FIELDS = ("created_at", "updated_at")
 
 

@@ -292,8 +292,16 @@ def save_episode(
 
 
 def save_log(
-    project: "Project", text: str, *, session_id: str | None = None, role: str | None = None, source: str = "agent"
+    project: "Project",
+    text: str,
+    *,
+    session_id: str | None = None,
+    role: str | None = None,
+    source: str = "agent",
+    prompt: str | None = None,
 ) -> dict:
+    """A chunk of the conversation.  An agent's answer may carry the user's ``prompt`` it answers:
+    the row then is one exchange, found by the question's words and by the answer's."""
     if session_id is None or not _SESSION.match(session_id):
         raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
     role_v = check_choice(role or "", ROLES, "--role") if role else None
@@ -304,6 +312,11 @@ def save_log(
         raise UsageError(
             f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long"
         )
+    asked = None
+    if prompt is not None and prompt.strip() and role_v == "agent":
+        asked, more = redact(prompt.strip())
+        for kind, n in more.items():
+            redactions[kind] = redactions.get(kind, 0) + n
     chunks = chunk_text(body, int(project.config["log_chunk_chars"]))
     digest = text_hash(session_id, role_v, body)
     now = utcnow()
@@ -319,6 +332,7 @@ def save_log(
             "created_at": now,
             "updated_at": now,
             "text_hash": f"{digest}:{i}",
+            **({"prompt": asked} if asked else {}),
         }
         for i, chunk in enumerate(chunks)
     ]

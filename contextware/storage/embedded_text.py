@@ -155,6 +155,8 @@ def embedding_text(collection: str, row: dict) -> str:
         return f"{lead}{row.get('goal') or ''}. {row.get('summary') or ''}"
     if collection == "offloads":
         return offload_embedding_text(row)
+    if collection == "logs" and row.get("prompt"):  # an answer with the words it answers: one exchange
+        return f"{row['prompt'][:EXCHANGE_PROMPT_CHARS]}\n{row.get('text') or ''}"
     return f"{lead}{row.get('text') or ''}"
 
 
@@ -166,7 +168,12 @@ def search_text(collection: str, row: dict) -> str:
         return f"{row['goal']} {row['summary']} {row.get('category') or ''} {row.get('result') or ''} {topics}".strip()
     if collection == "offloads":
         return offload_search_text(row)
+    if collection == "logs" and row.get("prompt"):
+        return f"{row['prompt'][:EXCHANGE_PROMPT_CHARS]} {row['text']}"
     return row["text"]
+
+
+EXCHANGE_PROMPT_CHARS = 500  # of the question an answer embeds: enough to say what was asked
 
 
 OFFLOAD_PROMPT_CHARS = 300

@@ -64,8 +64,16 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
+# Columns added to a table later: in the digest only when set, so older rows' checksums still hold.
+GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {"logs": ("prompt",)}
+
+
 def content_digest(name: str, row: dict) -> str:
-    return _digest(b"\x1f".join(_encode(row.get(col)) for col in GUARDED[name]))
+    data = b"\x1f".join(_encode(row.get(col)) for col in GUARDED[name])
+    for col in GUARDED_WHEN_SET.get(name, ()):
+        if row.get(col) is not None:
+            data += b"\x1d" + col.encode() + b"=" + _encode(row[col])
+    return _digest(data)
 
 
 def vector_digest(vector: Any) -> str:

@@ -87,6 +87,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
             *common_tail,
+            ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
         ]
     if name == CODE_TABLE:
         return [

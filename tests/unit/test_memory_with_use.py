@@ -49,7 +49,7 @@ def test_old_conversation_is_still_recallable(project, tmp_path):
             "session_id": "old-session",
             "role": "agent",
             "text": text,
-            "created_at": "2025-06-0%dT10:00:00Z" % (i + 1),
+            "created_at": f"2025-06-0{i + 1}T10:00:00Z",
         }
         for i, text in enumerate(
             [
@@ -70,7 +70,9 @@ def test_old_conversation_is_still_recallable(project, tmp_path):
 
 def test_limit_is_honoured_when_that_many_memories_clear_the_floor(project):
     for i in range(12):
-        records.save_fact(project, f"Deploy step {i}: the deploy pipeline runs stage {i} of the release.", kind="convention")
+        records.save_fact(
+            project, f"Deploy step {i}: the deploy pipeline runs stage {i} of the release.", kind="convention"
+        )
     out = ask(project, "what are the steps of the deploy pipeline?", limit=10, min_confidence=0.0)
     assert len(out["results"]) == 10
 
@@ -90,3 +92,43 @@ def test_a_filter_that_cannot_apply_is_a_usage_error(project, inputs, field):
         ask(project, "how do we deploy?", **inputs)
     assert err.value.code == "filter_not_applicable" and err.value.field == field
     assert err.value.exit_code == 2
+
+
+def test_a_captured_answer_carries_the_question_it_answers(project):
+    from contextware.hosts.hooks.handlers import run_hook
+    from tests.support.hook_events import event
+
+    question = "Which port does the payments API listen on in staging?"
+    answer = "It listens on 8443 behind the internal load balancer; the health check is /healthz."
+    (project.root / ".git").mkdir()  # a repository: turns are captured from its first one
+    run_hook(event("AfterAgent", project.root, prompt=question, prompt_response=answer))
+    out = ask(project, "what port is the payments api on in staging?", scope="logs", mode="exact")
+    agent = next(r for r in out["results"] if r["role"] == "agent")
+    assert agent["text"] == answer and agent["prompt"] == question  # one row holds the exchange
+    assert out["results"][0]["id"] == agent["id"]  # the answer outranks the question's own echo
+    user = next(r for r in out["results"] if r["role"] == "user")
+    assert "prompt" not in user
+
+
+def test_a_session_of_several_turns_gets_one_digest_episode(project):
+    from contextware.hosts.hooks.handlers import run_hook
+    from tests.support.hook_events import event
+
+    (project.root / ".git").mkdir()
+    turns = [
+        ("How do we run the integration tests?", "Run uv run pytest -m slow; I added a make target for it."),
+        ("The S3 test fails with a connection error.", "The error was moto not running; I fixed the fixture."),
+        ("Let's use Postgres 16 for the new service.", "Agreed: we will use Postgres 16 from now on."),
+    ]
+    for i, (q, a) in enumerate(turns):
+        run_hook(event("AfterAgent", project.root, prompt=q, prompt_response=a))
+        digests = [r for r in records.list_records(project, "episodes")["records"] if r["source"] == "digest:sess_1"]
+        assert len(digests) == (1 if i >= 2 else 0)  # none for a short session, then one, rewritten
+    digest = digests[0]
+    assert digest["category"] == "session" and digest["result"] == "partial"  # things done, one failure
+    assert (
+        digest["summary"].startswith("Decided: ") and "Asked: How do we run the integration tests?" in digest["summary"]
+    )
+    assert "Postgres 16" in digest["summary"] and "connection error" in digest["summary"]
+    out = ask(project, "what did we decide about the database for the new service?", scope="episodes", min_confidence=0)
+    assert out["results"] and out["results"][0]["id"] == digest["id"]

@@ -147,12 +147,27 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
 
     preload_in_background(project.embedder)
     turn = {"user": typed_prompt(payload), "agent": _answer_as_shown(payload)}
+    asked = None
     for role, text in turn.items():
         if isinstance(text, str):
             text = strip_injected(text)  # the prompt as the CLI holds it carries our hooks' context
             if text.strip():
-                save_log(project, fit_log(project, text), session_id=session, role=role, source="hook")
+                # The answer carries the question it answers: one row holds the whole exchange.
+                save_log(project, fit_log(project, text), session_id=session, role=role, source="hook", prompt=asked)
+                asked = fit_log(project, text) if role == "user" else None
+    _refresh_digest(project, session)
     return None
+
+
+def _refresh_digest(project: "Project", session: str) -> None:
+    """The session's digest episode, rewritten after its turns are saved (a capture event: the
+    hook has already answered).  A failure is logged, never raised: the turns are saved."""
+    from contextware.memory.digest import refresh_digest
+
+    try:
+        refresh_digest(project, session)
+    except Exception as exc:  # noqa: BLE001 - the digest is a convenience; the turns are what counts
+        _log_failure("digest", exc, project)
 
 
 def fit_log(project: "Project", text: str) -> str:
@@ -249,10 +264,14 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
         read = turns(Path(path))
     else:
         read = _transcript_turns(Path(path))
+    asked = None
     for role, text in read[-40:]:
         text = strip_injected(without_hook_context(text) if role == "user" else text)
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
-            save_log(project, fit_log(project, text), session_id=session, role=role, source="hook")
+            prompt = asked if role == "agent" else None  # an answer carries the question before it
+            save_log(project, fit_log(project, text), session_id=session, role=role, source="hook", prompt=prompt)
+            asked = fit_log(project, text) if role == "user" else asked
+    _refresh_digest(project, session)
     return None
 
 

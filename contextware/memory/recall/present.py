@@ -44,7 +44,7 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
     }
     row.pop("collection", None)
     if mode == "summary":
-        for key in ("text", "summary"):
+        for key in ("text", "summary", "prompt"):
             if isinstance(row.get(key), str):
                 row[key] = cut_at_word(row[key], summary_chars)
         for key in ("source", "updated_at", "chunk_count"):

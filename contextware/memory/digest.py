@@ -1,0 +1,111 @@
+"""Session digests: what a session asked, decided, did and what failed, kept as one episode
+(category ``session``) so that a finished conversation answers in one row.  Built locally and
+extractively from the session's captured turns (no model call); rewritten as the session goes on,
+after the hook has answered (the capture events are spooled).  Its ``source`` is
+``digest:<session id>``: the provenance, naming the turns it came from."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from contextware.text import cut_at_word, sql_str
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+MIN_TURNS = 3  # a session shorter than this is its own turns: a digest would only repeat them
+MAX_ITEMS = 4  # sentences per part of a digest
+SENTENCE_CHARS = 200
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_CUES = {
+    "decided": re.compile(
+        r"\b(decided|decision|we(?:'ll| will) use|let's use|going with|switch(?:ed)? to|agreed|prefer|from now on|always|never)\b",
+        re.I,
+    ),
+    "done": re.compile(
+        r"\b(done|added|fixed|created|updated|implemented|changed|removed|renamed|wrote|refactored|merged|deployed)\b",
+        re.I,
+    ),
+    "failed": re.compile(
+        r"\b(error|failed|fails|failing|failure|traceback|exception|could not|couldn't|cannot|broken|crash(?:ed|es)?)\b",
+        re.I,
+    ),
+}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) > 12]
+
+
+def _pick(texts: list[str], cue: re.Pattern[str]) -> list[str]:
+    out: list[str] = []
+    for text in texts:
+        for s in _sentences(text):
+            short = cut_at_word(s, SENTENCE_CHARS)
+            if cue.search(s) and short not in out:
+                out.append(short)
+            if len(out) >= MAX_ITEMS:
+                return out
+    return out
+
+
+def build_digest(turns: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The episode's fields from a session's turns in order (``role``, ``text``), or None for a
+    session too short to need one."""
+    asked = [t["text"] for t in turns if t.get("role") == "user" and t.get("text")]
+    if len(asked) < MIN_TURNS:
+        return None
+    said = [t["text"] for t in turns if t.get("text")]
+    answers = [t["text"] for t in turns if t.get("role") == "agent" and t.get("text")]
+    # Decisions first: they are what a later question most often asks after, and the embedding of a
+    # long text leans on its beginning.
+    parts = {
+        "Decided": _pick(said, _CUES["decided"]),
+        "Failed": _pick(said, _CUES["failed"]),
+        "Done": _pick(answers, _CUES["done"]),
+        "Asked": [cut_at_word((_sentences(a) or [a])[0], SENTENCE_CHARS) for a in asked][:MAX_ITEMS],
+    }
+    result = "failure" if parts["Failed"] and not parts["Done"] else "partial" if parts["Failed"] else "success"
+    summary = " ".join(
+        f"{name}: {'; '.join(i.rstrip('.;: ') for i in items)}." for name, items in parts.items() if items
+    )
+    goal = f"Session of {len(asked)} requests: {parts['Asked'][0]}"
+    return {"goal": cut_at_word(goal, 300), "summary": summary, "result": result}
+
+
+def session_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
+    """The session's captured turns, oldest first (first chunks only: a digest reads openings)."""
+    table = project.db.open_table("logs")
+    if table is None:
+        return []
+    where = f"session_id = {sql_str(session_id)} AND (chunk_index IS NULL OR chunk_index = 0)"
+    rows = project.db.read(
+        lambda: table.search().where(where).select(["role", "text", "created_at"]).limit(None).to_list()
+    )
+    return sorted(rows, key=lambda r: (r.get("created_at") is None, r.get("created_at")))
+
+
+def refresh_digest(project: "Project", session_id: str) -> dict[str, Any] | None:
+    """Write (or rewrite) the digest episode of one session; None when the session is too short."""
+    from contextware.memory import records
+
+    fields = build_digest(session_turns(project, session_id))
+    if fields is None:
+        return None
+    source = f"digest:{session_id}"
+    table = project.db.open_table("episodes")
+    old = []
+    if table is not None:
+        old = project.db.read(
+            lambda: table.search().where(f"source = {sql_str(source)}").select(["id", "summary"]).limit(1).to_list()
+        )
+    if old and old[0].get("summary") == fields["summary"]:
+        return {"id": old[0]["id"], "unchanged": True}
+    if old:
+        return records.update(
+            project, old[0]["id"], goal=fields["goal"], summary=fields["summary"], result=fields["result"]
+        )
+    return records.save_episode(
+        project, fields["summary"], goal=fields["goal"], result=fields["result"], category="session", source=source
+    )
