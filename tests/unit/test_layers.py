@@ -67,6 +67,8 @@ LAYERS: dict[str, float] = {
     "system": 1,
     "text": 1,
     "redact": 1,
+    "private": 1,  # file modes: private by default
+    "inputs": 1.5,  # the bounded reader of user-named files (uses system.read_limited)
     "fence": 2,
     "gemini": 2,
     "storage": 3,
@@ -191,6 +193,6 @@ def test_architecture_map_names_every_package_and_only_files_that_exist():
     text = (REPO / "ARCHITECTURE.md").read_text()
     packages = sorted(p.parent.name for p in (REPO / "contextware").glob("*/__init__.py"))
     assert [p for p in packages if f"`{p}/`" not in text] == []
-    assert set(LAYERS) - {"errors", "system", "text", "redact", "fence", "gemini"} == set(packages)
+    assert set(LAYERS) - {"errors", "system", "text", "redact", "private", "inputs", "fence", "gemini"} == set(packages)
     named = set(re.findall(r"contextware/[\w/]+\.py", text))
     assert named and [p for p in sorted(named) if not (REPO / p).is_file()] == []
