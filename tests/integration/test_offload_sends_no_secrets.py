@@ -107,3 +107,19 @@ def test_the_mcp_offload_tool_sends_no_secret_file_and_no_outside_file(fake_gemi
     sent = _sent(fake_gemini)
     assert "UNIQUE-APP-CONTENT" in sent
     assert sc.leaks(sent) == [] and OUTSIDE not in sent
+
+
+def test_a_file_whose_name_holds_a_secret_is_never_indexed_nor_sent(fake_gemini, project_dir, script):
+    """A token in a file's name would travel with the name (into the index, in the delimiter lines
+    Gemini reads): such a file counts as secret-bearing, for the crawl and for an offload."""
+    write_sources(project_dir)
+    named = project_dir / "notes" / f"deploy-{sc.GITHUB}.md"
+    named.parent.mkdir()
+    named.write_text("# Deploy notes\n\nRun the release job.\n")
+    crawled = script("crawl_project", "--summarizer", "gemini", input="", env={"GEMINI_API_KEY": "test-only"})
+    assert crawled.returncode == 0, crawled.stdout[-1000:]
+    assert crawled.json["excluded"]["secrets"] == 1, crawled.json
+    refused = script("offload", "--prompt", "Read it.", "--files", str(named), input="")
+    assert refused.returncode == 2 and refused.json["error"]["code"] == "secret_file", refused.stdout
+    everything = _sent(fake_gemini) + crawled.stdout + refused.stdout + sc.table_dump(project_dir)
+    assert fake_gemini.calls() and sc.GITHUB not in everything
