@@ -93,3 +93,18 @@ def test_import_refuses_devices_fifos_and_huge_files_at_once(project_dir: Path):
         )
     assert proc.returncode == 2 and b'"too_large"' in proc.stdout, proc.stdout[-500:]
     assert time.monotonic() - start < 60
+
+
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_a_config_file_that_is_a_fifo_or_a_device_is_a_clear_error_not_a_hang(project_dir: Path, services, mode):
+    env = OFF if mode == "off" else ON
+    assert run("save_fact", "The API listens on port 8080.", cwd=project_dir, env=OFF).returncode == 0
+    config = project_dir / "contextware_data" / "config.json"
+    for make in (lambda: os.mkfifo(config), lambda: config.symlink_to("/dev/zero")):
+        make()
+        res, elapsed = _timed("recall", "--query", "port", cwd=project_dir, env=env)
+        assert res.returncode != 0 and res.json["error"]["code"] == "damaged_config", res.stdout
+        assert "not a regular file" in res.json["error"]["message"] and elapsed < QUICK_S
+        config.unlink()
+    res, elapsed = _timed("recall", "--query", "port", cwd=project_dir, env=env)
+    assert res.returncode == 0 and elapsed < 60, res.stdout
