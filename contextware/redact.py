@@ -90,6 +90,24 @@ def _aws_secret(value: str) -> bool:
     )
 
 
+# A value said in words (the password "is", "was", ":" a value): it has a digit or a symbol, or mixes
+# case inside the word, so "the token is expired" and "the password is stored in vault" stay.
+_SAID_SYMBOLS = frozenset("!@#$%^&*+=~/")
+
+
+def _said_secret(value: str) -> bool:
+    value = value.rstrip(".!?:")
+    if len(value) < 6 or _PLACEHOLDER.match(value) or value.startswith(("http://", "https://", "~", "/", "./")):
+        return False
+    if value.isdigit():
+        return len(value) >= 8
+    return (
+        any(c.isdigit() for c in value)
+        or any(c in _SAID_SYMBOLS for c in value)
+        or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value))
+    )
+
+
 def _p(
     name: str, regex: str, group: int = 0, check: Callable[[str], bool] | None = None, needles: tuple[str, ...] = ()
 ) -> _Pattern:
@@ -149,6 +167,25 @@ _PATTERNS: list[_Pattern] = [
     _p("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", needles=("sg.",)),
     _p("pypi_token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", needles=("pypi-age",)),
     _p("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", needles=("aiza",)),
+    _p("google_oauth", r"\b(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[A-Za-z0-9_\-]{20,})", needles=("gocspx-", "ya29.")),
+    _p("digitalocean_token", r"\bdo[opr]_v1_[a-f0-9]{64}\b", needles=("dop_v1_", "doo_v1_", "dor_v1_")),
+    _p("shopify_token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", needles=("shpat_", "shpca_", "shppa_", "shpss_")),
+    _p("databricks_token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b", needles=("dapi",)),
+    _p("linear_key", r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b", needles=("lin_api_", "lin_oauth_")),
+    _p("postman_key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", needles=("pmak-",)),
+    _p("docker_token", r"\bdckr_pat_[A-Za-z0-9_\-]{27,}", needles=("dckr_pat_",)),
+    _p(
+        "grafana_token",
+        r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
+        needles=("glsa_", "glc_"),
+    ),
+    _p("vault_token", r"\bhv[sb]\.[A-Za-z0-9_\-]{24,}", needles=("hvs.", "hvb.")),
+    _p("sentry_token", r"\bsntr[ysu]_[A-Za-z0-9+/=_\-]{40,}", needles=("sntrys_", "sntryu_")),
+    _p("atlassian_token", r"\bATATT3[A-Za-z0-9_\-=]{100,}", needles=("atatt3",)),
+    _p("age_secret_key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b", needles=("age-secret-key-",)),
+    _p("square_token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}", needles=("sq0atp-", "sq0csp-")),
+    _p("rubygems_key", r"\brubygems_[a-f0-9]{48}\b", needles=("rubygems_",)),
+    _p("anthropic_admin_key", r"\bsk-ant-admin\d\d-[A-Za-z0-9_\-]{20,}", needles=("sk-ant-admin",)),
     _p("openai_key", r"\bsk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_\-]{20,}\b", needles=("sk-",)),
     _p("stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}\b", needles=("_live_", "_test_")),
     _p("slack_token", r"\bxox[abposre]-[0-9A-Za-z\-]{10,}\b", needles=("xox",)),
@@ -184,6 +221,19 @@ _PATTERNS: list[_Pattern] = [
         1,
         _secretish,
         _KEY_NEEDLES,
+    ),
+    # said in words: the admin password is ..., token: ..., the secret key for prod was ...
+    _p(
+        "said_secret",
+        r"(?i)\b(?:password|passphrase|passcode|passwd|pwd|pin\s+code|secret(?:[ _-]?key)?|api[ _-]?key|"
+        r"access[ _-]?key|(?:(?:api|access|auth|bearer|bot|deploy|refresh|session|personal[ _-]access)[ _-]?)?token|"
+        r"credentials?)(?:\s+(?:for|of|on|to|in|at)\s+(?:the\s+)?[\w.@:/\-]+)?"
+        r"\s*(?:\b(?:is|was|are|were|will\s+be|has\s+been|became|becomes|reads)\b|:)"
+        r"(?:\s*:)?\s*(?:(?:now|still|just|actually|simply|set\s+to|changed\s+to)\s+)?"
+        r"[\"'`]?([^\s\"'`,;()\[\]{}<>]{5,}[^\s\"'`,;()\[\]{}<>.!?:])(?=[.!?:]*(?:[\s\"'`,;)\]}>]|$))",
+        1,
+        _said_secret,
+        ("pass", "pwd", "pin code", "secret", "api key", "api_key", "api-key", "access key", "token", "credential"),
     ),
     # NAME=value, name = "value", name: value; `_` before the keyword is a boundary (DB_PASSWORD=)
     _p(
@@ -463,6 +513,21 @@ def redact(text: str, library: bool = True) -> tuple[str, dict[str, int]]:
     if library:
         text = _apply_detect_secrets(text, found)
     return text, dict(found)
+
+
+def refuse_secret_name(value: str, what: str) -> str:
+    """``value`` unless it holds a secret by its shape: then a UsageError (exit 2).  For names that
+    others look things up by (a store namespace or key, an episode category), where a mask would
+    change what is named; the shapes only, so an ordinary id is never taken for entropy."""
+    _, found = redact(value, library=False)
+    if found:
+        from contextware.errors import UsageError
+
+        kinds = ", ".join(sorted(found))
+        raise UsageError(
+            f"{what} holds what looks like a secret ({kinds}); name it without the secret.", code="secret_in_name"
+        )
+    return value
 
 
 def redact_text(text: str, library: bool = True) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from contextware.cli import open_project
@@ -23,24 +24,19 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.inputs import MAX_IMPORT_BYTES, read_input_file
     from contextware.memory.exchange import import_memory
+    from contextware.system import read_limited
 
     project = open_project(args)
     path = memory_file_path(project, args.file)
     if path is None:
-        text, name = sys.stdin.buffer.read(), "stdin"
+        text, name = read_limited(sys.stdin.buffer, MAX_IMPORT_BYTES, "Standard input"), "stdin"
     else:
         name = project.relpath(path)
-        try:
-            text = path.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(
-                f"{name} does not exist; export one with `contextware export`.", code="file_not_found"
-            ) from None
-        except IsADirectoryError:
-            raise UsageError(f"{name} is a directory, not an export file.", code="bad_import") from None
-        except OSError as exc:
-            raise UsageError(f"Cannot read {name}: {exc.strerror}.", code="bad_import") from None
+        if not os.path.lexists(path):
+            raise UsageError(f"{name} does not exist; export one with `contextware export`.", code="file_not_found")
+        text = read_input_file(path, name, limit=MAX_IMPORT_BYTES, code="bad_import")
     try:
         decoded = text.decode("utf-8-sig")
     except UnicodeDecodeError:

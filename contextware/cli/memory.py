@@ -96,6 +96,11 @@ def handle(args: argparse.Namespace) -> dict:
     report = maintenance.repair(project)
     report["logs_cleaned"] = clean_injected_logs(project)  # turns stored with injected blocks (issue 14)
     report["secrets_scrubbed"] = scrub_secrets(project)  # texts stored before today's detectors (issue 15)
+    from contextware.private import tighten
+    from contextware.system import contextware_home
+
+    # files an older version made 0644 in 0755 folders: readable by every local user
+    report["permissions_tightened"] = tighten(project.data_dir) + tighten(contextware_home())
     return report
 
 

@@ -71,21 +71,9 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
         path = value[1:]
         if not path:
             raise UsageError("--data @ needs a file name, e.g. --data @schema.json.", code="bad_data")
-        try:
-            with open(path, "rb") as fh:
-                raw = read_limited(fh, limit, f"The file {path}")
-        except FileNotFoundError:
-            raise UsageError(
-                f"--data {value}: the file {path} does not exist; nothing was saved.", code="file_not_found"
-            ) from None
-        except IsADirectoryError:
-            raise UsageError(
-                f"--data {value}: {path} is a directory, not a JSON file; nothing was saved.", code="bad_data"
-            ) from None
-        except OSError as exc:
-            raise UsageError(
-                f"--data {value}: cannot read {path} ({exc.strerror}); nothing was saved.", code="bad_data"
-            ) from None
+        from contextware.inputs import read_input_file
+
+        raw = read_input_file(path, f"--data {value}: the file {path}", limit=limit, code="bad_data")
         source = f"The file {path}"
     else:
         return value, "--data"

@@ -330,6 +330,20 @@ SECRET_FILE_PATTERNS: tuple[str, ...] = (
 _DOC_SUFFIXES = frozenset({"example", "sample", "template", "tmpl", "dist", "defaults", "schema"})
 
 
+# A name can hold a secret only with a long token in it or a secret-sounding word: the shapes run
+# on those names alone, so listing a large project stays cheap.
+_NAME_HINT = re.compile(r"[A-Za-z0-9_\-]{20,}|pass|secret|token|pwd", re.IGNORECASE)
+
+
+def secret_in_name(rel: str) -> bool:
+    """Whether a project-relative path holds a secret by its shape (``redact``, shapes only)."""
+    if not _NAME_HINT.search(rel):
+        return False
+    from contextware.redact import redact
+
+    return bool(redact(rel, library=False)[1])
+
+
 class SecretFiles:
     """Which project-relative paths are secret-bearing files (``SECRET_FILE_PATTERNS`` plus config).
 
@@ -341,6 +355,8 @@ class SecretFiles:
         self._allowed = _Globs(allowed)
 
     def __call__(self, rel: str) -> bool:
+        if secret_in_name(rel):
+            return True  # a token in a file's name: the name itself would carry it (into the index, to Gemini)
         lower = rel.lower()
         if lower.rpartition(".")[2] in _DOC_SUFFIXES and "." in lower.rpartition("/")[2].lstrip("."):
             return False

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError, load_json
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
-from contextware.redact import redact
+from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
@@ -95,8 +95,8 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
                 value = row.get(key)
                 if key in TIME_FIELDS:
                     value = iso(value)
-                elif key in TEXT_FIELDS and isinstance(value, str):
-                    clean, found = redact(value)
+                elif key in (*TEXT_FIELDS, "session_id") and isinstance(value, str):
+                    clean, found = redact(value, library=key != "session_id")
                     if clean != value:
                         value = clean
                         for k, v in found.items():
@@ -189,7 +189,7 @@ def _check_row(raw: Any) -> tuple[str, dict]:
         row["status"] = check_choice(row.get("status") or "active", ("active", "superseded"), "status")
     elif collection == "episodes":
         row["result"] = check_choice(row["result"], RESULTS, "result")
-        row["category"] = check_slug(row.get("category") or "general", "category")
+        row["category"] = refuse_secret_name(check_slug(row.get("category") or "general", "category") or "", "category")
     else:
         row["role"] = check_choice(row["role"], ROLES, "role")
         for key in ("chunk_index", "chunk_count"):
@@ -243,9 +243,10 @@ def parse_export(text: str) -> dict[str, list[dict]]:
 
 
 def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
-    for key in TEXT_FIELDS:
+    for key in (*TEXT_FIELDS, "session_id"):
         if isinstance(row.get(key), str):
-            clean, found = redact(row[key].strip())
+            ident = key == "session_id"  # an id: kept as it is, and only the shapes run on it
+            clean, found = redact(row[key] if ident else row[key].strip(), library=not ident)
             row[key] = clean
             for k, v in found.items():
                 redacted[k] = redacted.get(k, 0) + v

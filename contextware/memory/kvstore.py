@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
-from contextware.redact import redact_json
+from contextware.redact import redact_json, refuse_secret_name
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
 from contextware.system import write_atomic
@@ -72,7 +72,7 @@ def check_namespace(value: str | None, *, allow_all: bool = False) -> str:
             "or '-', starting with a letter or digit.",
             code="bad_namespace",
         )
-    return value
+    return refuse_secret_name(value, "The namespace")
 
 
 def check_key(value: str | None, *, allow_all: bool = False) -> str:
@@ -99,7 +99,7 @@ def check_key(value: str | None, *, allow_all: bool = False) -> str:
             f"The key {_show(value)} contains '*', which is reserved: --key '*' alone (with delete) means every key.",
             code="bad_key",
         )
-    return value
+    return refuse_secret_name(value, "The key")
 
 
 def record_id(namespace: str, key: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import FieldError, NotFoundError, UsageError
-from contextware.redact import redact
+from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
@@ -264,7 +264,7 @@ def save_episode(
     if result is None:
         raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
     outcome = check_choice(result, RESULTS, "--result")
-    cat = check_slug(category, "--category") or "general"
+    cat = refuse_secret_name(check_slug(category, "--category") or "general", "--category")
     topic_list = parse_topics(topics)
     body, redactions = _prepare(summary, "episode summary")
     goal_text, goal_redactions = redact(goal.strip())
@@ -308,6 +308,9 @@ def save_log(
     if role_v is None:
         raise UsageError("A log needs --role user or agent.", code="missing_role")
     body, redactions = _prepare(text, "log text")
+    session_id, found = redact(session_id, library=False)  # an id is stored and shown: no secret in it
+    for k, v in found.items():
+        redactions[k] = redactions.get(k, 0) + v
     if len(body) > int(project.config["max_log_chars"]):
         raise UsageError(
             f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long"
@@ -461,7 +464,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     if "result" in given:
         given["result"] = check_choice(given["result"], RESULTS, "--result")
     if "category" in given:
-        given["category"] = check_slug(given["category"], "--category")
+        given["category"] = refuse_secret_name(check_slug(given["category"], "--category") or "", "--category")
     if "role" in given:
         given["role"] = check_choice(given["role"], ROLES, "--role")
     if "status" in given:

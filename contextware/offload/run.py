@@ -72,7 +72,7 @@ def offload(
     """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
-    from contextware.offload.sources import build_stdin, read_file_texts, resolve_sources
+    from contextware.offload.sources import build_stdin, read_file_texts, redact_sent, resolve_sources
     from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
@@ -93,9 +93,34 @@ def offload(
         raise UsageError("Standard input contains NUL bytes; pipe text.", code="bad_content")
     topics = parse_topics(topic)
     model = _check_model(project, model)
+    # Gemini is given only redacted text, as a crawl's summaries: the prompt, the piped context and
+    # every file (the files are hashed as they are on disk, for the cache's staleness checks).
+    sent: dict[str, int] = {}
+    prompt = redact_sent(sent, prompt)
+    if stdin_text is not None:
+        stdin_text = redact_sent(sent, stdin_text)
     sources = resolve_sources(project, split_list(files), split_list(include_dirs), stdin_text)
-    texts = read_file_texts(sources)
+    texts = {path: redact_sent(sent, text) for path, text in read_file_texts(sources).items()}
     build_stdin(sources, texts)  # size check before anything is written
+    out = _dispatch(project, prompt, sources, texts, model, topics, refresh, session, feature, resume_id)
+    for kind, n in sent.items():  # what was masked, before sending and before storing
+        out.setdefault("redacted", {})
+        out["redacted"][kind] = out["redacted"].get(kind, 0) + n
+    return out
+
+
+def _dispatch(
+    project: "Project",
+    prompt: str,
+    sources: Any,
+    texts: dict[str, str],
+    model: str | None,
+    topics: list[str],
+    refresh: bool,
+    session: str | None,
+    feature: str | None,
+    resume_id: str | None,
+) -> dict[str, Any]:
     if session or feature or resume_id:
         from contextware.offload.sessions import offload_session
 

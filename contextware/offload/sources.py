@@ -6,6 +6,12 @@ Every file an answer depends on (the given files and the files under the given f
 project's ignore rules) is recorded with its mtime, size and sha256.  A later look-up stats them:
 an unchanged stat means unchanged content without reading it; a changed stat is settled by the
 content hash (a ``touch`` does not make an answer stale); a file added or removed under a folder does.
+
+An offload sends only what a crawl could index (``check_source``): every given file and folder must
+be inside the project (its real path, symlinks resolved), not ignored (``.gitignore``,
+``.contextwareignore``), not in the data dir or a VCS folder, and not a secret-bearing file
+(``SECRET_FILE_PATTERNS`` and the ``secret_files`` config, as a crawl); a refusal is a UsageError
+naming the path and why.  What is sent is redacted like a crawl's Gemini summaries (``redact_sent``).
 """
 
 from __future__ import annotations
@@ -126,16 +132,68 @@ def _locate(project: "Project", raw: str) -> Path:
     return there if there.exists() else here
 
 
+# Why a crawl leaves a path out, for the reasons that also keep it from Gemini: what a user or a
+# prompt-injected agent names must not carry secrets or anything from outside the project.  The other
+# built-in classes (lock files, build output, dependencies...) are left out of the index for being
+# noise, not for being private, so an offload may still send them.
+_REFUSED = {
+    "secrets": ("secret_file", "is a secret-bearing file (by the secret-file rules of the code index)"),
+    "ignored": ("ignored_file", "is ignored by the project's .gitignore"),
+    "contextwareignore": ("ignored_file", "is ignored by .contextwareignore"),
+    "data_dir": ("ignored_file", "is in Contextware's data folder"),
+    "vcs": ("ignored_file", "is version-control metadata"),
+}
+
+
+def check_source(project: "Project", rules: Any, flag: str, raw: str, path: Path, is_dir: bool) -> None:
+    """Refuse (UsageError) a given file or folder that a crawl would not read: outside the project
+    (by its real path), ignored, or secret.  Both the name as given and its real path are judged, so
+    a link named ``notes.txt`` to ``.env`` and one named ``x.env`` to a plain file are refused."""
+    real = path.resolve()
+    real_rel = rules.relative(real)
+    if real_rel is None:
+        raise UsageError(
+            f"{flag}: {raw} is outside the project ({project.root}); an offload sends only the project's files.",
+            code="outside_project",
+        )
+    given_rel = rules.relative(path)
+    for rel in dict.fromkeys(r for r in (given_rel, real_rel) if r):
+        reason = rules.reason(rel, is_dir)
+        if reason in _REFUSED:
+            code, why = _REFUSED[reason]
+            raise UsageError(f"{flag}: {raw} {why}; it is never sent to Gemini.", code=code)
+
+
+def _rules(project: "Project") -> Any:
+    from contextware.codeindex.files import IgnoreRules, restored_reasons
+
+    return IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
+
+
+def redact_sent(counts: dict[str, int], text: str) -> str:
+    """``text`` with its secrets masked (``redact.redact``), adding what was masked to ``counts``:
+    what goes to Gemini is redacted like a crawl's summaries."""
+    from contextware.redact import redact
+
+    clean, found = redact(text)
+    for kind, n in found.items():
+        counts[kind] = counts.get(kind, 0) + n
+    return clean
+
+
 def resolve_sources(
     project: "Project", files: Sequence[str] = (), include_dirs: Sequence[str] = (), extra: str | None = None
 ) -> Sources:
     """Check and stat the given files and folders (relative paths: to the working directory, else to
-    the project root).  Bad paths are a UsageError; nothing is read here."""
+    the project root).  Bad paths, and paths a crawl would not read (``check_source``), are a
+    UsageError; nothing is read here."""
     sources = Sources(extra=extra if extra and extra.strip() else None)
+    rules = _rules(project) if files or include_dirs else None
     for raw in files:
         path = _locate(project, raw)
         if not path.exists():
             raise UsageError(f"--files: {raw} does not exist.", code="file_not_found")
+        check_source(project, rules, "--files", raw, path, False)
         if not path.is_file():
             raise UsageError(f"--files: {raw} is not a file (give folders with --include-dirs).", code="not_a_file")
         if not os.access(path, os.R_OK):
@@ -151,6 +209,7 @@ def resolve_sources(
             raise UsageError(f"--include-dirs: {raw} does not exist.", code="dir_not_found")
         if not path.is_dir():
             raise UsageError(f"--include-dirs: {raw} is not a folder (give files with --files).", code="not_a_dir")
+        check_source(project, rules, "--include-dirs", raw, path, True)
         path = path.resolve()
         shown = _show(project, path)
         if shown in sources.dirs:
@@ -265,6 +324,8 @@ def read_file_texts(sources: Sources) -> dict[str, str]:
 def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> str | None:
     """The context Gemini gets on stdin (before the prompt): ``lead``, the piped context, then each
     file between delimiter lines carrying a random nonce.  None when there is nothing."""
+    from contextware.redact import redact_text
+
     parts = [lead.strip()] if lead.strip() else []
     if sources.extra:
         parts.append(escape_at(sources.extra.strip()))
@@ -278,7 +339,7 @@ def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> s
             body = escape_at(text.replace("\r\n", "\n"))
             if not body.endswith("\n"):
                 body += "\n"
-            shown = escape_at(path)
+            shown = escape_at(redact_text(path))  # a file's name can carry a secret too
             parts.append(f"===== FILE {nonce}: {shown} =====\n{body}===== END FILE {nonce}: {shown} =====")
     if not parts:
         return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +71,22 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+MAX_CONFIG_BYTES = 1024 * 1024  # far above any real config.json
+
+
 def load_config(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "config.json"
     config = dict(DEFAULTS)
     try:
+        # judged by its stat before it is opened: a named pipe or a device there would hang or
+        # never end every command and hook of the project
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path} is not a regular file of at most {MAX_CONFIG_BYTES // 1024} KB; fix it or delete it to "
+                "use the defaults.",
+                code="damaged_config",
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return config

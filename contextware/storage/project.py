@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError, disk_full, is_disk_full
+from contextware.private import private_umask
 from contextware.storage import layout
 from contextware.storage.config import load_config
 from contextware.system import contextware_home, relative_posix, write_atomic
@@ -45,6 +46,7 @@ class Project:
 
     @classmethod
     def open(cls, project_root: str | os.PathLike | None = None) -> "Project":
+        private_umask()  # what the process creates from now on is its user's alone (0600/0700)
         root = layout.resolve_project_root(project_root)
         data_dir = layout.resolve_data_dir(root)
         if data_dir.exists() and not data_dir.is_dir():
@@ -68,6 +70,7 @@ class Project:
     def ensure_data_dir(self) -> Path:
         """Create the data dir (with a .gitignore) on first write; refuse unwritable places."""
         created = not self.data_dir.exists()
+        private_umask()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             gitignore = self.data_dir / ".gitignore"

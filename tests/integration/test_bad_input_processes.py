@@ -119,7 +119,7 @@ CASES: list[tuple[str, str, tuple, Any, dict | None, str]] = [
         ("save", "--namespace", "n", "--key", "k", "--data", "@/dev/zero"),
         None,
         None,
-        "too_large",
+        "bad_data",  # a device is refused by its stat, before it is opened
     ),
     (
         "store-stdin-dev-zero",

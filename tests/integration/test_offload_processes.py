@@ -176,11 +176,12 @@ def test_binary_file_is_bad_input(fake_gemini, make_project):
 def test_secrets_are_redacted_before_storage(fake_gemini, make_project):
     project = make_project()
     out = offload(project, "Why does login with password=hunter2secret fail?")
-    assert out["redacted"] == {"password_assignment": 2}  # the prompt and its echo in the answer
-    assert "password=hunter2secret" in fake_gemini.calls()[0]["argv"][-1]  # Gemini gets the real prompt
+    assert out["redacted"] == {"password_assignment": 1}  # the prompt, masked before Gemini saw it
+    sent = fake_gemini.calls()[0]["argv"][-1]
+    assert "hunter2secret" not in sent and "password=[REDACTED:password_assignment]" in sent
     entry = _entries(project)[0]
     stored = [(entry / n).read_text() for n in ("metadata.json", "full_response.md", "summary.md")]
     stored.append(json.dumps(table_rows(project), default=str))
     assert all("hunter2secret" not in text for text in stored) and "[REDACTED:password_assignment]" in stored[1]
-    # the cache still finds it (the key is made from the prompt as given)
+    # the cache still finds it (the key is made from the prompt as sent)
     assert offload(project, "Why does login with password=hunter2secret fail?")["cached"] is True

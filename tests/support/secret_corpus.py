@@ -43,6 +43,10 @@ PRIVATE_KEY_BODY = "MIIEowIBAAKCAQEA7bq98" + "ZtYxWKqDkLbmXk0Hs3Ppq2ZvG"
 PGP_BODY = "lQOYBF8xN2QBCADP1a" + "Mx8Gv3kQ9ZyTRd2fLw"
 DOCSTRING_TOKEN = "ghp_" + "Doc5tr1ngT0kenAbCdEfGhIjKlMnOpQrStUv"
 ENVRC_TOKEN = "ghs_" + "EnvRcT0ken9a8b7c6d5e4f3g2h1i0jKLmNoP"
+DIGITALOCEAN = "dop_v1_" + "3b1f9c0d2e4a6b8c" * 4
+SAID_PASSWORD = "hunter2xyz-Adm1n"  # secrets said in words, not assigned
+SAID_TOKEN = "Qz7xLm2pVr9kTw4"
+SAID_KEY = "st4ging-K3y!42"
 
 PRIVATE_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{PRIVATE_KEY_BODY}\n-----END RSA PRIVATE KEY-----"
 PGP_KEY = f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{PGP_BODY}\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----"
@@ -75,6 +79,10 @@ INLINE = {
     "netrc": f"machine api.internal login deploy password {NETRC_PW}",
     "git_credentials": f"https://deploy:{GIT_CRED}@github.com",
     "tfvars": f'db_password = "{TF_PW}"',
+    "digitalocean": f"doctl auth init -t {DIGITALOCEAN}",
+    "said_password": f"the admin password is {SAID_PASSWORD} (ask before rotating)",
+    "said_token": f"token: {SAID_TOKEN}",
+    "said_secret_key": f"The secret key for staging was {SAID_KEY}.",
 }
 SECRETS = [
     AWS_ACCESS,
@@ -105,6 +113,10 @@ SECRETS = [
     PGP_BODY,
     DOCSTRING_TOKEN,
     ENVRC_TOKEN,
+    DIGITALOCEAN,
+    SAID_PASSWORD,
+    SAID_TOKEN,
+    SAID_KEY,
 ]
 
 # Secret-bearing files by their usual names: the code index must skip every one of them.

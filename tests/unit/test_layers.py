@@ -62,6 +62,8 @@ LAYERS: dict[str, float] = {
     "text": 1,
     "words": 1,
     "redact": 1,
+    "private": 1,  # file modes: private by default
+    "inputs": 1.5,  # the bounded reader of user-named files (uses system.read_limited)
     "fence": 2,
     "gemini": 2,
     "storage": 3,
@@ -186,7 +188,7 @@ def test_architecture_map_names_every_package_and_only_files_that_exist():
     text = (REPO / "ARCHITECTURE.md").read_text()
     packages = sorted(p.parent.name for p in (REPO / "contextware").glob("*/__init__.py"))
     assert [p for p in packages if f"`{p}/`" not in text] == []
-    assert set(LAYERS) - {"errors", "system", "text", "words", "redact", "fence"} == set(packages)
+    assert set(LAYERS) - {"errors", "system", "text", "words", "redact", "private", "inputs", "fence"} == set(packages)
     named = set(re.findall(r"contextware/[\w/]+\.py", text))
     assert named and [p for p in sorted(named) if not (REPO / p).is_file()] == []
 
