@@ -51,6 +51,7 @@ from contextware.storage.project import Project
 
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
+ECHOES = 0  # --echoes N: each question was also asked N times before, captured as logs
 LIMIT = 5
 CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
 RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0.01 let them swing by fold
@@ -88,7 +89,7 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
 
 def search(project: Project, query: str, qvec, plain=None) -> list[Candidate]:
     hits: list[Candidate] = []
-    for name in TABLES:
+    for name in TABLES + (("logs",) if ECHOES else ()):
         hits += search_table(project, name, query, qvec, RecallFilters().where(name), CANDIDATES, plain)
     return hits
 
@@ -128,7 +129,7 @@ def evaluate(
 ) -> dict:
     hits = [0, 0, 0]
     for q in questions:
-        order = [ids[i] for i in ranking(cands[q["q"]], method, q["q"], params, min_confidence)]
+        order = [ids.get(i, i) for i in ranking(cands[q["q"]], method, q["q"], params, min_confidence)]
         for j, k in enumerate((1, 3, 5)):
             hits[j] += bool(set(q["answers"]) & set(order[:k]))
     empty = sum(not ranking(cands[q["q"]], method, q["q"], params, min_confidence) for q in no_answer)
@@ -146,7 +147,7 @@ def supersession(cands: Cands, pairs: list[dict], ids: dict) -> dict:
     older one is not shown at all."""
     right = 0
     for p in pairs:
-        order = [ids[i] for i in ranking(cands[p["q"]], "hybrid", p["q"], min_confidence=0.0)]
+        order = [ids.get(i, i) for i in ranking(cands[p["q"]], "hybrid", p["q"], min_confidence=0.0)]
         right += bool(order) and order[0] == p["answer"] and p["superseded"] not in order
     return {"supersession_right": f"{right}/{len(pairs)}"}
 
@@ -188,6 +189,21 @@ def _gate_outcomes(cands: Cands, qs: list[dict], na: list[dict], ids: dict, para
         found = [ids[h.id] for h in order[:3]]
         out.append(("answers" in q, best, bool(set(q.get("answers", ())) & set(found))))
     return out
+
+
+def gate_auc(cands: Cands, qs: list[dict], na: list[dict], params: RecallParams = DEFAULT_PARAMS) -> float | None:
+    """ROC AUC of the best confidence as a test of "memory holds an answer": the chance that an
+    answerable question's best confidence is above an unanswerable one's (ties count half)."""
+    if not qs or not na:
+        return None
+
+    def best(q: dict) -> float:
+        judged = assign(fuse_all(cands[q["q"]], params), q["q"], params.confidence)
+        return max((h.confidence for h in judged), default=0.0)
+
+    yes, no = [best(q) for q in qs], [best(q) for q in na]
+    wins = sum((a > b) + 0.5 * (a == b) for a in yes for b in no)
+    return round(wins / (len(yes) * len(no)), 3)
 
 
 def cv_gate_curve(cands: Cands, qs: list[dict], na: list[dict], ids: dict, folds: int = 5) -> list[tuple]:
@@ -308,6 +324,14 @@ def main() -> None:
     )
     parser.add_argument("--split", default="test", choices=("test", "tune", "all"), help="split to report")
     parser.add_argument("--smoke", action="store_true", help="a quick run on a few items (the fast tests use it)")
+    parser.add_argument(
+        "--echoes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="each question was asked N times before (captured as user turns in N sessions); answers still "
+        "count only as the facts and episodes that hold them",
+    )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     if args.smoke:
@@ -326,6 +350,12 @@ def main() -> None:
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0
+        if args.echoes:
+            global ECHOES
+            ECHOES = args.echoes
+            for q in data["questions"] + data["no_answer"]:
+                for n in range(args.echoes):
+                    records.save_log(project, q["q"], session_id=f"asked-{n}", role="user")
         gates = {k: DEFAULTS[k] for k in ("recall_min_confidence", "hook_min_confidence")}
         if args.tune or args.tune_confidence:
             qs, na = pick(data["questions"], "tune"), pick(data["no_answer"], "tune")
@@ -345,6 +375,7 @@ def main() -> None:
     fusion = DEFAULT_PARAMS.fusion
     report = {
         "split": args.split,
+        "echoes": args.echoes,
         "questions": len(qs),
         "no_answer_questions": len(na),
         "memories": len(data["items"]),
@@ -361,6 +392,7 @@ def main() -> None:
         },
         "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["hook_min_confidence"]),
         "hybrid_ungated": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=0.0),
+        "gate_auc": gate_auc(hybrid, qs, na),
         "vector": evaluate(plain, qs, na, ids, "vector"),
         "bm25": evaluate(plain, qs, na, ids, "bm25"),
     }

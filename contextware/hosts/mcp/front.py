@@ -1,28 +1,18 @@
 """The MCP server's stdio front (``scripts/mcp_server.py``, ``contextware mcp``): standard library only.
 
-Hosts start the MCP server on every run and wait for ``initialize`` and ``tools/list`` before the
-turn (Gemini CLI does so on each ``gemini -p``), so those answers must cost a Python start and no
-more.  This front answers them from ``declared`` (what the SDK-based ``server`` declares,
-frozen; a test holds the two equal), answers ``ping``, the empty prompt and resource lists the
-declared capabilities promise, ignores notifications, and gives every line that is not JSON-RPC the
-JSON-RPC 2.0 answer (-32700 for text that is not JSON, -32600 for JSON that is not a message).
+Hosts start the server on every run and wait for ``initialize`` and ``tools/list`` (Gemini CLI on
+each ``gemini -p``), so those cost a Python start and no more: they are answered from ``declared``
+(the SDK ``server``'s declaration, frozen; a test holds the two equal), with ``ping``, the empty
+prompt and resource lists, and the JSON-RPC 2.0 error for any line that is not a message.
 
-A ``tools/call`` runs in a thread of its own (calls may overlap; an offload takes minutes):
+Each ``tools/call`` runs in a thread of its own.  Quick tools go to the project's resident service,
+which runs the same ``server.call_tool`` on its warm database and model; ``index_file``,
+``crawl_project``, ``offload`` and ``recall`` with ``refresh_stale`` run here (long, or they run
+Gemini CLI), as does everything when the service is off or cannot be had (``server`` is then
+imported once and stays warm).  When the service dies mid-call, a tool that is safe to repeat is
+run again here; any other answers ``service_died`` rather than risk doing it twice.
 
-- quick tools go to the project's resident service (``contextware.service``), which runs the very
-  same ``server.call_tool`` (the tool functions of ``tools``/``memory_tools`` behind
-  the SDK's argument validation) on its warm database and model;
-- ``index_file``, ``crawl_project``, ``offload`` and ``recall`` with ``refresh_stale`` run here
-  (long, or they run Gemini CLI with this process's environment), as do all calls when
-  ``CONTEXTWARE_SERVICE=off``, before the project has a data dir, or when no service can be had:
-  ``server`` is imported then, once, and stays warm in this process;
-- a service that dies mid-call: a tool that is safe to repeat (read-only or idempotent, as its
-  annotations say) is run again here; for any other the call answers ``service_died`` (whether it
-  took effect is unknown) rather than risk doing it twice.
-
-Only the protocol reaches stdout: fd 1 is kept for it and then pointed at stderr, so stray output
-of a library cannot corrupt the stream.  Handshake-era protocol versions only (an ``initialize``
-comes first), as every host speaks today.
+Only the protocol reaches stdout: fd 1 is kept for it and then pointed at stderr.
 """
 
 from __future__ import annotations

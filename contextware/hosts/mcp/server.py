@@ -1,27 +1,16 @@
-"""The MCP server's tools as the official SDK declares and runs them (``MCPServer``); hosts start the
-standard-library front ``front``, which answers discovery from ``declared`` (this module's
-declaration, frozen by running it: ``uv run python -m contextware.hosts.mcp.server``) and has each
-``tools/call`` run by ``call_tool`` here, in the resident service or in its own process.
+"""The MCP server's tools as the official SDK declares and runs them (``MCPServer``).  Hosts start
+the standard-library ``front``, which answers discovery from ``declared`` (this declaration, frozen
+by ``uv run python -m contextware.hosts.mcp.server``) and has each ``tools/call`` run by
+``call_tool`` here, in the resident service or in its own process.
 
-Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
-``recall.recall``, ``indexer.index_files``, ``run.offload``, ``kvstore.*``,
-``context.session_context`` in ``tools``; ``records.list_records|get|update|delete``,
-``history.history``, ``maintenance.stats`` and ``indexer.crawl`` in ``memory_tools``): argument
-validation stays there, so the codes match the CLI's.
+Each tool is a thin adapter (``tools``, ``memory_tools``) over the plain function the CLI calls,
+whose argument checks stay there so error codes match the CLI's.  A result is the dict the CLI
+prints, sent as structured content and as JSON text; a ``ContextwareError``, a wrong argument or an
+unknown tool becomes a tool error whose text is ``{"ok": false, "error": {...}}``.
 
-A result is the dict the CLI prints, ``{"ok": true, ...}``, sent both as structured content and as
-JSON text (``load_session_context`` sends its markdown briefing as the text by default).  A
-``ContextwareError`` becomes a tool error (``isError``) whose text is
-``{"ok": false, "error": {"code", "message"}}``; so do arguments of the wrong type, unknown
-arguments and unknown tools, which the SDK would otherwise report in its own words.
-
-The project is resolved on every call (``CONTEXTWARE_PROJECT_ROOT``, else the git top level of the
-caller's working directory, else that directory) and each project is opened once, so the database
-connection and the embedding model stay warm across calls.  The heavy libraries (lancedb, pyarrow,
-onnxruntime) load on the first tool call, never when the server is built.  Calls on one project are
-serialised (they take milliseconds once warm) except ``offload``, which can take minutes and runs
-alongside.  A storage failure reopens the project (tables deleted or rebuilt under a long-lived
-process) and tries the call once more.
+The project is resolved on every call and opened once, so the connection and the model stay warm;
+heavy libraries load on the first call.  Calls on one project are serialised, except ``offload``;
+a storage failure reopens the project and tries the call once more.
 """
 
 from __future__ import annotations

@@ -131,11 +131,13 @@ def combine(s: Signals, weights: ConfidenceWeights) -> float:
 
 def assign(hits: list[Hit], query: str, params: ConfidenceParams) -> list[Hit]:
     """Every candidate of one question with its ``confidence`` and ``signals``.  Files and
-    memories are scored on different scales, so each is judged among its own kind."""
+    memories are scored on different scales, so each is judged among its own kind; echoes of the
+    question (``fusion.is_echo``) among themselves, their confidence cut by ``echo_weight``."""
     out: dict[int, Hit] = {}
-    for group in (
-        [(i, h) for i, h in enumerate(hits) if h.collection != CODE_TABLE],
+    for group in (  # echoes apart: a question repeated must not rank above what may answer it
+        [(i, h) for i, h in enumerate(hits) if h.collection != CODE_TABLE and not h.echo],
         [(i, h) for i, h in enumerate(hits) if h.collection == CODE_TABLE],
+        [(i, h) for i, h in enumerate(hits) if h.echo],
     ):
         group_hits = [h for _, h in group]
         for (i, h), s in zip(group, signals(group_hits, query, params.gap_field), strict=True):

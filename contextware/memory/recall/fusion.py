@@ -5,6 +5,7 @@ and the parameters: the benchmarks call them with their own ``RecallParams``."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from contextware.memory.recall.params import FusionParams, RecallParams
@@ -19,10 +20,24 @@ def fuse(similarity: float | None, bm25: float, weight: float, half: float) -> f
     return (similarity if similarity is not None else 0.0) + lexical
 
 
+_ASKING = re.compile(
+    r"^\W*(what|how|why|where|when|which|who|whom|whose|can|could|should|shall|is|are|was|were|do|does|did|"
+    r"will|would|may|might|have|has|any|anything)\b",
+    re.I,
+)
+
+
 def is_echo(c: Candidate, f: FusionParams) -> bool:
-    """A captured user turn that says what the question says: it repeats the question, it does not
-    answer it (asking the same thing five times must not bury the memory that answers)."""
-    return c.collection == "logs" and c.row.get("role") == "user" and (c.relevance or 0.0) >= f.echo_similarity
+    """A captured user turn that asks rather than tells: a question (the one being asked now, said
+    again, or another one) or a turn that says what the question says.  It shows what was asked,
+    never what the answer is, so asking the same thing five times must not bury the memory that
+    answers it."""
+    if c.collection != "logs" or c.row.get("role") != "user":
+        return False
+    if (c.relevance or 0.0) >= f.echo_similarity:
+        return True
+    text = str(c.row.get("text") or "").strip()
+    return len(text) <= f.question_chars and (text.endswith("?") or bool(_ASKING.match(text)))
 
 
 def fuse_one(c: Candidate, params: RecallParams) -> float:
@@ -117,16 +132,20 @@ def gate(
         code = [h for h in hits if h.collection == CODE_TABLE]
         if code and code_gate and not _about_the_question(code, f):
             hits = [h for h in hits if h.collection != CODE_TABLE]
-        if not _relevant(hits, f.floor):
+        answers = [h for h in hits if not h.echo]  # a question repeated is not an answer to it
+        if not _relevant(answers, f.floor):
             return []
-        if code_gate and not any(h.confidence >= min_confidence for h in hits):
+        if code_gate and not any(h.confidence >= min_confidence for h in answers):
             return []  # nothing is likely enough to answer: an empty answer is the right one
         if margin is not None:  # files are ranked, not filtered
             best = max(h.score for h in hits)
             hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - margin]
     else:
         hits = [h for h in hits if h.score >= f.lexical_floor]
-    return _collapse_repeats(order(hits, f.tie))[:limit]
+    ordered = order(hits, f.tie)
+    # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
+    ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
+    return _collapse_repeats(ordered)[:limit]
 
 
 def select(

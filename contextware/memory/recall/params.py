@@ -29,8 +29,9 @@ class FusionParams:
     lexical_floor: float = 1e-9  # degraded mode (no vectors): any full-text match
     tie: float = 0.01  # scores this close are a tie, broken by recency (age never lowers a score)
     log_weight: float = 0.9  # a captured turn counts a little less than a curated fact or episode ...
-    echo_similarity: float = 0.8  # ... and a user's turn this close to the question only repeats it:
-    echo_weight: float = 0.5  # it answers nothing, so it counts half
+    echo_similarity: float = 0.8  # ... and a user's turn this close to the question, or a question
+    question_chars: int = 600  # of at most this length, asks rather than answers ("echo"):
+    echo_weight: float = 0.3  # it ranks after every answer and never makes a question answerable
 
     @property
     def code_scale(self) -> float:
