@@ -125,12 +125,14 @@ def load_json(text: str, bad: "Callable[[JSONDecodeError], ContextwareError]") -
     """``json.loads(text)``, or the error ``bad`` makes of the decode error (raised without the
     decoder's traceback).  ``bad`` names where the text is wrong, never quotes it: it may be a file's
     content."""
-    try:
-        import json  # here: every module imports this tree, few of them parse JSON
+    import json  # here: every module imports this tree, few of them parse JSON
 
+    try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise bad(exc) from None
+    except RecursionError:  # nested deeper than the parser's stack: as bad as broken JSON
+        raise bad(json.JSONDecodeError("nested too deeply", text[:0], 0)) from None
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:

@@ -59,15 +59,23 @@ def parse_since(raw: str) -> datetime:
 
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[rel.group(2)]
         try:
-            return utcnow() - timedelta(**{unit: int(rel.group(1))})
+            since = utcnow() - timedelta(**{unit: int(rel.group(1))})
         except (OverflowError, ValueError):
+            since = None
+        if since is None or since.year < 1970:
             raise UsageError(
-                f"--since {raw!r} reaches back before the year 1; give a smaller age such as 365d.", code="bad_since"
+                f"--since {raw!r} reaches back before 1970; give a smaller age such as 365d.", code="bad_since"
             ) from None
+        return since
     parsed = parse_iso(value)
     if parsed is None:
         raise UsageError(
             f"--since {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
+            code="bad_since",
+        )
+    if not 1970 <= parsed.year <= 9999 or parsed.year > utcnow().year + 1:
+        raise UsageError(
+            f"--since {raw!r} is out of range: give a date from 1970 to next year, or an age like 30d.",
             code="bad_since",
         )
     return parsed

@@ -123,6 +123,21 @@ def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the stdio loop ---------------------------------------------------------------------------------
+
+MAX_DEPTH = 64  # no tool's arguments nest this deep; deeper JSON is refused before any parser recurses
+
+
+def nesting(value: Any) -> int:
+    """How deeply a parsed JSON value nests (iteratively: a hostile message cannot exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
 class Front:
     """Reads JSON-RPC lines and writes one answer line per request (from several threads)."""
 
@@ -153,6 +168,12 @@ class Front:
             message = json.loads(line)
         except ValueError:
             self.fail(None, PARSE_ERROR, "Parse error: the line is not valid JSON.")
+            return
+        except RecursionError:  # nested past the parser's stack: refused, never a crash
+            self.fail(None, PARSE_ERROR, f"Parse error: the JSON is nested more than {MAX_DEPTH} levels deep.")
+            return
+        if nesting(message) > MAX_DEPTH:
+            self.fail(None, INVALID_REQUEST, f"Invalid Request: the JSON is nested more than {MAX_DEPTH} levels deep.")
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self.fail(None, INVALID_REQUEST, "Invalid Request: the JSON is not a JSON-RPC 2.0 message.")

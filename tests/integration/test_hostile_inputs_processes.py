@@ -1,0 +1,105 @@
+"""Hostile input through the real doors (the scripts as processes, the MCP server over stdio):
+each case ends in one clear sentence and the right exit code, never a traceback or internal_error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.repo import SCRIPTS
+
+DEEP = 100_000
+
+
+def _script(name: str, *args: str, cwd, env=None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / f"{name}.py"), *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "CONTEXTWARE_SERVICE": "off", **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    ("since", "code"),
+    [("0001-01-01", "bad_since"), ("9999-12-31", "bad_since"), ("99999999d", "bad_since"), ("1900-01-01", "bad_since")],
+)
+def test_dates_out_of_range_are_usage_errors(tmp_path, since, code):
+    out = _script("recall", "--query", "deploys", "--since", since, cwd=tmp_path)
+    body = json.loads(out.stdout)
+    assert out.returncode == 2 and body["error"]["code"] == code, out.stdout
+    assert b"Traceback" not in out.stderr
+
+
+def test_a_config_nested_too_deep_is_a_config_error(tmp_path):
+    data = tmp_path / "contextware_data"
+    data.mkdir()
+    (data / "config.json").write_text("[" * DEEP + "]" * DEEP)
+    out = _script("recall", "--query", "deploys", cwd=tmp_path)
+    body = json.loads(out.stdout)
+    assert out.returncode in (1, 2) and body["error"]["code"] != "internal_error", out.stdout
+    assert b"Traceback" not in out.stderr
+
+
+def test_an_import_line_nested_too_deep_names_the_line(tmp_path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"id": "fact-000000000001", "text": "x", "created_at": "2026-01-01T00:00:00Z", "deep": '
+        + "[" * 50_000
+        + "]" * 50_000
+        + "}\n"
+    )
+    out = _script("import", str(path), cwd=tmp_path)
+    body = json.loads(out.stdout)
+    assert out.returncode == 2 and body["error"]["code"] != "internal_error", out.stdout
+    assert "line 1" in body["error"]["message"].lower()
+
+
+def test_a_lone_surrogate_is_refused_through_the_mcp_server(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "mcp_server.py")],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "CONTEXTWARE_SERVICE": "off", "CONTEXTWARE_PROJECT_ROOT": str(tmp_path)},
+    )
+    try:
+        lines = [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ]
+        deep = (
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": '
+            + "[" * 5000
+            + "]" * 5000
+            + "}}}"
+        )
+        surrogate = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_fact", "arguments": {"content": "a \\ud800 b"}}}'
+        payload = "".join(json.dumps(m) + "\n" for m in lines) + deep + "\n" + surrogate + "\n"
+        out, err = proc.communicate(payload.encode(), timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    answers = {m.get("id"): m for m in map(json.loads, out.decode().splitlines())}
+    assert answers[None]["error"]["code"] in (-32600, -32700)  # the deep message: refused, the server lives on
+    result = answers[3]["result"]
+    assert result["isError"] is True
+    error = json.loads(result["content"][0]["text"])["error"]
+    assert error["code"] == "bad_encoding", error
+    assert b"Traceback" not in err
