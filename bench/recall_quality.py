@@ -199,7 +199,7 @@ def gate_auc(cands: Cands, qs: list[dict], na: list[dict], params: RecallParams 
 
     def best(q: dict) -> float:
         judged = assign(fuse_all(cands[q["q"]], params), q["q"], params.confidence)
-        return max((h.confidence for h in judged), default=0.0)
+        return max((h.confidence for h in judged if not h.echo), default=0.0)  # echoes never answer
 
     yes, no = [best(q) for q in qs], [best(q) for q in na]
     wins = sum((a > b) + 0.5 * (a == b) for a in yes for b in no)
