@@ -28,14 +28,12 @@ _ASKING = re.compile(
 
 
 def is_echo(c: Candidate, f: FusionParams) -> bool:
-    """A captured user turn that asks rather than tells: a question (the one being asked now, said
-    again, or another one) or a turn that says what the question says.  It shows what was asked,
-    never what the answer is, so asking the same thing five times must not bury the memory that
-    answers it."""
+    """A captured user turn that asks rather than tells: a question (the one asked now, said again,
+    or another).  It shows what was asked, never what the answer is, so asking the same thing five
+    times must not bury the memory that answers it.  A user's statement ("we moved the export to
+    S3") is kept as evidence, however close to the question."""
     if c.collection != "logs" or c.row.get("role") != "user":
         return False
-    if (c.relevance or 0.0) >= f.echo_similarity:
-        return True
     text = str(c.row.get("text") or "").strip()
     return len(text) <= f.question_chars and (text.endswith("?") or bool(_ASKING.match(text)))
 
@@ -48,10 +46,10 @@ def fuse_one(c: Candidate, params: RecallParams) -> float:
         return fuse_code(c.features, params.code) * f.code_scale
     if c.collection == CODE_TABLE:
         return fuse(c.similarity, c.bm25, f.code_bm25_weight, f.code_bm25_half) * f.code_scale
-    score = fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
     if c.collection == "logs":
-        score *= f.log_weight * (f.echo_weight if is_echo(c, f) else 1.0)
-    return score
+        score = fuse(c.similarity, c.bm25, f.log_bm25_weight, f.log_bm25_half)
+        return score * f.log_weight * (f.echo_weight if is_echo(c, f) else 1.0)
+    return fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
 
 
 def fuse_all(found: Sequence[Candidate], params: RecallParams) -> list[Hit]:
