@@ -178,7 +178,9 @@ def open_corpus(workspace: Path, *, crawl_again: bool = False, summarizer: str =
         files = _build(name, root)
     else:
         files = done["files"]
-    project = Project.open(root)
+    from contextware.settings import Settings
+
+    project = Project.open(root, Settings.from_env(os.environ))
     stats = None
     if done is None or crawl_again:
         t0 = time.perf_counter()

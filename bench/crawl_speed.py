@@ -69,12 +69,13 @@ def _new_corpus(tmp: Path) -> tuple[Path, list[str]]:
 def run_in_process(tmp: Path, run: int) -> tuple[dict, dict]:
     try:
         from contextware.codeindex.indexer import crawl
+        from contextware.settings import Settings
         from contextware.storage.project import Project
     except ImportError as exc:
         sys.exit(f"crawl_speed: cannot import contextware.codeindex.indexer.crawl ({exc}); the code index is needed.")
     os.environ["CONTEXTWARE_HOME"] = str(tmp / "home")
     root, files = _new_corpus(tmp)
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     times, counts = {}, {}
     for step in STEPS:
         if step == "5_changed":
@@ -115,11 +116,12 @@ def first_crawl_cost(tmp: Path, chunks: bool) -> dict:
     """CPU and wall seconds of one first crawl of a fresh copy of the corpus, with or without chunks."""
     import contextware.codeindex.chunks as chunking
     from contextware.codeindex.indexer import crawl
+    from contextware.settings import Settings
     from contextware.storage.project import Project
 
     os.environ["CONTEXTWARE_HOME"] = str(tmp / "home")
     root, _ = _new_corpus(tmp)
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     project.embedder.embed(["warm up"])  # the model loads once per process, not in either timing
     real = chunking.file_chunks
     if not chunks:

@@ -71,9 +71,10 @@ def cold(cmd_prefix: list[str], root: Path, runs: int) -> dict:
 def warm(root: Path, runs: int) -> dict:
     from contextware.memory import records
     from contextware.memory.recall import recall
+    from contextware.settings import Settings
     from contextware.storage.project import Project
 
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     recall(project, "warm up")
     saves, recalls = [], []
     for i in range(runs * 5):
@@ -96,9 +97,10 @@ def main() -> None:
         root = Path(tmp)
         os.environ["CONTEXTWARE_HOME"] = str(root / ".home")
         from contextware.memory import records
+        from contextware.settings import Settings
         from contextware.storage.project import Project
 
-        project = Project.open(root)
+        project = Project.open(root, Settings.from_env(os.environ))
         for i in range(args.memories):
             records.save_fact(
                 project, f"Seed fact {i}: service s{i} is owned by team t{i % 17} and deploys on day {i % 7}."

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contextware.memory import confidence as confidence_mod
 from contextware.memory import recall as recall_mod
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.config import DEFAULTS
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.project import Project
@@ -404,7 +405,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CONTEXTWARE_HOME"] = str(Path(tmp) / "home")
-        project = Project.open(tmp)
+        project = Project.open(tmp, Settings.from_env(os.environ))
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0

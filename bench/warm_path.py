@@ -114,6 +114,7 @@ def build_fixture(root: Path) -> None:
     from stdlib_corpus import build_corpus, select
 
     from contextware.codeindex.indexer import crawl
+    from contextware.settings import Settings
     from contextware.storage.project import Project
     from contextware.text import new_id, text_hash, utcnow
 
@@ -127,7 +128,7 @@ def build_fixture(root: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / "_all" / rel, dest)
     shutil.rmtree(root / "_all")
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     project.ensure_data_dir()
     now = utcnow()
     for start in range(0, FACTS, 1000):
@@ -194,7 +195,10 @@ def _service(root: Path, env: dict, action: str) -> dict:
     return json.loads(proc.stdout)
 
 
-SDK_SERVER = "from contextware.hosts.mcp_server import build_server; build_server().run('stdio')"
+SDK_SERVER = (
+    "import os; from contextware.hosts.mcp_server import build_server; from contextware.settings import Settings; "
+    "build_server(Settings.from_env(os.environ)).run('stdio')"
+)
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -9,7 +9,11 @@ holds the order):
     offload                 research handed to Gemini: sources, files, cache, sessions, table
     codeindex               which files count, summaries, the index writer, watch
     storage                 layout, config, Project, LanceDB, schemas, embeddings
-    gemini, redact, text, system, errors   shared helpers (standard library only, but for gemini)
+    gemini, redact, text, system, settings, errors   shared helpers (standard library only, but for gemini)
+
+``settings.Settings`` holds every environment variable the package reads; it is built once where a
+process enters the package (``cli.run``, the hook entry, the MCP front, the resident service for each
+request) and travels on ``Project`` or as a parameter.
 """
 
 __version__ = "0.1.0"

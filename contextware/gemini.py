@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import GeminiError, UsageError
-from contextware.system import Cancelled, contextware_home, run_in_group, write_atomic
+from contextware.system import Cancelled, run_in_group, write_atomic
 from contextware.text import cut_at_word
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
@@ -437,7 +437,7 @@ def run_gemini(
     if stdin_text is not None and len(stdin_text.encode("utf-8")) > MAX_STDIN_BYTES:
         raise GeminiError("The input for Gemini CLI is larger than its 8 MB limit.", code="input_too_large")
     exe = resolve_binary(binary)
-    env = dict(os.environ)
+    env = dict(os.environ)  # the child's environment (ours, as the user's own `gemini` would get)
     env.update(extra_env or {})
     limiter = None
     if state_dir is not None:
@@ -482,7 +482,7 @@ def list_sessions(
     extra_env: Mapping[str, str] | None = None,
 ) -> list[GeminiSession]:
     """The Gemini CLI sessions recorded for the project at ``cwd`` (oldest first)."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = _run(
         [resolve_binary(binary), "--skip-trust", "--list-sessions"], stdin_text=None, cwd=cwd, env=env, timeout=timeout
     )
@@ -503,7 +503,7 @@ def delete_session(
     extra_env: Mapping[str, str] | None = None,
 ) -> None:
     """Delete one session; the CLI always exits 0, so success is read from its output."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = _run(
         [resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
         stdin_text=None,
@@ -555,7 +555,7 @@ def run_cli(
     """Run ``gemini ARGS...`` (a management subcommand, not a prompt) with stdin from /dev/null, in its
     own process group, stopped after ``timeout`` seconds.  A non-zero exit is returned, not raised;
     a missing binary (``gemini_not_installed``) or a timeout (``timeout``) raise GeminiError."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = _run([resolve_binary(binary), *args], stdin_text=None, cwd=cwd, env=env, timeout=timeout)
     return CliRun(rc, out, err)
 
@@ -563,11 +563,11 @@ def run_cli(
 GEMINI_WORKDIR = "contextware-gemini-summaries"
 
 
-def gemini_workdir() -> Path:
+def gemini_workdir(home: Path) -> Path:
     """An empty working folder for Gemini calls that need no project (file summaries, summaries of
     answers): run in the project, Gemini CLI would add the project's file tree and GEMINI.md to every
-    request and list each call among the user's sessions."""
-    path = contextware_home() / GEMINI_WORKDIR
+    request and list each call among the user's sessions.  ``home``: ``system.contextware_home``."""
+    path = home / GEMINI_WORKDIR
     path.mkdir(parents=True, exist_ok=True)
     return path
 

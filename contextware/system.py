@@ -122,10 +122,9 @@ def stop_on_signals(stop: threading.Event) -> Callable[[], None]:
 
 
 # -- files --------------------------------------------------------------------------------------
-def contextware_home() -> Path:
-    """Per-user state: the registry of known projects."""
-    raw = os.environ.get("CONTEXTWARE_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".contextware"
+def contextware_home(home: str | None) -> Path:
+    """Per-user state: the registry of known projects.  ``home``: ``Settings.home``."""
+    return Path(home).expanduser() if home else Path.home() / ".contextware"
 
 
 def relative_posix(path: Path, root: Path) -> str:

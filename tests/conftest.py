@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from contextware.settings import Settings
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
 NETGUARD_DIR = Path(__file__).parent / "netguard"
@@ -91,7 +93,7 @@ def project_dir(tmp_path: Path) -> Path:
 def project(project_dir: Path) -> Any:
     from contextware.storage.project import Project
 
-    return Project.open(project_dir)
+    return Project.open(project_dir, Settings.from_env(os.environ))
 
 
 class ScriptResult:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from contextware.settings import Settings
+
 # Settings that keep tests fast: no summary calls unless a test asks, no back-off sleeps.
 TEST_CONFIG = {"offload_summarizer": "truncate", "offload_retry_backoff_s": 0, "summary_max_tokens": 60}
 
@@ -89,7 +91,7 @@ def make_project(tmp_path: Path):
 
     def _make(name: str = "proj", **config: Any) -> Project:
         root = write_sources(tmp_path / name)
-        project = Project.open(root)
+        project = Project.open(root, Settings.from_env(os.environ))
         project.config.update({**TEST_CONFIG, **config})
         return project
 

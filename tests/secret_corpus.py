@@ -7,7 +7,10 @@ the real Gemini CLI sends.  Shared by the unit tests, the integration tests and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from contextware.settings import Settings
 
 # The secret values themselves (what must never leak), built from parts so that this file is not
 # itself one long token.
@@ -153,7 +156,7 @@ def table_dump(root: Path) -> str:
 
     from contextware.storage.project import Project
 
-    db = Project.open(root).db
+    db = Project.open(root, Settings.from_env(os.environ)).db
     out = []
     for name in ("facts", "episodes", "logs", "code_index", "offloads", "kv"):
         table = db.open_table(name)

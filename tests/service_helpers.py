@@ -108,7 +108,9 @@ def services(project_dir: Path):
                 os.kill(pid, signal.SIGKILL)
     from contextware.service.protocol import endpoint
 
-    shutil.rmtree(endpoint(data_dir.resolve()).folder, ignore_errors=True)  # no runtime folder left in /tmp
+    shutil.rmtree(
+        endpoint(data_dir.resolve(), os.environ.get("XDG_RUNTIME_DIR")).folder, ignore_errors=True
+    )  # no runtime folder left in /tmp
 
 
 def write_config(project_dir: Path, **values) -> None:

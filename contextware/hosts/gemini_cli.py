@@ -28,6 +28,7 @@ from contextware.hosts.setup import (
     skill_text,
     sync_environment,
 )
+from contextware.settings import Settings
 from contextware.system import contextware_home, relative_posix
 from contextware.text import iso, utcnow
 
@@ -88,7 +89,7 @@ instructions; the user's current request wins.
 
 
 def extension_dir() -> Path:
-    return contextware_home() / "gemini-extension" / NAME
+    return contextware_home(Settings.from_env(os.environ).home) / "gemini-extension" / NAME
 
 
 def extension_files(runner: Runner) -> dict[str, str]:

@@ -22,34 +22,36 @@ from pathlib import Path
 from typing import Any
 
 from contextware.hosts import hooks
+from contextware.settings import Settings
 
 HOOK_TIMEOUT_S = 30.0
 
 
-def replay(entry: dict[str, Any]) -> None:
-    """Save one spooled event as the hook that spooled it would have (never raises)."""
+def replay(entry: dict[str, Any], settings: Settings) -> None:
+    """Save one spooled event as the hook that spooled it would have (never raises): with the
+    settings it sent (``settings``, the drainer's own, fills in what it did not)."""
     from contextware.service.context import caller_context
 
     stdin = entry.get("stdin")
     if not isinstance(stdin, str):
         return
-    env = entry.get("env") if isinstance(entry.get("env"), dict) else None
-    with caller_context(entry.get("cwd"), env):
-        hooks.run_hook(stdin)
+    env = entry.get("env")
+    with caller_context(entry.get("cwd")):
+        hooks.run_hook(stdin, settings.for_caller(env) if isinstance(env, dict) else settings)
 
 
-def _in_process(data: str, data_dir: Path | None, event: str) -> str:
+def _in_process(data: str, data_dir: Path | None, event: str, settings: Settings) -> str:
     if event in hooks.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
         from contextware.service import spool
 
-        try:
-            spool.drain(data_dir, replay)  # turns a missing service left behind, saved before this one
+        try:  # turns a missing service left behind, saved before this one
+            spool.drain(data_dir, lambda entry: replay(entry, settings))
         except OSError:
             pass
-    return hooks.run_hook(data)
+    return hooks.run_hook(data, settings)
 
 
-def answer(data: str) -> str:
+def answer(data: str, settings: Settings) -> str:
     """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
     from contextware.service import client, spool
 
@@ -58,24 +60,24 @@ def answer(data: str) -> str:
     except ValueError:
         payload = None
     if not isinstance(payload, dict):
-        return hooks.run_hook(data)  # reports the bad input in hooks.log
+        return hooks.run_hook(data, settings)  # reports the bad input in hooks.log
     event = str(payload.get("hook_event_name") or "")
     if event not in hooks.HANDLERS:
         return ""
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and os.path.isdir(cwd):
         os.chdir(cwd)  # the project is resolved from here, as a command run there would
-    data_dir = client.data_dir_for(None)
-    if client.mode() == "off" or data_dir is None or not data_dir.is_dir():
-        return _in_process(data, data_dir, event)
-    env = client.forwarded_env()
+    data_dir = client.data_dir_for(None, settings)
+    if client.mode(settings) == "off" or data_dir is None or not data_dir.is_dir():
+        return _in_process(data, data_dir, event, settings)
+    env = client.forwarded_env(settings)
     here = os.getcwd()
     if event in hooks.CAPTURE_EVENTS:
         try:
             spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
         except OSError:
-            return _in_process(data, data_dir, event)
-        ep = client.endpoint(data_dir)
+            return _in_process(data, data_dir, event, settings)
+        ep = client.endpoint(data_dir, settings.runtime_dir)
         try:
             try:
                 client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
@@ -84,13 +86,14 @@ def answer(data: str) -> str:
                     client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
                 client.start_detached(ep)  # it drains the spool as it starts
         except (client.Unavailable, client.ServiceUnsafe):
-            return _in_process("", data_dir, event)  # no service can be had: save the spool here
+            return _in_process("", data_dir, event, settings)  # no service can be had: save the spool here
         return ""
     try:
-        reply = client.call(data_dir, {"op": "hook", "stdin": data, "cwd": here, "env": env}, HOOK_TIMEOUT_S)
+        message = {"op": "hook", "stdin": data, "cwd": here, "env": env}
+        reply = client.call(data_dir, message, HOOK_TIMEOUT_S, settings)
     except client.Unavailable:
-        return hooks.run_hook(data)
-    return str(reply.get("stdout") or "") if reply.get("ok") else hooks.run_hook(data)
+        return hooks.run_hook(data, settings)
+    return str(reply.get("stdout") or "") if reply.get("ok") else hooks.run_hook(data, settings)
 
 
 def main() -> None:
@@ -103,7 +106,7 @@ def main() -> None:
         sys.stdout.write(f"contextware {__version__}\n")
         raise SystemExit(0)
     try:
-        out = answer(hooks.read_event())
+        out = answer(hooks.read_event(), Settings.from_env(os.environ))  # the hook's composition root
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextware.settings import Settings
     from contextware.storage.project import Project
 
 
@@ -269,11 +270,13 @@ HANDLERS = {
 }
 
 
-def _log_failure(event: str, exc: BaseException, project: "Project | None") -> None:
+def _log_failure(event: str, exc: BaseException, project: "Project | None", settings: "Settings") -> None:
     from contextware.system import contextware_home
 
     try:
-        where = project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home()
+        where = (
+            project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home(settings.home)
+        )
         where.mkdir(parents=True, exist_ok=True)
         import traceback  # only on failure: the hook process imports as little as it can
 
@@ -298,8 +301,9 @@ def with_host(stdin: str, host: str | None) -> str:
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
-def run_hook(stdin: str) -> str:
-    """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
+def run_hook(stdin: str, settings: "Settings") -> str:
+    """The hook's stdout for one event (empty when there is nothing to add), with the caller's
+    ``settings``.  Never raises."""
     event, project = "", None
     try:
         payload = json.loads(stdin) if stdin.strip() else {}
@@ -316,11 +320,11 @@ def run_hook(stdin: str) -> str:
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and os.path.isdir(cwd):
             os.chdir(cwd)  # resolve the project as a command run there would (git top level, ...)
-        project = Project.open()
+        project = Project.open(None, settings)
         out = handler(project, payload)
         return json.dumps(out, ensure_ascii=False) if out else ""
     except BaseException as exc:  # noqa: BLE001 - a memory hook must never break the turn
-        _log_failure(event, exc, project)
+        _log_failure(event, exc, project, settings)
         return ""
 
 
@@ -340,14 +344,3 @@ def read_event() -> str:
         data = ""
     args = sys.argv[1:]
     return with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
-
-
-def main() -> None:
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        sys.stdout.write(USAGE + "\n")
-        raise SystemExit(0)
-    out = run_hook(read_event())
-    if out:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    raise SystemExit(0)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from contextware.errors import ContextwareError, UsageError
 from contextware.hosts import settings_merge
+from contextware.settings import Settings
 from contextware.system import contextware_home, write_atomic
 
 NAME = "contextware"
@@ -259,7 +260,7 @@ def install_result(agent: str, action: str, scope: str, **fields) -> dict:
 
 
 def manifest_path() -> Path:
-    return contextware_home() / "install-manifest.json"
+    return contextware_home(Settings.from_env(os.environ).home) / "install-manifest.json"
 
 
 @contextmanager

@@ -423,7 +423,7 @@ def recall(
         from contextware.offload.table import registered_projects
 
         known = {project.root.resolve()}
-        for other in registered_projects():
+        for other in registered_projects(project.settings):
             if other.root.resolve() not in known:
                 known.add(other.root.resolve())
                 projects.append(other)

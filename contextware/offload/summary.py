@@ -74,13 +74,14 @@ def _use_gemini(project: "Project") -> bool:
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
     from contextware.gemini import gemini_workdir, run_gemini
+    from contextware.system import contextware_home
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
     result = run_gemini(
         prompt,
         stdin_text=stdin,
         model=model,
-        cwd=gemini_workdir(),
+        cwd=gemini_workdir(contextware_home(project.settings.home)),
         **gemini_options(project, timeout_key="gemini_timeout_s"),
     )
     return result.response.strip()

@@ -60,11 +60,10 @@ class Endpoint:
         return self.data_dir / "service.log"
 
 
-def runtime_base() -> Path:
-    """``$XDG_RUNTIME_DIR``, else ``/tmp``.  ``TMPDIR`` is not followed on purpose: callers of one
+def runtime_base(raw: str | None) -> Path:
+    """``$XDG_RUNTIME_DIR`` (``raw``: ``Settings.runtime_dir``), else ``/tmp``.  ``TMPDIR`` is not followed on purpose: callers of one
     project with different temp dirs (a host gives its hooks its own) must meet at one socket.  A
     runtime dir too long to hold a socket path (Linux allows 107 bytes) gives way to ``/tmp`` too."""
-    raw = os.environ.get("XDG_RUNTIME_DIR")
     if raw and os.path.isdir(raw) and len(os.fsencode(raw)) <= MAX_RUNTIME_BASE:
         return Path(raw)
     return Path("/tmp")
@@ -84,9 +83,10 @@ def _sha1(data: bytes = b"") -> Any:
     return sha1(data)
 
 
-def endpoint(data_dir: Path) -> Endpoint:
+def endpoint(data_dir: Path, runtime_dir: str | None) -> Endpoint:
+    """The service endpoint of ``data_dir``; ``runtime_dir``: ``Settings.runtime_dir``."""
     digest = _sha1(str(data_dir).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return Endpoint(data_dir, runtime_base() / f"contextware-{os.getuid()}-{digest}")
+    return Endpoint(data_dir, runtime_base(runtime_dir) / f"contextware-{os.getuid()}-{digest}")
 
 
 def _private(path: Path, st: os.stat_result, kind: str) -> None:

@@ -8,6 +8,7 @@ environment's console command, first on PATH in ``claude_env``)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.claude_fixtures import run_claude
 from tests.conftest import REPO, run_script
@@ -135,7 +137,7 @@ def _system_messages(fake_anthropic_api) -> str:
 
 
 def _logs(root: Path) -> list[dict]:
-    return records.list_records(Project.open(root), "logs", limit=100)["records"]
+    return records.list_records(Project.open(root, Settings.from_env(os.environ)), "logs", limit=100)["records"]
 
 
 @pytest.fixture

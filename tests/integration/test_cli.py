@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from contextware.settings import Settings
 from tests.conftest import REPO, run_script
 
 
@@ -79,7 +80,7 @@ def _rows(project_dir: Path) -> int:
     from contextware.memory import records
     from contextware.storage.project import Project
 
-    return records.list_records(Project.open(project_dir), limit=1000)["total"]
+    return records.list_records(Project.open(project_dir, Settings.from_env(os.environ)), limit=1000)["total"]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.errors import UsageError
 from contextware.gemini import gemini_ready
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import run_script
 from tests.fake_gemini_api import FakeGeminiAPI, Reply, fake_summary, fake_symbols, summaries_responder
@@ -60,10 +61,10 @@ def gemini_env(gemini_process_env: dict[str, str], gemini_bin: str, monkeypatch:
 def open_project(root: Path, files: dict[str, str], **config) -> Project:
     """Write ``files`` under root and ``config`` to ``<data_dir>/config.json``, then open the project."""
     make_tree(root, files)
-    data_dir = Project.open(root).data_dir
+    data_dir = Project.open(root, Settings.from_env(os.environ)).data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "config.json").write_text(json.dumps(config))
-    return Project.open(root)
+    return Project.open(root, Settings.from_env(os.environ))
 
 
 def expected_gemini(path: str, text: str) -> tuple[str, list[str]]:
@@ -294,7 +295,7 @@ def test_crawl_script_with_gemini_runs_the_cli_outside_the_project(
     assert data["ok"] is True and data["indexed_files"] == indexed and data["failed"] == 0
     assert data["summarizers"] == {"gemini": len(indexed)} and "gemini_error" not in data
     assert sorted(responder.paths) == indexed
-    assert set(summarizers(Project.open(project_dir)).values()) == {"gemini"}
+    assert set(summarizers(Project.open(project_dir, Settings.from_env(os.environ))).values()) == {"gemini"}
 
     sent = all_request_text(fake_gemini_api)
     assert marker not in sent  # GEMINI.md was neither indexed nor loaded as CLI context
@@ -358,4 +359,6 @@ def test_ctrl_c_stops_a_gemini_crawl_at_once_not_after_the_timeout(
     assert error["code"] == "interrupted" and "Traceback" not in err
     assert stopped_after < 8, stopped_after
     assert _summary_processes() == []
-    assert rows(Project.open(project_dir)) == {}  # nothing summarised locally behind the user's back
+    assert (
+        rows(Project.open(project_dir, Settings.from_env(os.environ))) == {}
+    )  # nothing summarised locally behind the user's back

@@ -4,6 +4,7 @@ and an interrupted crawl (real LanceDB, the real embedding model)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS, run_script
 from tests.unit.test_code_index import make_tree, rows
@@ -74,7 +76,7 @@ def test_concurrent_index_file_runs_leave_one_row_per_file(project_dir: Path):
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0, out + err
         assert json.loads(out)["ok"] is True
-    got = rows(Project.open(project_dir))
+    got = rows(Project.open(project_dir, Settings.from_env(os.environ)))
     assert set(got) == set(files)
 
 
@@ -97,7 +99,7 @@ def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
     while time.time() < deadline and proc.poll() is None:
         time.sleep(0.3)
         try:
-            kept = len(rows(Project.open(project_dir)))
+            kept = len(rows(Project.open(project_dir, Settings.from_env(os.environ))))
         except Exception:
             continue
         if kept:
@@ -108,9 +110,9 @@ def test_interrupted_crawl_keeps_finished_batches(project_dir: Path):
     assert proc.returncode == 130
     error = json.loads(out)["error"]
     assert error["code"] == "interrupted" and "Traceback" not in err
-    kept = len(rows(Project.open(project_dir)))
+    kept = len(rows(Project.open(project_dir, Settings.from_env(os.environ))))
     assert 0 < kept < len(files)
     assert kept == error["details"]["indexed"]
     rest = run_script("crawl_project", "--summarizer", "local", cwd=project_dir, timeout=240).json
     assert rest["indexed"] == len(files) - kept and rest["unchanged"] == kept
-    assert len(rows(Project.open(project_dir))) == len(files)
+    assert len(rows(Project.open(project_dir, Settings.from_env(os.environ)))) == len(files)

@@ -68,7 +68,7 @@ def test_after_agent_with_the_service_down_is_spooled_then_saved_once(project_di
     data_dir = _data_dir(project_dir)
     from contextware.service.protocol import check_folder, endpoint
 
-    ep = endpoint(data_dir.resolve())
+    ep = endpoint(data_dir.resolve(), os.environ.get("XDG_RUNTIME_DIR"))
     check_folder(ep, create=True)
     with open(ep.server_lock, "w") as held:  # a service that cannot start: the lock is taken
         fcntl.flock(held, fcntl.LOCK_EX)

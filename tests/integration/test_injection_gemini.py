@@ -6,6 +6,7 @@ CLI sends."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from contextware.codeindex.indexer import crawl
 from contextware.fence import has_injected
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests import secret_corpus as sc
 from tests.conftest import run_script
@@ -66,7 +68,7 @@ def test_a_multi_turn_session_stores_no_injected_block_and_the_answers_as_seen(
     sent = "\n".join(fake_gemini_api.chat_requests()[-1].texts())
     assert "contextware-memory" in sent and "releases are cut from the main branch" in sent
     # ... and none of it came back as a log: each log is the user's words or the answer as shown.
-    logs = records.list_records(Project.open(root), "logs", limit=100)["records"]
+    logs = records.list_records(Project.open(root, Settings.from_env(os.environ)), "logs", limit=100)["records"]
     by_role = {role: sorted(r["text"] for r in logs if r["role"] == role) for role in ("user", "agent")}
     assert by_role["user"] == sorted(p for p, _ in TURNS), logs
     assert by_role["agent"] == sorted(answers), logs

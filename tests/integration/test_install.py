@@ -19,6 +19,7 @@ import pytest
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import REPO, SCRIPTS, run_script
 
@@ -125,21 +126,35 @@ def test_project_merge_keeps_the_files_layout_and_a_replaced_mcp_server_comes_ba
     path = project_dir / ".gemini" / "settings.json"
     path.parent.mkdir()
     path.write_bytes(original.encode())
-    assert install("gemini", "project", project_root=str(project_dir), python=sys.executable)["changed"]
+    assert install(
+        "gemini",
+        "project",
+        project_root=str(project_dir),
+        python=sys.executable,
+        settings=Settings.from_env(os.environ),
+    )["changed"]
     raw = path.read_bytes().decode()
     if layout == "tabs-crlf":
         assert raw.endswith("}\r\n") and '\r\n\t"hooks": {' in raw and "\n" not in raw.replace("\r\n", "")
     else:
         assert "\n" not in raw and '"ui":{"theme":"Dracula"}' in raw
     assert json.loads(raw)["mcpServers"]["contextware"]["command"] == sys.executable
-    assert uninstall("gemini", "project", project_root=str(project_dir))["changed"]
+    assert uninstall("gemini", "project", project_root=str(project_dir), settings=Settings.from_env(os.environ))[
+        "changed"
+    ]
     assert path.read_bytes() == original.encode()
 
-    install("gemini", "project", project_root=str(project_dir), python=sys.executable)
+    install(
+        "gemini",
+        "project",
+        project_root=str(project_dir),
+        python=sys.executable,
+        settings=Settings.from_env(os.environ),
+    )
     edited = json.loads(path.read_text())
     edited["ui"]["theme"] = "GitHub"  # an edit after install: uninstall now removes only our entries
     path.write_text(json.dumps(edited))
-    uninstall("gemini", "project", project_root=str(project_dir))
+    uninstall("gemini", "project", project_root=str(project_dir), settings=Settings.from_env(os.environ))
     assert json.loads(path.read_text()) == {"ui": {"theme": "GitHub"}, **{k: v for k, v in mine.items() if k != "ui"}}
 
 
@@ -228,7 +243,9 @@ def _assert_memory_round_trip(project: Project, proc: subprocess.CompletedProces
     fences = re.findall(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", sent.replace("&lt;", "<").replace("&gt;", ">"), re.S)
     assert len(fences) == 2, sent[-3000:]  # the SessionStart briefing and the BeforeAgent recall
     assert all(FACT in fence for fence in fences)
-    logs = records.list_records(Project.open(project.root), "logs")["records"]  # AfterAgent saved the turn
+    logs = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), "logs")[
+        "records"
+    ]  # AfterAgent saved the turn
     assert any(r["role"] == "user" and PROMPT in r["text"] for r in logs)
 
 

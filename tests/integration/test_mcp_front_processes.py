@@ -178,7 +178,8 @@ _DYING_SERVICE = textwrap.dedent("""
     from pathlib import Path
     from contextware.resident.server import Service
     from contextware.service.protocol import receive
-    service = Service(Path(sys.argv[1]))
+    from contextware.settings import Settings
+    service = Service(Path(sys.argv[1]), Settings.from_env(os.environ))
     assert service.bind()
     print("ready", flush=True)
     conn, _ = service._listener.accept()

@@ -244,8 +244,10 @@ def test_heavy_libraries_load_on_the_first_tool_call_not_at_start(project_dir):
         import sys, anyio
         HEAVY = {HEAVY!r}
         heavy = lambda: sorted({{m.split('.')[0] for m in sys.modules if m.split('.')[0] in HEAVY}})
+        import os
         import contextware.hosts.mcp_server as m
-        server = m.build_server()
+        from contextware.settings import Settings
+        server = m.build_server(Settings.from_env(os.environ))
         from mcp import Client
         async def go():
             async with Client(server, mode="legacy") as client:

@@ -10,6 +10,7 @@ was written: no cache entry, no session turn, no row in the ``offloads`` table.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from contextware.errors import UsageError
 from contextware.offload.sources import resolve_sources
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import ScriptResult, run_script
 from tests.fake_gemini_api import Reply
@@ -27,7 +29,7 @@ from tests.offload_helpers import TEST_CONFIG, real_gemini, table_rows, write_so
 def _project(root: Path, **config) -> Project:
     """A project with a few sources and test settings in its config.json (read by the subprocess)."""
     write_sources(root)
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     project.data_dir.mkdir(parents=True, exist_ok=True)
     (project.data_dir / "config.json").write_text(json.dumps({**TEST_CONFIG, **config}))
     return project
@@ -40,7 +42,9 @@ def _offloads_written(project: Project) -> list[str]:
 
 
 def _offloads_table(project: Project):
-    return Project.open(project.root).db.open_table("offloads")  # a fresh handle: the subprocess wrote
+    return Project.open(project.root, Settings.from_env(os.environ)).db.open_table(
+        "offloads"
+    )  # a fresh handle: the subprocess wrote
 
 
 def _assert_clean_error(res: ScriptResult, exit_code: int, code: str) -> str:
@@ -129,7 +133,7 @@ def test_session_of_another_feature_is_feature_mismatch(real_gemini, tmp_path):
     sdir = project.data_dir / "offloads" / "sessions" / "auth"
     state_before = (sdir / "session.json").read_bytes()
     files_before = _offloads_written(project)
-    rows_before = sorted(r["id"] for r in table_rows(Project.open(project.root)))
+    rows_before = sorted(r["id"] for r in table_rows(Project.open(project.root, Settings.from_env(os.environ))))
     assert len(rows_before) == 2  # the turn and the session's synthesis
     chats_before = len(real_gemini.chat_requests())
 
@@ -151,7 +155,7 @@ def test_session_of_another_feature_is_feature_mismatch(real_gemini, tmp_path):
     assert len(real_gemini.chat_requests()) == chats_before  # Gemini was not called
     assert (sdir / "session.json").read_bytes() == state_before  # the session is untouched
     assert _offloads_written(project) == files_before
-    assert sorted(r["id"] for r in table_rows(Project.open(project.root))) == rows_before
+    assert sorted(r["id"] for r in table_rows(Project.open(project.root, Settings.from_env(os.environ)))) == rows_before
 
 
 # ---------------------------------------------------------------- too_many_files
@@ -194,7 +198,7 @@ def test_include_dirs_over_the_configured_limit_counts_every_folder(real_gemini,
     assert not (project.data_dir / "locks").exists()  # refused before any lock was taken
 
     # the boundary: exactly the limit is accepted, one more is refused (no Gemini call either way)
-    project = Project.open(project.root)
+    project = Project.open(project.root, Settings.from_env(os.environ))
     src, docs = str(project.root / "src"), str(project.root / "docs")
     assert len(resolve_sources(project, [], [src]).dir_files) == 2
     project.config["offload_max_source_files"] = 3
@@ -207,7 +211,7 @@ def test_include_dirs_over_the_configured_limit_counts_every_folder(real_gemini,
 
 def test_overlapping_include_dirs_count_each_file_once(tmp_path):
     project = _project(tmp_path / "proj", offload_max_source_files=3)  # the project holds 3 source files
-    project = Project.open(project.root)
+    project = Project.open(project.root, Settings.from_env(os.environ))
     root = str(project.root)
     assert len(resolve_sources(project, [], [root]).tracked) == 3
     # the root and src, a folder inside it, cover the same 3 files: within the limit

@@ -7,9 +7,11 @@ secrets an older version would have stored."""
 from __future__ import annotations
 
 import json
+import os
 
 from contextware.offload.run import offload
 from contextware.offload.sync import sync
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests import secret_corpus as sc
 from tests.conftest import run_script
@@ -51,7 +53,7 @@ def test_repair_rescrubs_offload_files_written_before_redaction(fake_gemini, mak
     repaired = run_script("memory", "repair", cwd=project.root)
     assert repaired.returncode == 0, repaired.stdout
     assert repaired.json["secrets_scrubbed"]["offload_files"] == 6, repaired.json
-    project = Project.open(project.root)
+    project = Project.open(project.root, Settings.from_env(os.environ))
     after = _offload_text(project)
     assert [s for s in PLANTED if s in after] == []
     assert "[REDACTED:" in (entry / "full_response.md").read_text()
@@ -63,5 +65,7 @@ def test_repair_rescrubs_offload_files_written_before_redaction(fake_gemini, mak
     version = project.db.open_table("offloads").version
     again = run_script("memory", "repair", cwd=project.root)
     assert again.json["secrets_scrubbed"]["offload_files"] == 0
-    assert Project.open(project.root).db.open_table("offloads").version == version  # not rebuilt again
-    assert _offload_text(Project.open(project.root)) == after
+    assert (
+        Project.open(project.root, Settings.from_env(os.environ)).db.open_table("offloads").version == version
+    )  # not rebuilt again
+    assert _offload_text(Project.open(project.root, Settings.from_env(os.environ))) == after

@@ -7,6 +7,7 @@ after our state is lost.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -15,6 +16,7 @@ from contextware import gemini
 from contextware.errors import UsageError
 from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.fake_gemini_api import Reply
 from tests.offload_helpers import make_project, real_gemini, table_rows, user_text  # noqa: F401
@@ -127,7 +129,7 @@ def test_recovery_after_state_is_lost_and_unknown_ids_start_fresh(real_gemini, m
     sid = one["gemini_session_id"]
     shutil.rmtree(project.data_dir)  # our state is gone; Gemini CLI still has the session
     config = project.config
-    project = Project.open(project.root)
+    project = Project.open(project.root, Settings.from_env(os.environ))
     project.config.update(config)
 
     two = offload(project, "How often is it rebuilt?", feature="search")

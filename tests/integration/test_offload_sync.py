@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from contextware.offload.run import offload, registered_projects, sessions_command
 from contextware.offload.sync import sync
 from contextware.offload.table import offload_where
+from contextware.settings import Settings
 from tests.conftest import SCRIPTS, run_script
 from tests.offload_helpers import fake_gemini, make_project, table_rows  # noqa: F401
 
@@ -183,10 +185,10 @@ def test_registered_projects_lists_every_project(fake_gemini, make_project):
     one, two = make_project("one"), make_project("two")
     offload(one, "Question in one?")
     offload(two, "Question in two?")
-    roots = [p.root for p in registered_projects()]
+    roots = [p.root for p in registered_projects(Settings.from_env(os.environ))]
     assert roots == sorted([one.root, two.root])
     shutil.rmtree(two.root)
-    assert [p.root for p in registered_projects()] == [one.root]
+    assert [p.root for p in registered_projects(Settings.from_env(os.environ))] == [one.root]
 
 
 # ---------------------------------------------------------------- recall wiring (contextware.memory.recall)

@@ -74,10 +74,11 @@ def test_memory_on_s3_uri(s3_server, project_dir):
 # One process of the concurrency tests: its own data dir (so its own lock folder), the shared
 # s3:// database, N saves in a row; prints the ids it got.
 _SAVER = """
-import json, sys
+import json, os, sys
 from contextware.memory.records import save_fact
+from contextware.settings import Settings
 from contextware.storage.project import Project
-project = Project.open(sys.argv[1])
+project = Project.open(sys.argv[1], Settings.from_env(os.environ))
 ids = []
 for text in sys.argv[2:]:
     ids.append(save_fact(project, text)["id"])

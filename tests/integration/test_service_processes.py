@@ -33,7 +33,7 @@ from tests.service_helpers import (
 def _endpoint(project_dir: Path):
     from contextware.service.protocol import endpoint
 
-    return endpoint((project_dir / "contextware_data").resolve())
+    return endpoint((project_dir / "contextware_data").resolve(), os.environ.get("XDG_RUNTIME_DIR"))
 
 
 def test_started_on_demand_answers_like_in_process_and_stops(project_dir, services):

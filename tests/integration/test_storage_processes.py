@@ -3,12 +3,14 @@ long-lived connection that must see other processes' writes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from contextware.memory import records
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.unit.test_storage import WRITER
 
@@ -33,7 +35,7 @@ def _ids(project: Project, table: str = "facts") -> list[str]:
 
 def test_eight_processes_saving_25_facts_each_leave_exactly_200_rows(project_dir):
     _spawn_writers(project_dir, workers=8, count=25, same=False)
-    project = Project.open(project_dir)
+    project = Project.open(project_dir, Settings.from_env(os.environ))
     ids = _ids(project)
     assert len(ids) == 200 and len(set(ids)) == 200
     texts = set(project.db.open_table("facts").to_arrow().column("text").to_pylist())
@@ -42,7 +44,13 @@ def test_eight_processes_saving_25_facts_each_leave_exactly_200_rows(project_dir
 
 def test_concurrent_exact_duplicates_are_saved_once(project_dir):
     _spawn_writers(project_dir, workers=4, count=4, same=True)
-    texts = Project.open(project_dir).db.open_table("facts").to_arrow().column("text").to_pylist()
+    texts = (
+        Project.open(project_dir, Settings.from_env(os.environ))
+        .db.open_table("facts")
+        .to_arrow()
+        .column("text")
+        .to_pylist()
+    )
     assert sorted(texts) == sorted(f"Shared rule {i}: never push to main." for i in range(4))
 
 

@@ -9,11 +9,13 @@ table gets no new version."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
 
 from contextware.memory import kvstore
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
 from tests.unit.test_store_limits import MAX_BYTES, OLD_DOC, _full_store, _snapshot, _value
@@ -26,7 +28,9 @@ def _version(project: Project) -> int:
 
 
 def _rows_at(project: Project, version: int) -> dict[str, str]:
-    table = Project.open(project.root).db.open_table(KV_TABLE)  # its own handle: checkout pins it
+    table = Project.open(project.root, Settings.from_env(os.environ)).db.open_table(
+        KV_TABLE
+    )  # its own handle: checkout pins it
     table.checkout(version)
     return {r["id"]: r["data"] for r in table.to_arrow().to_pylist()}
 

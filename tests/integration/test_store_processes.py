@@ -4,11 +4,13 @@ concurrent savers that keep the limit without losing or duplicating rows."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 from contextware.memory import kvstore
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
 from tests.unit.test_store import WRITER, _project, _rows
@@ -52,7 +54,7 @@ def test_script_errors_exit_2_and_write_nothing(script, project_dir):
 
 
 def test_load_does_not_import_the_embedding_model(project_dir):
-    kvstore.save(Project.open(project_dir), "ns", "k", {"a": 1})
+    kvstore.save(Project.open(project_dir, Settings.from_env(os.environ)), "ns", "k", {"a": 1})
     code = textwrap.dedent(f"""
         import runpy, sys
         sys.argv = [{str(SCRIPTS / "store.py")!r}, "load", "--namespace", "ns", "--key", "k"]
@@ -85,7 +87,7 @@ def test_concurrent_saves_keep_the_limit_without_losing_or_duplicating_rows(proj
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, err[-3000:]
         evicted += json.loads(out)
-    project = Project.open(project_dir)
+    project = Project.open(project_dir, Settings.from_env(os.environ))
     ids = [r["id"] for r in _rows(project)]
     assert len(ids) == 50 and len(set(ids)) == 50
     survivors = {i.split("/", 1)[1] for i in ids}

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.conftest import SCRIPTS
 from tests.unit.test_watch import indexed
@@ -67,7 +68,7 @@ def test_watch_reindexes_changes_removes_deletions_and_stops_cleanly(project_dir
     (project_dir / "app.py").write_text("def first():\n    pass\n")
     (project_dir / "gone.py").write_text("def doomed():\n    pass\n")
     (project_dir / ".gitignore").write_text("ignored/\n")
-    crawl(Project.open(project_dir), summarizer="local")
+    crawl(Project.open(project_dir, Settings.from_env(os.environ)), summarizer="local")
     w = Watcher(project_dir)
     try:
         w.wait_for("watching")
@@ -123,7 +124,7 @@ def test_watch_follows_folders_moved_out_of_and_into_the_project(project_dir: Pa
     (pkg / "sub").mkdir()
     (pkg / "sub" / "two.py").write_text("def two():\n    pass\n")
     (project_dir / "keep.py").write_text("def keep():\n    pass\n")
-    crawl(Project.open(project_dir), summarizer="local")
+    crawl(Project.open(project_dir, Settings.from_env(os.environ)), summarizer="local")
     outside = project_dir.parent / "elsewhere"
     arriving = project_dir.parent / "arriving"
     arriving.mkdir()

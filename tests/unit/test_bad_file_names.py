@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from contextware.codeindex.indexer import crawl, index_files
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 
@@ -29,7 +30,7 @@ def test_names_that_are_not_utf8_are_skipped_counted_and_warned(project_dir: Pat
     if git:
         subprocess.run(["git", "init", "-q", str(project_dir)], check=True)
     _plant(project_dir)
-    report = crawl(Project.open(project_dir), summarizer="local")
+    report = crawl(Project.open(project_dir, Settings.from_env(os.environ)), summarizer="local")
     assert report["indexed_files"] == ["good.py"]
     assert report["skipped_reasons"]["name_not_utf8"] == 2
     shown = sorted(s["path"] for s in report["skipped_files"] if s["reason"] == "name_not_utf8")
@@ -42,6 +43,6 @@ def test_names_that_are_not_utf8_are_skipped_counted_and_warned(project_dir: Pat
 def test_index_file_given_such_a_name_skips_it(project_dir: Path, capsys):
     _plant(project_dir)
     name = os.fsdecode(os.fsencode(project_dir) + b"/bad_\xff\xfe.py")
-    report = index_files(Project.open(project_dir), [name], summarizer="local")
+    report = index_files(Project.open(project_dir, Settings.from_env(os.environ)), [name], summarizer="local")
     assert report["indexed"] == 0 and report["skipped_reasons"] == {"name_not_utf8": 1}
     assert "not valid UTF-8" in capsys.readouterr().err

@@ -5,14 +5,16 @@ save, supersession, deletion or threshold change is in the next briefing."""
 from __future__ import annotations
 
 import json
+import os
 
 from contextware.memory import records
 from contextware.memory.briefing import session_context
+from contextware.settings import Settings
 from contextware.storage.project import Project, forget_open_projects
 
 
 def _brief(project: Project) -> dict:
-    return session_context(Project.open(project.root), 4000)
+    return session_context(Project.open(project.root, Settings.from_env(os.environ)), 4000)
 
 
 def test_the_next_briefing_sees_every_change_and_reuses_nothing_stale(project: Project, monkeypatch):
@@ -20,7 +22,7 @@ def test_the_next_briefing_sees_every_change_and_reuses_nothing_stale(project: P
     # monkeypatch puts back "no cache" afterwards, so later tests open their projects afresh.
     monkeypatch.setattr("contextware.storage.project._open_projects", {})
     try:
-        project = Project.open(project.root)
+        project = Project.open(project.root, Settings.from_env(os.environ))
         old = records.save_fact(project, "Deploy on Fridays.", kind="constraint")
         records.save_episode(
             project, "Timed out on the locked table.", goal="Run the invoice migration", result="failure", category="db"

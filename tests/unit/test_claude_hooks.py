@@ -5,12 +5,14 @@ Transcript lines are shaped as Claude Code 2.1.328 writes them (DESIGN.md, "Clau
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from contextware.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.hosts.claude_transcript import last_prompt, turns
 from contextware.hosts.hooks import run_hook, with_host
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
@@ -67,25 +69,42 @@ def test_the_transcript_gives_the_last_typed_prompt_not_tool_results_or_meta_lin
 
 def test_user_prompt_submit_answers_under_its_own_event_name(project: Project):
     records.save_fact(project, FACT, kind="constraint")
-    out = json.loads(run_hook(event("UserPromptSubmit", project.root, prompt="Can I deploy on Friday?")))
+    out = json.loads(
+        run_hook(
+            event("UserPromptSubmit", project.root, prompt="Can I deploy on Friday?"), Settings.from_env(os.environ)
+        )
+    )
     spec = out["hookSpecificOutput"]
     assert spec["hookEventName"] == "UserPromptSubmit"
     assert spec["additionalContext"].startswith(FENCE_OPEN) and FACT in spec["additionalContext"]
-    assert run_hook(event("UserPromptSubmit", project.root, prompt="what is the capital of Australia?")) == ""
+    assert (
+        run_hook(
+            event("UserPromptSubmit", project.root, prompt="what is the capital of Australia?"),
+            Settings.from_env(os.environ),
+        )
+        == ""
+    )
 
 
 def test_stop_saves_the_turn_once_with_the_prompt_from_the_transcript(project: Project, tmp_path: Path):
     (project.root / ".git").mkdir()
     path = write_transcript(tmp_path / "t.jsonl", "Can I deploy on Friday?", "No: Monday to Thursday.")
     stop = event("Stop", project.root, transcript_path=str(path), last_assistant_message="No: Monday to Thursday.")
-    assert run_hook(stop) == ""
-    assert run_hook(stop.replace('"Stop"', '"Stop", "stop_hook_active": true')) == ""  # fired again: no copy
+    assert run_hook(stop, Settings.from_env(os.environ)) == ""
+    assert (
+        run_hook(stop.replace('"Stop"', '"Stop", "stop_hook_active": true'), Settings.from_env(os.environ)) == ""
+    )  # fired again: no copy
     logs = records.list_records(project, "logs")["records"]
     assert sorted((r["role"], r["text"]) for r in logs) == [
         ("agent", "No: Monday to Thursday."),
         ("user", "Can I deploy on Friday?"),
     ]
-    assert run_hook(event("PreCompact", project.root, transcript_path=str(path), trigger="auto")) == ""
+    assert (
+        run_hook(
+            event("PreCompact", project.root, transcript_path=str(path), trigger="auto"), Settings.from_env(os.environ)
+        )
+        == ""
+    )
     logs = records.list_records(project, "logs")["records"]
     assert len(logs) == 4  # the older turn was not logged yet; this turn is not logged twice
 
@@ -95,7 +114,9 @@ def test_the_session_start_note_names_the_tools_of_this_host(project: Project):
     start = event("SessionStart", project.root, source="startup")
 
     def note(host: str | None) -> str:
-        ctx = json.loads(run_hook(with_host(start, host)))["hookSpecificOutput"]["additionalContext"]
+        ctx = json.loads(run_hook(with_host(start, host), Settings.from_env(os.environ)))["hookSpecificOutput"][
+            "additionalContext"
+        ]
         return ctx.split(FENCE_CLOSE, 1)[1]
 
     assert "`mcp__contextware__recall`" in note("claude")

@@ -5,6 +5,7 @@ and a transcript that never catches up costs a bounded wait."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from contextware.hosts.claude_transcript import prompt_of_turn
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 
@@ -69,7 +71,7 @@ def test_stop_before_the_transcript_exists_stores_both_sides_once(project: Proje
         "hook_event_name": "Stop",
         "last_assistant_message": "No: Monday to Thursday.",
     }
-    assert run_hook(json.dumps(stop)) == ""
+    assert run_hook(json.dumps(stop), Settings.from_env(os.environ)) == ""
     writer.join()
     logs = records.list_records(project, "logs")["records"]
     assert sorted((r["role"], r["text"]) for r in logs) == [

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from contextware.codeindex.indexer import crawl
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 TREE = {
@@ -40,7 +41,7 @@ def make_tree(root: Path, files: dict[str, str] = TREE) -> None:
 
 
 def rows(project: Project) -> dict[str, dict]:
-    table = Project.open(project.root).db.open_table("code_index")
+    table = Project.open(project.root, Settings.from_env(os.environ)).db.open_table("code_index")
     if table is None:
         return {}
     out = {}
@@ -56,7 +57,7 @@ def rows(project: Project) -> dict[str, dict]:
 
 
 def code(project: Project, query: str, **kw) -> list[dict]:
-    return recall(Project.open(project.root), query, scope="code", **kw)["results"]
+    return recall(Project.open(project.root, Settings.from_env(os.environ)), query, scope="code", **kw)["results"]
 
 
 def test_crawl_indexes_every_language_and_recall_finds_files(project: Project):
@@ -123,7 +124,7 @@ def test_skips_binary_large_and_ignored_files_with_reasons(project: Project):
     (project.root / "blob.dat").write_bytes(b"\x00\x01\x02binary")
     project.ensure_data_dir()
     (project.data_dir / "config.json").write_text(json.dumps({"max_file_bytes": 1000}))
-    out = crawl(Project.open(project.root), summarizer="local")
+    out = crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert out["indexed_files"] == ["a.py"]
     reasons = {s["path"]: s["reason"] for s in out["skipped_files"]}
     assert reasons == {"big.py": "too_large", "blob.dat": "binary"}
@@ -131,7 +132,7 @@ def test_skips_binary_large_and_ignored_files_with_reasons(project: Project):
 
     # a file that grows past the limit leaves the index
     (project.root / "a.py").write_text("z = 3\n" * 400)
-    out = crawl(Project.open(project.root), summarizer="local")
+    out = crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert out["removed_files"] == ["a.py"] and rows(project) == {}
 
 
@@ -154,14 +155,23 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
     assert hit["file_path"] == "src/http_client.py" and hit["stale"] is True
     assert hit["note"] == "[STALE] File changed since it was indexed; read it directly."
 
-    fresh = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", refresh_stale=True)
+    fresh = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "retry HTTP requests with backoff",
+        scope="code",
+        refresh_stale=True,
+    )
     assert fresh["refreshed"] == ["src/http_client.py"]
     top = fresh["results"][0]
     assert top["stale"] is False and "circuit_breaker" in top["symbols"]
 
-    exact = recall(Project.open(project.root), "retry HTTP requests with backoff", scope="code", mode="exact", limit=2)[
-        "results"
-    ]
+    exact = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "retry HTTP requests with backoff",
+        scope="code",
+        mode="exact",
+        limit=2,
+    )["results"]
     assert exact[0]["content"] == client.read_text()
 
     (project.root / "src/models.py").unlink()
@@ -183,7 +193,9 @@ def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: P
     query = "retry HTTP requests with backoff"
     hit = next(
         h
-        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        for h in recall(Project.open(project.root, Settings.from_env(os.environ)), query, scope="code", mode="exact")[
+            "results"
+        ]
         if h["file_path"] == "src/http_client.py"
     )
     assert "content" not in hit and "excerpts" not in hit and "BACKING OFF" not in json.dumps(hit)
@@ -196,7 +208,9 @@ def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: P
     os.utime(client, ns=(st.st_atime_ns, st.st_mtime_ns))
     hit = next(
         h
-        for h in recall(Project.open(project.root), query, scope="code", mode="exact")["results"]
+        for h in recall(Project.open(project.root, Settings.from_env(os.environ)), query, scope="code", mode="exact")[
+            "results"
+        ]
         if h["file_path"] == "src/http_client.py"
     )
     assert hit["content"] == original and hit["stale"] is False
@@ -208,7 +222,11 @@ def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project
     make_tree(project.root, {**TREE, "big_module.py": '"""Accounting helpers."""\n' + filler + target + filler})
     crawl(project, summarizer="local")
     hit = recall(
-        Project.open(project.root), "reconcile bank entries with the ledger", scope="code", mode="exact", max_chars=1500
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "reconcile bank entries with the ledger",
+        scope="code",
+        mode="exact",
+        max_chars=1500,
     )["results"][0]
     assert "content" not in hit
     assert hit["excerpts"] and sum(len(e["text"]) for e in hit["excerpts"]) <= 1500
@@ -226,18 +244,24 @@ def test_all_scope_mixes_code_and_memory(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
     save_fact(project, "Invoices are immutable once sent; corrections are credit notes.", kind="decision")
-    hits = recall(Project.open(project.root), "can we edit an invoice after sending it?", scope="all")["results"]
+    hits = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "can we edit an invoice after sending it?",
+        scope="all",
+    )["results"]
     assert hits[0]["collection"] == "facts"
     assert any(
         h["collection"] == "code_index"
-        for h in recall(Project.open(project.root), "where is the invoice class", scope="all")["results"]
+        for h in recall(
+            Project.open(project.root, Settings.from_env(os.environ)), "where is the invoice class", scope="all"
+        )["results"]
     )
 
 
 def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
-    fresh = Project.open(project.root)
+    fresh = Project.open(project.root, Settings.from_env(os.environ))
     for question in ("what is the capital of Australia?", "give me a recipe for pancakes"):
         assert recall(fresh, question, scope="all")["results"] == []
     # asked for code explicitly, the likeliest files are still ranked

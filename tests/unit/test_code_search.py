@@ -4,11 +4,13 @@ exact mode showing that definition; real LanceDB and the real embedding model.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from contextware.codeindex.chunks import file_chunks
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.embedded_text import split_identifiers
 from contextware.storage.project import Project
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
@@ -56,7 +58,7 @@ def make_tree(root: Path, files: dict[str, str] = TREE) -> None:
 
 
 def chunks(project: Project) -> dict[str, dict]:
-    table = Project.open(project.root).db.open_table(CHUNKS_TABLE)
+    table = Project.open(project.root, Settings.from_env(os.environ)).db.open_table(CHUNKS_TABLE)
     if table is None:
         return {}
     out = {}
@@ -164,9 +166,19 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
 def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
-    row = Project.open(project.root).db.open_table(CODE_TABLE).search().where("id = 'src/billing.py'").to_list()[0]
+    row = (
+        Project.open(project.root, Settings.from_env(os.environ))
+        .db.open_table(CODE_TABLE)
+        .search()
+        .where("id = 'src/billing.py'")
+        .to_list()[0]
+    )
     assert "rounding" not in row["summary"]  # only the body says it
-    hit = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")["results"][0]
+    hit = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "where do we round halves to the even cent?",
+        scope="code",
+    )["results"][0]
     assert hit["file_path"] == "src/billing.py"
     assert hit["lines"] == [10, 16] and hit["symbol"] == "settle_amount"
 
@@ -176,7 +188,7 @@ def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(proje
     make_tree(project.root, {**TREE, "src/billing.py": filler + BILLING + filler})
     crawl(project, summarizer="local")
     hit = recall(
-        Project.open(project.root),
+        Project.open(project.root, Settings.from_env(os.environ)),
         "where do we round halves to the even cent?",
         scope="code",
         mode="exact",
@@ -196,7 +208,7 @@ def test_the_full_text_index_finds_a_split_identifier(project: Project):
     # "unitPrice" appears only inside a function body, never as a symbol
     make_tree(project.root)
     crawl(project, summarizer="local")
-    db = Project.open(project.root).db
+    db = Project.open(project.root, Settings.from_env(os.environ)).db
     for name, column in ((CODE_TABLE, "file_path"), (CHUNKS_TABLE, "file_path")):
         table = db.open_table(name)
         found = table.search("unit price", query_type="fts", fts_columns=FTS_COLUMN).select([column]).to_list()
@@ -223,7 +235,7 @@ def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
         _Work(Candidate("src/shipping.py", path, st.st_mtime, st.st_size), path.read_text(), "h"), summary, "gemini"
     )
     writer.flush()
-    table = Project.open(project.root).db.open_table(CODE_TABLE)
+    table = Project.open(project.root, Settings.from_env(os.environ)).db.open_table(CODE_TABLE)
     found = table.search("stickered", query_type="fts", fts_columns=FTS_COLUMN).select(["id", "questions"]).to_list()
     assert [(r["id"], r["questions"]) for r in found] == [("src/shipping.py", ["where are parcels stickered?"])]
 
@@ -232,11 +244,13 @@ def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
     """An index written before chunks existed (no code_chunks table) is re-indexed once."""
     make_tree(project.root)
     crawl(project, summarizer="local")
-    Project.open(project.root).db.conn.drop_table(CHUNKS_TABLE)
-    out = crawl(Project.open(project.root), summarizer="local")
+    Project.open(project.root, Settings.from_env(os.environ)).db.conn.drop_table(CHUNKS_TABLE)
+    out = crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert out["indexed"] == len(TREE)
     assert names(project, "web/cart.js") == {"computeInvoiceTotal", "emptyCart"}
-    assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
+    assert (
+        crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")["indexed"] == 0
+    )  # once only
 
 
 def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project: Project):
@@ -248,13 +262,15 @@ def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project:
     write_tree(project.root, {"src/billing.py": BILLING})
     crawl(project, summarizer="local")
     question = "where do we round amounts to whole cents?"
-    assert recall(Project.open(project.root), question, scope="code")["results"]
+    assert recall(Project.open(project.root, Settings.from_env(os.environ)), question, scope="code")["results"]
     for table, column in ((CHUNKS_TABLE, "text"), (CODE_TABLE, "summary")):
-        db = Project.open(project.root).db
+        db = Project.open(project.root, Settings.from_env(os.environ)).db
         db.open_table(table).update(where="file_path = 'src/billing.py'", values={column: "tampered"})
         with pytest.raises(DamagedDataError):
-            recall(Project.open(project.root), question, scope="code")
-        crawl(Project.open(project.root), summarizer="local", force=True)  # a re-index writes them anew
+            recall(Project.open(project.root, Settings.from_env(os.environ)), question, scope="code")
+        crawl(
+            Project.open(project.root, Settings.from_env(os.environ)), summarizer="local", force=True
+        )  # a re-index writes them anew
 
 
 def test_name_match_weighs_rare_query_words_found_in_paths_and_definition_names():
@@ -291,9 +307,17 @@ def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
     }
     make_tree(project.root, tree)
     crawl(project, summarizer="local")
-    top = recall(Project.open(project.root), "where do we round halves to the even cent?", scope="code")
+    top = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "where do we round halves to the even cent?",
+        scope="code",
+    )
     assert top["results"][0]["file_path"] == "src/billing.py"
-    asked = recall(Project.open(project.root), "which test checks that settle amount rounds halves?", scope="code")
+    asked = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "which test checks that settle amount rounds halves?",
+        scope="code",
+    )
     assert asked["results"][0]["file_path"] == "tests/test_billing.py"
 
 

@@ -5,6 +5,7 @@ nothing then (real LanceDB, real model)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -13,6 +14,7 @@ from contextware.hosts.hooks import run_hook
 from contextware.memory import records
 from contextware.memory.confidence import content_words, features, named_things, recency
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.unit.test_hooks import context_of, event
 
@@ -43,7 +45,7 @@ def ledger(project: Project) -> Project:
     (project.data_dir / "config.json").write_text(
         json.dumps({"recall_min_confidence": GATE, "hook_min_confidence": GATE})
     )
-    return Project.open(project.root)
+    return Project.open(project.root, Settings.from_env(os.environ))
 
 
 def test_every_result_carries_a_confidence_between_0_and_1(ledger: Project):
@@ -70,7 +72,7 @@ def test_an_unanswerable_question_is_answered_answerable_false(ledger: Project):
 
 def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
     (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": 0.999}))
-    strict = Project.open(ledger.root)
+    strict = Project.open(ledger.root, Settings.from_env(os.environ))
     assert recall(strict, ANSWERABLE)["answerable"] is False
     assert recall(strict, ANSWERABLE, min_confidence=0.5)["answerable"] is True  # the call's value wins
     for bad in (-0.1, 1.5, "high", True):
@@ -79,12 +81,14 @@ def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
         assert err.value.code == "bad_min_confidence"
     (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": "x"}))
     with pytest.raises(UsageError, match=r"recall_min_confidence in .*config\.json"):
-        recall(Project.open(ledger.root), ANSWERABLE)
+        recall(Project.open(ledger.root, Settings.from_env(os.environ)), ANSWERABLE)
 
 
 def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Project):
-    assert run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE)) == ""
-    ctx = context_of(run_hook(event("BeforeAgent", ledger.root, prompt=ANSWERABLE)), "BeforeAgent")
+    assert run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE), Settings.from_env(os.environ)) == ""
+    ctx = context_of(
+        run_hook(event("BeforeAgent", ledger.root, prompt=ANSWERABLE), Settings.from_env(os.environ)), "BeforeAgent"
+    )
     assert "No production deploys on Fridays" in ctx
 
 

@@ -9,6 +9,7 @@ import pytest
 from contextware.codeindex.indexer import crawl
 from contextware.memory import kvstore, records
 from contextware.memory.briefing import render_markdown, session_context
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from contextware.text import CHARS_PER_TOKEN
 from tests.bit_rot import flip_stored
@@ -43,7 +44,7 @@ def briefed(project: Project) -> Project:
     records.save_log(project, "hello", session_id="s1", role="user")
     records.save_log(project, "again", session_id="s2", role="user")
     kvstore.save(project, "baselines", "p95", {"ms": 120})
-    return Project.open(root)
+    return Project.open(root, Settings.from_env(os.environ))
 
 
 def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
@@ -72,7 +73,7 @@ def test_central_files_of_rows_indexed_before_the_imports_column(briefed: Projec
     stored = {r["id"]: r["imports"] for r in table.search().select(["id", "imports"]).limit(None).to_list()}
     assert "ledger" in stored["pkg/api.py"] and stored["pkg/ledger.py"] == []
     table.update(where="id != 'pkg/reports.py'", values={"imports": None})  # as an older version left them
-    code = session_context(Project.open(briefed.root), 4000)["code_index"]
+    code = session_context(Project.open(briefed.root, Settings.from_env(os.environ)), 4000)["code_index"]
     assert code["central_files"][0] == {**code["central_files"][0], "file_path": "pkg/ledger.py", "mentioned_by": 3}
 
 
@@ -96,7 +97,7 @@ def test_stale_files_are_counted(briefed: Project):
 
 def test_a_bad_store_setting_does_not_cost_the_briefing(briefed: Project):
     (briefed.data_dir / "config.json").write_text('{"store_eviction": "LRU"}')
-    ctx = session_context(Project.open(briefed.root), 4000)
+    ctx = session_context(Project.open(briefed.root, Settings.from_env(os.environ)), 4000)
     assert ctx["store"] == [{"namespace": "baselines", "keys": 1}] and ctx["constraints"]
 
 
@@ -133,7 +134,7 @@ def test_briefing_shows_every_kind_once_newest_first(project: Project):
     sdir.mkdir(parents=True)
     _save(sdir, _new_state("auth-refactor", "auth"))
 
-    ctx = session_context(Project.open(project.root), 4000)
+    ctx = session_context(Project.open(project.root, Settings.from_env(os.environ)), 4000)
     assert [f["text"] for f in ctx["preferences"]] == ["The user prefers small pull requests, one change each."]
     assert [f["text"] for f in ctx["decisions"]] == ["Money is stored as integer cents, never floats."]
     assert [f["text"] for f in ctx["conventions"]] == ["Branches are named type/ticket-slug."]
@@ -147,14 +148,14 @@ def test_briefing_shows_every_kind_once_newest_first(project: Project):
     assert md.count("small pull requests") == 1
 
     # a small budget keeps the first item of every kind before the rest of any
-    small = session_context(Project.open(project.root), 160)
+    small = session_context(Project.open(project.root, Settings.from_env(os.environ)), 160)
     assert small["truncated"] and small["tokens"] <= 160
     assert "constraints" in small and "preferences" in small
 
 
 def test_a_damaged_summary_of_a_central_file_is_never_shown(briefed: Project):
     flip_stored(briefed, "code_index", b"posting and balancing", len("post"))  # posting -> posvin...
-    ctx = session_context(Project.open(briefed.root), 4000)
+    ctx = session_context(Project.open(briefed.root, Settings.from_env(os.environ)), 4000)
     assert "code_index" not in ctx and "memory.py repair" in ctx["unavailable"]["code_index"]
     assert ctx["constraints"], "a damaged code index costs its own section only"
 
@@ -162,6 +163,6 @@ def test_a_damaged_summary_of_a_central_file_is_never_shown(briefed: Project):
 def test_a_damaged_summary_the_briefing_does_not_show_costs_nothing(briefed: Project):
     """Only the summaries shown (the central files') are read and checked: the figures need none."""
     flip_stored(briefed, "code_index", b"The billing module.", len("The bil"))
-    code = session_context(Project.open(briefed.root), 4000)["code_index"]
+    code = session_context(Project.open(briefed.root, Settings.from_env(os.environ)), 4000)["code_index"]
     assert code["files_indexed"] == 4 and code["central_files"][0]["file_path"] == "pkg/ledger.py"
     assert code["central_files"][0]["summary"].startswith("The ledger: posting and balancing")

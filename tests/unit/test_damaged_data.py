@@ -15,6 +15,7 @@ import pytest
 from contextware.errors import DamagedDataError
 from contextware.memory import kvstore, maintenance, records
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.integrity import row_problem
 from contextware.storage.project import Project
 
@@ -24,7 +25,7 @@ def _project(root: Path) -> Project:
     data = root / "contextware_data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "config.json").write_text(json.dumps({"compact_after_fragments": 100_000}))
-    return Project.open(root)
+    return Project.open(root, Settings.from_env(os.environ))
 
 
 def _table_dir(project: Project, name: str) -> Path:
@@ -70,19 +71,23 @@ def test_one_damaged_fragment_among_30_loses_only_its_row(tmp_path: Path):
     damaged.write_bytes(damaged.read_bytes()[: len(damaged.read_bytes()) // 2])  # a torn write
 
     with pytest.raises(DamagedDataError) as exc:
-        records.list_records(Project.open(project.root), limit=100)
+        records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)
     _assert_damaged(exc)
 
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts["status"] == "repaired" and facts["kept"] >= 29 and facts["lost"] == 1, report
     assert report["lost"] == 1 and report["kept"] >= 29
     assert (project.root / facts["backup"]).is_dir()  # nothing deleted: the damaged files are kept aside
-    left = records.list_records(Project.open(project.root), limit=100)
+    left = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)
     assert left["total"] == 29 and ids[12] not in {r["id"] for r in left["records"]}
     # The repaired table takes new saves and answers questions.
-    records.save_fact(Project.open(project.root), "The gateway runs nginx 1.25.")
-    out = recall(Project.open(project.root), "which port does service number 7 listen on?", scope="facts")
+    records.save_fact(Project.open(project.root, Settings.from_env(os.environ)), "The gateway runs nginx 1.25.")
+    out = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "which port does service number 7 listen on?",
+        scope="facts",
+    )
     assert out["results"] and "8007" in out["results"][0]["text"]
 
 
@@ -96,16 +101,21 @@ def test_damaged_newest_manifest_rolls_back_to_the_newest_readable_version(tmp_p
     newest.write_bytes(b"garbage")
 
     with pytest.raises(DamagedDataError) as exc:
-        records.list_records(Project.open(project.root), limit=100)
+        records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)
     _assert_damaged(exc)
 
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts["status"] == "rolled_back" and facts["versions_dropped"] == 1, report
     assert facts["kept"] == 33 and facts["lost"] is None  # the last save's row cannot be counted
     assert (project.root / facts["moved_to"] / "_versions" / newest.name).read_bytes() == b"garbage"
-    assert records.list_records(Project.open(project.root), limit=100)["total"] == 33
-    assert records.save_fact(Project.open(project.root), "Saved after the rollback.")["written"] == 1
+    assert records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)["total"] == 33
+    assert (
+        records.save_fact(Project.open(project.root, Settings.from_env(os.environ)), "Saved after the rollback.")[
+            "written"
+        ]
+        == 1
+    )
 
 
 def test_every_manifest_deleted_is_an_error_not_an_empty_table(tmp_path: Path):
@@ -113,7 +123,7 @@ def test_every_manifest_deleted_is_an_error_not_an_empty_table(tmp_path: Path):
     _save_facts(project, FACTS[:3])
     for manifest in (_table_dir(project, "facts") / "_versions").iterdir():
         manifest.unlink()
-    fresh = Project.open(project.root)
+    fresh = Project.open(project.root, Settings.from_env(os.environ))
     with pytest.raises(DamagedDataError) as exc:
         records.list_records(fresh, limit=100)
     _assert_damaged(exc)
@@ -122,11 +132,11 @@ def test_every_manifest_deleted_is_an_error_not_an_empty_table(tmp_path: Path):
         recall(fresh, "which port?", scope="facts")
     assert "memory.py repair" in maintenance.stats(fresh)["tables"]["facts"]["damaged"]
 
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts["status"] == "moved" and facts["lost"] is None and report["lost"] is None
     assert (project.root / facts["moved_to"] / "data").is_dir()  # the data files are kept for forensics
-    assert records.list_records(Project.open(project.root))["total"] == 0
+    assert records.list_records(Project.open(project.root, Settings.from_env(os.environ)))["total"] == 0
 
 
 def _stored_vector(project: Project, fact_id: str) -> bytes:
@@ -148,14 +158,22 @@ def test_a_flipped_bit_in_a_vector_is_damaged_data_never_a_wrong_score(tmp_path:
     assert abs(damaged_value) > 1e10 or damaged_value != damaged_value
 
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
+        recall(
+            Project.open(project.root, Settings.from_env(os.environ)),
+            "Which port does service number 2 listen on?",
+            scope="facts",
+        )
     _assert_damaged(exc)
     assert "vector" in exc.value.message
 
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts["recovered"] == 1 and facts["kept"] == 4 and facts["lost"] == 0, report
-    out = recall(Project.open(project.root), "Which port does service number 2 listen on?", scope="facts")
+    out = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "Which port does service number 2 listen on?",
+        scope="facts",
+    )
     assert out["results"][0]["id"] == ids[2] and out["results"][0]["score"] < 2
 
 
@@ -164,16 +182,16 @@ def test_bytes_flipped_in_stored_text_are_caught_by_the_row_checksum(tmp_path: P
     ids = _save_facts(project, FACTS[:5])
     path = _file_with(project, "facts", b"Service number 3 listens")
     _flip(path, b"Service number 3 listens", len("Service number 3 listens on port 800"), 0)  # 8003 -> 8002
-    fresh = Project.open(project.root)
+    fresh = Project.open(project.root, Settings.from_env(os.environ))
     with pytest.raises(DamagedDataError) as exc:
         records.get(fresh, ids[3])
     _assert_damaged(exc)
     with pytest.raises(DamagedDataError):
         recall(fresh, "Which port does service number 3 listen on?", scope="facts")
 
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     assert report["tables"]["facts"]["lost"] == 1 and report["tables"]["facts"]["kept"] == 4, report
-    left = records.list_records(Project.open(project.root), limit=100)["records"]
+    left = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)["records"]
     assert sorted(r["id"] for r in left) == sorted(ids[:3] + ids[4:])
 
 
@@ -183,7 +201,7 @@ def test_a_damaged_store_value_is_damaged_data(tmp_path: Path):
     path = _file_with(project, "kv", b'"p95_ms":120')
     _flip(path, b'"p95_ms":120', len('"p95_ms":12'), 0)  # 120 -> 121: still valid JSON
     with pytest.raises(DamagedDataError) as exc:
-        kvstore.load(Project.open(project.root), "baselines", "GET /users")
+        kvstore.load(Project.open(project.root, Settings.from_env(os.environ)), "baselines", "GET /users")
     _assert_damaged(exc)
 
 
@@ -192,7 +210,7 @@ def test_rows_of_older_versions_without_a_checksum_are_accepted(tmp_path: Path):
     ids = _save_facts(project, FACTS[:2])
     table = project.db.open_table("facts")
     table.update(where="true", values={"checksum": None})  # as written before the column existed
-    fresh = Project.open(project.root)
+    fresh = Project.open(project.root, Settings.from_env(os.environ))
     assert records.get(fresh, ids[0])["record"]["text"] == FACTS[0]
     assert recall(fresh, "Which port does service number 1 listen on?", scope="facts")["results"]
 
@@ -201,7 +219,7 @@ def test_a_sound_table_is_left_alone_by_repair(tmp_path: Path):
     project = _project(tmp_path / "p")
     _save_facts(project, FACTS[:3])
     before = sorted(os.listdir(_table_dir(project, "facts") / "_versions"))
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     assert report["tables"]["facts"] == {"status": "ok", "kept": 3, "recovered": 0, "lost": 0}
     assert report["repaired"] == [] and report["lost"] == 0
     assert sorted(os.listdir(_table_dir(project, "facts") / "_versions")) == before
@@ -237,12 +255,20 @@ def test_a_damaged_full_text_index_is_detected_and_rebuilt_by_repair(tmp_path: P
         if path.is_file():
             path.write_bytes(b"garbage" * 3)
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+        recall(
+            Project.open(project.root, Settings.from_env(os.environ)),
+            "Which port does service number 3 listen on?",
+            scope="facts",
+        )
     _assert_damaged(exc)
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts["status"] == "repaired" and facts["index_rebuilt"] and facts["kept"] == 5 and facts["lost"] == 0
-    out = recall(Project.open(project.root), "Which port does service number 3 listen on?", scope="facts")
+    out = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "Which port does service number 3 listen on?",
+        scope="facts",
+    )
     assert out["results"][0]["id"] == ids[3]
 
 
@@ -251,10 +277,12 @@ def test_the_repair_message_says_what_was_kept_and_lost(tmp_path: Path):
     ids = _save_facts(project, FACTS[:4])
     damaged = _file_with(project, "facts", ids[1].encode())
     damaged.write_bytes(b"not a lance file at all")
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     assert report["message"].startswith("facts: repaired, kept 3 row(s), recovered 0, lost 1 row(s)")
     assert "contextware_data/damaged/facts-" in report["message"]
-    assert maintenance.repair(Project.open(project.root))["message"].startswith("Every table was read back intact")
+    assert maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))["message"].startswith(
+        "Every table was read back intact"
+    )
 
 
 def test_the_session_briefing_never_shows_a_damaged_fact(tmp_path: Path):
@@ -263,10 +291,10 @@ def test_the_session_briefing_never_shows_a_damaged_fact(tmp_path: Path):
     project = _project(tmp_path / "p")
     for text in ("Always run the linter before committing.", "Use pnpm, not npm."):
         records.save_fact(project, text, kind="constraint")
-    assert "Use pnpm" in json.dumps(session_context(Project.open(project.root)))
+    assert "Use pnpm" in json.dumps(session_context(Project.open(project.root, Settings.from_env(os.environ))))
     path = _file_with(project, "facts", b"Use pnpm, not npm.")
     _flip(path, b"Use pnpm, not npm.", len("Use pn"), 1)  # pnpm -> prpm
-    brief = session_context(Project.open(project.root))
+    brief = session_context(Project.open(project.root, Settings.from_env(os.environ)))
     shown = json.dumps(brief)
     assert "prpm" not in shown and "memory.py repair" in shown
 
@@ -275,11 +303,16 @@ def test_a_file_where_the_database_should_be_is_moved_aside_not_reported_intact(
     project = _project(tmp_path / "p")
     Path(project.db_uri).write_bytes(b"not a database")
     with pytest.raises(DamagedDataError):
-        records.list_records(Project.open(project.root))
-    report = maintenance.repair(Project.open(project.root))
+        records.list_records(Project.open(project.root, Settings.from_env(os.environ)))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     assert report["repaired"] == ["lancedb"] and report["lost"] is None, report
     assert not report["message"].startswith("Every table")
-    assert records.save_fact(Project.open(project.root), "A fresh database works.")["written"] == 1
+    assert (
+        records.save_fact(Project.open(project.root, Settings.from_env(os.environ)), "A fresh database works.")[
+            "written"
+        ]
+        == 1
+    )
 
 
 def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_path: Path):
@@ -289,8 +322,11 @@ def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_pat
     files = _data_files(project, "facts")
     assert len(files) == 1
     _flip(files[0], b"Service number 7 listens", len("Service number 7 listens on port 800"), 1)
-    report = maintenance.repair(Project.open(project.root))
+    report = maintenance.repair(Project.open(project.root, Settings.from_env(os.environ)))
     facts = report["tables"]["facts"]
     assert facts == {**facts, "status": "repaired", "kept": 11, "recovered": 0, "lost": 1}, report
-    left = {r["id"] for r in records.list_records(Project.open(project.root), limit=100)["records"]}
+    left = {
+        r["id"]
+        for r in records.list_records(Project.open(project.root, Settings.from_env(os.environ)), limit=100)["records"]
+    }
     assert left == set(ids) - {ids[7]}

@@ -11,6 +11,7 @@ import pytest
 
 from contextware.errors import ContextwareError, DiskFullError
 from contextware.memory import kvstore, records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 
@@ -40,14 +41,17 @@ def _fill(mnt: Path, leave: int) -> Path:
 def test_saves_on_a_full_disk_fail_as_disk_full_and_are_not_committed(small_fs: Path):
     root = small_fs / "proj"
     root.mkdir()
-    records.save_fact(Project.open(root), "The first fact fits on the disk.")
+    records.save_fact(Project.open(root, Settings.from_env(os.environ)), "The first fact fits on the disk.")
     filler = _fill(small_fs, 60_000)
     saved: list[str] = []
     failures: list[ContextwareError] = []
     for i in range(100):
         try:
             saved.append(
-                records.save_fact(Project.open(root), f"Fact {i}: service {i} listens on port {9000 + i}. " * 5)["id"]
+                records.save_fact(
+                    Project.open(root, Settings.from_env(os.environ)),
+                    f"Fact {i}: service {i} listens on port {9000 + i}. " * 5,
+                )["id"]
             )
         except ContextwareError as exc:
             failures.append(exc)
@@ -57,33 +61,40 @@ def test_saves_on_a_full_disk_fail_as_disk_full_and_are_not_committed(small_fs: 
     for exc in failures:
         assert isinstance(exc, DiskFullError) and exc.code == "disk_full" and exc.exit_code == 1, exc
         assert "disk is full" in exc.message and "nothing was saved" in exc.message
-    listed = records.list_records(Project.open(root), limit=1000)
+    listed = records.list_records(Project.open(root, Settings.from_env(os.environ)), limit=1000)
     # Exactly the saves reported done are in the table: none that was reported failed.
     assert listed["total"] == len(saved) + 1
     assert set(saved) <= {r["id"] for r in listed["records"]}
 
     filler.unlink()
-    again = records.save_fact(Project.open(root), "Saved once space was freed.")
+    again = records.save_fact(Project.open(root, Settings.from_env(os.environ)), "Saved once space was freed.")
     assert again["written"] == 1
-    assert records.list_records(Project.open(root), limit=1000)["total"] == len(saved) + 2
+    assert (
+        records.list_records(Project.open(root, Settings.from_env(os.environ)), limit=1000)["total"] == len(saved) + 2
+    )
 
 
 def test_a_store_save_on_a_full_disk_is_disk_full_and_keeps_the_old_value(small_fs: Path):
     root = small_fs / "proj"
     root.mkdir()
-    kvstore.save(Project.open(root), "baselines", "GET /users", {"p95_ms": 120})
+    kvstore.save(Project.open(root, Settings.from_env(os.environ)), "baselines", "GET /users", {"p95_ms": 120})
     _fill(small_fs, 20_000)
     with pytest.raises(DiskFullError):
         for i in range(50):
-            kvstore.save(Project.open(root), "baselines", "GET /users", {"p95_ms": i, "pad": "x" * 20_000})
-    value = kvstore.load(Project.open(root), "baselines", "GET /users")["data"]
+            kvstore.save(
+                Project.open(root, Settings.from_env(os.environ)),
+                "baselines",
+                "GET /users",
+                {"p95_ms": i, "pad": "x" * 20_000},
+            )
+    value = kvstore.load(Project.open(root, Settings.from_env(os.environ)), "baselines", "GET /users")["data"]
     assert value == {"p95_ms": 120} or value.get("pad") == "x" * 20_000  # an old or a whole new value
 
 
 def test_the_first_save_on_a_full_disk_is_disk_full(small_fs: Path):
     root = small_fs / "proj"
     root.mkdir()
-    Project.open(root).ensure_data_dir()
+    Project.open(root, Settings.from_env(os.environ)).ensure_data_dir()
     _fill(small_fs, 0)
     with pytest.raises(DiskFullError):
-        records.save_fact(Project.open(root), "Nothing fits on this disk.")
+        records.save_fact(Project.open(root, Settings.from_env(os.environ)), "Nothing fits on this disk.")

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from contextware.errors import EmbeddingError
+from contextware.settings import Settings
 from contextware.storage import embeddings
+from contextware.system import contextware_home
 
 TEXTS = [
     "We use ruff format with line length 100; never black.",
@@ -19,10 +21,14 @@ TEXTS = [
 ]
 
 
+def _home():
+    return contextware_home(Settings.from_env(os.environ).home)
+
+
 def test_bundled_model_files_verify():
     model, tokenizer = embeddings.bundled_model_files()
-    embeddings.verify_file(model, embeddings.MODEL_SHA256)
-    embeddings.verify_file(tokenizer, embeddings.TOKENIZER_SHA256)
+    embeddings.verify_file(model, embeddings.MODEL_SHA256, _home())
+    embeddings.verify_file(tokenizer, embeddings.TOKENIZER_SHA256, _home())
 
 
 def test_a_tampered_file_fails_its_checksum(tmp_path):
@@ -30,11 +36,11 @@ def test_a_tampered_file_fails_its_checksum(tmp_path):
     fake = tmp_path / "model.onnx"
     fake.write_bytes(model.read_bytes()[:-1] + b"\x00")
     with pytest.raises(EmbeddingError, match="checksum"):
-        embeddings.verify_file(fake, embeddings.MODEL_SHA256)
+        embeddings.verify_file(fake, embeddings.MODEL_SHA256, _home())
 
 
 def test_vectors_are_normalised_384d():
-    vecs = embeddings.BundledEmbedder().embed(TEXTS)
+    vecs = embeddings.BundledEmbedder(Settings.from_env(os.environ)).embed(TEXTS)
     assert vecs.shape == (4, 384) and vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     sims = vecs @ vecs.T
@@ -44,7 +50,7 @@ def test_vectors_are_normalised_384d():
 def test_token_states_are_the_pieces_that_embed_pools():
     """Per text: its word pieces without [CLS]/[SEP]/padding, their word indexes, unit vectors; the
     texts of one batch do not disturb each other (padding is masked)."""
-    embedder = embeddings.BundledEmbedder()
+    embedder = embeddings.BundledEmbedder(Settings.from_env(os.environ))
     states = embedder.token_states(TEXTS[:3])
     tokens, words, vecs = states[0]
     assert tokens[:3] == ["we", "use", "ru"] and tokens[3] == "##ff" and words[2] == words[3]
@@ -79,7 +85,7 @@ def test_same_vectors_as_fastembed_with_the_same_files(tmp_path):
     reference = np.array(
         list(TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(folder)).embed(TEXTS))
     )
-    ours = embeddings.BundledEmbedder().embed(TEXTS)
+    ours = embeddings.BundledEmbedder(Settings.from_env(os.environ)).embed(TEXTS)
     cos = (reference * ours).sum(axis=1) / np.linalg.norm(reference, axis=1)
     assert cos.min() > 0.9999, cos
 
@@ -87,7 +93,7 @@ def test_same_vectors_as_fastembed_with_the_same_files(tmp_path):
 def test_disabled_model_raises_embedding_error(monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_DISABLE_EMBEDDINGS", "1")
     with pytest.raises(EmbeddingError, match="disabled"):
-        embeddings.BundledEmbedder().embed(["x"])
+        embeddings.BundledEmbedder(Settings.from_env(os.environ)).embed(["x"])
 
 
 def test_unknown_configured_model_is_a_clear_error(monkeypatch):
@@ -96,5 +102,5 @@ def test_unknown_configured_model_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_EMBED_MODEL", "no-such/model")
     embeddings._CACHE.clear()
     with pytest.raises(ConfigError, match="not a fastembed text model"):
-        embeddings.get_embedder()
+        embeddings.get_embedder(Settings.from_env(os.environ))
     embeddings._CACHE.clear()

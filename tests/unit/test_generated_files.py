@@ -5,6 +5,7 @@ content; crawl counts what it left out per reason, and config brings each class 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from contextware.codeindex.attributes import Attributes
 from contextware.codeindex.files import check_file, list_project_files
 from contextware.codeindex.indexer import crawl, index_files
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests.unit.test_source_files import MODES, make_mode, write
 
@@ -41,7 +43,7 @@ def _tree(root: Path) -> None:
 def _config(project: Project, **values: object) -> Project:
     project.ensure_data_dir()
     (project.data_dir / "config.json").write_text(json.dumps(values))
-    return Project.open(project.root)
+    return Project.open(project.root, Settings.from_env(os.environ))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -5,10 +5,12 @@ keep only what the person typed, however long the session's briefing is."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
@@ -28,9 +30,14 @@ def test_recall_and_the_log_see_only_the_typed_prompt(project: Project):
     (project.root / ".git").mkdir()
     records.save_fact(project, FACT, kind="constraint")
     assert len(BRIEFING) > 2000  # recall reads 2000 characters: the question would be cut off
-    out = json.loads(run_hook(_event("BeforeAgent", project.root, prompt=BRIEFING + QUESTION)))
+    out = json.loads(
+        run_hook(_event("BeforeAgent", project.root, prompt=BRIEFING + QUESTION), Settings.from_env(os.environ))
+    )
     assert FACT in out["hookSpecificOutput"]["additionalContext"]
 
-    run_hook(_event("AfterAgent", project.root, prompt=BRIEFING + QUESTION, prompt_response="No."))
+    run_hook(
+        _event("AfterAgent", project.root, prompt=BRIEFING + QUESTION, prompt_response="No."),
+        Settings.from_env(os.environ),
+    )
     logs = records.list_records(project, "logs")["records"]
     assert sorted((r["role"], r["text"]) for r in logs) == [("agent", "No."), ("user", QUESTION)]

@@ -4,11 +4,13 @@ sequences are stripped when text is stored and from every ``--format text`` outp
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from contextware.cli import emit
 from contextware.hosts.hooks import run_hook
 from contextware.memory import records
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 
@@ -22,8 +24,13 @@ def test_a_hook_answer_over_the_log_limit_is_cut_to_it_not_dropped(project_dir: 
     data.mkdir()
     (data / "config.json").write_text(json.dumps({"max_log_chars": 6000}))
     answer = "The migration plan. " + " ".join(f"step{i}" for i in range(2000))  # ~14,000 characters
-    assert run_hook(_event(project_dir, prompt="plan the migration", prompt_response=answer)) == ""
-    logs = records.list_records(Project.open(project_dir), "logs", limit=100)["records"]
+    assert (
+        run_hook(
+            _event(project_dir, prompt="plan the migration", prompt_response=answer), Settings.from_env(os.environ)
+        )
+        == ""
+    )
+    logs = records.list_records(Project.open(project_dir, Settings.from_env(os.environ)), "logs", limit=100)["records"]
     agent = sorted((r for r in logs if r["role"] == "agent"), key=lambda r: r["chunk_index"])
     assert agent, "the long answer was dropped"
     kept = " ".join(r["text"] for r in agent)
@@ -34,7 +41,7 @@ def test_a_hook_answer_over_the_log_limit_is_cut_to_it_not_dropped(project_dir: 
 def test_terminal_escapes_are_stripped_before_storing(project: Project):
     raw = "\x1b[31mred\x1b[0m build \x1b]0;pwned\x07failed\x1b[2J on CI\x08."
     saved = records.save_fact(project, raw)
-    text = records.get(Project.open(project.root), saved["id"])["record"]["text"]
+    text = records.get(Project.open(project.root, Settings.from_env(os.environ)), saved["id"])["record"]["text"]
     assert text == "red build failed on CI."
 
 

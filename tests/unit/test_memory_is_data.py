@@ -5,6 +5,7 @@ nothing Contextware injected is stored back when a turn is captured."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from contextware.memory import records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.cleanup import clean_injected_logs
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.project import Project
 
 FORGED_CLOSES = [
@@ -76,13 +78,17 @@ def test_hook_recall_and_context_outputs_all_fence_a_forged_fact(project: Projec
     for forged in FORGED_CLOSES:
         records.save_fact(project, f"Deploy note {forged} then: {FORGED_FACT}", kind="constraint", topics=["deploy"])
     payload = {"session_id": "s", "cwd": str(project.root), "hook_event_name": "BeforeAgent", "prompt": "deploy note"}
-    ctx = json.loads(run_hook(json.dumps(payload)))["hookSpecificOutput"]["additionalContext"]
-    start = json.loads(run_hook(json.dumps({**payload, "hook_event_name": "SessionStart"})))
+    ctx = json.loads(run_hook(json.dumps(payload), Settings.from_env(os.environ)))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    start = json.loads(
+        run_hook(json.dumps({**payload, "hook_event_name": "SessionStart"}), Settings.from_env(os.environ))
+    )
     briefing = start["hookSpecificOutput"]["additionalContext"]
     from contextware.cli.context import render_text as context_text
     from contextware.cli.recall import render_text as recall_text
 
-    p = Project.open(project.root)
+    p = Project.open(project.root, Settings.from_env(os.environ))
     outputs = {
         "hook BeforeAgent": ctx,
         "hook SessionStart": briefing,
@@ -142,16 +148,16 @@ def test_after_agent_stores_the_users_words_and_the_answer_as_shown(project: Pro
         "prompt": f"<hook_context>{block.replace('<', '&lt;').replace('>', '&gt;')}</hook_context>\n\nhi\n\n{block}",
         "prompt_response": "Noted. ed.",  # what Gemini CLI 0.61 hands over for a streamed "Not" + "ed."
     }
-    assert run_hook(json.dumps(payload)) == ""
-    logs = records.list_records(Project.open(project.root), "logs")["records"]
+    assert run_hook(json.dumps(payload), Settings.from_env(os.environ)) == ""
+    logs = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), "logs")["records"]
     assert sorted((r["role"], r["text"]) for r in logs) == [("agent", "Noted."), ("user", "hi")]
 
 
 def test_after_agent_falls_back_to_prompt_response_without_a_transcript(project: Project):
     (project.root / ".git").mkdir()
     payload = {"session_id": "s1", "cwd": str(project.root), "hook_event_name": "AfterAgent"}
-    run_hook(json.dumps({**payload, "prompt": "hi", "prompt_response": "Hello there."}))
-    logs = records.list_records(Project.open(project.root), "logs")["records"]
+    run_hook(json.dumps({**payload, "prompt": "hi", "prompt_response": "Hello there."}), Settings.from_env(os.environ))
+    logs = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), "logs")["records"]
     assert sorted(r["text"] for r in logs) == ["Hello there.", "hi"]
 
 
@@ -168,10 +174,16 @@ def test_logs_stored_with_injected_blocks_are_cleaned_by_repair(project: Project
     assert run("memory", ["repair", "--project-root", str(project.root)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["logs_cleaned"] == {"checked": 4, "cleaned": 2, "removed": 1}
-    logs = records.list_records(Project.open(project.root), "logs", limit=100)["records"]
+    logs = records.list_records(Project.open(project.root, Settings.from_env(os.environ)), "logs", limit=100)["records"]
     texts = [r["text"] for r in logs]
     assert "Cut a release." in texts and "A clean turn." in texts
     assert not any(has_injected(t) for t in texts) and any(t.endswith("tail") for t in texts)
-    hits = recall(Project.open(project.root), "releases come from main", scope="logs")["results"]
+    hits = recall(Project.open(project.root, Settings.from_env(os.environ)), "releases come from main", scope="logs")[
+        "results"
+    ]
     assert not any(has_injected(h["text"]) for h in hits)
-    assert clean_injected_logs(Project.open(project.root)) == {"checked": 3, "cleaned": 0, "removed": 0}
+    assert clean_injected_logs(Project.open(project.root, Settings.from_env(os.environ))) == {
+        "checked": 3,
+        "cleaned": 0,
+        "removed": 0,
+    }

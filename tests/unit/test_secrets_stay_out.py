@@ -14,6 +14,7 @@ from contextware.errors import UsageError
 from contextware.memory import kvstore, records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from tests import secret_corpus as sc
 
@@ -58,7 +59,7 @@ def test_config_adds_and_allows_secret_file_patterns(project: Project):
     (project.data_dir / "config.json").write_text(
         json.dumps({"secret_files": ["*.conf"], "secret_files_allowed": [".npmrc"]})
     )
-    report = crawl(Project.open(project.root), summarizer="local")
+    report = crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert "conf/vault.conf" not in report["indexed_files"] and ".npmrc" in report["indexed_files"]
     assert report["excluded"]["secrets"] == len(sc.SECRET_FILES)  # one more, one less
     assert sc.leaks(table_dump(project)) == []  # the allowed .npmrc is indexed with its token masked
@@ -68,7 +69,7 @@ def test_a_bad_secret_files_config_is_a_clear_error(project: Project):
     project.ensure_data_dir()
     (project.data_dir / "config.json").write_text(json.dumps({"secret_files": "*.pem"}))
     with pytest.raises(Exception) as err:
-        crawl(Project.open(project.root), summarizer="local")
+        crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert getattr(err.value, "code", None) == "bad_config" and "secret_files" in str(err.value)
 
 
@@ -84,7 +85,7 @@ def test_memories_and_store_values_are_redacted_and_recall_and_context_show_no_s
     assert stored["redacted"]
     assert kvstore.load(project, "deploy", "creds")["data"]["n"] == 3
     assert sc.leaks(table_dump(project)) == []
-    p = Project.open(project.root)
+    p = Project.open(project.root, Settings.from_env(os.environ))
     for query in ("deploy keys passwords tokens", "AWS secret access key", "settings file"):
         for mode in ("summary", "exact"):
             out = recall(p, query, scope="all", limit=20, mode=mode)
@@ -110,7 +111,12 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
     util.unlink()
     os.symlink(outside, util)  # swapped in after indexing
-    hits = recall(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
+    hits = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "date helpers parse timestamps",
+        scope="code",
+        mode="exact",
+    )["results"]
     hit = next(h for h in hits if h["file_path"] == "src/util.py")
     assert "content" not in hit and "excerpts" not in hit and "outside the project" in hit["content_note"]
     assert "root:x:0:0" not in json.dumps(hits)
@@ -118,7 +124,12 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     (project.root / ".env").write_text(f"DB_PASSWORD={sc.DB_PASSWORD}\n")
     util.unlink()
     os.symlink(project.root / ".env", util)
-    hits = recall(Project.open(project.root), "date helpers parse timestamps", scope="code", mode="exact")["results"]
+    hits = recall(
+        Project.open(project.root, Settings.from_env(os.environ)),
+        "date helpers parse timestamps",
+        scope="code",
+        mode="exact",
+    )["results"]
     hit = next(h for h in hits if h["file_path"] == "src/util.py")
     assert "content" not in hit and "secret" in hit["content_note"] and sc.DB_PASSWORD not in json.dumps(hits)
 
@@ -132,7 +143,7 @@ def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, caps
     log = records.save_log(project, "what is the redis url?", session_id="old", role="user")
     kvstore.save(project, "deploy", "creds", {"note": "none yet"})
     crawl(project, summarizer="local")
-    db = Project.open(project.root).db
+    db = Project.open(project.root, Settings.from_env(os.environ)).db
     legacy = {
         "facts": (fact["id"], {"text": sc.INLINE["db_password"]}),
         "episodes": (episode["id"], {"summary": sc.INLINE["aws_secret_key"], "goal": sc.INLINE["npm"]}),
@@ -151,9 +162,11 @@ def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, caps
         report
     )
     assert sc.leaks(table_dump(project)) == []
-    hit = recall(Project.open(project.root), "staging database password", scope="memory")["results"][0]
+    hit = recall(
+        Project.open(project.root, Settings.from_env(os.environ)), "staging database password", scope="memory"
+    )["results"][0]
     assert hit["id"] == fact["id"] and "[REDACTED:password_assignment]" in hit["text"]
-    again = crawl(Project.open(project.root), summarizer="local")
+    again = crawl(Project.open(project.root, Settings.from_env(os.environ)), summarizer="local")
     assert again["indexed_files"] == ["app/keys.py"]  # the removed row comes back, redacted
     assert run("memory", ["repair", "--project-root", str(project.root)]) == 0
     assert json.loads(capsys.readouterr().out)["secrets_scrubbed"] == dict.fromkeys(report, 0)

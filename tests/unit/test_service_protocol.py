@@ -14,13 +14,21 @@ import pytest
 from contextware.service import client, spool
 from contextware.service.context import caller_context
 from contextware.service.protocol import ProtocolError, ServiceUnsafe, check_folder, check_socket, endpoint, receive
+from contextware.settings import Settings
+
+
+def _runtime_dir() -> str | None:
+    return Settings.from_env(os.environ).runtime_dir
 
 
 def test_socket_path_is_short_and_keyed_by_the_data_dir(tmp_path):
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 12) / "contextware_data"
-    ep = endpoint(deep)
+    ep = endpoint(deep, _runtime_dir())
     assert len(str(ep.socket).encode()) < 100 < len(str(deep))
-    assert endpoint(deep).socket == ep.socket and endpoint(tmp_path / "other").socket != ep.socket
+    assert (
+        endpoint(deep, _runtime_dir()).socket == ep.socket
+        and endpoint(tmp_path / "other", _runtime_dir()).socket != ep.socket
+    )
 
 
 @pytest.fixture
@@ -36,7 +44,7 @@ def short_runtime_dir(monkeypatch):
 
 
 def test_folder_and_socket_must_be_private(tmp_path, short_runtime_dir):
-    ep = endpoint(tmp_path / "data")
+    ep = endpoint(tmp_path / "data", _runtime_dir())
     assert check_folder(ep, create=False) is False
     assert check_folder(ep, create=True) is True and (ep.folder.stat().st_mode & 0o777) == 0o700
     ep.folder.chmod(0o750)
@@ -61,7 +69,7 @@ def test_folder_and_socket_must_be_private(tmp_path, short_runtime_dir):
 
 
 def test_a_connection_that_is_refused_or_missing_is_unavailable(tmp_path, short_runtime_dir):
-    ep = endpoint(tmp_path / "data")
+    ep = endpoint(tmp_path / "data", _runtime_dir())
     with pytest.raises(client.Unavailable):
         client.exchange(ep, {"op": "status"}, timeout=1)
     check_folder(ep, create=True)
@@ -103,26 +111,33 @@ def test_only_quick_commands_are_routed(command, argv, routed):
 
 def test_off_and_auto(monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
-    assert client.mode() == "off" and client.run_command("recall", ["--query", "x"], "recall.py") is None
+    settings = Settings.from_env(os.environ)
+    assert client.mode(settings) == "off"
+    assert client.run_command("recall", ["--query", "x"], "recall.py", settings) is None
     monkeypatch.setenv("CONTEXTWARE_SERVICE", "auto")
-    assert client.mode() == "auto"
+    assert client.mode(Settings.from_env(os.environ)) == "auto"
     monkeypatch.delenv("CONTEXTWARE_SERVICE")
-    assert client.mode() == "auto"
+    assert client.mode(Settings.from_env(os.environ)) == "auto"
 
 
 def test_caller_context_is_restored(tmp_path, monkeypatch):
+    """The caller's cwd and stdin around a request; its settings travel as a value (the caller's
+    CONTEXTWARE_* variables, nothing else) and the process environment is left alone."""
     monkeypatch.setenv("CONTEXTWARE_KEEP", "mine")
     monkeypatch.setenv("CONTEXTWARE_DROP_ME", "x")
-    before_cwd, before_stdin = os.getcwd(), sys.stdin
+    before_cwd, before_stdin, before_env = os.getcwd(), sys.stdin, dict(os.environ)
     import base64
 
-    with caller_context(
-        str(tmp_path), {"CONTEXTWARE_KEEP": "theirs", "PATH": "/evil"}, base64.b64encode(b"hi").decode()
-    ):
+    caller = Settings.from_env(os.environ).for_caller({"CONTEXTWARE_KEEP": "theirs", "PATH": "/evil"})
+    with caller_context(str(tmp_path), base64.b64encode(b"hi").decode()):
         assert os.getcwd() == str(tmp_path)
-        assert os.environ["CONTEXTWARE_KEEP"] == "theirs" and "CONTEXTWARE_DROP_ME" not in os.environ
-        assert os.environ["PATH"] != "/evil"  # only CONTEXTWARE_* settings travel
+        assert (
+            caller.forwarded_env()["CONTEXTWARE_KEEP"] == "theirs"
+            and "CONTEXTWARE_DROP_ME" not in caller.forwarded_env()
+        )
+        assert "PATH" not in caller.forwarded_env()  # only CONTEXTWARE_* settings travel
         assert sys.stdin.buffer.read() == b"hi"
+        assert dict(os.environ) == before_env
     assert os.getcwd() == before_cwd and sys.stdin is before_stdin
     assert os.environ["CONTEXTWARE_KEEP"] == "mine" and os.environ["CONTEXTWARE_DROP_ME"] == "x"
 
@@ -140,5 +155,5 @@ def test_a_runtime_dir_too_long_for_a_socket_gives_way_to_tmp(tmp_path, monkeypa
     long_dir = tmp_path.joinpath(*["runtime-dir-of-a-deep-home"] * 5)
     long_dir.mkdir(parents=True)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
-    ep = endpoint(tmp_path / "data")
+    ep = endpoint(tmp_path / "data", _runtime_dir())
     assert str(ep.folder).startswith("/tmp/contextware-") and len(os.fsencode(str(ep.socket))) < 108

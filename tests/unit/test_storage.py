@@ -3,6 +3,7 @@ single saves.  Concurrency across processes: tests/integration/test_storage_proc
 
 from __future__ import annotations
 
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -12,15 +13,17 @@ import pytest
 
 from contextware.memory import records
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage.database import vector_model
 from contextware.storage.project import Project
 
 WRITER = textwrap.dedent("""
-    import sys
+    import os, sys
+    from contextware.settings import Settings
     from contextware.storage.project import Project
     from contextware.memory import records
     root, worker, count, same = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "same"
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     for i in range(count):
         text = f"Shared rule {i}: never push to main." if same else f"Worker {worker} fact {i}: service {worker}-{i} owns queue q{worker}{i}."
         records.save_fact(project, text, topics="load")
@@ -59,7 +62,7 @@ def test_schema_evolution_adds_missing_nullable_columns(project):
         "vector": vec,
     }
     project.db.conn.create_table("facts", data=pa.Table.from_pylist([row], schema=old))
-    reopened = Project.open(project.root)
+    reopened = Project.open(project.root, Settings.from_env(os.environ))
     names = reopened.db.open_table("facts").schema.names
     assert {"superseded_by", "updated_at", "search_text"} <= set(names)
     assert records.get(reopened, "fact-00000000beef")["record"]["text"] == "Old fact from version 0.0.1."

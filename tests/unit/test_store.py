@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from contextware.errors import ConfigError, NotFoundError, UsageError
 from contextware.memory import kvstore
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
 
@@ -19,7 +21,7 @@ def _project(root: Path, **config) -> Project:
         data = root / "contextware_data"
         data.mkdir(parents=True, exist_ok=True)
         (data / "config.json").write_text(json.dumps(config))
-    return Project.open(root)
+    return Project.open(root, Settings.from_env(os.environ))
 
 
 def _keys(project: Project, namespace: str | None = None) -> list[str]:
@@ -48,7 +50,7 @@ def test_round_trip_of_json_values(project):
         out = kvstore.save(project, "roundtrip", f"k{i}", value)
         assert out["created"] is True and out["evicted"] == []
         assert out["size"] == len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-    reopened = Project.open(project.root)
+    reopened = Project.open(project.root, Settings.from_env(os.environ))
     for i, value in enumerate(VALUES):
         got = kvstore.load(reopened, "roundtrip", f"k{i}")
         assert got["data"] == value and got["namespace"] == "roundtrip" and got["key"] == f"k{i}"
@@ -279,11 +281,12 @@ def test_stats(project_dir):
 
 # -- concurrency -----------------------------------------------------------------------------------
 WRITER = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
+    from contextware.settings import Settings
     from contextware.storage.project import Project
     from contextware.memory import kvstore
     root, worker = sys.argv[1], int(sys.argv[2])
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     evicted = []
     for i in range(10):
         out = kvstore.save(project, "shared", f"w{worker}-{i}", {"worker": worker, "i": i, "pad": "x" * 50})

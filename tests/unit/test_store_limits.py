@@ -4,9 +4,11 @@ evicts nothing; one of exactly the limit evicts every other value."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from contextware.memory import kvstore
+from contextware.settings import Settings
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
 
@@ -30,7 +32,7 @@ def _full_store(root: Path, **config) -> Project:
     data = root / "contextware_data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "config.json").write_text(json.dumps({"store_max_bytes": MAX_BYTES, **config}))
-    project = Project.open(root)
+    project = Project.open(root, Settings.from_env(os.environ))
     for ns, key in OTHERS:
         assert kvstore.save(project, ns, key, _value(20, key[-1]))["evicted"] == []
     assert kvstore.save(project, "t", "doc", OLD_DOC)["evicted"] == []

@@ -4,6 +4,7 @@ LanceDB's own search, and never stale (real LanceDB, real model)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from contextware.errors import DamagedDataError
 from contextware.memory import records
 from contextware.memory.recall import recall
+from contextware.settings import Settings
 from contextware.storage import table_search
 from contextware.storage.integrity import CHECKED
 from contextware.storage.project import Project
@@ -219,5 +221,9 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     flip_stored(project, "facts", b"Postgres 16 is the only", len("Postgres 1"))  # 16 -> 14
     table_search.keep_snapshots()
     with pytest.raises(DamagedDataError) as exc:
-        recall(Project.open(project.root), "which database do we support?", min_confidence=0.0)
+        recall(
+            Project.open(project.root, Settings.from_env(os.environ)),
+            "which database do we support?",
+            min_confidence=0.0,
+        )
     assert "memory.py repair" in exc.value.message
