@@ -3,7 +3,9 @@
 ``Settings.from_env(environ)`` is called at each composition root (``cli.run``, the hook entry, the
 MCP server, and the resident service for each request with the caller's forwarded variables); the
 result travels on ``Project`` or as a parameter.  No other module of the package reads settings from
-``os.environ``.  Standard library only, and cheap: the hook process imports it on every turn (a
+``os.environ``, but for the Gemini CLI adapter (``CONTEXTWARE_GEMINI_BIN`` and the CLI's own
+variables), the installers (the hosts' own variables) and ``NO_COLOR``: ``tests/unit/test_settings.py``
+lists them.  Standard library only, and cheap: the hook process imports it on every turn (a
 ``NamedTuple``, not a dataclass, whose import costs that path ~8 ms).
 """
 
@@ -29,7 +31,6 @@ class Settings(NamedTuple):
     s3_endpoint: str | None = None  # CONTEXTWARE_S3_ENDPOINT: the object store's endpoint, before the AWS ones
     aws_endpoint: str | None = None  # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: the standard AWS endpoint
     aws_region: str | None = None  # AWS_REGION, else AWS_DEFAULT_REGION: the object store's region
-    gemini_bin: str | None = None  # CONTEXTWARE_GEMINI_BIN: the Gemini CLI to run (else `gemini` on PATH)
     hook_python: str | None = None  # CONTEXTWARE_HOOK_PYTHON: the Python installed hooks run with
     runtime_dir: str | None = None  # XDG_RUNTIME_DIR: where the service's socket folder goes (else /tmp)
     forwarded: tuple[tuple[str, str], ...] = ()  # every CONTEXTWARE_* variable, as sent to the service
@@ -52,7 +53,6 @@ class Settings(NamedTuple):
             s3_endpoint=get(PREFIX + "S3_ENDPOINT"),
             aws_endpoint=get("AWS_ENDPOINT_URL_S3") or get("AWS_ENDPOINT_URL"),
             aws_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION"),
-            gemini_bin=get(PREFIX + "GEMINI_BIN"),
             hook_python=get(PREFIX + "HOOK_PYTHON"),
             runtime_dir=get("XDG_RUNTIME_DIR"),
             forwarded=tuple(sorted((k, str(v)) for k, v in environ.items() if k.startswith(PREFIX))),

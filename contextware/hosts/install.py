@@ -45,6 +45,8 @@ def install(
 ) -> dict:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent)."""
     _check(agent, scope)
+    if scope == "user":  # a project's files are committed: portable unless --python is given
+        python = python or settings.hook_python
     if agent == "claude":
         from contextware.hosts import claude_code
 

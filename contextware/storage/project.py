@@ -42,7 +42,7 @@ class Project:
     root: Path
     data_dir: Path
     db_uri: str
-    settings: Settings = field(default_factory=Settings)  # resolved once by the caller's composition root
+    settings: Settings  # resolved once by the caller's composition root
     _embedder: Any = field(default=None, repr=False)
 
     @classmethod

@@ -26,7 +26,7 @@ OTHERS: dict[str, str] = {
     "contextware/gemini.py": "the Gemini CLI adapter: its child's environment, the CLI's own variables "
     "(GEMINI_CLI_HOME, HOME, its auth variables) and CONTEXTWARE_GEMINI_BIN; runs only in the caller's "
     "own process (commands and tools that run Gemini never go to the service)",
-    "contextware/hosts/setup.py": "installer: UV, UV_PROJECT_ENVIRONMENT, CONTEXTWARE_HOOK_PYTHON, CONTEXTWARE_HOME",
+    "contextware/hosts/setup.py": "installer: UV, UV_PROJECT_ENVIRONMENT (uv's own), CONTEXTWARE_HOME (the manifest)",
     "contextware/hosts/claude_code.py": "installer: CLAUDE_CONFIG_DIR, Claude Code's own variable",
     "contextware/hosts/gemini_cli.py": "installer: Gemini CLI's trust variables, CONTEXTWARE_HOME",
     "contextware/hosts/mcp_hosts.py": "installer: APPDATA, XDG_CONFIG_HOME, where MCP hosts keep their files",
@@ -110,7 +110,6 @@ def test_from_env_reads_every_variable():
         "CONTEXTWARE_WORKTREES": "separate",
         "AWS_ENDPOINT_URL": "http://aws",
         "AWS_DEFAULT_REGION": "eu-west-1",
-        "CONTEXTWARE_GEMINI_BIN": "/bin/gemini",
         "CONTEXTWARE_HOOK_PYTHON": "/bin/python",
         "XDG_RUNTIME_DIR": "/run/user/1",
         "PATH": "/bin",
@@ -119,7 +118,7 @@ def test_from_env_reads_every_variable():
     assert (s.project_root, s.data_dir, s.db_uri, s.home) == ("/p", "/d", "s3://b/x", "/h")
     assert s.service == "off" and s.disable_embeddings is True and s.worktrees == "separate"
     assert s.embed_model == "BAAI/bge-small-en-v1.5" and s.object_store_endpoint == "http://aws"
-    assert s.aws_region == "eu-west-1" and s.gemini_bin == "/bin/gemini" and s.hook_python == "/bin/python"
+    assert s.aws_region == "eu-west-1" and s.hook_python == "/bin/python"
     assert s.runtime_dir == "/run/user/1" and "PATH" not in s.forwarded_env()
     assert Settings.from_env({**env, "CONTEXTWARE_S3_ENDPOINT": "http://mine"}).object_store_endpoint == "http://mine"
     empty = Settings.from_env({"CONTEXTWARE_DATA_DIR": "", "CONTEXTWARE_SERVICE": ""})

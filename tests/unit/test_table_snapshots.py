@@ -64,7 +64,7 @@ def _answers(project: Project, **kw) -> list[str]:
 
 def _other_process(project: Project) -> Project:
     """A second handle on the same data, with its own connection: a writer in another process."""
-    return Project(root=project.root, data_dir=project.data_dir, db_uri=project.db_uri)
+    return Project(root=project.root, data_dir=project.data_dir, db_uri=project.db_uri, settings=project.settings)
 
 
 def test_snapshot_answers_equal_lancedb_answers(filled, snapshots):
