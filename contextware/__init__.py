@@ -12,7 +12,11 @@ holds the order):
     service                 reaching the resident service: its standard-library client, the spool
     storage                 layout, config, Project, LanceDB, schemas, embeddings
     gemini                  the adapter to the Gemini CLI (headless turns, sessions, availability)
-    fence, redact, text, system, errors   shared helpers (standard library only)
+    fence, redact, text, system, settings, errors   shared helpers (standard library only)
+
+``settings.Settings`` holds every environment variable the package reads; it is built once where a
+process enters the package (``cli.run``, the hook entry, the MCP front, the resident service for each
+request) and travels on ``Project`` or as a parameter.
 """
 
 __version__ = "0.1.0"

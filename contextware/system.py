@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from contextware.settings import Settings, current_settings
+
 KILL_GRACE_SECONDS = 3.0
 CANCEL_POLL_SECONDS = 0.2
 
@@ -122,10 +124,11 @@ def stop_on_signals(stop: threading.Event) -> Callable[[], None]:
 
 
 # -- files --------------------------------------------------------------------------------------
-def contextware_home() -> Path:
-    """Per-user state: the registry of known projects."""
-    raw = os.environ.get("CONTEXTWARE_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".contextware"
+def contextware_home(settings: Settings | None = None) -> Path:
+    """Per-user state: the registry of known projects, ``settings.home`` (``CONTEXTWARE_HOME``), else
+    ``~/.contextware``; ``settings``: the caller's, by default this process's."""
+    home = (settings or current_settings()).home
+    return Path(home).expanduser() if home else Path.home() / ".contextware"
 
 
 def relative_posix(path: Path, root: Path) -> str:

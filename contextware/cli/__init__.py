@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from contextware import __version__
 from contextware.errors import ContextwareError, UsageError, internal_error
+from contextware.settings import Settings
 
 # command name -> module under contextware.cli
 COMMANDS = {
@@ -101,14 +102,22 @@ def _wants_text(argv: Sequence[str]) -> bool:
     )
 
 
-def run(command: str, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """Parse, call and print one command; returns the exit code."""
+def run(
+    command: str, argv: Sequence[str] | None = None, prog: str | None = None, settings: Settings | None = None
+) -> int:
+    """Parse, call and print one command; returns the exit code.  ``settings``: the caller's (the
+    resident service passes its caller's); by default this process's environment, read here once."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if settings is None:
+        import os
+
+        settings = Settings.from_env(os.environ)  # a composition root
     module = importlib.import_module(f"{__name__}.{COMMANDS[command]}")
     fmt = "text" if _wants_text(argv) else "json"
     try:
         parser = module.build_parser(prog or command)
         args = parser.parse_args(argv)
+        args.settings = settings  # every handler takes the settings from here (``open_project``)
         fmt = getattr(args, "format", fmt)
         result = module.handle(args)
         raw = getattr(module, "raw_output", lambda _result: None)(result)
@@ -162,10 +171,13 @@ def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
 
 def run_served(command: str, argv: Sequence[str], prog: str) -> int:
     """``run`` through the project's resident service when one can answer, else in this process."""
+    import os
+
     from contextware.service.client import run_command
 
-    code = run_command(command, argv, prog)
-    return run(command, argv, prog=prog) if code is None else code
+    settings = Settings.from_env(os.environ)  # a composition root: read once, for both paths
+    code = run_command(command, argv, prog, settings)
+    return run(command, argv, prog=prog, settings=settings) if code is None else code
 
 
 def run_script(command: str) -> NoReturn:
@@ -223,4 +235,4 @@ def _unknown_command(name: str, names: list[str]) -> str:
 def open_project(args: Any) -> Any:
     from contextware.storage.project import Project
 
-    return Project.open(getattr(args, "project_root", None))
+    return Project.open(getattr(args, "project_root", None), getattr(args, "settings", None))

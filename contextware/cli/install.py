@@ -106,7 +106,9 @@ def handle(args: argparse.Namespace) -> dict:
 
     scope = args.scope or "user"
     if args.action == "uninstall":
-        return uninstall(args.agent, scope, project_root=args.project_root, host=args.host)
+        return uninstall(
+            args.agent, scope, project_root=args.project_root, host=args.host, settings=getattr(args, "settings", None)
+        )
     return install(
         args.action,
         scope,
@@ -114,6 +116,7 @@ def handle(args: argparse.Namespace) -> dict:
         python=args.python,
         link=not getattr(args, "no_link", False),
         host=getattr(args, "host", None),
+        settings=getattr(args, "settings", None),
     )
 
 

@@ -100,7 +100,7 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.system import contextware_home
 
     # files an older version made 0644 in 0755 folders: readable by every local user
-    report["permissions_tightened"] = tighten(project.data_dir) + tighten(contextware_home())
+    report["permissions_tightened"] = tighten(project.data_dir) + tighten(contextware_home(project.settings))
     return report
 
 

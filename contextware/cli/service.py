@@ -36,11 +36,11 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.service.protocol import endpoint
 
     project = open_project(args)
-    ep = endpoint(project.data_dir)
+    ep = endpoint(project.data_dir, project.settings)
     if args.action == "stop":
         return {"socket": str(ep.socket), **client.stop(ep)}
     if args.action == "start":
-        if client.mode() == "off":
+        if client.mode(project.settings) == "off":
             raise ContextwareError(
                 "CONTEXTWARE_SERVICE=off: unset it (or set it to auto) to start the service.", code="service_off"
             )
@@ -54,8 +54,8 @@ def handle(args: argparse.Namespace) -> dict:
     try:
         status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
     except client.Unavailable:
-        return {"mode": client.mode(), "running": False, "socket": str(ep.socket)}
-    return {"mode": client.mode(), **{k: v for k, v in status.items() if k != "ok"}}
+        return {"mode": client.mode(project.settings), "running": False, "socket": str(ep.socket)}
+    return {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
 
 
 def render_text(result: dict) -> str:

@@ -435,6 +435,7 @@ class IgnoreRules:
         ``literal=False`` for commands that refuse pathspec magic (``check-ignore``)."""
         import subprocess
 
+        # The child's environment (not a setting): ours, less the variables that would redirect git.
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
         env["GIT_OPTIONAL_LOCKS"] = "0"
         flags = ["--literal-pathspecs"] if literal else []

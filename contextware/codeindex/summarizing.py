@@ -119,9 +119,10 @@ class Summarizer:
         else:
             cfg = self.project.config
             from contextware.gemini.availability import gemini_workdir
+            from contextware.system import contextware_home
 
             try:
-                cwd = gemini_workdir()
+                cwd = gemini_workdir(contextware_home(self.project.settings))
             except OSError as exc:
                 error = GeminiError(
                     f"Gemini's working folder could not be created: {exc.strerror or exc}.", code="no_workdir"

@@ -104,10 +104,11 @@ def gemini_ready(binary: str | None = None) -> bool:
 GEMINI_WORKDIR = "contextware-gemini-summaries"
 
 
-def gemini_workdir() -> Path:
+def gemini_workdir(home: Path | None = None) -> Path:
     """An empty working folder for Gemini calls that need no project (file summaries, summaries of
     answers): run in the project, Gemini CLI would add the project's file tree and GEMINI.md to every
-    request and list each call among the user's sessions."""
-    path = contextware_home() / GEMINI_WORKDIR
+    request and list each call among the user's sessions.  ``home``: ``system.contextware_home`` of
+    the caller's settings (by default this process's)."""
+    path = (home or contextware_home()) / GEMINI_WORKDIR
     path.mkdir(parents=True, exist_ok=True)
     return path

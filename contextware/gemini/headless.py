@@ -81,7 +81,7 @@ def run_gemini(
     if stdin_text is not None and len(stdin_text.encode("utf-8")) > MAX_STDIN_BYTES:
         raise GeminiError("The input for Gemini CLI is larger than its 8 MB limit.", code="input_too_large")
     exe = resolve_binary(binary)
-    env = dict(os.environ)
+    env = dict(os.environ)  # the child's environment (ours, as the user's own `gemini` would get)
     env.update(extra_env or {})
     limiter = None
     if state_dir is not None:

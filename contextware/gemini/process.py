@@ -134,6 +134,6 @@ def run_cli(
     """Run ``gemini ARGS...`` (a management subcommand, not a prompt) with stdin from /dev/null, in its
     own process group, stopped after ``timeout`` seconds.  A non-zero exit is returned, not raised;
     a missing binary (``gemini_not_installed``) or a timeout (``timeout``) raise GeminiError."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = run_process([resolve_binary(binary), *args], stdin_text=None, cwd=cwd, env=env, timeout=timeout)
     return CliRun(rc, out, err)

@@ -36,7 +36,7 @@ def list_sessions(
     extra_env: Mapping[str, str] | None = None,
 ) -> list[GeminiSession]:
     """The Gemini CLI sessions recorded for the project at ``cwd`` (oldest first)."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = run_process(
         [resolve_binary(binary), "--skip-trust", "--list-sessions"], stdin_text=None, cwd=cwd, env=env, timeout=timeout
     )
@@ -57,7 +57,7 @@ def delete_session(
     extra_env: Mapping[str, str] | None = None,
 ) -> None:
     """Delete one session; the CLI always exits 0, so success is read from its output."""
-    env = {**os.environ, **(extra_env or {})}
+    env = {**os.environ, **(extra_env or {})}  # the child's environment
     rc, out, err = run_process(
         [resolve_binary(binary), "--skip-trust", "--delete-session", str(id_or_index)],
         stdin_text=None,

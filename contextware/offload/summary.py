@@ -75,13 +75,14 @@ def _use_gemini(project: "Project") -> bool:
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
     from contextware.gemini.availability import gemini_workdir
     from contextware.gemini.headless import run_gemini
+    from contextware.system import contextware_home
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
     result = run_gemini(
         prompt,
         stdin_text=stdin,
         model=model,
-        cwd=gemini_workdir(),
+        cwd=gemini_workdir(contextware_home(project.settings)),
         **gemini_options(project, timeout_key="gemini_timeout_s"),
     )
     return result.response.strip()

@@ -27,6 +27,7 @@ from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
 from contextware.text import cut_at_word, iso, sql_str
 
 if TYPE_CHECKING:
+    from contextware.settings import Settings
     from contextware.storage.project import Project
 
 REBUILD_HINT = "run `uv run scripts/sync.py rebuild` to restore the index from the files"
@@ -194,15 +195,19 @@ def offload_where(*, source: str | None, session: str | None, root: Path | str |
     return " AND ".join(parts) or None
 
 
-def registered_projects() -> list["Project"]:
+def registered_projects(settings: "Settings | None" = None) -> list["Project"]:
     """Every project this machine has registered (``$CONTEXTWARE_HOME/projects.json``) whose root and
-    data still exist, sorted by root.  Used by ``recall.py --global``."""
+    data still exist, sorted by root, each opened with ``settings`` (by default this process's).  Used
+    by ``recall.py --global``."""
+    from contextware.settings import current_settings
     from contextware.storage.layout import is_local_uri
     from contextware.storage.project import Project
     from contextware.system import contextware_home
 
+    settings = settings or current_settings()
+
     try:
-        data = json.loads((contextware_home() / "projects.json").read_text(encoding="utf-8"))
+        data = json.loads((contextware_home(settings) / "projects.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     entries = data.get("projects") if isinstance(data, dict) else None
@@ -214,7 +219,7 @@ def registered_projects() -> list["Project"]:
         db_uri = str(info.get("db_uri") or data_dir / "lancedb")
         if not root_path.is_dir() or (is_local_uri(db_uri) and not data_dir.is_dir()):
             continue
-        out.append(Project(root=root_path, data_dir=data_dir, db_uri=db_uri))
+        out.append(Project(root=root_path, data_dir=data_dir, db_uri=db_uri, settings=settings))
     return out
 
 

@@ -7,9 +7,11 @@ caller waits for the warm-up instead of paying for its own.  Once the first requ
 thread reads the tables into memory for searches (``storage.table_search``); searches do not wait
 for it, and the first caller of a cold service does not share the machine with it.
 
-Each request runs in the caller's context (working directory, ``CONTEXTWARE_*`` settings, standard
-input) through the same functions an in-process call uses: ``contextware.cli.run`` for a command,
-``contextware.hosts.hooks.handlers.run_hook`` for a hook event, ``contextware.hosts.mcp.server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp.front``.  The loop exits after
+Each request runs with the caller's ``Settings`` (built from the ``CONTEXTWARE_*`` variables it sent,
+passed as a parameter: the service's own environment is never changed), in the caller's working
+directory and with its standard input, through the same functions an in-process call uses:
+``contextware.cli.run`` for a command, ``contextware.hosts.hooks.handlers.run_hook`` for a hook event,
+``contextware.hosts.mcp.server.call_tool`` for an MCP tool call forwarded by ``hosts.mcp.front``.  The loop exits after
 ``service_idle_minutes`` without a request, on ``stop``, on SIGTERM/SIGINT, or when its data dir or
 socket disappears; it removes its socket on the way out.
 """
@@ -31,6 +33,7 @@ from typing import Any
 from contextware.service import spool
 from contextware.service.context import caller_context
 from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
+from contextware.settings import Settings, current_settings
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
@@ -43,9 +46,10 @@ def log(message: str) -> None:
 
 
 class Service:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, settings: Settings | None = None) -> None:
         self.data_dir = data_dir
-        self.ep: Endpoint = endpoint(data_dir)
+        self.settings = settings or current_settings()  # the service's own, resolved once at start
+        self.ep: Endpoint = endpoint(data_dir, self.settings)
         self.version = code_version()
         self.started = time.monotonic()
         self.last_request = self.started
@@ -96,8 +100,8 @@ class Service:
             from contextware.storage.lancedb_import import import_lancedb
             from contextware.storage.project import Project
 
-            with caller_context(str(self.data_dir.parent), None):
-                project = Project.open()
+            with caller_context(str(self.data_dir.parent)):
+                project = Project.open(None, self.settings)
             thread = preload_in_background(project.embedder)
             import_lancedb()
             if project.data_dir == self.data_dir:
@@ -114,7 +118,7 @@ class Service:
         from contextware.hosts.hooks.entry import replay
 
         try:
-            count = spool.drain(self.data_dir, replay)
+            count = spool.drain(self.data_dir, lambda entry: replay(entry, self.settings))
         except OSError as exc:
             log(f"cannot drain the hook spool: {exc}")
             return
@@ -229,20 +233,21 @@ class Service:
         if command not in COMMANDS or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             return {"ok": False, "error": {"code": "bad_request", "message": "Malformed run request."}}
         out, err = io.StringIO(), io.StringIO()
+        settings = self.caller_settings(request)
         with (
-            caller_context(request.get("cwd"), request.get("env") or {}, request.get("stdin")),
+            caller_context(request.get("cwd"), request.get("stdin")),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):
-            code = run(command, argv, prog=str(request.get("prog") or command))
+            code = run(command, argv, prog=str(request.get("prog") or command), settings=settings)
         self._forget_on_storage_error(out.getvalue())
         return {"ok": True, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     def hook(self, request: dict[str, Any]) -> dict[str, Any]:
         from contextware.hosts.hooks.handlers import run_hook
 
-        with caller_context(request.get("cwd"), request.get("env") or {}):
-            out = run_hook(str(request.get("stdin") or ""))
+        with caller_context(request.get("cwd")):
+            out = run_hook(str(request.get("stdin") or ""), self.caller_settings(request))
         return {"ok": True, "stdout": out}
 
     def mcp(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -252,8 +257,13 @@ class Service:
         tool, arguments = request.get("tool"), request.get("arguments")
         if not isinstance(tool, str) or not isinstance(arguments, dict):
             return {"ok": False, "error": {"code": "bad_request", "message": "Malformed mcp request."}}
-        with caller_context(request.get("cwd"), request.get("env") or {}):
-            return {"ok": True, "result": call_tool(tool, arguments)}
+        with caller_context(request.get("cwd")):
+            return {"ok": True, "result": call_tool(tool, arguments, self.caller_settings(request))}
+
+    def caller_settings(self, request: dict[str, Any]) -> Settings:
+        """The settings of the request's caller, from the ``CONTEXTWARE_*`` variables it sent."""
+        env = request.get("env")
+        return self.settings.for_caller(env if isinstance(env, dict) else {})
 
     @staticmethod
     def _forget_on_storage_error(stdout: str) -> None:
@@ -275,7 +285,7 @@ def main(argv: list[str]) -> int:
     from contextware.storage.project import keep_projects_open
     from contextware.storage.table_search import keep_snapshots
 
-    service = Service(data_dir)
+    service = Service(data_dir, Settings.from_env(os.environ))  # the service's composition root
     if not service.bind():
         log("another service already runs for this data dir")
         return 0

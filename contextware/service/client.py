@@ -38,6 +38,7 @@ from contextware.service.protocol import (
     receive,
     send,
 )
+from contextware.settings import Settings, current_settings
 
 CONNECT_TIMEOUT_S = 0.1
 START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer waits for the warm-up
@@ -67,15 +68,14 @@ class DiedMidRequest(Unavailable):
     pass
 
 
-def mode() -> str:
+def mode(settings: Settings | None = None) -> str:
     """``CONTEXTWARE_SERVICE``: ``off`` never uses or starts a service; ``auto`` (default) does."""
-    value = os.environ.get("CONTEXTWARE_SERVICE", "auto").strip().lower()
-    return "off" if value in ("off", "0", "no", "false") else "auto"
+    return (settings or current_settings()).service
 
 
-def forwarded_env() -> dict[str, str]:
-    """The caller's settings that the service applies while it runs the request."""
-    return {k: v for k, v in os.environ.items() if k.startswith("CONTEXTWARE_")}
+def forwarded_env(settings: Settings | None = None) -> dict[str, str]:
+    """The caller's ``CONTEXTWARE_*`` variables, from which the service builds the request's settings."""
+    return (settings or current_settings()).forwarded_env()
 
 
 def routed(command: str, argv: Sequence[str]) -> bool:
@@ -98,14 +98,14 @@ def project_root_arg(argv: Sequence[str]) -> str | None:
     return None
 
 
-def data_dir_for(explicit_root: str | None = None) -> Path | None:
+def data_dir_for(explicit_root: str | None = None, settings: Settings | None = None) -> Path | None:
     """The data dir a call in this process would use, or None when the project cannot be resolved
     (the in-process path then reports the error in its own words)."""
     from contextware.errors import ContextwareError
     from contextware.storage.layout import resolve_data_dir, resolve_project_root
 
     try:
-        return resolve_data_dir(resolve_project_root(explicit_root))
+        return resolve_data_dir(resolve_project_root(explicit_root, settings), settings)
     except (ContextwareError, OSError):
         return None
 
@@ -351,10 +351,10 @@ def _reap(pid: int) -> None:
         pass
 
 
-def call(data_dir: Path, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+def call(data_dir: Path, message: dict[str, Any], timeout: float, settings: Settings | None = None) -> dict[str, Any]:
     """Ask the service of ``data_dir``, starting it (or replacing one running other code) when needed.
     Raises Unavailable when the caller should work in-process."""
-    ep = endpoint(data_dir)
+    ep = endpoint(data_dir, settings)
     try:
         try:
             try:
@@ -390,12 +390,14 @@ def warn(message: str) -> None:
 
 
 # -- the commands' entry -----------------------------------------------------------------------------
-def run_command(command: str, argv: Sequence[str], prog: str) -> int | None:
+def run_command(command: str, argv: Sequence[str], prog: str, settings: Settings | None = None) -> int | None:
     """Run one command through the service: its stdout/stderr are printed here and its exit code
-    returned.  None: the caller runs the command in-process (standard input, if read, is put back)."""
-    if mode() == "off" or not routed(command, argv):
+    returned.  None: the caller runs the command in-process (standard input, if read, is put back).
+    ``settings``: the caller's (``cli.run_served``), by default this process's."""
+    settings = settings or current_settings()
+    if mode(settings) == "off" or not routed(command, argv):
         return None
-    data_dir = data_dir_for(project_root_arg(argv))
+    data_dir = data_dir_for(project_root_arg(argv), settings)
     if data_dir is None or not data_dir.is_dir():
         return None  # nothing saved yet: the first write creates the data dir in-process
     stdin = None
@@ -412,11 +414,11 @@ def run_command(command: str, argv: Sequence[str], prog: str) -> int | None:
         "argv": list(argv),
         "prog": prog,
         "cwd": _cwd(),
-        "env": forwarded_env(),
+        "env": forwarded_env(settings),
         "stdin": stdin,
     }
     try:
-        answer = call(data_dir, message, COMMAND_TIMEOUT_S)
+        answer = call(data_dir, message, COMMAND_TIMEOUT_S, settings)
     except Unavailable:
         return None
     if not answer.get("ok") or not isinstance(answer.get("exit"), int):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import ContextwareError
+from contextware.settings import Settings, current_settings
 
 PROTOCOL = 1
 MAX_MESSAGE = 64 * 1024 * 1024  # a saved log may be a few MB; stdin travels inside the request
@@ -60,11 +61,12 @@ class Endpoint:
         return self.data_dir / "service.log"
 
 
-def runtime_base() -> Path:
-    """``$XDG_RUNTIME_DIR``, else ``/tmp``.  ``TMPDIR`` is not followed on purpose: callers of one
-    project with different temp dirs (a host gives its hooks its own) must meet at one socket.  A
-    runtime dir too long to hold a socket path (Linux allows 107 bytes) gives way to ``/tmp`` too."""
-    raw = os.environ.get("XDG_RUNTIME_DIR")
+def runtime_base(settings: Settings | None = None) -> Path:
+    """``$XDG_RUNTIME_DIR`` (``settings.runtime_dir``; by default this process's), else ``/tmp``.
+    ``TMPDIR`` is not followed on purpose: callers of one project with different temp dirs (a host
+    gives its hooks its own) must meet at one socket.  A runtime dir too long to hold a socket path
+    (Linux allows 107 bytes) gives way to ``/tmp`` too."""
+    raw = (settings or current_settings()).runtime_dir
     if raw and os.path.isdir(raw) and len(os.fsencode(raw)) <= MAX_RUNTIME_BASE:
         return Path(raw)
     return Path("/tmp")
@@ -84,9 +86,10 @@ def _sha1(data: bytes = b"") -> Any:
     return sha1(data)
 
 
-def endpoint(data_dir: Path) -> Endpoint:
+def endpoint(data_dir: Path, settings: Settings | None = None) -> Endpoint:
+    """The service endpoint of ``data_dir``, under the runtime dir of ``settings`` (the caller's)."""
     digest = _sha1(str(data_dir).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return Endpoint(data_dir, runtime_base() / f"contextware-{os.getuid()}-{digest}")
+    return Endpoint(data_dir, runtime_base(settings) / f"contextware-{os.getuid()}-{digest}")
 
 
 def _private(path: Path, st: os.stat_result, kind: str) -> None:

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from contextware.errors import DamagedDataError, ModelMismatchError, StorageError, disk_full, first_line, is_disk_full
+from contextware.settings import Settings, current_settings
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
 
@@ -65,19 +66,17 @@ _DAMAGE_SIGNS = (
 )
 
 
-def storage_options() -> dict[str, str]:
-    """Object-store settings from the standard AWS variables plus an endpoint override."""
+def storage_options(settings: Settings | None = None) -> dict[str, str]:
+    """Object-store settings from the standard AWS variables plus an endpoint override (``settings``:
+    the project's, by default this process's)."""
     opts: dict[str, str] = {}
-    endpoint = (
-        os.environ.get("CONTEXTWARE_S3_ENDPOINT")
-        or os.environ.get("AWS_ENDPOINT_URL_S3")
-        or os.environ.get("AWS_ENDPOINT_URL")
-    )
+    settings = settings or current_settings()
+    endpoint = settings.object_store_endpoint
     if endpoint:
         opts["endpoint"] = endpoint
         if endpoint.startswith("http://"):
             opts["allow_http"] = "true"
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    region = settings.aws_region
     if region:
         opts["region"] = region
     return opts
@@ -120,6 +119,7 @@ class DatabaseOwner(Protocol):
     project imports the database and never the other way round."""
 
     db_uri: str
+    settings: Settings
 
     @property
     def lock_dir(self) -> Path: ...
@@ -153,7 +153,7 @@ class Database:
                 self._conn = lancedb.connect(
                     self.uri,
                     read_consistency_interval=timedelta(0),
-                    storage_options=None if is_local_uri(self.uri) else storage_options(),
+                    storage_options=None if is_local_uri(self.uri) else storage_options(self.project.settings),
                 )
             except Exception as exc:  # noqa: BLE001
                 raise StorageError(f"Cannot open the database at {self.uri}: {first_line(exc)}.") from None

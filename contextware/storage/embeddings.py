@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from contextware.errors import ConfigError, EmbeddingError
+from contextware.settings import Settings, current_settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,17 +63,20 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_file(path: Path, expected: str) -> None:
+def verify_file(path: Path, expected: str, home: Path | None = None) -> None:
     """Check a model file's sha256, remembering a good result by (size, mtime) beside the user's
-    other state so that hashing 23 MB is not paid on every process start."""
-    from contextware.system import contextware_home
+    other state (``home``: ``system.contextware_home``, by default this process's) so that hashing
+    23 MB is not paid on every process start."""
+    if home is None:
+        from contextware.system import contextware_home
 
+        home = contextware_home()
     try:
         st = path.stat()
     except OSError:
         raise EmbeddingError(f"The bundled model file {path} is missing.") from None
     stamp = f"{path}:{st.st_size}:{st.st_mtime_ns}:{expected}"
-    marker = contextware_home() / "verified" / hashlib.sha1(stamp.encode()).hexdigest()
+    marker = home / "verified" / hashlib.sha1(stamp.encode()).hexdigest()
     if marker.exists():
         return
     actual = _sha256(path)
@@ -94,7 +98,8 @@ class BundledEmbedder:
     model_id = BUNDLED_MODEL_ID
     dim = BUNDLED_DIM
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or current_settings()  # disable_embeddings, and home for the checksum markers
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -120,11 +125,14 @@ class BundledEmbedder:
                 raise self._error from None
 
     def _load(self) -> None:
-        if os.environ.get("CONTEXTWARE_DISABLE_EMBEDDINGS"):
+        if self.settings.disable_embeddings:
             raise EmbeddingError("Embeddings are disabled by CONTEXTWARE_DISABLE_EMBEDDINGS.")
         model_path, tokenizer_path = bundled_model_files()
-        verify_file(model_path, MODEL_SHA256)
-        verify_file(tokenizer_path, TOKENIZER_SHA256)
+        from contextware.system import contextware_home
+
+        home = contextware_home(self.settings)
+        verify_file(model_path, MODEL_SHA256, home)
+        verify_file(tokenizer_path, TOKENIZER_SHA256, home)
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -206,17 +214,15 @@ class FastEmbedEmbedder:
 _CACHE: dict[str, Embedder] = {}
 
 
-def configured_model() -> str | None:
-    return os.environ.get("CONTEXTWARE_EMBED_MODEL") or None
-
-
-def get_embedder() -> Embedder:
-    """The configured embedder, shared within the process (the model loads on first ``embed``)."""
-    name = configured_model()
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The configured embedder (``settings.embed_model``), shared within the process (the model loads
+    on first ``embed``, with the settings of the call that made it; by default this process's)."""
+    settings = settings or current_settings()
+    name = settings.embed_model
     key = name or BUNDLED_MODEL_ID
     if key not in _CACHE:
         if name is None or name in (BUNDLED_MODEL_ID, "bundled"):
-            _CACHE[key] = BundledEmbedder()
+            _CACHE[key] = BundledEmbedder(settings)
         else:
             _CACHE[key] = FastEmbedEmbedder(name)
     return _CACHE[key]

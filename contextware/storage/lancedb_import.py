@@ -45,7 +45,8 @@ def _install_lazy_package(name: str) -> None:
 
 def import_lancedb() -> types.ModuleType:
     if "lancedb" not in sys.modules:
-        # Lance logs warnings (deprecations, "creating a new dataset") from Rust on stderr.
+        # Lance logs warnings (deprecations, "creating a new dataset") from Rust on stderr.  Lance's
+        # own variable, read by its Rust side from the process environment (not a setting of ours).
         os.environ.setdefault("LANCEDB_LOG", "error")
         try:
             _install_lazy_package(_LAZY_PACKAGE)

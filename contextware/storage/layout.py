@@ -1,5 +1,6 @@
-"""Where a project's memory lives. Everything is resolved at call time from arguments and the environment,
-never from module-level constants, so tests and long-running processes see changes."""
+"""Where a project's memory lives. Everything is resolved at call time from arguments and the caller's
+``Settings`` (by default this process's, read at the call), never from module-level constants, so tests
+and long-running processes see changes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from pathlib import Path
 
 from contextware.errors import UsageError
+from contextware.settings import Settings, current_settings
 
 DATA_DIR_NAME = "contextware_data"
 
@@ -22,13 +24,13 @@ def find_git_root(start: Path) -> Path | None:
     return None
 
 
-def resolve_project_root(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_project_root(explicit: str | os.PathLike | None = None, settings: Settings | None = None) -> Path:
     """``--project-root``, else ``CONTEXTWARE_PROJECT_ROOT``, else the git top level, else the cwd."""
     if explicit is not None and not str(explicit).strip():
         raise UsageError(
             "--project-root is empty; give the project's folder (or leave the option out).", code="bad_project_root"
         )
-    raw = explicit or os.environ.get("CONTEXTWARE_PROJECT_ROOT")
+    raw = explicit or (settings or current_settings()).project_root
     if raw:
         root = Path(raw).expanduser()
         if not root.exists():
@@ -66,10 +68,10 @@ def main_worktree(root: Path) -> Path | None:
     return common.parent
 
 
-def worktrees_mode(main_root: Path) -> str:
+def worktrees_mode(main_root: Path, settings: Settings | None = None) -> str:
     """``shared`` (default) or ``separate``: ``$CONTEXTWARE_WORKTREES``, else ``"worktrees"`` in the
     main checkout's ``contextware_data/config.json``."""
-    raw = os.environ.get("CONTEXTWARE_WORKTREES")
+    raw = (settings or current_settings()).worktrees
     if not raw:
         try:
             import json
@@ -84,20 +86,21 @@ def worktrees_mode(main_root: Path) -> str:
     raise UsageError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
 
 
-def resolve_data_dir(project_root: Path) -> Path:
+def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Path:
     """``CONTEXTWARE_DATA_DIR``, else ``<root>/contextware_data``; the linked worktrees of a repository
     share the main checkout's (one memory per repository) unless worktrees are ``separate``."""
-    raw = os.environ.get("CONTEXTWARE_DATA_DIR")
+    settings = settings or current_settings()
+    raw = settings.data_dir
     if raw:
         return Path(raw).expanduser().resolve()
     main = main_worktree(project_root)
-    if main is not None and worktrees_mode(main) == "shared":
+    if main is not None and worktrees_mode(main, settings) == "shared":
         return main / DATA_DIR_NAME
     return project_root / DATA_DIR_NAME
 
 
-def resolve_db_uri(data_dir: Path) -> str:
-    return os.environ.get("CONTEXTWARE_DB_URI") or str(data_dir / "lancedb")
+def resolve_db_uri(data_dir: Path, settings: Settings | None = None) -> str:
+    return (settings or current_settings()).db_uri or str(data_dir / "lancedb")
 
 
 def is_local_uri(uri: str) -> bool:

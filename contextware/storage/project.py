@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError, disk_full, is_disk_full
 from contextware.private import private_umask
+from contextware.settings import Settings, current_settings
 from contextware.storage import layout
 from contextware.storage.config import load_config
 from contextware.system import contextware_home, relative_posix, write_atomic
@@ -42,24 +43,30 @@ class Project:
     root: Path
     data_dir: Path
     db_uri: str
+    # Resolved once by the caller's composition root; a Project built without them has this process's.
+    settings: Settings = field(default_factory=current_settings)
     _embedder: Any = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, project_root: str | os.PathLike | None = None) -> "Project":
+    def open(cls, project_root: str | os.PathLike | None = None, settings: Settings | None = None) -> "Project":
+        """The project at ``project_root`` (else as ``layout.resolve_project_root`` finds it), with the
+        caller's ``settings`` (by default this process's, read now)."""
         private_umask()  # what the process creates from now on is its user's alone (0600/0700)
-        root = layout.resolve_project_root(project_root)
-        data_dir = layout.resolve_data_dir(root)
+        settings = settings or current_settings()
+        root = layout.resolve_project_root(project_root, settings)
+        data_dir = layout.resolve_data_dir(root, settings)
         if data_dir.exists() and not data_dir.is_dir():
             raise UsageError(
                 f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable"
             )
-        db_uri = layout.resolve_db_uri(data_dir)
+        db_uri = layout.resolve_db_uri(data_dir, settings)
         if _open_projects is None:
-            return cls(root=root, data_dir=data_dir, db_uri=db_uri)
+            return cls(root=root, data_dir=data_dir, db_uri=db_uri, settings=settings)
         key = (str(root), str(data_dir), db_uri)
         project = _open_projects.get(key)
         if project is None:
-            project = _open_projects[key] = cls(root=root, data_dir=data_dir, db_uri=db_uri)
+            project = _open_projects[key] = cls(root=root, data_dir=data_dir, db_uri=db_uri, settings=settings)
+        project.settings = settings  # this call's (a kept project serves callers one after another)
         project.__dict__.pop("config", None)  # honour edits of config.json
         return project
 
@@ -103,7 +110,7 @@ class Project:
         if self._embedder is None:
             from contextware.storage.embeddings import get_embedder
 
-            self._embedder = get_embedder()
+            self._embedder = get_embedder(self.settings)
         return self._embedder
 
     @property
@@ -119,7 +126,7 @@ class Project:
 
 def register_project(project: Project) -> None:
     """Record the project in the per-user registry (used by ``--global`` searches). Best effort."""
-    home = contextware_home()
+    home = contextware_home(project.settings)
     registry = home / "projects.json"
     try:
         home.mkdir(parents=True, exist_ok=True)

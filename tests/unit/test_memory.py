@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from contextware.errors import ModelMismatchError, NotFoundError, UsageError
 from contextware.memory import maintenance, records
 from contextware.memory.recall import ask
+from contextware.settings import Settings
 
 
 def test_save_fact_then_recall_it(project):
@@ -126,6 +129,7 @@ def test_degraded_save_then_reembed(project, monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_DISABLE_EMBEDDINGS", "1")
     from contextware.storage import embeddings
 
+    project.settings = Settings.from_env(os.environ)  # what a new command would read
     embeddings._CACHE.clear()
     out = records.save_fact(project, "Feature flags live in LaunchDarkly.")
     assert "disabled" in out["degraded"] and out["written"] == 1
@@ -133,6 +137,7 @@ def test_degraded_save_then_reembed(project, monkeypatch):
     assert got["degraded"] and got["results"][0]["id"] == out["id"]
     assert maintenance.stats(project)["tables"]["facts"]["missing_vectors"] == 1
     monkeypatch.delenv("CONTEXTWARE_DISABLE_EMBEDDINGS")
+    project.settings = Settings.from_env(os.environ)
     embeddings._CACHE.clear()
     project._embedder = None
     assert maintenance.reembed(project)["tables"]["facts"]["reembedded"] == 1
@@ -145,6 +150,7 @@ def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
     from contextware.storage import embeddings
 
     monkeypatch.setenv("CONTEXTWARE_EMBED_MODEL", "BAAI/bge-small-en-v1.5")
+    project.settings = Settings.from_env(os.environ)
     embeddings._CACHE.clear()
     project._embedder = None
     with pytest.raises(ModelMismatchError, match="reembed"):

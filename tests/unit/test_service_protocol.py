@@ -14,6 +14,7 @@ import pytest
 from contextware.service import client, spool
 from contextware.service.context import caller_context
 from contextware.service.protocol import ProtocolError, ServiceUnsafe, check_folder, check_socket, endpoint, receive
+from contextware.settings import Settings
 
 
 def test_socket_path_is_short_and_keyed_by_the_data_dir(tmp_path):
@@ -111,18 +112,23 @@ def test_off_and_auto(monkeypatch):
 
 
 def test_caller_context_is_restored(tmp_path, monkeypatch):
+    """The caller's cwd and stdin around a request; its settings travel as a value (the caller's
+    CONTEXTWARE_* variables, nothing else) and the process environment is left alone."""
     monkeypatch.setenv("CONTEXTWARE_KEEP", "mine")
     monkeypatch.setenv("CONTEXTWARE_DROP_ME", "x")
-    before_cwd, before_stdin = os.getcwd(), sys.stdin
+    before_cwd, before_stdin, before_env = os.getcwd(), sys.stdin, dict(os.environ)
     import base64
 
-    with caller_context(
-        str(tmp_path), {"CONTEXTWARE_KEEP": "theirs", "PATH": "/evil"}, base64.b64encode(b"hi").decode()
-    ):
+    caller = Settings.from_env(os.environ).for_caller({"CONTEXTWARE_KEEP": "theirs", "PATH": "/evil"})
+    with caller_context(str(tmp_path), base64.b64encode(b"hi").decode()):
         assert os.getcwd() == str(tmp_path)
-        assert os.environ["CONTEXTWARE_KEEP"] == "theirs" and "CONTEXTWARE_DROP_ME" not in os.environ
-        assert os.environ["PATH"] != "/evil"  # only CONTEXTWARE_* settings travel
+        assert (
+            caller.forwarded_env()["CONTEXTWARE_KEEP"] == "theirs"
+            and "CONTEXTWARE_DROP_ME" not in caller.forwarded_env()
+        )
+        assert "PATH" not in caller.forwarded_env()  # only CONTEXTWARE_* settings travel
         assert sys.stdin.buffer.read() == b"hi"
+        assert dict(os.environ) == before_env
     assert os.getcwd() == before_cwd and sys.stdin is before_stdin
     assert os.environ["CONTEXTWARE_KEEP"] == "mine" and os.environ["CONTEXTWARE_DROP_ME"] == "x"
 

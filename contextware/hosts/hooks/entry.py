@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.hosts.hooks import handlers
+from contextware.settings import Settings, current_settings
 
 HOOK_TIMEOUT_S = 30.0
 
@@ -43,56 +44,61 @@ def read_event() -> str:
     return handlers.with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
 
 
-def replay(entry: dict[str, Any]) -> None:
-    """Save one spooled event as the hook that spooled it would have (never raises)."""
+def replay(entry: dict[str, Any], settings: Settings | None = None) -> None:
+    """Save one spooled event as the hook that spooled it would have (never raises): with the
+    settings it sent (``settings``, the drainer's own, by default this process's, fills in what it
+    did not)."""
     from contextware.service.context import caller_context
 
     stdin = entry.get("stdin")
     if not isinstance(stdin, str):
         return
-    env = entry.get("env") if isinstance(entry.get("env"), dict) else None
-    with caller_context(entry.get("cwd"), env):
-        handlers.run_hook(stdin)
+    env = entry.get("env")
+    settings = settings or current_settings()
+    with caller_context(entry.get("cwd")):
+        handlers.run_hook(stdin, settings.for_caller(env) if isinstance(env, dict) else settings)
 
 
-def _in_process(data: str, data_dir: Path | None, event: str) -> str:
+def _in_process(data: str, data_dir: Path | None, event: str, settings: Settings) -> str:
     if event in handlers.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
         from contextware.service import spool
 
-        try:
-            spool.drain(data_dir, replay)  # turns a missing service left behind, saved before this one
+        try:  # turns a missing service left behind, saved before this one
+            spool.drain(data_dir, lambda entry: replay(entry, settings))
         except OSError:
             pass
-    return handlers.run_hook(data)
+    return handlers.run_hook(data, settings)
 
 
-def answer(data: str) -> str:
-    """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
+def answer(data: str, settings: Settings | None = None) -> str:
+    """The hook's stdout for one event (empty when there is nothing to add).  Never raises.
+    ``settings``: the hook process's (``main``), by default read here."""
     from contextware.service import client, spool
 
+    settings = settings or current_settings()
     try:
         payload = json.loads(data) if data.strip() else {}
     except ValueError:
         payload = None
     if not isinstance(payload, dict):
-        return handlers.run_hook(data)  # reports the bad input in hooks.log
+        return handlers.run_hook(data, settings)  # reports the bad input in hooks.log
     event = str(payload.get("hook_event_name") or "")
     if event not in handlers.HANDLERS:
         return ""
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and os.path.isdir(cwd):
         os.chdir(cwd)  # the project is resolved from here, as a command run there would
-    data_dir = client.data_dir_for(None)
-    if client.mode() == "off" or data_dir is None or not data_dir.is_dir():
-        return _in_process(data, data_dir, event)
-    env = client.forwarded_env()
+    data_dir = client.data_dir_for(None, settings)
+    if client.mode(settings) == "off" or data_dir is None or not data_dir.is_dir():
+        return _in_process(data, data_dir, event, settings)
+    env = client.forwarded_env(settings)
     here = os.getcwd()
     if event in handlers.CAPTURE_EVENTS:
         try:
             spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
         except OSError:
-            return _in_process(data, data_dir, event)
-        ep = client.endpoint(data_dir)
+            return _in_process(data, data_dir, event, settings)
+        ep = client.endpoint(data_dir, settings)
         try:
             try:
                 client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
@@ -101,13 +107,14 @@ def answer(data: str) -> str:
                     client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
                 client.start_detached(ep)  # it drains the spool as it starts
         except (client.Unavailable, client.ServiceUnsafe):
-            return _in_process("", data_dir, event)  # no service can be had: save the spool here
+            return _in_process("", data_dir, event, settings)  # no service can be had: save the spool here
         return ""
     try:
-        reply = client.call(data_dir, {"op": "hook", "stdin": data, "cwd": here, "env": env}, HOOK_TIMEOUT_S)
+        message = {"op": "hook", "stdin": data, "cwd": here, "env": env}
+        reply = client.call(data_dir, message, HOOK_TIMEOUT_S, settings)
     except client.Unavailable:
-        return handlers.run_hook(data)
-    return str(reply.get("stdout") or "") if reply.get("ok") else handlers.run_hook(data)
+        return handlers.run_hook(data, settings)
+    return str(reply.get("stdout") or "") if reply.get("ok") else handlers.run_hook(data, settings)
 
 
 def main() -> None:
@@ -120,7 +127,7 @@ def main() -> None:
         sys.stdout.write(f"contextware {__version__}\n")
         raise SystemExit(0)
     try:
-        out = answer(read_event())
+        out = answer(read_event(), Settings.from_env(os.environ))  # the hook's composition root
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextware.settings import Settings
     from contextware.storage.project import Project
 
 
@@ -289,11 +290,16 @@ HANDLERS = {
 }
 
 
-def _log_failure(event: str, exc: BaseException, project: "Project | None") -> None:
+def _log_failure(event: str, exc: BaseException, project: "Project | None", settings: "Settings | None" = None) -> None:
+    """Append the failure to the project's hooks.log, else to the one in ``contextware_home`` (of
+    ``settings``, else of the project's, else of this process's)."""
     from contextware.system import contextware_home
 
     try:
-        where = project.data_dir if project is not None and project.data_dir.is_dir() else contextware_home()
+        if project is not None and project.data_dir.is_dir():
+            where = project.data_dir
+        else:
+            where = contextware_home(settings or (project.settings if project is not None else None))
         where.mkdir(parents=True, exist_ok=True)
         import traceback  # only on failure: the hook process imports as little as it can
 
@@ -318,8 +324,9 @@ def with_host(stdin: str, host: str | None) -> str:
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
-def run_hook(stdin: str) -> str:
-    """The hook's stdout for one event (empty when there is nothing to add).  Never raises."""
+def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
+    """The hook's stdout for one event (empty when there is nothing to add), with the caller's
+    ``settings`` (by default this process's).  Never raises."""
     event, project = "", None
     try:
         payload = json.loads(stdin) if stdin.strip() else {}
@@ -336,9 +343,9 @@ def run_hook(stdin: str) -> str:
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and os.path.isdir(cwd):
             os.chdir(cwd)  # resolve the project as a command run there would (git top level, ...)
-        project = Project.open()
+        project = Project.open(None, settings)
         out = handler(project, payload)
         return json.dumps(out, ensure_ascii=False) if out else ""
     except BaseException as exc:  # noqa: BLE001 - a memory hook must never break the turn
-        _log_failure(event, exc, project)
+        _log_failure(event, exc, project, settings)
         return ""

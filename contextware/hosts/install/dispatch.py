@@ -20,6 +20,7 @@ server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one `
 from __future__ import annotations
 
 from contextware.errors import UsageError
+from contextware.settings import Settings, current_settings
 from contextware.storage.layout import resolve_project_root
 
 AGENTS = ("gemini", "claude", "mcp")
@@ -40,45 +41,58 @@ def install(
     python: str | None = None,
     link: bool = True,
     host: str | None = None,
+    settings: Settings | None = None,
 ) -> dict:
-    """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent)."""
+    """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``settings``:
+    the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's."""
     _check(agent, scope)
+    settings = settings or current_settings()
+    if scope == "user":  # a project's files are committed: portable unless --python is given
+        python = python or settings.hook_python
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
-        root = resolve_project_root(project_root) if scope == "project" else None
+        root = resolve_project_root(project_root, settings) if scope == "project" else None
         return claude_code.install(scope, root, python=python)
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
-        return mcp_hosts.install(host or "print", scope, resolve_project_root(project_root), python=python)
+        return mcp_hosts.install(host or "print", scope, resolve_project_root(project_root, settings), python=python)
     from contextware.hosts.install import gemini_cli
 
     if scope == "user":
         return gemini_cli.install_user(python=python, link=link)
-    return gemini_cli.install_project(resolve_project_root(project_root), python=python)
+    return gemini_cli.install_project(resolve_project_root(project_root, settings), python=python)
 
 
 def uninstall(
-    agent: str = "gemini", scope: str = "user", *, project_root: str | None = None, host: str | None = None
+    agent: str = "gemini",
+    scope: str = "user",
+    *,
+    project_root: str | None = None,
+    host: str | None = None,
+    settings: Settings | None = None,
 ) -> dict:
     """Remove what ``install`` added at ``scope`` (idempotent)."""
     _check(agent, scope)
+    settings = settings or current_settings()
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
-        return claude_code.uninstall(scope, resolve_project_root(project_root) if scope == "project" else None)
+        return claude_code.uninstall(
+            scope, resolve_project_root(project_root, settings) if scope == "project" else None
+        )
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
         if not host:
             raise UsageError("uninstall mcp needs --host cursor|vscode|claude-desktop.", code="usage")
-        return mcp_hosts.uninstall(host, scope, resolve_project_root(project_root))
+        return mcp_hosts.uninstall(host, scope, resolve_project_root(project_root, settings))
     from contextware.hosts.install import gemini_cli
 
     if scope == "user":
         return gemini_cli.uninstall_user()
-    return gemini_cli.uninstall_project(resolve_project_root(project_root))
+    return gemini_cli.uninstall_project(resolve_project_root(project_root, settings))
 
 
 __all__ = ["install", "uninstall"]

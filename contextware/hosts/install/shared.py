@@ -149,7 +149,8 @@ def _last_line(text: str) -> str:
 
 def choose_runner(python: str | None, *, project: bool = False) -> tuple[Runner, list[str]]:
     """The runner for files of one scope: a project's (committed, so portable unless ``python`` is
-    given explicitly) or the user's (this machine's ``--python``/``$CONTEXTWARE_HOOK_PYTHON``/uv)."""
+    given explicitly) or the user's (this machine's ``--python``, which ``install.dispatch`` defaults to
+    ``$CONTEXTWARE_HOOK_PYTHON``, or uv)."""
     if project:
         if not python:
             return portable_runner()
@@ -159,7 +160,7 @@ def choose_runner(python: str | None, *, project: bool = False) -> tuple[Runner,
             f"--python writes {runner.exe} into the project's files: a teammate's hooks will not find it; "
             f"leave --python out to have them call `{PORTABLE_COMMAND}` from PATH.",
         ]
-    python = python or os.environ.get("CONTEXTWARE_HOOK_PYTHON") or None
+    python = python or None
     if python:
         found = python if os.sep in python else shutil.which(python)
         if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):

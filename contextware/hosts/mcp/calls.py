@@ -8,12 +8,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
 from contextware.errors import ContextwareError, UsageError, first_line, internal_error
+from contextware.settings import Settings, current_settings
 
 log = logging.getLogger("contextware.mcp")
 
@@ -42,30 +44,37 @@ _registry_lock = threading.Lock()
 _warm_lock = threading.Lock()
 _warm = {"lancedb": False, "model": False}
 
+# The settings of the tool call being answered, set around it by ``server.call_tool`` (the MCP
+# front's own, or those of the resident service's caller) or by the SDK server (its own); unset,
+# this process's (``current_settings``).
+call_settings: ContextVar[Settings] = ContextVar("contextware_call_settings")
+
 
 def current_project() -> Any:
     """The project of this call, opened once per (root, data dir, database)."""
     from contextware.storage.layout import resolve_data_dir, resolve_db_uri, resolve_project_root
     from contextware.storage.project import Project
 
-    root = resolve_project_root(None)
+    settings = call_settings.get(None) or current_settings()
+    root = resolve_project_root(None, settings)
     try:
         home = Path.home().resolve()
     except (RuntimeError, KeyError):  # no home directory at all
         home = None
-    if not os.environ.get("CONTEXTWARE_PROJECT_ROOT") and root in (home, root.parent):
+    if not settings.project_root and root in (home, root.parent):
         raise UsageError(
             f"The MCP server runs in {root}, which is not a project: start it from the project's folder or set "
             "CONTEXTWARE_PROJECT_ROOT in the client's server configuration.",
             code="no_project",
         )
-    data_dir = resolve_data_dir(root)
-    key = (str(root), str(data_dir), resolve_db_uri(data_dir))
+    data_dir = resolve_data_dir(root, settings)
+    key = (str(root), str(data_dir), resolve_db_uri(data_dir, settings))
     with _registry_lock:
         project = _projects.get(key)
         if project is None:
-            project = _projects[key] = Project.open(root)
+            project = _projects[key] = Project.open(root, settings)
             _call_locks.setdefault(str(root), threading.Lock())
+        project.settings = settings  # this call's (a kept project serves callers one after another)
     project.__dict__.pop("config", None)  # a long-lived server honours edits of config.json
     return project
 

@@ -27,6 +27,7 @@ from typing import IO, Any
 from contextware import __version__
 from contextware.errors import internal_error
 from contextware.hosts.mcp.declared import DECLARED
+from contextware.settings import Settings, current_settings
 
 # Long, or they run Gemini CLI with this process's environment: never sent to the service.
 IN_PROCESS_TOOLS = {"index_file", "crawl_project", "offload"}
@@ -73,19 +74,19 @@ def error_result(code: str, message: str) -> dict[str, Any]:
 
 
 # -- one tool call --------------------------------------------------------------------------------
-def _in_process(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def _in_process(name: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any]:
     from contextware.hosts.mcp.server import call_tool
 
-    return call_tool(name, arguments)
+    return call_tool(name, arguments, settings)
 
 
-def _via_service(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+def _via_service(name: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
     """The service's answer, an error result for a write it died in, or None: run it here."""
     from contextware.service import client
 
-    if client.mode() == "off" or name in IN_PROCESS_TOOLS or arguments.get("refresh_stale"):
+    if client.mode(settings) == "off" or name in IN_PROCESS_TOOLS or arguments.get("refresh_stale"):
         return None
-    data_dir = client.data_dir_for(None)
+    data_dir = client.data_dir_for(None, settings)
     if data_dir is None or not data_dir.is_dir():
         return None  # nothing saved yet: the first write creates the data dir here
     try:
@@ -98,10 +99,10 @@ def _via_service(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         "tool": name,
         "arguments": arguments,
         "cwd": cwd,
-        "env": client.forwarded_env(),
+        "env": client.forwarded_env(settings),
     }
     try:
-        answer = client.call(data_dir, message, client.COMMAND_TIMEOUT_S)
+        answer = client.call(data_dir, message, client.COMMAND_TIMEOUT_S, settings)
     except client.DiedMidRequest:
         if name in REPEATABLE:
             return None
@@ -116,10 +117,12 @@ def _via_service(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
     return result if answer.get("ok") and isinstance(result, dict) else None
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The ``tools/call`` result: through the service when it can answer, else in this process."""
-    result = _via_service(name, arguments)
-    return result if result is not None else _in_process(name, arguments)
+def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """The ``tools/call`` result: through the service when it can answer, else in this process.
+    ``settings``: the server's (``Front``), by default this process's."""
+    settings = settings or current_settings()
+    result = _via_service(name, arguments, settings)
+    return result if result is not None else _in_process(name, arguments, settings)
 
 
 # -- the stdio loop ---------------------------------------------------------------------------------
@@ -141,8 +144,9 @@ def nesting(value: Any) -> int:
 class Front:
     """Reads JSON-RPC lines and writes one answer line per request (from several threads)."""
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: IO[bytes], settings: Settings | None = None) -> None:
         self.out = out
+        self.settings = settings or current_settings()  # this server's, resolved once at start
         self._write_lock = threading.Lock()
         self._calls: list[threading.Thread] = []
 
@@ -209,7 +213,7 @@ class Front:
 
         def run() -> None:
             try:
-                result = call_tool(name, arguments or {})
+                result = call_tool(name, arguments or {}, self.settings)
             except Exception as exc:  # noqa: BLE001 - one call's failure must not end the server
                 import traceback
 
@@ -263,6 +267,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.dup2(2, 1)  # stray output of any library goes to stderr, never into the protocol
     sys.stdout = sys.stderr
     try:
-        Front(protocol).serve(sys.stdin.buffer)
+        Front(protocol, Settings.from_env(os.environ)).serve(sys.stdin.buffer)  # the MCP server's composition root
     except KeyboardInterrupt:
         pass

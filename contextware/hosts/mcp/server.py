@@ -27,9 +27,10 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from contextware import __version__
-from contextware.hosts.mcp.calls import error_result
+from contextware.hosts.mcp.calls import call_settings, error_result
 from contextware.hosts.mcp.memory_tools import TOOLS as MEMORY_TOOLS
 from contextware.hosts.mcp.tools import TOOLS as WORK_TOOLS
+from contextware.settings import Settings, current_settings
 
 TOOLS = {**WORK_TOOLS, **MEMORY_TOOLS}
 log = logging.getLogger("contextware.mcp")
@@ -84,8 +85,10 @@ class ContextwareMCPServer(MCPServer):
     """``MCPServer`` whose argument errors, unknown arguments and unknown tools come back in the
     Contextware error envelope, like every other failure."""
 
-    def __init__(self, tools: list[Tool], **kwargs: Any) -> None:
+    def __init__(self, tools: list[Tool], settings: Settings | None = None, **kwargs: Any) -> None:
         super().__init__(tools=tools, **kwargs)
+        # The settings of a server run by the SDK itself; None: each call brings its own (``call_tool``).
+        self.contextware_settings = settings
         self._arguments = {t.name: set(t.parameters.get("properties", {})) for t in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
@@ -102,17 +105,25 @@ class ContextwareMCPServer(MCPServer):
                     "message": (f"{name} has no argument {', '.join(unknown)}: use {', '.join(sorted(known))}."),
                 }
             )
+        own = self.contextware_settings
+        token = call_settings.set(own) if own is not None else None
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 return error_result(_argument_error(name, exc.__cause__))
             raise
+        finally:
+            if token is not None:
+                call_settings.reset(token)
 
 
-def build_server() -> ContextwareMCPServer:
+def build_server(settings: Settings | None = None) -> ContextwareMCPServer:
+    """The SDK server; ``settings``: those of its process when the SDK runs it (else each call brings
+    its own through ``call_tool``)."""
     return ContextwareMCPServer(
         [_tool(name) for name in TOOLS],
+        settings,
         name=SERVER_NAME,
         title="Contextware project memory",
         version=__version__,
@@ -134,18 +145,21 @@ def server() -> ContextwareMCPServer:
         return _server
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
     """One ``tools/call`` answered as the SDK's stdio server answers it: the ``CallToolResult`` as it
     goes on the wire.  What the SDK would turn into an error result (an exception that escaped a
     tool's own envelope) becomes one here too, its text the exception's, and is logged on stderr."""
     import anyio
     from mcp.types import CallToolResult, TextContent
 
+    token = call_settings.set(settings or current_settings())
     try:
         result = anyio.run(server().call_tool, name, arguments)
     except Exception as exc:  # the SDK answers every failure of a call with an error result
         log.exception("Tool %r raised an unexpected exception", name)
         result = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+    finally:
+        call_settings.reset(token)
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 

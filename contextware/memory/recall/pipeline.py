@@ -27,7 +27,7 @@ def _projects(project: "Project", everywhere: bool) -> list["Project"]:
         from contextware.offload.table import registered_projects
 
         known = {project.root.resolve()}
-        for other in registered_projects():
+        for other in registered_projects(project.settings):
             if other.root.resolve() not in known:
                 known.add(other.root.resolve())
                 projects.append(other)
