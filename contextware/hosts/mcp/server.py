@@ -5,7 +5,7 @@ declaration, frozen by running it: ``uv run python -m contextware.hosts.mcp.serv
 
 Each tool is a thin adapter over the plain function the CLI calls (``records.save``,
 ``recall.recall``, ``indexer.index_files``, ``run.offload``, ``kvstore.*``,
-``context.session_context`` in ``tools``; ``records.list_records|get|update|delete``,
+``context.session_context`` in ``tools``; ``records.list_records|get|update|delete|confirm``,
 ``history.history``, ``maintenance.stats`` and ``indexer.crawl`` in ``memory_tools``): argument
 validation stays there, so the codes match the CLI's.
 
