@@ -56,8 +56,8 @@ MAX_SYMBOL_FILES = 2  # a name defined in more files than this names none of the
 MAX_LINKS = 20
 FLAG = "may_be_stale"
 
-_BACKTICKED = re.compile(r"`([^`\n]{1,300})`")
-_EDGE = "\"'()[]{}<>,;!?*“”‘’"
+_TOKENS = re.compile(r"`([^`\n]{1,300})`|(\S+)")  # a backticked span, or a word
+_EDGE = "\"'()[]{}<>,;!?*“”‘’`"
 _LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$|#L\d+(?:-L?\d+)?$")
 _FILE_NAME = re.compile(r"[\w.\-]+\.[A-Za-z][A-Za-z0-9]{0,9}")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -169,10 +169,13 @@ def _names(project: "Project") -> _Names | None:
 def _candidates(text: str) -> list[tuple[str, bool]]:
     """(token, backticked) of what the text may name, in order of appearance."""
     out: list[tuple[str, bool]] = []
-    for span in _BACKTICKED.findall(text):
-        out.append((span.strip(), True))
-        out += [(t, True) for t in span.split() if t != span.strip()]
-    out += [(t, False) for t in _BACKTICKED.sub(" ", text).split()]
+    for m in _TOKENS.finditer(text):
+        span = (m.group(1) or "").strip()
+        if span:
+            out.append((span, True))
+            out += [(t, True) for t in span.split() if t != span]
+        elif m.group(2):
+            out.append((m.group(2), False))
     cleaned = []
     for token, ticked in out:
         token = token.strip(_EDGE).rstrip(".:").removesuffix("()").replace("::", ".")
