@@ -8,7 +8,9 @@ facts or episodes (stored vectors at least ``similar_threshold`` alike; nothing 
 is shown once, as its newest member.  Items are added while the rendered markdown stays within the
 token budget: every section's first few items in priority order, then the rest in priority order;
 the first item that does not fit ends the briefing, so nothing of lower priority is shown in place
-of something more important.  The JSON result holds exactly what the markdown shows.
+of something more important.  The JSON result holds exactly what the markdown shows.  A fact or
+episode whose linked code changed since it was saved carries ``may_be_stale`` (``memory.code_links``;
+judged at every briefing, as the code index changes on its own).
 
 "Central" files are those whose module name appears in the import lines of the most other indexed
 files (import in-degree, approximated the same way in every language); the ranking is cached per
