@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import FieldError, NotFoundError, UsageError
-from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_note
+from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -389,7 +389,8 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
 
 def get(project: "Project", record_id: str) -> dict:
     collection, _, row = _locate(project, record_id)
-    return {"record": {**public_row(row, collection), "has_vector": row.get("vector") is not None}}
+    record = {**public_row(row, collection), "has_vector": row.get("vector") is not None}
+    return {"record": {**record, **stale_flag(project, collection, row)}}
 
 
 def list_records(

@@ -108,6 +108,7 @@ def test_an_edit_flags_the_memory_until_it_is_confirmed(coded: Project):
     listed = records.list_records(coded, stale=True)
     assert [r["id"] for r in listed["records"]] == [fact]
     assert listed["records"][0]["may_be_stale"].startswith("src/http/retry.py changed")
+    assert records.get(coded, fact)["record"]["may_be_stale"] == listed["records"][0]["may_be_stale"]
 
     confirmed = records.confirm(coded, fact)
     assert confirmed["was_stale"].startswith("src/http/retry.py changed") and confirmed["code_links"] == [
