@@ -26,8 +26,9 @@ itself (an edit reverted, a file moved back).
 **The read is cheap on recall's hot path.**  A row without links costs one dictionary lookup.  For
 linked rows the code index is read once per version of its tables (three columns: path, hash, time;
 and the small ``code_removed``), kept in memory keyed by ``table_search.version_key`` (a ``stat`` of
-the version folders, no LanceDB round trip) and shared by every hit of every recall until the index
-changes: never a scan per result.  Nothing is written on read.
+the version folders, no LanceDB round trip; on an object store, where that is a round trip, asked at
+most every ``REMOTE_TTL_S``) and shared by every hit of every recall until the index changes: never
+a scan per result.  Nothing is written on read.
 
 **Confirming** (``memory confirm ID``, MCP ``confirm_memory``) links the memory again against the
 code index as it is now, which clears the flag; so do ``memory update`` (re-linked) and superseding
@@ -38,12 +39,14 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CODE_REMOVED_TABLE, CODE_TABLE
 from contextware.text import utcnow
 
@@ -54,6 +57,7 @@ LINKED_COLLECTIONS = ("facts", "episodes")
 TEXT_FIELDS = {"facts": ("text",), "episodes": ("goal", "summary")}
 MAX_SYMBOL_FILES = 2  # a name defined in more files than this names none of them in particular
 MAX_LINKS = 20
+REMOTE_TTL_S = 2.0  # how long the code index's state is trusted unasked on an object store
 FLAG = "may_be_stale"
 
 _TOKENS = re.compile(r"`([^`\n]{1,300})`|(\S+)")  # a backticked span, or a word
@@ -86,7 +90,7 @@ class _Names:
     defines: dict[str, set[str]] = field(default_factory=dict)  # path -> its symbols
 
 
-_cache: dict[tuple[str, str], tuple[tuple, Any]] = {}
+_cache: dict[tuple[str, str], tuple[tuple, Any, float]] = {}  # slot -> (versions, value, checked at)
 _cache_lock = threading.Lock()
 
 
@@ -98,18 +102,26 @@ def _key(project: "Project", name: str) -> tuple | None:
 
 
 def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Any) -> Any:
-    """``load()`` once per version of ``tables`` (None when the code index does not exist)."""
+    """``load()`` once per version of ``tables`` (None when the code index does not exist).  On an
+    object store, where asking for the version is a round trip, a value is trusted for
+    ``REMOTE_TTL_S`` without asking again (each hit of a recall would ask otherwise)."""
+    slot = (project.db.uri, what)
+    remote = not is_local_uri(project.db.uri)
+    with _cache_lock:
+        hit = _cache.get(slot)
+    if remote and hit is not None and time.monotonic() - hit[2] < REMOTE_TTL_S:
+        return hit[1]
     key = tuple(_key(project, t) for t in tables)
     if key[0] is None:
         return None
-    slot = (project.db.uri, what)
-    with _cache_lock:
-        hit = _cache.get(slot)
-        if hit is not None and hit[0] == key:
-            return hit[1]
+    if hit is not None and hit[0] == key:
+        if remote:
+            with _cache_lock:
+                _cache[slot] = (key, hit[1], time.monotonic())
+        return hit[1]
     value = load()
     with _cache_lock:
-        _cache[slot] = (key, value)
+        _cache[slot] = (key, value, time.monotonic())
     return value
 
 
