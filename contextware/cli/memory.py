@@ -9,7 +9,9 @@ from contextware.cli import add_common, new_parser, open_project
 DESCRIPTION = """Inspect and fix the project's memory.
 
   list [--collection C] [--limit N]   newest first
+  list --stale                        facts and episodes whose code changed since
   get ID                              one memory
+  confirm ID                          it still holds: clear its may-be-stale flag
   update ID [--text ...] [...]        change fields (re-embeds)
   delete ID                           remove one memory
   history ID                          a fact's supersession chain, oldest first
@@ -17,8 +19,9 @@ DESCRIPTION = """Inspect and fix the project's memory.
   reembed [--all]                     fill in missing vectors / rebuild for a new model
   compact                             compact tables and drop old versions
   repair                              make damaged tables readable again, clean logs
-                                      stored with injected memory blocks, and redact
-                                      secrets older versions stored"""
+                                      stored with injected memory blocks, redact
+                                      secrets older versions stored, and link older
+                                      memories to the code they name"""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -27,8 +30,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list memories, newest first")
     ls.add_argument("--collection", help="facts, episodes or logs (default: all)")
     ls.add_argument("--limit", type=int, default=20, help="most records to show (default 20)")
+    ls.add_argument(
+        "--stale", action="store_true", help="only facts and episodes whose linked files changed, moved or went away"
+    )
     g = sub.add_parser("get", help="show one memory")
     g.add_argument("id")
+    c = sub.add_parser("confirm", help="confirm a memory still holds although code it names changed")
+    c.add_argument("id")
     u = sub.add_parser("update", help="change fields of one memory (re-embeds it)")
     u.add_argument("id")
     u.add_argument("--text", help="new text (facts, logs); - reads standard input")
@@ -62,9 +70,11 @@ def handle(args: argparse.Namespace) -> dict:
     project = open_project(args)
     action = args.action
     if action == "list":
-        return records.list_records(project, args.collection, args.limit)
+        return records.list_records(project, args.collection, args.limit, stale=args.stale)
     if action == "get":
         return records.get(project, args.id)
+    if action == "confirm":
+        return records.confirm(project, args.id)
     if action == "update":
         return records.update(
             project,
@@ -101,6 +111,10 @@ def handle(args: argparse.Namespace) -> dict:
 
     # files an older version made 0644 in 0755 folders: readable by every local user
     report["permissions_tightened"] = tighten(project.data_dir) + tighten(contextware_home(project.settings))
+
+    from contextware.memory.code_links import link_unlinked
+
+    report["code_links"] = link_unlinked(project)  # memories saved before links (or the code index) existed
     return report
 
 
@@ -117,7 +131,9 @@ def render_text(result: dict) -> str:
                 "id": r["id"],
                 "saved": (r.get("created_at") or "")[:16].replace("T", " "),
                 "kind": r.get("kind") or r.get("result") or r.get("role") or "",
-                "text": _body(r) + (" (superseded)" if r.get("status") == "superseded" else ""),
+                "text": _body(r)
+                + (" (superseded)" if r.get("status") == "superseded" else "")
+                + (f" (may be stale: {r['may_be_stale']})" if r.get("may_be_stale") else ""),
             }
             for r in result["records"]
         ]
@@ -145,6 +161,9 @@ def render_text(result: dict) -> str:
         return "\n".join(lines)
     if "repaired" in result and "message" in result:
         return result["message"]
+    if result.get("confirmed"):
+        linked = ", ".join(result["code_links"]) or "no indexed file"
+        return f"Confirmed {result['id']}; it is tied to {linked} as the code is now."
     if "record" in result and "updated" in result:
         return (
             paint(f"Updated {', '.join(result['updated'])} of {result['id']}.", "bold")

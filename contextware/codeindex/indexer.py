@@ -7,6 +7,12 @@ only refreshes the stat).  Changed files are summarised in parallel, embedded an
 WRITE_BATCH rows, so an interrupted crawl keeps every batch it finished.  Writers of the table are
 serialised by ``Database.write``'s lock and rows are keyed by path (``merge_insert``), so any number of
 concurrent indexers leave exactly one row per file.
+
+A file that leaves the index (deleted, moved away, newly ignored, too large) also leaves a row in
+``code_removed``: its path and when.  That is the one thing the index writes for the layers above it
+(it knows nothing of them): an edit or a move shows in the index itself (a new content hash; the
+same hash under another path), a deletion leaves nothing else behind, and ``memory.code_links``
+reads it to say when a file a memory names went away.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from contextware.errors import ContextwareError, EmbeddingError, UsageError
 from contextware.redact import redact_text
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
-from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE, FTS_COLUMN
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_REMOVED_TABLE, CODE_TABLE, FTS_COLUMN
 from contextware.system import stop_on_signals, write_atomic
 from contextware.text import sql_str, utcnow
 
@@ -189,6 +195,8 @@ class _Writer:
                 tbl.delete(_in_list(removals[start : start + 500]))
 
         self.project.ensure_data_dir()
+        if removals:  # before the rows go: a crash in between leaves the row, which wins over the mark
+            record_removals(self.project, removals)
         # Chunks first: a crash between the two writes leaves the file's old row (and hash), so the
         # next crawl redoes the file and its chunks.
         replaced = [r["id"] for r in rows] + list(removals)
@@ -200,6 +208,20 @@ class _Writer:
                 model_id=embedder.model_id,
             )
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
+
+
+def record_removals(project: "Project", paths: Sequence[str]) -> None:
+    """Mark ``paths`` as removed from the index now (``CODE_REMOVED_TABLE``, one row per path)."""
+    import pyarrow as pa
+
+    now = utcnow()
+    rows = [{"id": p, "file_path": p, "removed_at": now} for p in dict.fromkeys(paths)]
+
+    def write(tbl: Any) -> None:
+        data = pa.Table.from_pylist(rows, schema=tbl.schema)
+        tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    project.db.write(CODE_REMOVED_TABLE, write)
 
 
 def chunk_rows(

@@ -8,7 +8,9 @@ facts or episodes (stored vectors at least ``similar_threshold`` alike; nothing 
 is shown once, as its newest member.  Items are added while the rendered markdown stays within the
 token budget: every section's first few items in priority order, then the rest in priority order;
 the first item that does not fit ends the briefing, so nothing of lower priority is shown in place
-of something more important.  The JSON result holds exactly what the markdown shows.
+of something more important.  The JSON result holds exactly what the markdown shows.  A fact or
+episode whose linked code changed since it was saved carries ``may_be_stale`` (``memory.code_links``;
+judged at every briefing, as the code index changes on its own).
 
 "Central" files are those whose module name appears in the import lines of the most other indexed
 files (import in-degree, approximated the same way in every language); the ranking is cached per
@@ -191,27 +193,36 @@ class _Memory:
         rows = _rows(
             self.project,
             "facts",
-            ["id", "text", "kind", "created_at", "vector"],
+            ["id", "text", "kind", "created_at", "vector", *_LINKS],
             "status IS NULL OR status = 'active'",
         )
         collapsed = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
-        return [{"id": r["id"], "text": r["text"], "kind": r["kind"]} for r in collapsed]
+        return [{"id": r["id"], "text": r["text"], "kind": r["kind"], **_links(r)} for r in collapsed]
 
     def facts(self, kind: str) -> list[dict]:
-        return [
-            {"id": r["id"], "text": r["text"]}
-            for r in self._derive("facts", "active", self._facts)
-            if r["kind"] == kind
-        ]
+        rows = [r for r in self._derive("facts", "active", self._facts) if r["kind"] == kind]
+        return self.flagged("facts", [{"id": r["id"], "text": r["text"], **_links(r)} for r in rows])
+
+    def flagged(self, collection: str, items: list[dict]) -> list[dict]:
+        """Items without their links, each flagged ``may_be_stale`` when the code it names changed
+        (judged now, not cached with the table: the code index changes on its own)."""
+        from contextware.memory.code_links import stale_flag
+
+        out = []
+        for item in items:
+            links = {k: item.pop(k) for k in _LINKS if k in item}
+            out.append({**item, **stale_flag(self.project, collection, links)})
+        return out
 
     def _episodes(self) -> list[dict]:
         if self._episode_rows is None:
-            columns = ["id", "goal", "result", "summary", "category", "created_at", "vector"]
+            columns = ["id", "goal", "result", "summary", "category", "created_at", "vector", *_LINKS]
             self._episode_rows = _newest_first(_rows(self.project, "episodes", columns))
         return self._episode_rows
 
     def open_failures(self) -> list[dict]:
-        return self._derive("episodes", "open_failures", lambda: self._open_failures(self._episodes()))
+        rows = self._derive("episodes", "open_failures", lambda: self._open_failures(self._episodes()))
+        return self.flagged("episodes", rows)
 
     def _open_failures(self, rows: list[dict]) -> list[dict]:
         """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
@@ -238,7 +249,16 @@ class _Memory:
             done = [r for r in self._episodes() if r["result"] == "success"]
             return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
 
-        return self._derive("episodes", "recent", compute)
+        return self.flagged("episodes", self._derive("episodes", "recent", compute))
+
+
+# The columns tying a memory to code (``memory.code_links``), carried with cached items and judged
+# when the briefing is made.
+_LINKS = ("code_links", "code_hashes")
+
+
+def _links(r: dict) -> dict:
+    return {k: r.get(k) for k in _LINKS}
 
 
 def _episode(r: dict, text_key: str) -> dict:
@@ -248,6 +268,7 @@ def _episode(r: dict, text_key: str) -> dict:
         "result": r["result"],
         text_key: r["summary"],
         "at": iso(r.get("created_at")),
+        **_links(r),
     }
 
 
@@ -362,13 +383,13 @@ def render_markdown(ctx: dict) -> str:
         lines.append(f"Sessions: {p.get('session_count', 0)}")
     for name, _kind, heading in FACT_SECTIONS:
         if ctx.get(name):
-            lines += ["", f"## {heading}"] + [f"- {f['text']}" for f in ctx[name]]
+            lines += ["", f"## {heading}"] + [f"- {f['text']}{_stale(f)}" for f in ctx[name]]
     if ctx.get("failures"):
         lines += ["", "## Open failures and lessons"]
-        lines += [f"- [{f['result']}] {f['goal']}: {f['lesson']}" for f in ctx["failures"]]
+        lines += [f"- [{f['result']}] {f['goal']}: {f['lesson']}{_stale(f)}" for f in ctx["failures"]]
     if ctx.get("recent_episodes"):
         lines += ["", "## Recent work"]
-        lines += [f"- {e['goal']}: {e['summary']}" for e in ctx["recent_episodes"]]
+        lines += [f"- {e['goal']}: {e['summary']}{_stale(e)}" for e in ctx["recent_episodes"]]
     code = ctx.get("code_index")
     if code:
         lines += [
@@ -466,6 +487,11 @@ def _assemble(project: "Project", budget_tokens: int, sessions: dict, memory: _M
         "tokens": approx_tokens(render_markdown(ctx)),
         "truncated": truncated,
     }
+
+
+def _stale(item: dict) -> str:
+    """The flag of a memory whose code changed since it was saved (``memory.code_links``)."""
+    return f" (may be stale: {item['may_be_stale']})" if item.get("may_be_stale") else ""
 
 
 def render_fenced(ctx: dict, limit: int | None = None) -> str:

@@ -10,7 +10,9 @@ naming the line), then merges it: a new id is added, a known id is replaced when
 ``updated_at`` is newer, anything else is left alone, so importing the same file twice changes nothing.
 Supersession travels with the rows (``status``, ``supersedes``, ``superseded_by``).  An active fact
 or an episode whose text is already saved here under another id (two people saved the same thing) is
-not added again: it is counted under ``duplicates`` and named in ``duplicate_of`` (file id: local id).  Vectors are computed on import.
+not added again: it is counted under ``duplicates`` and named in ``duplicate_of`` (file id: local id).  Vectors are computed on import,
+and facts and episodes are linked to the files they name in this project's code index
+(``memory.code_links``; links are not exported: they hold for one checkout).
 
 The first line is a header, ``{"format": "contextware-memory", "version": 1}``.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import UsageError, load_json
+from contextware.memory.code_links import link_rows
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -310,6 +313,8 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
         if not rows:
             continue
         rows = [_prepare(collection, r, redacted) for r in rows]
+        if not dry_run:
+            link_rows(project, collection, rows)  # tied to this project's code as it is now (memory.code_links)
         table = project.db.open_table(collection)
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)

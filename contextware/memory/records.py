@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import FieldError, NotFoundError, UsageError
+from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -243,6 +244,7 @@ def save_fact(
         "superseded_by": None,
         "text_hash": text_hash(body),
     }
+    link_row(project, "facts", row)
     return _save_rows(
         project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions
     )
@@ -288,6 +290,7 @@ def save_episode(
         "updated_at": now,
         "text_hash": text_hash(goal_text, outcome or "", body),
     }
+    link_row(project, "episodes", row)
     return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
 
 
@@ -375,6 +378,8 @@ PUBLIC_DROP = {
     "_relevance_score",
     "_rowid",
     CHECKED,
+    "code_hashes",  # code_links: what each linked file was when linked (memory.code_links)
+    "linked_at",
 }
 
 
@@ -401,29 +406,44 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
 
 def get(project: "Project", record_id: str) -> dict:
     collection, _, row = _locate(project, record_id)
-    return {"record": {**public_row(row, collection), "has_vector": row.get("vector") is not None}}
+    record = {**public_row(row, collection), "has_vector": row.get("vector") is not None}
+    return {"record": {**record, **stale_flag(project, collection, row)}}
 
 
 def list_records(
-    project: "Project", collection: str | None = None, limit: int = 20, include_superseded: bool = True
+    project: "Project",
+    collection: str | None = None,
+    limit: int = 20,
+    include_superseded: bool = True,
+    *,
+    stale: bool = False,
 ) -> dict:
+    """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
+    changed, moved or went away since (each with ``may_be_stale``)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1.", code="bad_limit")
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
+    if stale:
+        names = [n for n in names if n in LINKED_COLLECTIONS]
     records: list[dict] = []
     for name in names:
         table = project.db.open_table(name)
         if table is None:
             continue
-        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c == "checksum"]
+        kept = ("checksum", "code_hashes") if stale else ("checksum",)
+        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
 
         def read_all(table: Any = table, columns: list[str] = columns) -> list[dict]:
             return table.search().select(columns).limit(None).to_arrow().to_pylist()
 
         rows = project.db.read(read_all)
         verify_rows(name, rows)
-        if name == "facts" and not include_superseded:
+        if name == "facts" and not (include_superseded and not stale):
             rows = [r for r in rows if r.get("status") != "superseded"]
+        if stale:
+            notes = [stale_note(project, name, r) for r in rows]
+            records += [{**public_row(r, name), FLAG: n} for r, n in zip(rows, notes, strict=True) if n]
+            continue
         records += [public_row(r, name) for r in rows]
     records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     return {"count": len(records[:limit]), "total": len(records), "records": records[:limit]}
@@ -479,6 +499,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     elif collection == "episodes":
         new["text_hash"] = text_hash(new["goal"], new["result"] or "", new["summary"])
     new[FTS_COLUMN] = search_text(collection, new)
+    link_row(project, collection, new)  # what it names now, as the code is now: clears a stale flag
     embedder = project.embedder
     project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, new)])
@@ -503,6 +524,37 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     if degraded:
         out["degraded"] = degraded
     return out
+
+
+def confirm(project: "Project", record_id: str) -> dict:
+    """Say that a fact or episode still holds although code it names changed: it is linked again to
+    the files it names as the code index has them now, which clears its ``may_be_stale`` flag."""
+    import pyarrow as pa
+
+    collection, _table, row = _locate(project, record_id)
+    if collection not in LINKED_COLLECTIONS:
+        raise UsageError(f"Only facts and episodes are tied to code; {record_id} is a log.", code="bad_collection")
+    was = stale_note(project, collection, row)
+    linked = dict(row)
+    link_row(project, collection, linked)
+    columns = ("code_links", "code_hashes", "linked_at")
+
+    def write(tbl: Any) -> None:
+        found = tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list()
+        if not found:
+            raise NotFoundError(f"No memory has the id {record_id}.")
+        fresh = {k: v for k, v in found[0].items() if not k.startswith("_")}
+        fresh.update({c: linked[c] for c in columns})
+        tbl.merge_insert("id").when_matched_update_all().execute(pa.Table.from_pylist([fresh], schema=tbl.schema))
+
+    project.db.write(collection, write)
+    return {
+        "id": record_id,
+        "collection": collection,
+        "confirmed": True,
+        "was_stale": was,
+        "code_links": linked.get("code_links") or [],
+    }
 
 
 def delete(project: "Project", record_id: str) -> dict:

@@ -45,8 +45,18 @@ KV_TABLE = "kv"
 # Per-row checksum column (storage.integrity), last before the vector.
 CHECKSUM_COLUMN = "checksum"
 
+# Files the code index dropped (deleted, moved away, newly ignored): one row per path, id == file_path,
+# with when (``removed_at``).  Written by ``codeindex.indexer``; read by ``memory.code_links`` to say
+# when a file a memory names went away.  A path indexed again is judged by its ``code_index`` row.
+CODE_REMOVED_TABLE = "code_removed"
+
 # Tables without a vector column: created without an embedding model, never re-embedded.
-PLAIN_TABLES = (KV_TABLE,)
+PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
+
+# Columns of facts and episodes that tie a memory to the code it names (``memory.code_links``):
+# the linked project-relative paths, the content hash each had in the code index when linked, and
+# when the links were made (null: never linked, which ``memory repair`` does).
+CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
 
 
 def _columns(name: str) -> list[tuple[str, str]]:
@@ -63,6 +73,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("supersedes", "string"),
             ("superseded_by", "string"),
             *common_tail,
+            *CODE_LINK_COLUMNS,
         ]
     if name == "episodes":
         return [
@@ -75,6 +86,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
             *common_tail,
+            *CODE_LINK_COLUMNS,
         ]
     if name == "logs":
         return [
@@ -124,6 +136,11 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
             ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
+        ]
+    if name == CODE_REMOVED_TABLE:
+        return [
+            ("file_path", "string"),
+            ("removed_at", "timestamp"),
         ]
     if name == OFFLOADS_TABLE:
         return [

@@ -285,7 +285,7 @@ def _matrix(data: "pa.Table") -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]
     return matrix, valid, scale
 
 
-def _version_key(db: "Database", name: str, table: Any) -> tuple:
+def version_key(db: "Database", name: str, table: Any) -> tuple:
     """What changes with every commit and every re-creation of the table.  On local disk: the
     version folder's identity and its file names (each commit adds a manifest; a re-created table
     has a new folder), read without a round trip through LanceDB's event loop, which the searches
@@ -316,10 +316,10 @@ def _snapshot(db: "Database", name: str, table: Any, load: bool | None = None) -
     slot = (db.uri, name)
     if not (load if load is not None else not _preloading.is_set()):
         snap = cache.get(slot)
-        return snap if snap is not None and snap.key == _version_key(db, name, table) else None
+        return snap if snap is not None and snap.key == version_key(db, name, table) else None
     with _lock_for(slot):  # two searches of one table at once load it once
         for _ in range(LOAD_ATTEMPTS):
-            key = _version_key(db, name, table)
+            key = version_key(db, name, table)
             snap = cache.get(slot)
             if snap is not None and snap.key == key:
                 return snap
@@ -330,7 +330,7 @@ def _snapshot(db: "Database", name: str, table: Any, load: bool | None = None) -
                 _too_big[slot] = key
                 return None
             data = db.read(lambda: table.search().select(columns(db, table)).limit(None).to_arrow())
-            if _version_key(db, name, table) == key:  # no write landed while reading
+            if version_key(db, name, table) == key:  # no write landed while reading
                 snap = cache[slot] = Snapshot(key, data.combine_chunks(), name)  # one chunk: quicker takes
                 return snap
     cache.pop(slot, None)

@@ -114,3 +114,27 @@ def test_contextware_mcp_serves_the_same_tools(project_dir):
             assert (await call(client, "get_memory", {"id": saved["id"]}))["record"]["text"].endswith("mkdocs.")
 
     run(go)
+
+
+def test_a_memory_whose_file_changed_is_listed_stale_and_confirmed(project_dir):
+    """memory.code_links through the MCP tools: crawl, save, edit, crawl, list stale, confirm."""
+    (project_dir / "retry.py").write_text("def backoff_delay(attempt):\n    return 2**attempt\n")
+
+    async def go() -> None:
+        async with serve(project_dir) as client:
+            await call(client, "crawl_project", {"summarizer": "local"})
+            fact = await call(client, "save_fact", {"content": "Waits come from `backoff_delay` in retry.py."})
+            assert (await call(client, "list_memories", {"stale": True}))["total"] == 0
+            (project_dir / "retry.py").write_text("def backoff_delay(attempt):\n    return 3**attempt\n")
+            await call(client, "crawl_project", {"summarizer": "local"})
+            stale = await call(client, "list_memories", {"stale": True})
+            assert [r["id"] for r in stale["records"]] == [fact["id"]]
+            assert stale["records"][0]["may_be_stale"].startswith("retry.py changed on ")
+            found = await call(client, "recall", {"query": "where do retry waits come from?"})
+            assert any(r["id"] == fact["id"] and r.get("may_be_stale") for r in found["results"])
+            confirmed = await call(client, "confirm_memory", {"id": fact["id"]})
+            assert confirmed["confirmed"] is True and confirmed["code_links"] == ["retry.py"]
+            assert (await call(client, "list_memories", {"stale": True}))["total"] == 0
+            assert await error(client, "confirm_memory", {"id": "fact-000000000000"}) == "not_found"
+
+    run(go)

@@ -35,6 +35,7 @@ ANNOTATIONS: dict[str, tuple[bool | None, bool | None, bool | None, bool | None]
     "update_memory": (False, True, True, False),
     "delete_memory": (False, True, True, False),
     "memory_history": (True, None, None, False),
+    "confirm_memory": (False, False, True, False),
     "memory_stats": (True, None, None, False),
     "crawl_project": (False, False, True, True),
 }

@@ -143,3 +143,43 @@ def test_watch_follows_folders_moved_out_of_and_into_the_project(project_dir: Pa
     assert code == 0 and totals["ok"] is True
     assert any("removed pkg/one.py" in line for line in w.seen), w.seen
     assert set(indexed(project_dir)) == {"keep.py", "lib/three.py"}
+
+
+def test_a_memory_naming_a_file_is_flagged_after_one_watch_event(project_dir: Path):
+    """memory.code_links with a real watch process: an edit, then a rename, each seen by one batch."""
+    from datetime import datetime, timezone
+
+    from contextware.memory import records
+    from contextware.memory.recall import ask
+
+    (project_dir / "src").mkdir()
+    (project_dir / "src" / "retry.py").write_text("def backoff_delay(attempt):\n    return 2**attempt\n")
+    project = Project.open(project_dir)
+    crawl(project, summarizer="local")
+    fact = records.save_fact(project, "The retry policy lives in `src/retry.py`.", kind="decision")["id"]
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+    def flag() -> str | None:
+        hits = ask(Project.open(project_dir), "where does the retry policy live?")["results"]
+        return next(h.get("may_be_stale") for h in hits if h["id"] == fact)
+
+    w = Watcher(project_dir)
+    try:
+        w.wait_for("watching")
+        time.sleep(0.5)
+        assert flag() is None
+        (project_dir / "src" / "retry.py").write_text("def backoff_delay(attempt):\n    return 3**attempt\n")
+        w.wait_for("indexed src/retry.py")
+        assert flag() == f"src/retry.py changed on {today}"
+        records.confirm(project, fact)
+        assert flag() is None
+        os.rename(project_dir / "src" / "retry.py", project_dir / "src" / "retries.py")
+        w.wait_for("removed src/retry.py")  # in one batch, after "indexed src/retries.py" or before it
+        if not any("indexed src/retries.py" in line for line in w.seen):
+            w.wait_for("indexed src/retries.py")
+        assert flag() == f"src/retry.py moved to src/retries.py on {today}"
+        code, _ = w.stop()
+    finally:
+        if w.proc.poll() is None:
+            w.proc.kill()
+    assert code == 0

@@ -103,7 +103,10 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
         },
         [],
     ),
-    "list_memories": ({"collection": (S, ["facts", "episodes", "logs"], _), "limit": (I, None, 20)}, []),
+    "list_memories": (
+        {"collection": (S, ["facts", "episodes", "logs"], _), "limit": (I, None, 20), "stale": (B, None, False)},
+        [],
+    ),
     "get_memory": ({"id": (S, None, _)}, ["id"]),
     "update_memory": (
         {
@@ -122,6 +125,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
     ),
     "delete_memory": ({"id": (S, None, _)}, ["id"]),
     "memory_history": ({"id": (S, None, _)}, ["id"]),
+    "confirm_memory": ({"id": (S, None, _)}, ["id"]),
     "memory_stats": ({}, []),
     "crawl_project": (
         {

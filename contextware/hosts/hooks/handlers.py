@@ -69,10 +69,11 @@ def _line(hit: dict) -> str:
     from contextware.memory.briefing import first_sentence
 
     c = hit["collection"]
+    stale = f" (may be stale: {inline(hit['may_be_stale'])})" if hit.get("may_be_stale") else ""
     if c == "facts":
-        return f"- [{(hit.get('kind') or 'note').upper()}] {inline(hit['text'])}"
+        return f"- [{(hit.get('kind') or 'note').upper()}] {inline(hit['text'])}{stale}"
     if c == "episodes":
-        return f"- [PAST {hit['result'].upper()}] {inline(hit['goal'])}: {inline(hit['summary'])}"
+        return f"- [PAST {hit['result'].upper()}] {inline(hit['goal'])}: {inline(hit['summary'])}{stale}"
     if c == "code_index":
         stale = " (changed since indexed)" if hit.get("stale") else ""
         return f"- file {inline(hit['file_path'])}{stale}: {inline(first_sentence(hit.get('summary') or ''))}"

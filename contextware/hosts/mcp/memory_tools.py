@@ -1,4 +1,4 @@
-"""MCP tools to look at and fix memory (list, get, update, delete, history, stats) and to build the
+"""MCP tools to look at and fix memory (list, get, update, delete, history, confirm, stats) and to build the
 code index (crawl): thin adapters over the functions ``memory.py`` and ``crawl_project.py`` call,
 with the parameter types and annotations of ``params``, as ``tools``."""
 
@@ -24,14 +24,18 @@ _ID = Annotated[str, Field(description="The memory's id, e.g. fact-1a2b3c4d5e6f,
 def list_memories(
     collection: opt_choice(MEMORY_TABLES, "Only this collection: facts, episodes or logs (default: all).") = None,
     limit: bounded_int("Most memories to return, newest first (default 20).", 1, 1000) = 20,
+    stale: flag(
+        "Only active facts and episodes whose linked source files changed, moved or were deleted since they were saved."
+    ) = False,
 ) -> CallToolResult:
     """List saved memories (facts, episodes, logs), newest first, with their ids, texts, kinds,
     topics, status and times; total is how many there are. Use it to find the id of a memory to
     fix (update_memory), trace (memory_history) or remove (delete_memory); to find memories by
-    meaning, use recall."""
+    meaning, use recall. With stale, only memories flagged may_be_stale: check each against the
+    code, then confirm_memory, update_memory or supersede it."""
     from contextware.memory.records import list_records
 
-    return call(lambda p: list_records(p, collection, limit))
+    return call(lambda p: list_records(p, collection, limit, stale=stale))
 
 
 def get_memory(id: _ID) -> CallToolResult:
@@ -93,6 +97,16 @@ def memory_history(id: _ID) -> CallToolResult:
     return call(lambda p: history(p, id))
 
 
+def confirm_memory(id: _ID) -> CallToolResult:
+    """Confirm that a fact or episode flagged may_be_stale (a source file it names changed, moved
+    or was deleted since it was saved) still holds: it is tied again to the files it names as they
+    are now, and the flag is cleared. If it no longer holds, fix it with update_memory or save the
+    new fact with supersedes instead. A log is error bad_collection; a missing id is not_found."""
+    from contextware.memory.records import confirm
+
+    return call(lambda p: confirm(p, id))
+
+
 def memory_stats() -> CallToolResult:
     """Statistics of the project's memory: rows, versions, last write, embedding model, missing
     vectors and disk size per table (facts, episodes, logs, code index, offloads, session store)."""
@@ -138,6 +152,8 @@ TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
     ),
     "delete_memory": (delete_memory, "Delete a memory", writes(destructive=True, idempotent=True)),
     "memory_history": (memory_history, "History of a memory", READS),
+    # Only the memory's links to code change; confirming twice is confirming once.
+    "confirm_memory": (confirm_memory, "Confirm a memory still holds", writes(destructive=False, idempotent=True)),
     "memory_stats": (memory_stats, "Memory statistics", READS),
     "crawl_project": (
         crawl_project,

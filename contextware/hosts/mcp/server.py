@@ -3,7 +3,7 @@ the standard-library ``front``, which answers discovery from ``declared`` (this 
 by ``uv run python -m contextware.hosts.mcp.server``) and has each ``tools/call`` run by
 ``call_tool`` here, in the resident service or in its own process.
 
-Each tool is a thin adapter (``tools``, ``memory_tools``) over the plain function the CLI calls,
+Each tool is a thin adapter (``tools``, ``memory_tools``: confirm too) over the plain function the CLI calls,
 whose argument checks stay there so error codes match the CLI's.  A result is the dict the CLI
 prints, sent as structured content and as JSON text; a ``ContextwareError``, a wrong argument or an
 unknown tool becomes a tool error whose text is ``{"ok": false, "error": {...}}``.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextware.memory.code_links import stale_flag
 from contextware.memory.records import public_row
 from contextware.storage.schemas import CODE_TABLE, OFFLOADS_TABLE
 from contextware.text import cut_at_word
@@ -52,6 +53,7 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
     out.update({k: v for k, v in row.items() if v is not None})
     if hit.repeats:
         out["repeats"] = hit.repeats  # the same words were captured this many more times
+    out.update(stale_flag(project, hit.collection, hit.row))  # memory.code_links: the code it names changed
     return out
 
 
