@@ -90,8 +90,9 @@ def test_a_lone_surrogate_is_refused_through_the_mcp_server(tmp_path):
             + "]" * 5000
             + "}}}"
         )
+        limit = '{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x", "limit": 0}}}'
         surrogate = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_fact", "arguments": {"content": "a \\ud800 b"}}}'
-        payload = "".join(json.dumps(m) + "\n" for m in lines) + deep + "\n" + surrogate + "\n"
+        payload = "".join(json.dumps(m) + "\n" for m in lines) + deep + "\n" + surrogate + "\n" + limit + "\n"
         out, err = proc.communicate(payload.encode(), timeout=120)
     finally:
         if proc.poll() is None:
@@ -103,3 +104,15 @@ def test_a_lone_surrogate_is_refused_through_the_mcp_server(tmp_path):
     error = json.loads(result["content"][0]["text"])["error"]
     assert error["code"] == "bad_encoding", error
     assert b"Traceback" not in err
+    worded = answers[4]["result"]
+    if worded.get("isError"):  # the SDK may refuse limit 0 itself; ours words the parameter as MCP names it
+        text = worded["content"][0]["text"]
+        assert "--limit" not in text
+
+
+def test_the_command_line_names_its_flags(tmp_path):
+    out = _script("save_fact", "ok", "--kind", "opinion", cwd=tmp_path)
+    body = json.loads(out.stdout)
+    assert out.returncode == 2 and body["error"]["message"].startswith("Unknown --kind 'opinion'")
+    out = _script("recall", "--query", "x", "--max-chars", "0", cwd=tmp_path)
+    assert json.loads(out.stdout)["error"]["message"] == "--max-chars must be a positive number of characters."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+# The library names the input ("kind"); the command line words it as its flag ("--kind"), MCP as
+# its parameter: tests/integration/test_cli.py and test_mcp_server.py hold those wordings.
 import pytest
 
 from contextware.errors import UsageError
@@ -13,13 +15,13 @@ from contextware.memory import records
     [
         (lambda p: records.save_fact(p, "   \n "), "empty"),
         (lambda p: records.save_fact(p, "x" * 5000), "limit"),
-        (lambda p: records.save_fact(p, "ok", kind="opinion"), "Unknown --kind"),
-        (lambda p: records.save(p, "memo", "ok"), "Unknown --type"),
+        (lambda p: records.save_fact(p, "ok", kind="opinion"), "Unknown kind"),
+        (lambda p: records.save(p, "memo", "ok"), "Unknown type"),
         (lambda p: records.save(p, "fact", "ok", goal="g"), "does not apply"),
-        (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown --result"),
+        (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown result"),
         (lambda p: records.save_episode(p, "did it", goal=None, result="success"), "--goal"),
         (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "--session"),
-        (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown --role"),
+        (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown role"),
         (lambda p: records.get(p, "fact-nothere"), "No memory"),
         (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),
     ],
