@@ -141,6 +141,7 @@ def nesting(value: Any) -> int:
                 stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
     return deepest
 
+
 class Front:
     """Reads JSON-RPC lines and writes one answer line per request (from several threads)."""
 
