@@ -35,6 +35,7 @@ COMMANDS = {
     "export": "export",
     "import": "import_file",
     "config": "config",
+    "doctor": "doctor",
 }
 
 

@@ -98,7 +98,7 @@ def answer(data: str) -> str:
                 client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
             except client.Unavailable as exc:
                 if isinstance(exc, client.VersionMismatch):
-                    client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
+                    client.replace_older(ep, exc)  # after an upgrade, once; a newer one: Unavailable
                 client.start_detached(ep)  # it drains the spool as it starts
         except (client.Unavailable, client.ServiceUnsafe):
             return _in_process("", data_dir, event)  # no service can be had: save the spool here
