@@ -1,5 +1,7 @@
 """`uv tool install .` and `uvx --from .` from a clone give a working `contextware` command (offline,
-from uv's cache: .ci/run fills it once with `uv tool install .`)."""
+from uv's cache: .ci/run fills it once with `uv tool install .`), whose every install works in a
+fresh HOME, whose `doctor` finds what is wrong, and which shares one resident service per project
+with the clone's own environment."""
 
 from __future__ import annotations
 
@@ -7,28 +9,60 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.support.repo import REPO
+from tests.support.gemini_fixtures import installed_gemini_bin
+from tests.support.repo import REPO, SCRIPTS
 
 UV = shutil.which("uv")
 WARM_UP = "run `uv tool install .` once with network access to fill uv's cache"
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(UV is None, reason="uv is not on PATH")]
 
 
 def _run(cmd: list[str], env: dict[str, str], cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(UV is None, reason="uv is not on PATH")
-def test_uv_tool_install_from_a_clone_gives_a_working_command(tmp_path):
-    env = {**os.environ, "UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
+def _uv_env(tools: Path) -> dict[str, str]:
+    env = {**os.environ, "UV_TOOL_DIR": str(tools / "tools"), "UV_TOOL_BIN_DIR": str(tools / "bin")}
     env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `contextware` command of `uv tool install --offline <clone>` (one install per module)."""
+    assert UV is not None
+    where = tmp_path_factory.mktemp("uv-tool")
+    env = {**_uv_env(where), "UV_CACHE_DIR": _run([UV, "cache", "dir"], dict(os.environ)).stdout.strip()}
     installed = _run([UV, "tool", "install", "--offline", str(REPO)], env)
     assert installed.returncode == 0, f"{installed.stderr[-2000:]}\n({WARM_UP})"
-    command = str(tmp_path / "bin" / "contextware")
+    return where / "bin" / "contextware"
 
+
+def fresh_home(tmp_path: Path, tool: Path, on_path: bool = True) -> dict[str, str]:
+    """An environment with a HOME of its own (nothing installed in it) and, when ``on_path``, the
+    tool's bin folder first on PATH."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME")}
+    env.pop("CONTEXTWARE_HOME", None)  # ~/.contextware of the fresh HOME
+    env.pop("GEMINI_CLI_HOME", None)
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "contextware").exists()]
+    env["PATH"] = os.pathsep.join([str(tool.parent), *path] if on_path else path)
+    env["HOME"] = str(home)
+    if installed_gemini_bin():
+        env["CONTEXTWARE_GEMINI_BIN"] = str(installed_gemini_bin())
+    return env
+
+
+def test_uv_tool_install_from_a_clone_gives_a_working_command(tmp_path, tool):
+    env = _uv_env(tool.parent.parent)
+    command = str(tool)
     version = _run([command, "--version"], env)
     assert version.returncode == 0 and version.stdout.startswith("contextware ")
     project = tmp_path / "proj"
@@ -42,3 +76,105 @@ def test_uv_tool_install_from_a_clone_gives_a_working_command(tmp_path):
 
     once = _run([UV, "tool", "run", "--offline", "--from", str(REPO), "contextware", "--help"], env)
     assert once.returncode == 0 and "commands:" in once.stdout, once.stderr[-2000:]
+
+
+def _install(tool: Path, env: dict[str, str], project: Path, *args: str) -> dict:
+    out = _run([str(tool), "install", *args], env, cwd=project)
+    assert out.returncode == 0, f"install {' '.join(args)}: {out.stdout}{out.stderr[-2000:]}"
+    return json.loads(out.stdout)
+
+
+def _command_paths(argv: list[str]) -> list[str]:
+    return [a for a in argv if os.path.isabs(a)]
+
+
+def test_every_install_works_from_a_tool_install_in_a_fresh_home(tmp_path, tool):
+    env = fresh_home(tmp_path, tool)
+    project = tmp_path / "proj"
+    project.mkdir()
+    link = [] if installed_gemini_bin() else ["--no-link"]
+    installs = [
+        ("gemini", *link),
+        ("gemini", "--project"),
+        ("claude", "--user"),
+        ("claude", "--project"),
+        ("mcp", "--host", "cursor", "--user"),
+        ("mcp", "--host", "cursor", "--project"),
+        ("mcp", "--host", "vscode", "--user"),
+        ("mcp", "--host", "vscode", "--project"),
+        ("mcp", "--host", "claude-desktop"),
+    ]
+    for args in installs:
+        result = _install(tool, env, project, *args)
+        assert result["written"], args
+        for written in result["written"]:
+            path = Path(written) if os.path.isabs(written) else project / written
+            assert path.is_file(), (args, written)
+            assert str(tmp_path) in str(path.resolve()), (args, written)  # nothing outside the fresh HOME
+        server = result["mcp_server"]
+        for path in _command_paths([server["command"], *server["args"]]):
+            assert os.path.exists(path), (args, path)
+        if result["scope"] == "user":  # this machine's command: the tool's own, never a clone's scripts/
+            assert server["command"] == str(tool.resolve()) or Path(server["command"]).name == "contextware"
+            assert "site-packages" not in json.dumps(server)
+        assert not any("not on PATH" in w for w in result.get("warnings") or []), (args, result["warnings"])
+    skill = (Path(env["HOME"]) / ".claude" / "skills" / "contextware" / "SKILL.md").read_text()
+    assert "scripts/" not in skill and "contextware recall" in skill
+
+    printed = _install(tool, env, project, "mcp", "--host", "print")["config"]["mcpServers"]["contextware"]
+    assert _command_paths([printed["command"], *printed["args"]])
+    assert all(os.path.exists(p) for p in _command_paths([printed["command"], *printed["args"]]))
+
+    doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
+    assert doctor["healthy"] is True, [c for c in doctor["checks"] if not c["ok"]]
+    names = [c["name"] for c in doctor["checks"]]
+    assert names.count("hook") >= 3 and names.count("mcp") >= 2 and {"command", "service", "data"} <= set(names)
+
+
+def test_a_project_install_with_the_command_off_path_says_so(tmp_path, tool):
+    env = fresh_home(tmp_path, tool, on_path=False)
+    project = tmp_path / "proj"
+    project.mkdir()
+    result = _install(tool, env, project, "claude", "--project")
+    warning = next(w for w in result["warnings"] if "not on PATH" in w)
+    assert "`uv tool update-shell`" in warning
+    text = _run([str(tool), "install", "gemini", "--project", "--format", "text"], env, cwd=project)
+    assert text.returncode == 0 and "warning: `contextware` is not on PATH" in text.stdout
+
+    doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
+    assert doctor["healthy"] is False
+    problems = {c["name"]: c for c in doctor["checks"] if not c["ok"]}
+    assert "not on PATH" in problems["command"]["detail"] and problems["command"]["fix"] == "`uv tool update-shell`"
+    assert "not on PATH" in problems["hook"]["detail"] and "not on PATH" in problems["mcp"]["detail"]
+    shown = _run([str(tool), "doctor", "--format", "text"], env, cwd=project).stdout
+    assert "PROBLEM command" in shown and "fix: `uv tool update-shell`" in shown
+
+    _run([str(tool), "install", "uninstall", "claude", "--project"], env, cwd=project)
+    _run([str(tool), "install", "uninstall", "gemini", "--project"], env, cwd=project)
+    moved = project / "gone"  # a user-scope hook pointing at a command that is no longer there
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    hook = {"type": "command", "command": f"{moved}/contextware hook", "name": "contextware-SessionStart"}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"matcher": "", "hooks": [hook]}]}}))
+    doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
+    broken = [c for c in doctor["checks"] if c["name"] == "hook" and not c["ok"]]
+    assert broken and f"{moved}/contextware does not exist" in broken[0]["detail"] and broken[0]["fix"]
+
+
+def test_a_clone_and_a_tool_install_share_one_service(tmp_path, tool, project_dir, services):
+    """Ten calls alternating between the clone's environment and the tool install (same version,
+    different files): one service start, never a restart."""
+    env = {**fresh_home(tmp_path, tool), "CONTEXTWARE_SERVICE": "off"}
+    saved = _run([str(tool), "save", "We deploy with fly deploy.", "--kind", "decision"], env, cwd=project_dir)
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    env["CONTEXTWARE_SERVICE"] = "auto"
+    for i in range(10):
+        if i % 2:
+            cmd = [str(tool), "recall", "how do we deploy?"]
+        else:
+            cmd = [sys.executable, str(SCRIPTS / "recall.py"), "how do we deploy?"]
+        out = _run(cmd, env, cwd=project_dir)
+        assert out.returncode == 0 and json.loads(out.stdout)["results"], out.stdout + out.stderr
+    log = (project_dir / "contextware_data" / "service.log").read_text()
+    assert log.count("listening on") == 1, log
+    assert "version_mismatch" not in log and "stop requested" not in log

@@ -122,13 +122,18 @@ def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
     return env
 
 
+def _missing(kind: str, command: str, source: str, missing: list[str]) -> dict:
+    if missing[0] == PORTABLE_COMMAND:
+        detail = f"{command} (in {source}) calls `{PORTABLE_COMMAND}`, which is not on PATH."
+        return _check(kind, False, detail, f"`{fix_path_command()}`", command=command)
+    return _check(kind, False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command)
+
+
 def check_hook(command: str, source: str, root: Path) -> dict:
     argv = shlex.split(command)
     missing = missing_paths(argv)
     if missing:
-        return _check(
-            "hook", False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command
-        )
+        return _missing("hook", command, source, missing)
     event = {
         "hook_event_name": "SessionStart",
         "session_id": "contextware-doctor",
@@ -176,9 +181,7 @@ def check_mcp(server: dict, source: str, root: Path) -> dict:
     command = shlex.join(argv)
     missing = missing_paths(argv)
     if missing:
-        return _check(
-            "mcp", False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command
-        )
+        return _missing("mcp", command, source, missing)
     requests = [
         {
             "jsonrpc": "2.0",
