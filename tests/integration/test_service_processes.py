@@ -131,17 +131,27 @@ def test_a_dying_service_is_replaced_once_it_is_gone(project_dir, services, mode
     assert new["pid"] != dying.pid and "another service already runs" not in log_text(project_dir)
 
 
-def test_a_service_running_other_code_is_replaced(tmp_path, project_dir, services):
-    """A service started from an older copy of the package answers version_mismatch: the caller
-    stops it and starts one of its own."""
-    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
-    old_code = tmp_path / "old"
-    shutil.copytree(REPO / "contextware", old_code / "contextware", copy_function=shutil.copyfile)  # new mtimes
+def _copy_of_the_package(where: Path, version: str | None = None) -> dict[str, str]:
+    """A copy of the package (new mtimes), optionally of another version: the environment to run it."""
+    shutil.copytree(REPO / "contextware", where / "contextware", copy_function=shutil.copyfile)
+    if version is not None:
+        init = where / "contextware" / "__init__.py"
+        init.write_text(init.read_text().replace('__version__ = "', f'__version__ = "{version}"  # was "'))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(where), os.environ.get("PYTHONPATH", "")])}
+
+
+def _start_service(project_dir: Path, env: dict[str, str]) -> subprocess.Popen:
     data_dir = str((project_dir / "contextware_data").resolve())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(old_code), os.environ.get("PYTHONPATH", "")])}
-    old = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "contextware.resident", data_dir], env=env, start_new_session=True, cwd=data_dir
     )
+
+
+def test_a_service_of_an_older_version_is_replaced(tmp_path, project_dir, services):
+    """A service started from an older version of the package answers version_mismatch: the caller
+    stops it and starts one of its own."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    old = _start_service(project_dir, _copy_of_the_package(tmp_path / "old", "0.0.1"))
     try:
         before = wait_for(lambda: status(project_dir).get("pid") == old.pid and status(project_dir))
         out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
@@ -153,6 +163,29 @@ def test_a_service_running_other_code_is_replaced(tmp_path, project_dir, service
         if old.poll() is None:
             old.kill()
             old.wait()
+
+
+@pytest.mark.parametrize("version", [None, "99.0.0"])
+def test_a_service_of_the_same_or_a_newer_version_keeps_running(tmp_path, project_dir, services, version):
+    """Another install of the same version (other files, other mtimes) shares the running service;
+    an older caller than the service answers in-process and leaves the newer service alone."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    other = _start_service(project_dir, _copy_of_the_package(tmp_path / "other", version))
+    try:
+        running = wait_for(lambda: status(project_dir).get("pid") == other.pid and status(project_dir))
+        requests = running["requests"]
+        for _ in range(3):
+            out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+            assert out.returncode == 0 and out.json["results"][0]["text"] == "Dependencies are managed with uv"
+        assert other.poll() is None  # still running: nobody stopped it
+        served = run("service", "status", cwd=project_dir).json
+        if version is None:
+            assert served["pid"] == other.pid and served["requests"] >= requests + 3
+        assert not log_text(project_dir)  # no service of this caller's was started (it runs logging there)
+    finally:
+        if other.poll() is None:
+            other.terminate()
+            other.wait(timeout=30)
 
 
 def _kill_when(project_dir: Path, marker: str, after: int = 0) -> int:
