@@ -8,7 +8,7 @@ Files a project commits (``--project`` installs) must work on a teammate's machi
 the portable runner (``contextware hook``, ``contextware mcp``: no path of this machine); user-level
 files get the machine's own runner: in a clone, its environment (``uv sync``, then its Python runs
 ``scripts/``); in an installed package (``uv tool install``, ``uvx --from``, pip), the installed
-``contextware`` command next to its Python, or ``python -m contextware`` (no ``scripts/`` there).
+``contextware`` command next to its Python, or ``python -m contextware.cli`` (no ``scripts/`` there).
 The skill's guide comes from the clone's ``SKILL.md`` or, installed, from the package's
 ``contextware/_data/SKILL.md`` (force-included by pyproject.toml)."""
 
@@ -33,6 +33,7 @@ from contextware.system import contextware_home, write_atomic
 NAME = "contextware"
 
 PORTABLE_COMMAND = "contextware"
+MODULE = "contextware.cli"  # ``python -m contextware.cli <command>``: the command without its script
 
 UV_SYNC_TIMEOUT = 900.0
 
@@ -110,14 +111,14 @@ class Runner:
     """How hooks and the MCP server start: ``uv run --no-sync --project``, a given Python, or
     (``kind="command"``) the ``contextware`` console command looked up on PATH when the host runs it."""
 
-    kind: str  # "uv" | "python" | "module" (``PYTHON -m contextware``) | "command"
+    kind: str  # "uv" | "python" | "module" (``PYTHON -m contextware.cli``) | "command"
     exe: str
 
     def argv(self, script: str, *args: str) -> list[str]:
         if self.kind == "command":
             return [self.exe, SCRIPT_COMMANDS[script], *args]
         if self.kind == "module":
-            return [self.exe, "-m", NAME, SCRIPT_COMMANDS[script], *args]
+            return [self.exe, "-m", MODULE, SCRIPT_COMMANDS[script], *args]
         skill = str(skill_dir())
         path = f"{skill}/scripts/{script}"
         base = [self.exe, "run", "--no-sync", "--project", skill, path] if self.kind == "uv" else [self.exe, path]
@@ -300,7 +301,7 @@ def skill_text(runner: Runner | None = None) -> str:
         runner = installed_runner()[0]  # no scripts/ to point at
     if runner is not None and runner.packaged:
         text = _SCRIPT_CALL.sub(lambda m: runner.run_prefix(m.group(1) or m.group(2)), text)
-        name = runner.exe if runner.kind == "command" else shlex.join([runner.exe, "-m", NAME])
+        name = runner.exe if runner.kind == "command" else shlex.join([runner.exe, "-m", MODULE])
         return text.replace(
             "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{name}` command's."
         ).replace("<skill_dir>", "<contextware checkout>")
