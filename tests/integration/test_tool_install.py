@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.memory import records
+from contextware.storage.project import Project
+from tests.support.claude_fixtures import run_claude
+from tests.support.fake_anthropic_api import message_texts
 from tests.support.gemini_fixtures import installed_gemini_bin
 from tests.support.repo import REPO, SCRIPTS
 
@@ -44,6 +50,12 @@ def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where / "bin" / "contextware"
 
 
+def _path(tool: Path, env: dict[str, str], on_path: bool = True) -> str:
+    """PATH without any other `contextware` (the clone's environment has one), the tool's first."""
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "contextware").exists()]
+    return os.pathsep.join([str(tool.parent), *path] if on_path else path)
+
+
 def fresh_home(tmp_path: Path, tool: Path, on_path: bool = True) -> dict[str, str]:
     """An environment with a HOME of its own (nothing installed in it) and, when ``on_path``, the
     tool's bin folder first on PATH."""
@@ -52,8 +64,7 @@ def fresh_home(tmp_path: Path, tool: Path, on_path: bool = True) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME")}
     env.pop("CONTEXTWARE_HOME", None)  # ~/.contextware of the fresh HOME
     env.pop("GEMINI_CLI_HOME", None)
-    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "contextware").exists()]
-    env["PATH"] = os.pathsep.join([str(tool.parent), *path] if on_path else path)
+    env["PATH"] = _path(tool, env, on_path)
     env["HOME"] = str(home)
     if installed_gemini_bin():
         env["CONTEXTWARE_GEMINI_BIN"] = str(installed_gemini_bin())
@@ -178,3 +189,58 @@ def test_a_clone_and_a_tool_install_share_one_service(tmp_path, tool, project_di
     log = (project_dir / "contextware_data" / "service.log").read_text()
     assert log.count("listening on") == 1, log
     assert "version_mismatch" not in log and "stop requested" not in log
+
+
+# -- a real turn of each host, with memory from the tool install --------------------------------------
+FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
+PROMPT = "Can I deploy the release to production on Friday?"
+
+
+def _remember(tool: Path, env: dict[str, str], project: Path) -> None:
+    saved = _run([str(tool), "save", FACT, "--kind", "constraint", "--topics", "deploy"], env, cwd=project)
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+
+
+def _turn_logged(project: Path) -> bool:
+    logs = records.list_records(Project.open(project), "logs", limit=100)["records"]
+    return any(r["role"] == "user" and PROMPT in r["text"] for r in logs)
+
+
+def test_a_real_gemini_cli_turn_with_the_tool_installed_extension(
+    tool, gemini_bin, fake_gemini_api, gemini_cli_env, project_dir
+):
+    env = {**gemini_cli_env, "PATH": _path(tool, gemini_cli_env), "CONTEXTWARE_GEMINI_BIN": gemini_bin}
+    _remember(tool, env, project_dir)
+    out = _install(tool, env, project_dir, "gemini")
+    assert out["linked"] and out["hook_command"] == f"{tool.resolve()} hook", out
+    proc = subprocess.run(
+        [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", PROMPT],
+        cwd=project_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sent = "\n".join(fake_gemini_api.chat_requests()[-1].texts()).replace("&lt;", "<").replace("&gt;", ">")
+    fences = re.findall(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", sent, re.S)
+    assert len(fences) == 2 and all(FACT in fence for fence in fences), sent[-3000:]  # briefing and recall
+    assert _turn_logged(project_dir)
+
+
+@pytest.mark.parametrize("scope", ["--user", "--project"])
+def test_a_real_claude_code_turn_with_the_tool_installed_hooks(
+    tool, claude_bin, fake_anthropic_api, claude_env, project_dir, scope
+):
+    env = {**claude_env, "PATH": _path(tool, claude_env)}
+    _remember(tool, env, project_dir)
+    out = _install(tool, env, project_dir, "claude", scope)
+    assert not any("not on PATH" in w for w in out["warnings"]), out
+    fake_anthropic_api.push("No: releases go out Monday to Thursday only.")
+    proc = run_claude(claude_bin, PROMPT, project_dir, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    system = "\n".join(message_texts(fake_anthropic_api.message_requests()[-1], "system"))
+    recalled = system.split("UserPromptSubmit hook additional context: ", 1)[1]
+    assert recalled.startswith(FENCE_OPEN) and FACT in recalled.split(FENCE_CLOSE)[0]
+    assert _turn_logged(project_dir)
