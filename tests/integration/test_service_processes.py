@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -186,6 +187,28 @@ def test_a_service_of_the_same_or_a_newer_version_keeps_running(tmp_path, projec
         if other.poll() is None:
             other.terminate()
             other.wait(timeout=30)
+
+
+def test_a_service_whose_files_are_edited_exits_after_its_next_request(tmp_path, project_dir, services):
+    """Same version, so callers keep using it; but a service notices its own files changed (an edited
+    checkout) and exits after answering, so the next call runs the new code."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    other = _start_service(project_dir, _copy_of_the_package(tmp_path / "edited"))
+    try:
+        wait_for(lambda: status(project_dir).get("pid") == other.pid)
+        edited = tmp_path / "edited" / "contextware" / "text.py"
+        edited.write_text(edited.read_text() + "\n# edited\n")
+        time.sleep(2.5)  # past the service's check interval
+        out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+        assert out.returncode == 0 and out.json["results"]
+        assert other.wait(timeout=30) == 0
+        out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+        assert out.returncode == 0 and out.json["results"]
+        assert wait_for(lambda: status(project_dir).get("pid") not in (None, other.pid))
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
 
 
 def _kill_when(project_dir: Path, marker: str, after: int = 0) -> int:
