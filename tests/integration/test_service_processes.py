@@ -180,8 +180,11 @@ def test_a_service_of_the_same_or_a_newer_version_keeps_running(tmp_path, projec
             assert out.returncode == 0 and out.json["results"][0]["text"] == "Dependencies are managed with uv"
         assert other.poll() is None  # still running: nobody stopped it
         served = run("service", "status", cwd=project_dir).json
+        assert served["running"] is True and served["pid"] == other.pid
         if version is None:
-            assert served["pid"] == other.pid and served["requests"] >= requests + 3
+            assert served["requests"] >= requests + 3 and "compatible" not in served
+        else:  # status says whose it is
+            assert served["compatible"] is False and served["version"] == "1-99.0.0"
         assert not log_text(project_dir)  # no service of this caller's was started (it runs logging there)
     finally:
         if other.poll() is None:
