@@ -238,13 +238,6 @@ def check_service(root: Path) -> dict:
     try:
         client.ensure_running(ep)
         status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
-    except client.VersionMismatch as exc:
-        theirs = exc.answer.get("version")
-        if supersedes(code_version(), theirs):
-            detail = f"The service runs older version {theirs}: the next call of this install replaces it."
-        else:
-            detail = f"The service runs newer version {theirs}: this install ({code_version()}) works in-process."
-        return _check("service", True, detail, pid=exc.answer.get("pid"))
     except (client.Unavailable, client.ServiceUnsafe, OSError) as exc:
         return _check(
             "service",
@@ -252,12 +245,16 @@ def check_service(root: Path) -> dict:
             f"The service of {data_dir} does not answer ({exc}).",
             f"see {ep.log}; `contextware service stop --project-root {shlex.quote(str(root))}` and try again",
         )
-    return _check(
-        "service",
-        True,
-        f"The service answers (pid {status.get('pid')}, version {status.get('version')}).",
-        pid=status.get("pid"),
-    )
+    theirs, pid = status.get("version"), status.get("pid")
+    if theirs == code_version():
+        detail = f"The service answers (pid {pid}, version {theirs})."
+    elif supersedes(code_version(), theirs):
+        detail = f"The service (pid {pid}) runs older version {theirs}: the next call of this install replaces it."
+    else:
+        detail = (
+            f"The service (pid {pid}) runs newer version {theirs}: this install ({code_version()}) works in-process."
+        )
+    return _check("service", True, detail, pid=pid)
 
 
 def check_data(root: Path) -> dict:
