@@ -125,9 +125,9 @@ def test_every_install_works_from_a_tool_install_in_a_fresh_home(tmp_path, tool)
         server = result["mcp_server"]
         for path in _command_paths([server["command"], *server["args"]]):
             assert os.path.exists(path), (args, path)
-        if result["scope"] == "user":  # this machine's command: the tool's own, never a clone's scripts/
-            assert server["command"] == str(tool.resolve()) or Path(server["command"]).name == "contextware"
-            assert "site-packages" not in json.dumps(server)
+        if result["scope"] == "user":  # this machine's: the tool's own Python and entry, never a clone's scripts/
+            assert server["command"].startswith(str(tool.parent.parent / "tools")), (args, server)
+            assert server["args"] == ["-I", "-m", "contextware.hosts.mcp.front"], (args, server)
         assert not any("not on PATH" in w for w in result.get("warnings") or []), (args, result["warnings"])
     skill = (Path(env["HOME"]) / ".claude" / "skills" / "contextware" / "SKILL.md").read_text()
     assert "scripts/" not in skill and "contextware recall" in skill
@@ -136,6 +136,10 @@ def test_every_install_works_from_a_tool_install_in_a_fresh_home(tmp_path, tool)
     assert _command_paths([printed["command"], *printed["args"]])
     assert all(os.path.exists(p) for p in _command_paths([printed["command"], *printed["args"]]))
 
+    # A folder named contextware in the project (a clone of this repository) shadows nothing: the
+    # tool's Python runs its entries isolated (-I), so the working directory is not on sys.path.
+    (project / "contextware").mkdir()
+    (project / "contextware" / "__init__.py").write_text("raise SystemExit('the project shadowed the package')\n")
     doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
     assert doctor["healthy"] is True, [c for c in doctor["checks"] if not c["ok"]]
     names = [c["name"] for c in doctor["checks"]]
@@ -212,7 +216,7 @@ def test_a_real_gemini_cli_turn_with_the_tool_installed_extension(
     env = {**gemini_cli_env, "PATH": _path(tool, gemini_cli_env), "CONTEXTWARE_GEMINI_BIN": gemini_bin}
     _remember(tool, env, project_dir)
     out = _install(tool, env, project_dir, "gemini")
-    assert out["linked"] and out["hook_command"] == f"{tool.resolve()} hook", out
+    assert out["linked"] and out["hook_command"].endswith(" -I -m contextware.hosts.hooks.entry"), out
     proc = subprocess.run(
         [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", PROMPT],
         cwd=project_dir,

@@ -127,3 +127,7 @@ def main() -> None:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
     raise SystemExit(0)
+
+
+if __name__ == "__main__":  # ``python -I -m contextware.hosts.hooks.entry``: an installed package's hooks
+    main()

@@ -34,6 +34,10 @@ NAME = "contextware"
 
 PORTABLE_COMMAND = "contextware"
 MODULE = "contextware.cli"  # ``python -m contextware.cli <command>``: the command without its script
+# What hooks and the MCP server of an installed package run (``python -I -m ...``: -I keeps a folder
+# named contextware in the project, this repository's clone among them, from shadowing the package):
+# the same standard-library entries scripts/hook.py and scripts/mcp_server.py import.
+ENTRY_MODULES = {"hook.py": "contextware.hosts.hooks.entry", "mcp_server.py": "contextware.hosts.mcp.front"}
 
 UV_SYNC_TIMEOUT = 900.0
 
@@ -118,7 +122,7 @@ class Runner:
         if self.kind == "command":
             return [self.exe, SCRIPT_COMMANDS[script], *args]
         if self.kind == "module":
-            return [self.exe, "-m", MODULE, SCRIPT_COMMANDS[script], *args]
+            return [self.exe, "-I", "-m", MODULE, SCRIPT_COMMANDS[script], *args]
         skill = str(skill_dir())
         path = f"{skill}/scripts/{script}"
         base = [self.exe, "run", "--no-sync", "--project", skill, path] if self.kind == "uv" else [self.exe, path]
@@ -133,7 +137,19 @@ class Runner:
         own resolution to each start); both import only the standard library on their warm path."""
         if self.kind == "uv":
             return [str(environment_python()), f"{skill_dir()}/scripts/{script}", *args]
+        python = self.package_python()
+        if python and script in ENTRY_MODULES:  # an installed package: its entry module, as scripts/ would
+            return [python, "-I", "-m", ENTRY_MODULES[script], *args]
         return self.argv(script, *args)
+
+    def package_python(self) -> str | None:
+        """The Python of an installed package's runner (``-m`` or its console command's neighbour)."""
+        if self.kind == "module":
+            return self.exe
+        if self.kind == "command" and not self.portable:
+            python = Path(self.exe).parent / "python"
+            return str(python) if python.is_file() else None
+        return None
 
     def hook_command(self, script: str, *args: str) -> str:
         return shlex.join(self.direct_argv(script, *args))
@@ -229,6 +245,8 @@ def choose_runner(python: str | None, *, project: bool = False) -> tuple[Runner,
         if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
             raise UsageError(f"--python {python}: no such executable.", code="bad_python")
         rc, _, _ = run_tool([found, "-c", "import sys; sys.path.pop(0); import contextware"], 60)
+        if rc == 0 and not in_clone():  # its hooks run it isolated (-I): the package must be its own
+            rc, _, _ = run_tool([found, "-I", "-c", "import contextware"], 60)
         if rc != 0:
             where = environment_python() if in_clone() else Path(sys.executable)
             raise UsageError(
@@ -301,7 +319,7 @@ def skill_text(runner: Runner | None = None) -> str:
         runner = installed_runner()[0]  # no scripts/ to point at
     if runner is not None and runner.packaged:
         text = _SCRIPT_CALL.sub(lambda m: runner.run_prefix(m.group(1) or m.group(2)), text)
-        name = runner.exe if runner.kind == "command" else shlex.join([runner.exe, "-m", MODULE])
+        name = runner.exe if runner.kind == "command" else shlex.join([runner.exe, "-I", "-m", MODULE])
         return text.replace(
             "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{name}` command's."
         ).replace("<skill_dir>", "<contextware checkout>")

@@ -255,3 +255,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         Front(protocol).serve(sys.stdin.buffer)
     except KeyboardInterrupt:
         pass
+
+
+if __name__ == "__main__":  # ``python -I -m contextware.hosts.mcp.front``: an installed package's server
+    main()
