@@ -32,8 +32,9 @@ Files a project commits (--project) call `contextware hook` and `contextware mcp
 they work on every machine with Contextware installed (`uv tool install <skill_dir>`); when the
 command is not on PATH here, "warnings" says so with the command that fixes it. User-level files,
 run from a clone, start `<skill_dir>/.venv/bin/python <skill_dir>/scripts/...` after one `uv sync`;
-run from an installed package (`uv tool install`), that install's own `contextware` command by its
-full path. With --python PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, that Python
+run from an installed package (`uv tool install`), that install's own Python
+(`python -I -m contextware.hosts.hooks.entry`, `... contextware.hosts.mcp.front`; the skill's
+commands call its `contextware` by full path). With --python PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, that Python
 runs them (--python with --project writes that path into the project's files, with a warning).
 `contextware doctor` checks what got installed.
 Running install again changes nothing ("changed": false). The Gemini CLI binary is $CONTEXTWARE_GEMINI_BIN

@@ -7,8 +7,9 @@ exactly that.
 Files a project commits (``--project`` installs) must work on a teammate's machine too, so they get
 the portable runner (``contextware hook``, ``contextware mcp``: no path of this machine); user-level
 files get the machine's own runner: in a clone, its environment (``uv sync``, then its Python runs
-``scripts/``); in an installed package (``uv tool install``, ``uvx --from``, pip), the installed
-``contextware`` command next to its Python, or ``python -m contextware.cli`` (no ``scripts/`` there).
+``scripts/``); in an installed package (``uv tool install``, ``uvx --from``, pip), its own Python
+on the entry modules (``python -I -m contextware.hosts.hooks.entry``; commands: the ``contextware``
+command next to that Python, else ``python -I -m contextware.cli``), no ``scripts/`` there.
 The skill's guide comes from the clone's ``SKILL.md`` or, installed, from the package's
 ``contextware/_data/SKILL.md`` (force-included by pyproject.toml)."""
 
