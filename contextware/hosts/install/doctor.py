@@ -31,7 +31,9 @@ from contextware.hosts.install.shared import (
     NAME,
     PORTABLE_COMMAND,
     choose_runner,
+    environment_python,
     fix_path_command,
+    in_clone,
     mcp_server,
     missing_paths,
 )
@@ -102,6 +104,14 @@ def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
 def check_command(needed: bool) -> dict:
     """``needed``: some installed file calls the command from PATH."""
     found = shutil.which(PORTABLE_COMMAND)
+    if found and in_clone() and Path(found).parent.parent == environment_python().parent.parent:
+        return _check(  # a problem when installed files call it: a host started elsewhere will not find it
+            "command",
+            not needed,
+            f"`{PORTABLE_COMMAND}` is on PATH here as the clone's own {found}, which is on PATH only inside "
+            "`uv run` or an activated environment: hosts started from another shell do not find it.",
+            f"`{fix_path_command()}`",
+        )
     if found:
         return _check("command", True, f"`{PORTABLE_COMMAND}` is on PATH: {found}")
     if not needed:
