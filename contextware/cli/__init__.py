@@ -36,6 +36,7 @@ COMMANDS = {
     "export": "export",
     "import": "import_file",
     "config": "config",
+    "doctor": "doctor",
 }
 
 

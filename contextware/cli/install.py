@@ -29,10 +29,14 @@ DESCRIPTION = """Install Contextware into an agent host, or remove it again.
                       bytes back; the agent defaults to gemini
 
 Files a project commits (--project) call `contextware hook` and `contextware mcp` from PATH, so
-they work on every machine with Contextware installed (`uv tool install <skill_dir>`). User-level
-files run `uv run --no-sync --project <skill_dir> <skill_dir>/scripts/...` after one `uv sync`;
-with --python PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, `PATH <skill_dir>/scripts/...`
-(--python with --project writes that path into the project's files, with a warning).
+they work on every machine with Contextware installed (`uv tool install <skill_dir>`); when the
+command is not on PATH here, "warnings" says so with the command that fixes it. User-level files,
+run from a clone, start `<skill_dir>/.venv/bin/python <skill_dir>/scripts/...` after one `uv sync`;
+run from an installed package (`uv tool install`), that install's own Python
+(`python -I -m contextware.hosts.hooks.entry`, `... contextware.hosts.mcp.front`; the skill's
+commands call its `contextware` by full path). With --python PATH (or $CONTEXTWARE_HOOK_PYTHON), or when uv is missing, that Python
+runs them (--python with --project writes that path into the project's files, with a warning).
+`contextware doctor` checks what got installed.
 Running install again changes nothing ("changed": false). The Gemini CLI binary is $CONTEXTWARE_GEMINI_BIN
 or `gemini` on PATH. Project hooks run only in folders Gemini CLI trusts."""
 

@@ -55,10 +55,20 @@ def handle(args: argparse.Namespace) -> dict:
         status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
     except client.Unavailable:
         return {"mode": client.mode(project.settings), "running": False, "socket": str(ep.socket)}
+    from contextware.service.protocol import code_version
+
+    if status.get("version") != code_version():  # another version's service: this install works in-process
+        status["compatible"] = False
     return {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
 
 
 def render_text(result: dict) -> str:
     if not result.get("running"):
         return "The service is not running." if "stopped" not in result else f"Stopped: {result['stopped']}."
-    return f"Running: pid {result['pid']}, up {result['uptime_s']} s, {result['requests']} requests, socket {result['socket']}."
+    line = f"Running: pid {result['pid']}, up {result['uptime_s']} s, {result['requests']} requests, socket {result['socket']}."
+    if result.get("compatible") is False:
+        line += (
+            f" It runs version {result.get('version')}, not this install's: a newer install replaces it at its "
+            "next call, an older one works in-process."
+        )
+    return line

@@ -38,6 +38,25 @@ from contextware.settings import Settings, current_settings
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
 VERSIONED_OPS = {"run", "hook", "drain", "mcp"}
+SOURCE_CHECK_S = 2.0
+
+
+def source_fingerprint() -> str:
+    """Names, sizes and mtimes of the package's source files (~1 ms).  Callers are matched by version
+    (``code_version``); this only lets a service notice that its own files were edited, so that a
+    developer's change takes effect at the next call rather than at the idle exit."""
+    import hashlib
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1()
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(folder, name))
+                    digest.update(f"{folder[len(str(package)) :]}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()
 
 
 def log(message: str) -> None:
@@ -51,6 +70,7 @@ class Service:
         self.settings = settings or current_settings()  # the service's own, resolved once at start
         self.ep: Endpoint = endpoint(data_dir, self.settings)
         self.version = code_version()
+        self._sources, self._sources_checked = source_fingerprint(), time.monotonic()
         self.started = time.monotonic()
         self.last_request = self.started
         self.requests = 0
@@ -131,6 +151,15 @@ class Service:
         except OSError:
             return False
 
+    def code_changed(self) -> bool:
+        """Whether this service's own source files changed since it started (an edited or updated
+        checkout of the same version): checked after a request, at most every few seconds."""
+        now = time.monotonic()
+        if now - self._sources_checked < SOURCE_CHECK_S:
+            return False
+        self._sources_checked = now
+        return source_fingerprint() != self._sources
+
     def close(self) -> None:
         if self._listener is not None:
             self._listener.close()
@@ -157,6 +186,9 @@ class Service:
                 continue
             with conn:
                 self.handle(conn)
+            if self.code_changed():
+                log("the package's files changed on disk: exiting (the next caller starts the new code)")
+                return
             if self._db is not None:
                 from contextware.storage.table_search import load_in_background
 

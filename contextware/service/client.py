@@ -37,6 +37,7 @@ from contextware.service.protocol import (
     endpoint,
     receive,
     send,
+    supersedes,
 )
 from contextware.settings import Settings, current_settings
 
@@ -351,16 +352,24 @@ def _reap(pid: int) -> None:
         pass
 
 
+def replace_older(ep: Endpoint, mismatch: VersionMismatch) -> None:
+    """Stop a service of an older version (once, after an upgrade); Unavailable for a newer one,
+    which keeps running while this caller works in-process: two versions never take turns."""
+    if not supersedes(code_version(), mismatch.answer.get("version")):
+        raise Unavailable(f"the service runs newer version {mismatch.answer.get('version')}")
+    stop(ep)
+
+
 def call(data_dir: Path, message: dict[str, Any], timeout: float, settings: Settings | None = None) -> dict[str, Any]:
-    """Ask the service of ``data_dir``, starting it (or replacing one running other code) when needed.
+    """Ask the service of ``data_dir``, starting it (or replacing one of an older version) when needed.
     Raises Unavailable when the caller should work in-process."""
     ep = endpoint(data_dir, settings)
     try:
         try:
             try:
                 return exchange(ep, message, timeout)
-            except VersionMismatch:
-                stop(ep)
+            except VersionMismatch as exc:
+                replace_older(ep, exc)  # or Unavailable: a newer service is left running
             except DiedMidRequest:
                 raise
             except Unavailable:

@@ -6,8 +6,8 @@ the data dir itself (anywhere, any length) cannot hold it.  The folder must be t
 mode 0700 and the socket 0600; anything else is refused rather than used.
 
 One request, one answer: a JSON object on one line each way.  Every request carries ``version``
-(the protocol number plus a fingerprint of the package's files), so a service left running from
-older code answers ``version_mismatch`` and is replaced.
+(the protocol number and the package's version), so a service of another version answers
+``version_mismatch``: a newer caller replaces it, an older one works in-process (``supersedes``).
 """
 
 from __future__ import annotations
@@ -134,17 +134,38 @@ def check_socket(ep: Endpoint) -> bool:
 
 
 def code_version() -> str:
-    """The protocol number and a fingerprint of the package's source files (names, sizes, mtimes):
-    an edited or upgraded checkout never talks to a service still running the old code.  ~1 ms."""
-    package = Path(__file__).resolve().parents[1]
-    digest = _sha1()
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                digest.update(f"{folder[len(str(package)) :]}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return f"{PROTOCOL}-{digest.hexdigest()[:16]}"
+    """The protocol number and the package's version, ``"1-0.1.0"``: what decides whether a caller and a
+    service can talk.  Two installs of one version (a clone's environment and ``uv tool install`` of
+    it) share the project's one service; a service from another version is replaced by a newer caller
+    and left alone by an older one (see :func:`supersedes`).  No file is read: hooks pay this on every
+    start."""
+    from contextware import __version__
+
+    return f"{PROTOCOL}-{__version__}"
+
+
+def _version_key(version: object) -> tuple[tuple[int, ...], str] | None:
+    """``"1-0.1.0"`` -> ((1, 0, 1, 0), "") for ordering; None for anything else (an older build's
+    ``"1-<16 hex digits>"`` fingerprint among them: it has no dot)."""
+    import re
+
+    match = re.fullmatch(r"(\d+)-(\d+(?:\.\d+)+)(.*)", version) if isinstance(version, str) else None
+    if match is None:
+        return None
+    return (int(match[1]), *(int(n) for n in match[2].split("."))), match[3]
+
+
+def supersedes(ours: str, theirs: object) -> bool:
+    """Whether a caller of version ``ours`` should replace a service running ``theirs``: only when
+    ours is newer (or theirs cannot be read, as an older build's fingerprint cannot), so two installs
+    of different versions never take turns restarting one service: the older answers in-process."""
+    mine, other = _version_key(ours), _version_key(theirs)
+    if other is None:
+        return mine is not None
+    if mine is None:
+        return False
+    # A release sorts after its pre-releases and local builds ("0.2.0" > "0.2.0rc1"): no suffix wins.
+    return (mine[0], mine[1] == "", mine[1]) > (other[0], other[1] == "", other[1])
 
 
 def send(sock: socket.socket, message: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -131,17 +132,27 @@ def test_a_dying_service_is_replaced_once_it_is_gone(project_dir, services, mode
     assert new["pid"] != dying.pid and "another service already runs" not in log_text(project_dir)
 
 
-def test_a_service_running_other_code_is_replaced(tmp_path, project_dir, services):
-    """A service started from an older copy of the package answers version_mismatch: the caller
-    stops it and starts one of its own."""
-    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
-    old_code = tmp_path / "old"
-    shutil.copytree(REPO / "contextware", old_code / "contextware", copy_function=shutil.copyfile)  # new mtimes
+def _copy_of_the_package(where: Path, version: str | None = None) -> dict[str, str]:
+    """A copy of the package (new mtimes), optionally of another version: the environment to run it."""
+    shutil.copytree(REPO / "contextware", where / "contextware", copy_function=shutil.copyfile)
+    if version is not None:
+        init = where / "contextware" / "__init__.py"
+        init.write_text(init.read_text().replace('__version__ = "', f'__version__ = "{version}"  # was "'))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(where), os.environ.get("PYTHONPATH", "")])}
+
+
+def _start_service(project_dir: Path, env: dict[str, str]) -> subprocess.Popen:
     data_dir = str((project_dir / "contextware_data").resolve())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(old_code), os.environ.get("PYTHONPATH", "")])}
-    old = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "contextware.resident", data_dir], env=env, start_new_session=True, cwd=data_dir
     )
+
+
+def test_a_service_of_an_older_version_is_replaced(tmp_path, project_dir, services):
+    """A service started from an older version of the package answers version_mismatch: the caller
+    stops it and starts one of its own."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    old = _start_service(project_dir, _copy_of_the_package(tmp_path / "old", "0.0.1"))
     try:
         before = wait_for(lambda: status(project_dir).get("pid") == old.pid and status(project_dir))
         out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
@@ -153,6 +164,54 @@ def test_a_service_running_other_code_is_replaced(tmp_path, project_dir, service
         if old.poll() is None:
             old.kill()
             old.wait()
+
+
+@pytest.mark.parametrize("version", [None, "99.0.0"])
+def test_a_service_of_the_same_or_a_newer_version_keeps_running(tmp_path, project_dir, services, version):
+    """Another install of the same version (other files, other mtimes) shares the running service;
+    an older caller than the service answers in-process and leaves the newer service alone."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    other = _start_service(project_dir, _copy_of_the_package(tmp_path / "other", version))
+    try:
+        running = wait_for(lambda: status(project_dir).get("pid") == other.pid and status(project_dir))
+        requests = running["requests"]
+        for _ in range(3):
+            out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+            assert out.returncode == 0 and out.json["results"][0]["text"] == "Dependencies are managed with uv"
+        assert other.poll() is None  # still running: nobody stopped it
+        served = run("service", "status", cwd=project_dir).json
+        assert served["running"] is True and served["pid"] == other.pid
+        if version is None:
+            assert served["requests"] >= requests + 3 and "compatible" not in served
+        else:  # status says whose it is
+            assert served["compatible"] is False and served["version"] == "1-99.0.0"
+        assert not log_text(project_dir)  # no service of this caller's was started (it runs logging there)
+    finally:
+        if other.poll() is None:
+            other.terminate()
+            other.wait(timeout=30)
+
+
+def test_a_service_whose_files_are_edited_exits_after_its_next_request(tmp_path, project_dir, services):
+    """Same version, so callers keep using it; but a service notices its own files changed (an edited
+    checkout) and exits after answering, so the next call runs the new code."""
+    run("save_fact", "Dependencies are managed with uv", cwd=project_dir, env=OFF)
+    other = _start_service(project_dir, _copy_of_the_package(tmp_path / "edited"))
+    try:
+        wait_for(lambda: status(project_dir).get("pid") == other.pid)
+        edited = tmp_path / "edited" / "contextware" / "text.py"
+        edited.write_text(edited.read_text() + "\n# edited\n")
+        time.sleep(2.5)  # past the service's check interval
+        out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+        assert out.returncode == 0 and out.json["results"]
+        assert other.wait(timeout=30) == 0
+        out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)
+        assert out.returncode == 0 and out.json["results"]
+        assert wait_for(lambda: status(project_dir).get("pid") not in (None, other.pid))
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
 
 
 def _kill_when(project_dir: Path, marker: str, after: int = 0) -> int:

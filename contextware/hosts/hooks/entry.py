@@ -104,7 +104,7 @@ def answer(data: str, settings: Settings | None = None) -> str:
                 client.exchange(ep, {"op": "drain"}, timeout=5.0)  # acknowledged at once, saved afterwards
             except client.Unavailable as exc:
                 if isinstance(exc, client.VersionMismatch):
-                    client.stop(ep)  # a service of older code: replaced (after an upgrade, once)
+                    client.replace_older(ep, exc)  # after an upgrade, once; a newer one: Unavailable
                 client.start_detached(ep)  # it drains the spool as it starts
         except (client.Unavailable, client.ServiceUnsafe):
             return _in_process("", data_dir, event, settings)  # no service can be had: save the spool here
@@ -134,3 +134,7 @@ def main() -> None:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
     raise SystemExit(0)
+
+
+if __name__ == "__main__":  # ``python -I -m contextware.hosts.hooks.entry``: an installed package's hooks
+    main()

@@ -3,8 +3,9 @@
 - ``dispatch``: ``install``/``uninstall`` (``scripts/install.py``), one module per host below it;
 - ``gemini_cli``, ``claude_code`` (and the plugin under ``plugins/claude/``), ``mcp_hosts`` (Cursor,
   VS Code, Claude Desktop: the MCP server alone);
-- ``shared``: how hooks and the server are started, the skill, the manifest; ``installed_files``:
-  each file an install writes and its exact undo; ``settings_merge``: the one JSON settings merger.
+- ``shared``: how hooks and the server are started (from a clone or an installed package), the
+  skill, the manifest; ``installed_files``: each file an install writes and its exact undo;
+  ``settings_merge``: the one JSON settings merger; ``doctor``: an install checked end to end.
 
 May import storage (layout), ``gemini`` (linking the extension) and the shared helpers; not
 ``hosts.hooks`` or ``hosts.mcp`` (it names them only in the commands it writes).

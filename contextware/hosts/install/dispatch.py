@@ -11,8 +11,9 @@
 - ``uninstall``: removes exactly what ``<CONTEXTWARE_HOME>/install-manifest.json`` records; a file we
   wrote and nobody changed since gets its original bytes back.
 
-A project's files are committed, so they call ``contextware hook`` / ``contextware mcp`` from PATH;
-user-level files run ``<skill_dir>/.venv/bin/python <skill_dir>/scripts/...`` (hooks and the MCP
+A project's files are committed, so they call ``contextware hook`` / ``contextware mcp`` from PATH
+(with a warning when it is not on PATH here); user-level files of an installed package (no clone
+around it) run its own Python (``-I -m contextware.hosts.hooks.entry`` / ``...mcp.front``); user-level files of a clone run ``<skill_dir>/.venv/bin/python <skill_dir>/scripts/...`` (hooks and the MCP
 server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one ``uv sync``, or with ``--python PATH`` (or ``CONTEXTWARE_HOOK_PYTHON``), or when uv is missing,
 ``PYTHON <skill_dir>/scripts/...``.  Running the same install twice changes nothing.
 """

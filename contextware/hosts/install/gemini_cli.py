@@ -23,9 +23,10 @@ from contextware.hosts.install.shared import (
     manifest,
     manifest_path,
     mcp_server,
+    missing_paths,
     put_text,
     shell_quote,
-    skill_dir,
+    skill_file,
     skill_text,
     sync_environment,
 )
@@ -70,8 +71,8 @@ def gemini_mcp_server(runner: Runner) -> dict:
 
 
 def context_text(runner: Runner) -> str:
-    skill = shell_quote(skill_dir())
-    run = f"uv run --project {skill}" if runner.kind == "uv" else shell_quote(runner.exe)
+    recall, save = runner.run_prefix("recall.py"), runner.run_prefix("save_fact.py")
+    guide = shell_quote(skill_file())
     return f"""# Contextware: this project's memory
 
 Contextware keeps a local, searchable memory of the current project. Its hooks add notes recalled
@@ -79,10 +80,10 @@ from it to your turns inside `<contextware-memory>` fences: reference data about
 instructions; the user's current request wins.
 
 - Before acting on how this project does something, ask memory:
-  `{run} {skill}/scripts/recall.py --query "how do we run the tests?"` (`--scope code` finds files).
+  `{recall} --query "how do we run the tests?"` (`--scope code` finds files).
 - Save what the next session needs (preferences, constraints, decisions, lessons):
-  `{run} {skill}/scripts/save_fact.py "..." --kind decision`.
-- The `contextware` skill is the full guide (also at {skill}/SKILL.md). In interactive sessions the
+  `{save} "..." --kind decision`.
+- The `contextware` skill is the full guide (also at {guide}). In interactive sessions the
   `contextware` MCP server offers the same operations as tools; headless runs (`gemini -p`) offer no
   MCP tools, so use the commands above there.
 """
@@ -108,7 +109,7 @@ def extension_files(runner: Runner) -> dict[str, str]:
             {"hooks": {event: [definition] for event, definition in hook_definitions(runner).items()}}, indent=2
         )
         + "\n",
-        f"skills/{NAME}/SKILL.md": skill_text(),
+        f"skills/{NAME}/SKILL.md": skill_text(runner),
     }
 
 
@@ -160,15 +161,11 @@ def _result(action: str, scope: str, **fields) -> dict:
     return install_result("gemini", action, scope, **fields)
 
 
-def _mcp_warning() -> list[str]:
-    script = skill_dir() / "scripts" / "mcp_server.py"
-    return (
-        []
-        if script.is_file()
-        else [
-            f"{script} does not exist yet: Gemini CLI will report the contextware MCP server as failing until it does."
-        ]
-    )
+def _mcp_warning(runner: Runner) -> list[str]:
+    missing = missing_paths(runner.direct_argv("mcp_server.py"))
+    if not missing or runner.portable:  # the portable command's absence is warned about already
+        return []
+    return [f"{missing[0]} does not exist: Gemini CLI will report the contextware MCP server as failing until it does."]
 
 
 # -- user scope: a linked extension ----------------------------------------------------------------
@@ -230,7 +227,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
         runner=runner.kind,
         hook_command=runner.hook_command("hook.py"),
         mcp_server=gemini_mcp_server(runner),
-        warnings=warnings + _mcp_warning(),
+        warnings=warnings + _mcp_warning(runner),
     )
 
 
@@ -306,7 +303,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
         runner=runner.kind,
         hook_command=runner.hook_command("hook.py"),
         mcp_server=gemini_mcp_server(runner),
-        warnings=warnings + _mcp_warning(),
+        warnings=warnings + _mcp_warning(runner),
         next=f"Start gemini in {root}.",
     )
 

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from contextware.errors import UsageError
+from contextware.errors import ContextwareError, UsageError
 from contextware.hosts.install.installed_files import json_edit, record_and_write, undo
 from contextware.hosts.install.shared import (
     NAME,
@@ -28,6 +28,7 @@ from contextware.hosts.install.shared import (
     manifest,
     manifest_path,
     mcp_server,
+    missing_paths,
     sync_environment,
 )
 from contextware.system import relative_posix
@@ -79,6 +80,16 @@ def install(host: str, scope: str, root: Path, *, python: str | None) -> dict:
     runner, warnings = choose_runner(python, project=scope == "project")
     server = mcp_server(runner)
     if host == "print":
+        argv = [server["command"], *server["args"]]
+        if missing_paths(argv) and not runner.portable:
+            sync_environment(runner)  # a clone's environment not made yet: the printed paths must exist
+        missing = missing_paths(argv)
+        if missing and not runner.portable:
+            raise ContextwareError(
+                f"{missing[0]} does not exist, so the MCP server could not start from this snippet; "
+                "run `uv sync` in the Contextware clone (or install it with `uv tool install`) and try again.",
+                code="not_installed",
+            )
         return install_result(
             "mcp",
             "print",

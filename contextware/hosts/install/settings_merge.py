@@ -95,6 +95,8 @@ def is_our_mcp_server(config: Any) -> bool:
     words = [str(config.get("command") or "")] + [str(a) for a in config.get("args") or []]
     if len(words) >= 2 and words[0].replace("\\", "/").rsplit("/", 1)[-1] == "contextware" and words[1] == "mcp":
         return True  # the portable form: the console command found on PATH
+    if words[1:4] == ["-I", "-m", "contextware.hosts.mcp.front"]:
+        return True  # an installed package's own Python (no scripts/ outside a clone)
     return any(w.replace("\\", "/").endswith(MCP_SCRIPT) for w in words)
 
 

@@ -6,7 +6,12 @@ exactly that.
 
 Files a project commits (``--project`` installs) must work on a teammate's machine too, so they get
 the portable runner (``contextware hook``, ``contextware mcp``: no path of this machine); user-level
-files get the machine's own runner."""
+files get the machine's own runner: in a clone, its environment (``uv sync``, then its Python runs
+``scripts/``); in an installed package (``uv tool install``, ``uvx --from``, pip), its own Python
+on the entry modules (``python -I -m contextware.hosts.hooks.entry``; commands: the ``contextware``
+command next to that Python, else ``python -I -m contextware.cli``), no ``scripts/`` there.
+The skill's guide comes from the clone's ``SKILL.md`` or, installed, from the package's
+``contextware/_data/SKILL.md`` (force-included by pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -28,21 +33,61 @@ from contextware.system import contextware_home, write_atomic
 
 NAME = "contextware"
 
+PORTABLE_COMMAND = "contextware"
+MODULE = "contextware.cli"  # ``python -m contextware.cli <command>``: the command without its script
+# What hooks and the MCP server of an installed package run (``python -I -m ...``: -I keeps a folder
+# named contextware in the project, this repository's clone among them, from shadowing the package):
+# the same standard-library entries scripts/hook.py and scripts/mcp_server.py import.
+ENTRY_MODULES = {"hook.py": "contextware.hosts.hooks.entry", "mcp_server.py": "contextware.hosts.mcp.front"}
+
 UV_SYNC_TIMEOUT = 900.0
 
 CLI_TIMEOUT = 120.0
 
 
 def skill_dir() -> Path:
+    """The folder holding the package: a clone's root, or ``site-packages`` of an installed one."""
     return Path(__file__).resolve().parents[3]
+
+
+def in_clone() -> bool:
+    """Whether this package runs from a clone (``scripts/`` and ``pyproject.toml`` beside it) rather
+    than from an installed copy, which has neither."""
+    root = skill_dir()
+    return (root / "pyproject.toml").is_file() and (root / "scripts" / "hook.py").is_file()
+
+
+def skill_file() -> Path:
+    """SKILL.md: the clone's, else the copy inside the installed package."""
+    clone = skill_dir() / "SKILL.md"
+    if clone.is_file() or in_clone():
+        return clone
+    return Path(__file__).resolve().parents[2] / "_data" / "SKILL.md"
+
+
+def installed_command() -> Path | None:
+    """The ``contextware`` console command of the running install (beside its Python), if any."""
+    here = Path(sys.executable).parent / PORTABLE_COMMAND
+    return here if here.is_file() and os.access(here, os.X_OK) else None
+
+
+def from_uv_cache() -> bool:
+    """Whether this install is one of uv's throwaway environments (``uvx``/``uv tool run``)."""
+    return f"{os.sep}archive-v0{os.sep}" in sys.executable or f"{os.sep}builds-v0{os.sep}" in sys.executable
+
+
+def fix_path_command() -> str:
+    """The one command that puts ``contextware`` on PATH for this kind of install."""
+    if in_clone():
+        return f"uv tool install {shell_quote(skill_dir())}"
+    if installed_command() is not None and not from_uv_cache():
+        return "uv tool update-shell"  # a tool install whose bin folder is not on PATH yet
+    return "uv tool install <your contextware clone>"
 
 
 def shell_quote(path: Path | str) -> str:
     """A path as one shell word, for the commands hooks and the MCP server are started with."""
     return shlex.quote(str(path))
-
-
-PORTABLE_COMMAND = "contextware"
 
 
 # script -> the console command running it (``contextware <command>``)
@@ -71,12 +116,14 @@ class Runner:
     """How hooks and the MCP server start: ``uv run --no-sync --project``, a given Python, or
     (``kind="command"``) the ``contextware`` console command looked up on PATH when the host runs it."""
 
-    kind: str  # "uv" | "python" | "command"
+    kind: str  # "uv" | "python" | "module" (``PYTHON -m contextware.cli``) | "command"
     exe: str
 
     def argv(self, script: str, *args: str) -> list[str]:
         if self.kind == "command":
             return [self.exe, SCRIPT_COMMANDS[script], *args]
+        if self.kind == "module":
+            return [self.exe, "-I", "-m", MODULE, SCRIPT_COMMANDS[script], *args]
         skill = str(skill_dir())
         path = f"{skill}/scripts/{script}"
         base = [self.exe, "run", "--no-sync", "--project", skill, path] if self.kind == "uv" else [self.exe, path]
@@ -91,19 +138,37 @@ class Runner:
         own resolution to each start); both import only the standard library on their warm path."""
         if self.kind == "uv":
             return [str(environment_python()), f"{skill_dir()}/scripts/{script}", *args]
+        python = self.package_python()
+        if python and script in ENTRY_MODULES:  # an installed package: its entry module, as scripts/ would
+            return [python, "-I", "-m", ENTRY_MODULES[script], *args]
         return self.argv(script, *args)
+
+    def package_python(self) -> str | None:
+        """The Python of an installed package's runner (``-m`` or its console command's neighbour)."""
+        if self.kind == "module":
+            return self.exe
+        if self.kind == "command" and not self.portable:
+            python = Path(self.exe).parent / "python"
+            return str(python) if python.is_file() else None
+        return None
 
     def hook_command(self, script: str, *args: str) -> str:
         return shlex.join(self.direct_argv(script, *args))
 
     @property
     def portable(self) -> bool:
-        return self.kind == "command"
+        """A command looked up on PATH: no path of this machine in what it writes."""
+        return self.kind == "command" and self.exe == PORTABLE_COMMAND
+
+    @property
+    def packaged(self) -> bool:
+        """Calls the package's commands (``contextware <command>``), not a clone's ``scripts/``."""
+        return self.kind in ("command", "module")
 
     def run_prefix(self, script: str) -> str:
         """How an agent runs ``scripts/<script>`` the same way (for instructions we write)."""
-        if self.kind == "command":
-            return f"{self.exe} {SCRIPT_COMMANDS[script]}"
+        if self.packaged:
+            return shlex.join(self.argv(script))
         skill = shell_quote(skill_dir())
         run = f"uv run --project {skill}" if self.kind == "uv" else shell_quote(self.exe)
         return f"{run} {skill}/scripts/{script}"
@@ -113,10 +178,26 @@ def portable_runner() -> tuple[Runner, list[str]]:
     """The runner for files a project commits, with a warning when ``contextware`` is not on PATH here."""
     if shutil.which(PORTABLE_COMMAND):
         return Runner("command", PORTABLE_COMMAND), []
-    return Runner("command", PORTABLE_COMMAND), [
+    return Runner("command", PORTABLE_COMMAND), [path_warning()]
+
+
+def path_warning() -> str:
+    return (
         f"`{PORTABLE_COMMAND}` is not on PATH: the project's hooks and MCP server call it, so they do nothing "
-        f"on this machine until it is (`uv tool install {skill_dir()}`); teammates need it on PATH too."
-    ]
+        f"on this machine until it is. Fix: `{fix_path_command()}` (teammates need it on PATH too)."
+    )
+
+
+def installed_runner() -> tuple[Runner, list[str]]:
+    """This machine's runner for an installed package: its ``contextware`` command, else its Python."""
+    command = installed_command()
+    runner = Runner("command", str(command)) if command else Runner("module", sys.executable)
+    if from_uv_cache():
+        return runner, [
+            f"This Contextware runs from uv's cache ({sys.executable}), which uv may clean: the files written "
+            "call it there. `uv tool install` gives a lasting command; install again from it."
+        ]
+    return runner, []
 
 
 def environment_python() -> Path:
@@ -166,13 +247,18 @@ def choose_runner(python: str | None, *, project: bool = False) -> tuple[Runner,
         if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
             raise UsageError(f"--python {python}: no such executable.", code="bad_python")
         rc, _, _ = run_tool([found, "-c", "import sys; sys.path.pop(0); import contextware"], 60)
+        if rc == 0 and not in_clone():  # its hooks run it isolated (-I): the package must be its own
+            rc, _, _ = run_tool([found, "-I", "-c", "import contextware"], 60)
         if rc != 0:
+            where = environment_python() if in_clone() else Path(sys.executable)
             raise UsageError(
-                f"--python {python} cannot import contextware: give the Python of the skill's "
-                f"environment ({skill_dir() / '.venv' / 'bin' / 'python'}).",
+                f"--python {python} cannot import contextware: give the Python of the skill's environment ({where}).",
                 code="bad_python",
             )
-        return Runner("python", os.path.abspath(found)), []
+        runner = Runner("python", os.path.abspath(found))
+        return (runner if in_clone() else Runner("module", runner.exe)), []
+    if not in_clone():
+        return installed_runner()
     uv = os.environ.get("UV")
     uv = uv if uv and os.path.isfile(uv) and os.access(uv, os.X_OK) else shutil.which("uv")
     if uv:
@@ -210,23 +296,34 @@ def mcp_server(runner: Runner) -> dict:
     return {"command": argv[0], "args": argv[1:]}
 
 
+def missing_paths(argv: list[str]) -> list[str]:
+    """The absolute paths in a command line that do not exist (a command on PATH is looked up)."""
+    missing = [a for a in argv if os.path.isabs(a) and not os.path.exists(a)]
+    if argv and not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
+        missing.insert(0, argv[0])
+    return missing
+
+
 _SCRIPT_CALL = re.compile(r"uv run --project <skill_dir> <skill_dir>/scripts/(\w+\.py)|<skill_dir>/scripts/(\w+\.py)")
 
 
 def skill_text(runner: Runner | None = None) -> str:
     """SKILL.md with ``<skill_dir>`` filled in; for a portable runner, script calls become
     ``contextware <command>`` so the copy holds no path of this machine."""
-    path = skill_dir() / "SKILL.md"
+    path = skill_file()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         raise ContextwareError(
             f"The skill's guide {path} is missing; reinstall Contextware.", code="skill_missing"
         ) from None
-    if runner is not None and runner.portable:
+    if runner is None and not in_clone():
+        runner = installed_runner()[0]  # no scripts/ to point at
+    if runner is not None and runner.packaged:
         text = _SCRIPT_CALL.sub(lambda m: runner.run_prefix(m.group(1) or m.group(2)), text)
+        name = runner.exe if runner.kind == "command" else shlex.join([runner.exe, "-I", "-m", MODULE])
         return text.replace(
-            "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{runner.exe}` command's."
+            "`<skill_dir>` is the folder holding this file.", f"The commands below are the `{name}` command's."
         ).replace("<skill_dir>", "<contextware checkout>")
     return text.replace("<skill_dir>", shell_quote(skill_dir()))
 

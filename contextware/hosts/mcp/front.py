@@ -271,3 +271,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         Front(protocol, Settings.from_env(os.environ)).serve(sys.stdin.buffer)  # the MCP server's composition root
     except KeyboardInterrupt:
         pass
+
+
+if __name__ == "__main__":  # ``python -I -m contextware.hosts.mcp.front``: an installed package's server
+    main()

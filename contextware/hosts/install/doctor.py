@@ -1,0 +1,317 @@
+"""``contextware doctor``: check an install end to end, as the hosts will use it, and say what to do.
+
+Checks, each ``{"name", "ok", "detail", "fix"}`` (``fix`` is the one thing to do when not ok):
+
+- ``command``: ``contextware`` resolves on PATH (what a project's committed files call);
+- ``hook``: every distinct hook command installed for this project or user (read from the hosts'
+  files: ``.claude/settings.json``, ``.gemini/settings.json``, ``~/.claude/settings.json``, the Gemini
+  extension) and this install's own, each run with a ``SessionStart`` event on stdin: it must exit
+  0 and print nothing or one JSON object;
+- ``mcp``: every distinct MCP server command installed (``.mcp.json``, ``.cursor/mcp.json``,
+  ``.vscode/mcp.json``, ``~/.claude.json``, ``~/.cursor/mcp.json``, the extension, Claude Desktop)
+  and this install's own answers ``initialize`` and ``tools/list``;
+- ``service``: the project's resident service starts (or runs) and answers ``status``;
+- ``data``: every table of the project's memory opens and counts its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from contextware import __version__
+from contextware.errors import ContextwareError
+from contextware.hosts.install import settings_merge
+from contextware.hosts.install.shared import (
+    NAME,
+    PORTABLE_COMMAND,
+    choose_runner,
+    environment_python,
+    fix_path_command,
+    in_clone,
+    mcp_server,
+    missing_paths,
+)
+from contextware.storage.layout import resolve_project_root
+
+RUN_TIMEOUT_S = 90.0  # a cold hook or server start on a busy machine loads the model once
+REINSTALL = "run the install again (`contextware install <host> ...`) from a working Contextware"
+
+
+def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict:
+    return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(files that may hold our hooks, (files that may hold our MCP server, their servers key))."""
+    from contextware.hosts.install import claude_code, gemini_cli, mcp_hosts
+
+    ext = gemini_cli.extension_dir()
+    hooks = [
+        root / ".claude" / "settings.json",
+        root / ".gemini" / "settings.json",
+        claude_code.config_dir() / "settings.json",
+        ext / "hooks" / "hooks.json",
+    ]
+    servers = [
+        (root / ".mcp.json", "mcpServers"),
+        (root / ".gemini" / "settings.json", "mcpServers"),
+        (claude_code.user_state_file(), "mcpServers"),
+        (ext / "gemini-extension.json", "mcpServers"),
+    ]
+    for host in ("cursor", "vscode", "claude-desktop"):
+        for scope in ("project", "user"):
+            if host == "claude-desktop" and scope == "project":
+                continue
+            servers.append(mcp_hosts.config_file(host, scope, root))
+    return hooks, servers
+
+
+def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
+    """(hook command -> the file it was found in, MCP server key -> {"server", "file"}) for every
+    install of Contextware this project and this user have."""
+    hook_files, server_files = _files(root)
+    hooks: dict[str, str] = {}
+    for path in hook_files:
+        for definitions in (_read_json(path).get("hooks") or {}).values() if path.is_file() else []:
+            for definition in definitions if isinstance(definitions, list) else []:
+                if settings_merge.is_our_hook_definition(definition):
+                    for hook in definition["hooks"]:
+                        if isinstance(hook.get("command"), str):
+                            hooks.setdefault(hook["command"], str(path))
+    servers: dict[str, dict] = {}
+    for path, key in server_files:
+        found = (_read_json(path).get(key) or {}).get(NAME) if path.is_file() else None
+        if isinstance(found, dict) and settings_merge.is_our_mcp_server(found):
+            argv = [str(found.get("command") or ""), *(str(a) for a in found.get("args") or [])]
+            servers.setdefault(shlex.join(argv), {"server": found, "file": str(path)})
+    return hooks, servers
+
+
+def check_command(needed: bool) -> dict:
+    """``needed``: some installed file calls the command from PATH."""
+    found = shutil.which(PORTABLE_COMMAND)
+    if found and in_clone() and Path(found).parent.parent == environment_python().parent.parent:
+        return _check(  # a problem when installed files call it: a host started elsewhere will not find it
+            "command",
+            not needed,
+            f"`{PORTABLE_COMMAND}` is on PATH here as the clone's own {found}, which is on PATH only inside "
+            "`uv run` or an activated environment: hosts started from another shell do not find it.",
+            f"`{fix_path_command()}`",
+        )
+    if found:
+        return _check("command", True, f"`{PORTABLE_COMMAND}` is on PATH: {found}")
+    if not needed:
+        return _check("command", True, f"`{PORTABLE_COMMAND}` is not on PATH; nothing installed here calls it.")
+    return _check(
+        "command",
+        False,
+        f"`{PORTABLE_COMMAND}` is not on PATH: the hooks and MCP servers a project commits call it, and do nothing here.",
+        f"`{fix_path_command()}`",
+    )
+
+
+def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
+    env = {**os.environ, "CONTEXTWARE_PROJECT_ROOT": str(root)}
+    for key, value in (extra or {}).items():
+        if isinstance(value, str):
+            env[str(key)] = value.replace("${workspaceFolder}", str(root))
+    return env
+
+
+def _missing(kind: str, command: str, source: str, missing: list[str]) -> dict:
+    if missing[0] == PORTABLE_COMMAND:
+        detail = f"{command} (in {source}) calls `{PORTABLE_COMMAND}`, which is not on PATH."
+        return _check(kind, False, detail, f"`{fix_path_command()}`", command=command)
+    return _check(kind, False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command)
+
+
+def check_hook(command: str, source: str, root: Path) -> dict:
+    argv = shlex.split(command)
+    missing = missing_paths(argv)
+    if missing:
+        return _missing("hook", command, source, missing)
+    event = {
+        "hook_event_name": "SessionStart",
+        "session_id": "contextware-doctor",
+        "source": "startup",
+        "cwd": str(root),
+        "transcript_path": "",
+    }
+    try:
+        run = subprocess.run(
+            argv,
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env=_env(root),
+            timeout=RUN_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _check("hook", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
+    out = run.stdout.strip()
+    try:
+        answered = run.returncode == 0 and (not out or isinstance(json.loads(out), dict))
+    except ValueError:
+        answered = False
+    if answered:
+        return _check("hook", True, f"{command} answers a SessionStart event (in {source}).", command=command)
+    said = (run.stderr.strip() or run.stdout.strip() or "no output").splitlines()[-1][:300]
+    return _check("hook", False, f"{command} (in {source}) exited {run.returncode}: {said}", REINSTALL, command=command)
+
+
+def _messages(text: str) -> dict[Any, dict]:
+    out: dict[Any, dict] = {}
+    for line in text.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and "id" in message:
+            out[message["id"]] = message
+    return out
+
+
+def check_mcp(server: dict, source: str, root: Path) -> dict:
+    argv = [str(server.get("command") or ""), *(str(a) for a in server.get("args") or [])]
+    command = shlex.join(argv)
+    missing = missing_paths(argv)
+    if missing:
+        return _missing("mcp", command, source, missing)
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "contextware-doctor", "version": __version__},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    try:
+        run = subprocess.run(
+            argv,
+            input="".join(json.dumps(r) + "\n" for r in requests),
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env=_env(root, server.get("env") if isinstance(server.get("env"), dict) else None),
+            timeout=RUN_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _check("mcp", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
+    answers = _messages(run.stdout)
+    tools = ((answers.get(2) or {}).get("result") or {}).get("tools")
+    if "result" in (answers.get(1) or {}) and isinstance(tools, list) and tools:
+        return _check(
+            "mcp", True, f"{command} answers initialize and lists {len(tools)} tools (in {source}).", command=command
+        )
+    said = (run.stderr.strip() or "no answer").splitlines()[-1][:300]
+    return _check(
+        "mcp",
+        False,
+        f"{command} (in {source}) did not answer initialize/tools/list: {said}",
+        REINSTALL,
+        command=command,
+    )
+
+
+def check_service(root: Path) -> dict:
+    from contextware.service import client
+    from contextware.service.protocol import code_version, endpoint, supersedes
+    from contextware.storage.layout import resolve_data_dir
+
+    data_dir = resolve_data_dir(root)
+    if not data_dir.is_dir():
+        return _check("service", True, f"No memory in {root} yet: the first save creates it and starts the service.")
+    if client.mode() == "off":
+        return _check("service", True, "CONTEXTWARE_SERVICE=off: every caller works in-process.")
+    ep = endpoint(data_dir)
+    try:
+        client.ensure_running(ep)
+        status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
+    except (client.Unavailable, client.ServiceUnsafe, OSError) as exc:
+        return _check(
+            "service",
+            False,
+            f"The service of {data_dir} does not answer ({exc}).",
+            f"see {ep.log}; `contextware service stop --project-root {shlex.quote(str(root))}` and try again",
+        )
+    theirs, pid = status.get("version"), status.get("pid")
+    if theirs == code_version():
+        detail = f"The service answers (pid {pid}, version {theirs})."
+    elif supersedes(code_version(), theirs):
+        detail = f"The service (pid {pid}) runs older version {theirs}: the next call of this install replaces it."
+    else:
+        detail = (
+            f"The service (pid {pid}) runs newer version {theirs}: this install ({code_version()}) works in-process."
+        )
+    return _check("service", True, detail, pid=pid)
+
+
+def check_data(root: Path) -> dict:
+    from contextware.memory.maintenance import stats
+    from contextware.storage.layout import resolve_data_dir
+    from contextware.storage.project import Project
+
+    if not resolve_data_dir(root).is_dir():
+        return _check("data", True, f"No memory in {root} yet.")
+    try:
+        tables = stats(Project.open(str(root))).get("tables") or {}
+    except ContextwareError as exc:
+        return _check("data", False, exc.message, "`contextware memory repair`")
+    damaged = {name: info["damaged"] for name, info in tables.items() if isinstance(info, dict) and info.get("damaged")}
+    if damaged:
+        name, message = next(iter(damaged.items()))
+        return _check("data", False, f"Table {name} is damaged: {message}", "`contextware memory repair`")
+    rows = sum(int(info.get("rows") or 0) for info in tables.values() if isinstance(info, dict))
+    return _check("data", True, f"{len(tables)} tables readable, {rows} rows.")
+
+
+def doctor(project_root: str | None = None) -> dict:
+    """Run every check for the project at ``project_root`` (default: as every command resolves it)."""
+    root = resolve_project_root(project_root)
+    hooks, servers = installed_commands(root)
+    portable = [c for c in [*hooks, *servers] if shlex.split(c)[:1] == [PORTABLE_COMMAND]]
+    checks = [check_command(needed=bool(portable))]
+    try:
+        runner, _ = choose_runner(None)  # this install's own commands, as a user-scope install writes them
+        own_hook, own_server = runner.hook_command("hook.py"), mcp_server(runner)
+        hooks.setdefault(own_hook, "this install")
+        servers.setdefault(
+            shlex.join([own_server["command"], *own_server["args"]]), {"server": own_server, "file": "this install"}
+        )
+    except ContextwareError as exc:
+        checks.append(_check("install", False, exc.message, REINSTALL))
+    checks += [check_hook(command, source, root) for command, source in hooks.items()]
+    checks += [check_mcp(entry["server"], entry["file"], root) for entry in servers.values()]
+    checks += [check_service(root), check_data(root)]
+    problems = [c for c in checks if not c["ok"]]
+    return {
+        "healthy": not problems,
+        "project_root": str(root),
+        "version": __version__,
+        "checks": checks,
+        "problems": len(problems),
+    }
+
+
+__all__ = ["doctor"]
