@@ -79,6 +79,7 @@ CHANGELOG = f"usr/share/doc/{PACKAGE}/changelog.gz"
 BUILD_VERSION = 1  # bump when build_history or paraphrase changes (the cached stores are keyed on it)
 CHUNK_CHARS = 1500
 LIMIT = 10
+SHIFT_TO = datetime(2026, 11, 24, 12, 0, tzinfo=timezone.utc)  # --shift-dates: the newest commit's new date
 METHODS = ("recall_logs", "recall_all", "bm25", "bm25_lancedb", "cosine")
 
 
@@ -773,7 +774,7 @@ def pick(questions: list[dict], split: str, answerable: int, unanswerable: int) 
 
 def render(report: dict[str, Any]) -> str:
     lines = [
-        f"long_horizon: split {report['split']}, {report['store']['logs']} logs "
+        f"long_horizon: split {report['split']}, dates {report['dates']}, {report['store']['logs']} logs "
         f"({report['store']['first']} .. {report['store']['last']}), {report['store']['sessions']} sessions, "
         f"{report['store']['episodes']} episodes, {report['store']['facts']} facts",
         f"questions: {report['questions']}",
@@ -814,6 +815,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--details", action="store_true", help="per-question lines (only with --split tune)")
     ap.add_argument("--no-cache", action="store_true", help="build the store anew and do not cache it")
+    ap.add_argument(
+        "--shift-dates",
+        action="store_true",
+        help=f"move every date so the newest commit falls on {SHIFT_TO:%Y-%m-%d} (age out of the picture)",
+    )
     ap.add_argument("--smoke", action="store_true", help="a few dozen rows and a handful of questions")
     args = ap.parse_args(argv)
     if args.details and args.split != "tune":
@@ -823,7 +829,12 @@ def main(argv: list[str] | None = None) -> None:
         args.split = "all" if args.split == "test" else args.split
 
     t_start = time.perf_counter()
-    history = build_history(parse_log(changelog_text()), args.limit_rows)
+    commits = parse_log(changelog_text())
+    if args.shift_dates:  # keep the spacing, move the newest commit to SHIFT_TO
+        delta = SHIFT_TO - max(c.date for c in commits)
+        for c in commits:
+            c.date += delta
+    history = build_history(commits, args.limit_rows)
     questions = pick(history.questions, args.split, args.questions, args.unanswerable)
     print(f"{len(history.rows)} rows, {len(questions)} questions", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
@@ -839,6 +850,7 @@ def main(argv: list[str] | None = None) -> None:
     counts = Counter(r["id"].split("-")[0] for r in history.rows)
     report = {
         "split": args.split,
+        "dates": f"shifted to end on {SHIFT_TO:%Y-%m-%d}" if args.shift_dates else "real",
         "data": f"{PACKAGE} {PACKAGE_VERSION} {CHANGELOG}",
         "store": {
             "logs": counts["log"],
