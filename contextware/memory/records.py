@@ -81,6 +81,16 @@ def check_id(record_id: str) -> str:
     return record_id
 
 
+def content_id(collection: str, *parts: str, attempt: int = 0) -> str:
+    """The id of a new fact or episode, from its kind and text (``fact-`` + 12 hex of a SHA-256), so
+    that two clones saving the same memory give it the same id; ``attempt`` n > 0 when the id is
+    taken already (by a superseded copy of the same text, say)."""
+    import hashlib
+
+    seed = "\x1f".join([ID_PREFIX[collection], *parts, *([str(attempt)] if attempt else [])])
+    return f"{ID_PREFIX[collection]}-{hashlib.sha256(seed.encode()).hexdigest()[:12]}"
+
+
 def collection_for_id(record_id: str) -> str | None:
     prefix = record_id.split("-", 1)[0]
     for table, p in ID_PREFIX.items():
@@ -124,6 +134,19 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
     return out
 
 
+def _free_content_id(tbl: Any, collection: str, rows: list[dict], parts: tuple[str, ...], old: str | None) -> None:
+    """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
+    for attempt in range(100):
+        candidate = content_id(collection, *parts, attempt=attempt)
+        if candidate != old and not tbl.search().where(f"id = {sql_str(candidate)}").select(["id"]).limit(1).to_list():
+            break
+    else:  # pragma: no cover - a hundred copies of one text
+        candidate = new_id(ID_PREFIX[collection])
+    if rows[0]["id"] != candidate:
+        rows[0]["id"] = candidate
+        stamp(collection, rows)
+
+
 def _save_rows(
     project: "Project",
     collection: str,
@@ -132,8 +155,10 @@ def _save_rows(
     dedup_hash: str,
     supersedes: str | None = None,
     redactions: dict[str, int] | None = None,
+    id_parts: tuple[str, ...] | None = None,
 ) -> dict:
-    """The one write path for new memories: dedup, embed, similar, supersede, insert."""
+    """The one write path for new memories: dedup, embed, similar, supersede, insert.  With
+    ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
 
     project.ensure_data_dir()
@@ -169,6 +194,9 @@ def _save_rows(
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
+        if id_parts is not None:
+            _free_content_id(tbl, collection, rows, id_parts, supersedes)
+            ids[:] = [r["id"] for r in rows]
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
             committed = tbl.add(data).version
@@ -231,7 +259,7 @@ def save_fact(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": new_id(ID_PREFIX["facts"]),
+        "id": content_id("facts", kind, text_hash(body)),
         "text": body,
         "kind": kind,
         "topics": topic_list,
@@ -244,7 +272,13 @@ def save_fact(
         "text_hash": text_hash(body),
     }
     return _save_rows(
-        project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions
+        project,
+        "facts",
+        [row],
+        dedup_hash=row["text_hash"],
+        supersedes=supersedes,
+        redactions=redactions,
+        id_parts=(kind, row["text_hash"]),
     )
 
 
@@ -277,7 +311,7 @@ def save_episode(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": new_id(ID_PREFIX["episodes"]),
+        "id": content_id("episodes", text_hash(goal_text, outcome or "", body)),
         "goal": goal_text,
         "result": outcome,
         "category": cat,
@@ -288,7 +322,9 @@ def save_episode(
         "updated_at": now,
         "text_hash": text_hash(goal_text, outcome or "", body),
     }
-    return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
+    return _save_rows(
+        project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions, id_parts=(row["text_hash"],)
+    )
 
 
 def save_log(
@@ -489,15 +525,23 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
 
 
 def delete(project: "Project", record_id: str) -> dict:
+    """Delete one memory; a fact or an episode leaves a tombstone (``tombstones``), recorded first,
+    so that the deletion travels through ``export`` and ``import``."""
+    from contextware.memory import tombstones
+
     collection, _table, row = _locate(project, record_id)
+    stone = tombstones.tombstone_for(project, row) if collection in ("facts", "episodes") else None
 
     def write(tbl: Any) -> None:
+        if stone is not None:
+            tombstones.record(project, [stone])
         tbl.delete(f"id = {sql_str(record_id)}")
         if collection == "facts" and row.get("supersedes"):
-            # The fact it replaced becomes current again rather than staying hidden forever.
+            # The fact it replaced becomes current again rather than staying hidden forever (a newer
+            # updated_at, so that this travels too).
             tbl.update(
                 where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
-                values={"status": "active", "superseded_by": None},
+                values={"status": "active", "superseded_by": None, "updated_at": utcnow()},
             )
 
     project.db.write(collection, write)  # the table exists: a delete needs no model

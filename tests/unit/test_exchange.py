@@ -47,8 +47,8 @@ def test_every_bad_line_is_named(line, words):
 
 
 def test_a_newer_format_is_refused_and_blank_lines_are_fine():
-    with pytest.raises(UsageError, match="version 2"):
-        parse_export('{"format": "contextware-memory", "version": 2}\n')
+    with pytest.raises(UsageError, match="version 3"):  # version 2 (tombstones, speakers) is this one
+        parse_export('{"format": "contextware-memory", "version": 3}\n')
     rows = parse_export(HEADER + "\n" + json.dumps(GOOD) + "\n\n")
     assert [r["id"] for r in rows["facts"]] == [GOOD["id"]]
     assert rows["facts"][0]["updated_at"] == rows["facts"][0]["created_at"]
