@@ -34,6 +34,7 @@ COMMANDS = {
     "service": "service",
     "export": "export",
     "import": "import_file",
+    "merge-driver": "merge_driver",
     "config": "config",
 }
 

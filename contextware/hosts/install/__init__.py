@@ -4,7 +4,8 @@
 - ``gemini_cli``, ``claude_code`` (and the plugin under ``plugins/claude/``), ``mcp_hosts`` (Cursor,
   VS Code, Claude Desktop: the MCP server alone);
 - ``shared``: how hooks and the server are started, the skill, the manifest; ``installed_files``:
-  each file an install writes and its exact undo; ``settings_merge``: the one JSON settings merger.
+  each file an install writes and its exact undo; ``settings_merge``: the one JSON settings merger;
+- ``git_merge``: the memory file's git merge driver (``.gitattributes``, the repository's config).
 
 May import storage (layout), ``gemini`` (linking the extension) and the shared helpers; not
 ``hosts.hooks`` or ``hosts.mcp`` (it names them only in the commands it writes).

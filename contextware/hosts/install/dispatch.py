@@ -8,6 +8,8 @@
 - ``claude [--user|--project]``: hooks, MCP server and skill for Claude Code (``claude_code``).
 - ``mcp --host cursor|vscode|claude-desktop|print``: the MCP server alone, in that host's own file
   (``mcp_hosts``).
+- every ``--project`` install also registers the memory file's git merge driver (``git_merge``:
+  ``.gitattributes`` and the repository's config), which the last project uninstall of a root removes.
 - ``uninstall``: removes exactly what ``<CONTEXTWARE_HOME>/install-manifest.json`` records; a file we
   wrote and nobody changed since gets its original bytes back.
 
@@ -18,6 +20,8 @@ server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one `
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from contextware.errors import UsageError
 from contextware.storage.layout import resolve_project_root
@@ -43,20 +47,50 @@ def install(
 ) -> dict:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent)."""
     _check(agent, scope)
+    if scope == "user":
+        return _install_host(agent, scope, None, python=python, link=link, host=host)
+    root = resolve_project_root(project_root)
+    result = _install_host(agent, scope, root, python=python, link=link, host=host)
+    if agent == "mcp" and (host or "print") == "print":
+        return result
+    return _with_merge_driver(result, root, install=True)
+
+
+def _install_host(
+    agent: str, scope: str, root: Path | None, *, python: str | None, link: bool, host: str | None
+) -> dict:
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
-        root = resolve_project_root(project_root) if scope == "project" else None
         return claude_code.install(scope, root, python=python)
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
-        return mcp_hosts.install(host or "print", scope, resolve_project_root(project_root), python=python)
+        return mcp_hosts.install(host or "print", scope, root or resolve_project_root(None), python=python)
     from contextware.hosts.install import gemini_cli
 
-    if scope == "user":
+    if root is None:
         return gemini_cli.install_user(python=python, link=link)
-    return gemini_cli.install_project(resolve_project_root(project_root), python=python)
+    return gemini_cli.install_project(root, python=python)
+
+
+def _with_merge_driver(result: dict, root: Path, *, install: bool) -> dict:
+    """``result`` with the git merge driver of the memory file registered (or, when no project install
+    of ``root`` is left, removed)."""
+    from contextware.hosts.install import git_merge
+    from contextware.hosts.install.shared import manifest, manifest_path
+
+    with manifest(write=install or manifest_path().exists()) as installs:
+        if install:
+            done, warnings = git_merge.install(installs, root)
+            result["written"] = [*result.get("written", []), *done]
+            result["warnings"] = [*result.get("warnings", []), *warnings]
+        else:
+            done = git_merge.uninstall(installs, root)
+            result["removed"] = [*result.get("removed", []), *done]
+    result["changed"] = bool(result.get("changed") or done)
+    result["merge_driver"] = git_merge.driver_command() if install else None
+    return result
 
 
 def uninstall(
@@ -64,6 +98,13 @@ def uninstall(
 ) -> dict:
     """Remove what ``install`` added at ``scope`` (idempotent)."""
     _check(agent, scope)
+    result = _uninstall_host(agent, scope, project_root=project_root, host=host)
+    if scope == "project":
+        return _with_merge_driver(result, resolve_project_root(project_root), install=False)
+    return result
+
+
+def _uninstall_host(agent: str, scope: str, *, project_root: str | None, host: str | None) -> dict:
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
