@@ -16,12 +16,12 @@ clone converges on the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import UsageError, load_json
+from contextware.errors import UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.tombstones import entry_key, is_tombstone, later
 from contextware.storage.schemas import MEMORY_TABLES
@@ -67,13 +67,18 @@ MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 
 
 # -- one line ---------------------------------------------------------------------------------------
+def _bad(field: str | None, why: str) -> UsageError:
+    """One line's problem: ``why`` names the field; ``details["field"]`` carries it for tools."""
+    return UsageError(why, code="bad_import", details={"field": field} if field else None)
+
+
 def _time(value: Any, key: str) -> datetime:
     if not isinstance(value, str):
-        raise UsageError(f"{key} must be an ISO 8601 time such as 2026-01-31T12:00:00Z.", code="bad_import")
+        raise _bad(key, f"{key} must be an ISO 8601 time such as 2026-01-31T12:00:00Z.")
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"{key} {value!r} is not an ISO 8601 time.", code="bad_import") from None
+        raise _bad(key, f"{key} {value!r} is not an ISO 8601 time.") from None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
@@ -87,38 +92,37 @@ def _check_id(raw: dict) -> tuple[str, str]:
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
     if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
-        raise UsageError(f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).", code="bad_import")
+        raise _bad("id", f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).")
     return record_id, collection
 
 
 def check_row(raw: Any) -> tuple[str, dict]:
     """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
     if not isinstance(raw, dict):
-        raise UsageError("it is not a JSON object.", code="bad_import")
+        raise _bad(None, "it is not a JSON object.")
     _, collection = _check_id(raw)
     unknown = sorted(set(raw) - set(FIELDS[collection]))
     if unknown:
-        raise UsageError(
-            f"unknown field {', '.join(unknown)} for {collection} (is the file from a newer Contextware?).",
-            code="bad_import",
+        raise _bad(
+            unknown[0], f"unknown field {', '.join(unknown)} for {collection} (is the file from a newer Contextware?)."
         )
     for key in REQUIRED[collection]:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise UsageError(f"{key} is missing or empty.", code="bad_import")
+            raise _bad(key, f"{key} is missing or empty.")
     row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
         if row.get(key) is not None and not isinstance(row[key], str):
-            raise UsageError(f"{key} must be a string or null.", code="bad_import")
+            raise _bad(key, f"{key} must be a string or null.")
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
-            raise UsageError(f"{key} {row[key]!r} is not a fact id.", code="bad_import")
+            raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
     if row.get("created_at") is None:
-        raise UsageError("created_at is missing.", code="bad_import")
+        raise _bad("created_at", "created_at is missing.")
     row["created_at"] = _time(row["created_at"], "created_at")
     row["updated_at"] = _time(row["updated_at"], "updated_at") if row.get("updated_at") else row["created_at"]
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
-            raise UsageError("topics must be a list of strings.", code="bad_import")
+            raise _bad("topics", "topics must be a list of strings.")
         row["topics"] = parse_topics(row["topics"] or [])
     if collection == "facts":
         row["kind"] = check_choice(row.get("kind") or "note", FACT_KINDS, "kind")
@@ -132,7 +136,7 @@ def check_row(raw: Any) -> tuple[str, dict]:
             row["speaker"] = row["speaker"].strip()[:80] or None
         for key in ("chunk_index", "chunk_count"):
             if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool)):
-                raise UsageError(f"{key} must be an integer.", code="bad_import")
+                raise _bad(key, f"{key} must be an integer.")
     return collection, row
 
 
@@ -141,9 +145,9 @@ def check_tombstone(raw: dict) -> dict:
     _check_id(raw)
     unknown = sorted(set(raw) - set(TOMBSTONE_FIELDS))
     if unknown:
-        raise UsageError(f"unknown field {', '.join(unknown)} for a tombstone.", code="bad_import")
+        raise _bad(unknown[0], f"unknown field {', '.join(unknown)} for a tombstone.")
     if raw.get("deleted_by") is not None and not isinstance(raw["deleted_by"], str):
-        raise UsageError("deleted_by must be a string or null.", code="bad_import")
+        raise _bad("deleted_by", "deleted_by must be a string or null.")
     deleted = iso(_time(raw["deleted_at"], "deleted_at"))
     created = iso(_time(raw["created_at"], "created_at")) if raw.get("created_at") is not None else None
     return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
@@ -159,14 +163,23 @@ def line_order(entry: dict) -> tuple[str, str]:
 
 
 # -- a whole file -----------------------------------------------------------------------------------
-def _bad_json_line(number: int) -> Callable[[json.JSONDecodeError], UsageError]:
-    return lambda exc: UsageError(
-        f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); nothing was imported.", code="bad_import"
+MAX_REPORTED = 20  # bad lines listed in one error (all are counted)
+
+
+def _problem(number: int, exc: UsageError) -> dict:
+    field = exc.details.get("field") if exc.details else getattr(exc, "field", None)
+    return {"line": number, "field": field, "why": exc.message.rstrip(".")}
+
+
+def _refuse(problems: list[dict]) -> UsageError:
+    """One error naming every bad line (line number, field, why); nothing is imported."""
+    shown = "; ".join(f"Line {p['line']}{' ' if p['why'].startswith('is ') else ': '}{p['why']}" for p in problems[:5])
+    more = f" (and {len(problems) - 5} more bad lines)" if len(problems) > 5 else ""
+    return UsageError(
+        f"{shown}{more}; nothing was imported.",
+        code="bad_import",
+        details={"bad_lines": problems[:MAX_REPORTED], "bad_line_count": len(problems)},
     )
-
-
-def _bad(number: int, exc: UsageError) -> UsageError:
-    return UsageError(f"Line {number}: {exc.message.rstrip('.')}; nothing was imported.", code="bad_import")
 
 
 def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
@@ -181,10 +194,7 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
         marker = next((m for m in MARKERS if line.startswith(m)), None)
         if marker is not None:
             if marker not in expected[state]:
-                raise UsageError(
-                    f"Line {number}: a git conflict marker {marker} out of place; nothing was imported.",
-                    code="bad_import",
-                )
+                raise _refuse([{"line": number, "field": None, "why": f"a git conflict marker {marker} out of place"}])
             state, conflicted = following[marker], True
             continue
         if state in ("both", "ours"):
@@ -197,13 +207,21 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
 
 
 def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict]]:
-    """id -> (collection or "tombstone", the row as stored or in its written form) for one side."""
+    """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
+    every bad line is named in one UsageError."""
     out: dict[str, tuple[str, dict]] = {}
     seen: dict[str, int] = {}
+    problems: list[dict] = []
     for number, line in lines:
         if not line.strip():
             continue
-        raw = load_json(line, _bad_json_line(number))
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                {"line": number, "field": None, "why": f"is not valid JSON ({exc.msg}, column {exc.colno})"}
+            )
+            continue
         if isinstance(raw, dict) and "format" in raw and "id" not in raw:
             if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int) or raw["version"] > VERSION:
                 raise UsageError(
@@ -220,14 +238,16 @@ def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, 
                 if not stored:
                     row = written_form(collection, row)
         except UsageError as exc:
-            raise _bad(number, exc) from None
+            problems.append(_problem(number, exc))
+            continue
         if row["id"] in seen:
-            raise UsageError(
-                f"Line {number}: id {row['id']} is already on line {seen[row['id']]}; nothing was imported.",
-                code="bad_import",
-            )
+            why = f"id {row['id']} is already on line {seen[row['id']]}"
+            problems.append({"line": number, "field": "id", "why": why})
+            continue
         seen[row["id"]] = number
         out[row["id"]] = (collection, row)
+    if problems:
+        raise _refuse(problems)
     return out
 
 

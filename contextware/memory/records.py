@@ -134,7 +134,9 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
     return out
 
 
-def _free_content_id(tbl: Any, collection: str, rows: list[dict], parts: tuple[str, ...], old: str | None) -> None:
+def _free_content_id(
+    project: "Project", tbl: Any, collection: str, rows: list[dict], parts: tuple[str, ...], old: str | None
+) -> None:
     """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
     for attempt in range(100):
         candidate = content_id(collection, *parts, attempt=attempt)
@@ -145,6 +147,31 @@ def _free_content_id(tbl: Any, collection: str, rows: list[dict], parts: tuple[s
     if rows[0]["id"] != candidate:
         rows[0]["id"] = candidate
         stamp(collection, rows)
+    _after_tombstone(project, rows[0])
+
+
+def _after(previous: Any) -> Any:
+    """Now, or the row's last change when that is later (a save after a tombstone is dated one
+    second on): a row's ``updated_at`` never goes back, so the newest version wins every merge."""
+    now = utcnow()
+    if previous is None:
+        return now
+    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
+    return max(now, previous)
+
+
+def _after_tombstone(project: "Project", row: dict) -> None:
+    """A memory saved again after it was deleted is later than its tombstone, also within the same
+    second (the memory file keeps seconds, and a tombstone wins a tie)."""
+    from datetime import timedelta
+
+    from contextware.memory import tombstones
+    from contextware.text import parse_iso
+
+    stone = tombstones.load(project).get(row["id"]) if project.data_dir.exists() else None
+    deleted = parse_iso(stone["deleted_at"]) if stone else None
+    if deleted is not None and row["updated_at"] < deleted + timedelta(seconds=1):
+        row["created_at"] = row["updated_at"] = deleted + timedelta(seconds=1)
 
 
 def _save_rows(
@@ -195,7 +222,7 @@ def _save_rows(
         if found and supersedes is None:
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
         if id_parts is not None:
-            _free_content_id(tbl, collection, rows, id_parts, supersedes)
+            _free_content_id(project, tbl, collection, rows, id_parts, supersedes)
             ids[:] = [r["id"] for r in rows]
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
@@ -214,7 +241,7 @@ def _save_rows(
                 f"Fact {supersedes} is already superseded by {old_row.get('superseded_by')}; supersede that one instead.",
                 code="already_superseded",
             )
-        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=utcnow())
+        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=_after(old_row.get("updated_at")))
         both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
         # One commit marks the old fact and inserts the new one: never half-superseded.
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
@@ -328,13 +355,20 @@ def save_episode(
 
 
 def save_log(
-    project: "Project", text: str, *, session_id: str | None = None, role: str | None = None, source: str = "agent"
+    project: "Project",
+    text: str,
+    *,
+    session_id: str | None = None,
+    role: str | None = None,
+    speaker: str | None = None,
+    source: str = "agent",
 ) -> dict:
     if session_id is None or not _SESSION.match(session_id):
         raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
     role_v = check_choice(role or "", ROLES, "--role") if role else None
     if role_v is None:
         raise UsageError("A log needs --role user or agent.", code="missing_role")
+    speaker_name = redact(" ".join(strip_terminal_controls(speaker).split())[:80])[0] or None if speaker else None
     body, redactions = _prepare(text, "log text")
     if len(body) > int(project.config["max_log_chars"]):
         raise UsageError(
@@ -348,6 +382,7 @@ def save_log(
             "id": new_id(ID_PREFIX["logs"]),
             "session_id": session_id,
             "role": role_v,
+            "speaker": speaker_name,
             "text": chunk,
             "chunk_index": i,
             "chunk_count": len(chunks),
@@ -371,7 +406,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     allowed = {
         "fact": {"kind", "topics", "supersedes", "source"},
         "episode": {"goal", "result", "category", "topics", "source"},
-        "log": {"session_id", "role", "source"},
+        "log": {"session_id", "role", "speaker", "source"},
     }[type_]
     given = {k: v for k, v in options.items() if v not in (None, [], "")}
     extra = sorted(set(given) - allowed)
@@ -492,7 +527,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
         given["topics"] = parse_topics(given["topics"])
     new = {k: v for k, v in row.items() if not k.startswith("_")}
     new.update(given)
-    new["updated_at"] = utcnow()
+    new["updated_at"] = _after(row.get("updated_at"))
     if collection == "facts":
         new["text_hash"] = text_hash(new["text"])
     elif collection == "episodes":

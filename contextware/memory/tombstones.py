@@ -118,10 +118,15 @@ def who(project: "Project") -> str | None:
 
 
 def tombstone_for(project: "Project", row: dict[str, Any]) -> dict:
-    """The tombstone of a stored row deleted now."""
+    """The tombstone of a stored row deleted now (never before the row's last change: a tie goes to
+    the tombstone)."""
+    now = utcnow()
+    changed = row.get("updated_at")
+    if changed is not None:
+        now = max(now, changed if changed.tzinfo else changed.replace(tzinfo=now.tzinfo))
     return {
         "id": row["id"],
         "created_at": iso(row.get("created_at")),
-        "deleted_at": iso(utcnow()),
+        "deleted_at": iso(now),
         "deleted_by": who(project),
     }
