@@ -166,10 +166,11 @@ def _plan(table: Any, collection: str, rows: list[dict], stones: dict[str, dict]
         columns = [c for c in (*FIELDS[collection], "text_hash") if c in table.schema.names]
         for r in table.search().select(columns).limit(None).to_arrow().to_pylist():
             local[r["id"]] = r
-    mine = {i: written_form(collection, r) for i, r in local.items()}
     theirs = {r["id"]: r for r in rows}
-    winner: dict[str, tuple[str, dict]] = {}
-    for i in {*local, *theirs}:
+    contested = {*theirs, *(i for i in stones if i in local)}
+    mine = {i: written_form(collection, local[i]) for i in contested if i in local}
+    winner: dict[str, tuple[str, dict]] = {i: ("local", r) for i, r in local.items() if i not in contested}
+    for i in contested:
         options = [("local", mine.get(i)), ("file", written_form(collection, theirs[i]) if i in theirs else None)]
         options.append(("stone", stones.get(i)))
         best = max(((src, e) for src, e in options if e is not None), key=lambda o: tombstones.entry_key(o[1]))
@@ -179,7 +180,7 @@ def _plan(table: Any, collection: str, rows: list[dict], stones: dict[str, dict]
     if collection != "logs":
         groups: dict[str, list[str]] = {}
         for i, (src, entry) in winner.items():
-            if src == "stone" or entry.get("status", "active") != "active":
+            if src == "stone" or (entry.get("status") or "active") != "active":
                 continue
             digest = (local[i] if src == "local" else theirs[i]).get("text_hash")
             if digest:

@@ -150,19 +150,19 @@ def test_install_project_registers_the_driver_and_uninstall_takes_it_out(tmp_pat
     attributes = root / ".gitattributes"
     attributes.write_text("*.png binary\n")
     first = install("mcp", "project", project_root=str(root), host="cursor")
-    assert first["changed"] and ".gitattributes" in first["written"], first
+    assert first["changed"] and ".gitattributes" in first["merge_driver"]["written"], first
     assert attributes.read_text() == "*.png binary\n.contextware/memory.jsonl merge=contextware\n"
     driver = git(root, "config", "--local", "--get", "merge.contextware.driver").stdout.strip()
     assert driver.endswith("merge-driver %O %A %B")
     assert git(root, "check-attr", "merge", ".contextware/memory.jsonl").stdout.strip().endswith("contextware")
     again = install("mcp", "project", project_root=str(root), host="cursor")
-    assert not [w for w in again["written"] if "git" in w], again
+    assert again["merge_driver"]["written"] == [], again
     # Another host's project install keeps the driver when the first is removed.
     install("mcp", "project", project_root=str(root), host="vscode")
     uninstall("mcp", "project", project_root=str(root), host="cursor")
     assert "merge=contextware" in attributes.read_text()
     out = uninstall("mcp", "project", project_root=str(root), host="vscode")
-    assert ".gitattributes" in out["removed"], out
+    assert ".gitattributes" in out["merge_driver"]["removed"], out
     assert attributes.read_text() == "*.png binary\n"
     assert git(root, "config", "--local", "--get", "merge.contextware.driver", check=False).returncode == 1
     assert git(root, "config", "--local", "--get", "merge.contextware.name").stdout.strip() == "someone else's"

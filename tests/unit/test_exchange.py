@@ -170,3 +170,24 @@ def test_a_logs_speaker_travels(project, tmp_path):
     other = Project.open(tmp_path / "other")
     assert import_memory(other, text, source="x")["added"] == 2
     assert export_memory(other, None, include_logs=True)["jsonl"] == text
+
+
+def test_the_same_text_under_two_ids_folds_into_the_smaller_and_keeps_the_chain(project):
+    from contextware.memory.records import get
+
+    when = "2026-01-01T00:00:00Z"
+    old = {"id": "fact-eeeeeeeeeeee", "kind": "decision", "text": "Deploy with heroku.", "created_at": when}
+    old.update(status="superseded", superseded_by="fact-ffffffffffff")
+    mine = {"id": "fact-ffffffffffff", "kind": "decision", "text": "Deploy with fly.", "created_at": when}
+    mine["supersedes"] = old["id"]
+    import_memory(project, HEADER + json.dumps(old) + "\n" + json.dumps(mine) + "\n", source="mine")
+    theirs = {"id": "fact-000000000001", "kind": "convention", "text": "Deploy with fly.", "created_at": when}
+    report = import_memory(project, HEADER + json.dumps(theirs) + "\n", source="theirs")
+    assert report["folded_into"] == {mine["id"]: theirs["id"]} and report["added"] == 1, report
+    assert get(project, old["id"])["record"]["superseded_by"] == theirs["id"]
+    with pytest.raises(Exception, match="No memory"):
+        get(project, mine["id"])
+    # The other way round, a file's larger id is a duplicate of the smaller one here.
+    again = {**mine, "supersedes": None}
+    report = import_memory(project, HEADER + json.dumps(again) + "\n", source="x")
+    assert report["duplicate_of"] == {mine["id"]: theirs["id"]} and report["added"] == 0, report

@@ -76,20 +76,19 @@ def _install_host(
 
 def _with_merge_driver(result: dict, root: Path, *, install: bool) -> dict:
     """``result`` with the git merge driver of the memory file registered (or, when no project install
-    of ``root`` is left, removed)."""
+    of ``root`` is left, removed): what that wrote or removed is under ``merge_driver``."""
     from contextware.hosts.install import git_merge
     from contextware.hosts.install.shared import manifest, manifest_path
 
     with manifest(write=install or manifest_path().exists()) as installs:
         if install:
             done, warnings = git_merge.install(installs, root)
-            result["written"] = [*result.get("written", []), *done]
-            result["warnings"] = [*result.get("warnings", []), *warnings]
+            report = {"driver": git_merge.driver_command(), "written": done, "warnings": warnings}
         else:
             done = git_merge.uninstall(installs, root)
-            result["removed"] = [*result.get("removed", []), *done]
+            report = {"removed": done}
     result["changed"] = bool(result.get("changed") or done)
-    result["merge_driver"] = git_merge.driver_command() if install else None
+    result["merge_driver"] = report
     return result
 
 
