@@ -36,6 +36,7 @@ class Settings(NamedTuple):
     aws_region: str | None = None  # AWS_REGION, else AWS_DEFAULT_REGION: the object store's region
     hook_python: str | None = None  # CONTEXTWARE_HOOK_PYTHON: the Python installed hooks run with
     runtime_dir: str | None = None  # XDG_RUNTIME_DIR: where the service's socket folder goes (else /tmp)
+    user: str | None = None  # USER, else USERNAME: who deletes a memory when git names nobody
     forwarded: tuple[tuple[str, str], ...] = ()  # every CONTEXTWARE_* variable, as sent to the service
 
     @classmethod
@@ -58,6 +59,7 @@ class Settings(NamedTuple):
             aws_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION"),
             hook_python=get(PREFIX + "HOOK_PYTHON"),
             runtime_dir=get("XDG_RUNTIME_DIR"),
+            user=get("USER") or get("USERNAME"),
             forwarded=tuple(sorted((k, str(v)) for k, v in environ.items() if k.startswith(PREFIX))),
         )
 

@@ -35,6 +35,7 @@ COMMANDS = {
     "service": "service",
     "export": "export",
     "import": "import_file",
+    "merge-driver": "merge_driver",
     "config": "config",
     "doctor": "doctor",
 }

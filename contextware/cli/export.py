@@ -7,11 +7,12 @@ import argparse
 from contextware.cli import open_project
 from contextware.cli.memory_file import memory_file_parser, memory_file_path
 
-DESCRIPTION = """Export the project's facts and episodes (logs with --include-logs) as JSON Lines: one
-memory a line, sorted by id, fixed key order, no vectors, times in ISO 8601 UTC, secrets redacted.
-The same memory always gives the same file, so it diffs well and can be committed; teammates merge
-it with `import`. Default file: .contextware/memory.jsonl in the project (--output - prints the JSON
-Lines on stdout instead of the usual JSON result)."""
+DESCRIPTION = """Export the project's facts and episodes (logs with --include-logs) as JSON Lines: a
+version header, then one memory a line in (created_at, id) order, fixed key order, no vectors, times
+in ISO 8601 UTC, secrets redacted; a deleted memory as a tombstone line (until tombstone_days). The
+same memory always gives the same file, so it diffs well and can be committed; teammates merge it
+with `import` (format: docs/memory-file.md). Default file: .contextware/memory.jsonl in the project
+(--output - prints the JSON Lines on stdout instead of the usual JSON result)."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -37,6 +38,8 @@ def render_text(result: dict) -> str:
     where = result.get("path", "stdout")
     verb = "Exported" if result.get("changed", True) else "Unchanged:"
     lines = [f"{verb} {result['rows']} memories to {where} ({counts_line(result['counts'])})."]
+    if result.get("tombstones"):
+        lines.append(f"Tombstones of deleted memories: {result['tombstones']}.")
     if result.get("redacted"):
         lines.append("Redacted: " + counts_line(result["redacted"]))
     return "\n".join(lines)

@@ -10,12 +10,13 @@ from contextware.cli import open_project
 from contextware.cli.memory_file import memory_file_parser, memory_file_path
 from contextware.errors import UsageError
 
-DESCRIPTION = """Merge a memory export into the project: new memories are added, a memory already here
-is replaced when the file's copy is newer (updated_at), anything else is left alone, so importing the
-same file twice changes nothing. Supersession travels with the facts. A fact or episode already
-saved here under another id is not added twice (counted as duplicates, named under duplicate_of). The whole file is checked
-first: a bad line exits 2 naming the line, and nothing is written. Default file:
-.contextware/memory.jsonl in the project; - reads standard input."""
+DESCRIPTION = """Merge a memory export into the project, id by id: the later version of each memory wins
+(updated_at; a tombstone's deleted_at deletes it), so importing the same file twice changes nothing
+and imports in any order agree. Supersession travels with the facts. The same text under two ids
+folds into the smaller id (duplicate_of, folded_into). A file git left with conflict markers is read
+as both sides, merged. The whole file is checked first: bad lines exit 2 naming each line and field,
+and nothing is written. Format: docs/memory-file.md. Default file: .contextware/memory.jsonl in the
+project; - reads standard input."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -50,8 +51,13 @@ def render_text(result: dict) -> str:
     verb = "Would import" if result.get("dry_run") else "Imported"
     lines = [
         f"{verb} {result['file']}: {result['added']} added, {result['updated']} updated, "
-        f"{result['unchanged']} unchanged, {result['duplicates']} already saved under another id."
+        f"{result['unchanged']} unchanged, {result['duplicates']} already saved under another id, "
+        f"{result.get('deleted', 0)} deleted."
     ]
+    if result.get("conflict_markers"):
+        lines.append(
+            "The file had git conflict markers: both sides were merged; export and commit to conclude the merge."
+        )
     for name, counts in result["collections"].items():
         lines.append(f"  {name:<9} {counts_line(counts)}")
     lines += [f"  would {c['change']:<6} {c['id']}" for c in result.get("changes") or []]

@@ -29,6 +29,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     lg = p.add_argument_group("logs (long text is chunked)")
     lg.add_argument("--session", dest="session_id", metavar="ID", help="conversation/session id")
     lg.add_argument("--role", help="user or agent")
+    lg.add_argument("--speaker", metavar="NAME", help="who spoke, when a role has several people (e.g. two users)")
     add_common(p)
     return p
 
@@ -64,6 +65,7 @@ def handle(args: argparse.Namespace) -> dict:
         category=args.category,
         session_id=args.session_id,
         role=args.role,
+        speaker=args.speaker,
     )
 
 

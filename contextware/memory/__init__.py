@@ -2,7 +2,9 @@
 
 Owns facts, episodes and logs (save, update, supersede, delete: ``records``), recall across every
 collection and its fusion (``recall``), the session briefing (``briefing``), the namespaced
-key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``).
+key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``);
+the team memory file (``memfile``: its format and merges, ``exchange``: export and import,
+``tombstones``: deletions that travel).
 
 Recall and the briefing read every table, code index and offloads included, so this package sits
 above ``codeindex`` and ``offload``. May import: ``offload``, ``codeindex``, ``storage`` and the

@@ -1,86 +1,69 @@
 """Team memory in git: facts and episodes exported as JSON Lines, and merged back in.
 
-``export_memory`` writes one JSON object a line, sorted by id, with a fixed key order, no vectors and
-times in ISO 8601 UTC (to the second), so the same memory always gives the same bytes and a change
-shows as a one-line diff.  Logs are left out unless asked for (they are long and personal).  Texts
-pass through ``redact`` once more on the way out.
+``export_memory`` writes the memory file (``memfile``; docs/memory-file.md): a header line, then one
+JSON object a line in ``(created_at, id)`` order with a fixed key order, no vectors and times in ISO
+8601 UTC (to the second), so the same memory always gives the same bytes, a change shows as a
+one-line diff and a new memory as a line at the end.  A deleted fact or episode is written as a
+tombstone (``tombstones``) until it expires.  Logs are left out unless asked for (they are long and
+personal).  Texts pass through ``redact`` once more on the way out.
 
 ``import_memory`` checks the whole file before it writes anything (a bad line is a ``UsageError``
-naming the line), then merges it: a new id is added, a known id is replaced when the file's
-``updated_at`` is newer, anything else is left alone, so importing the same file twice changes nothing.
-Supersession travels with the rows (``status``, ``supersedes``, ``superseded_by``).  An active fact
-or an episode whose text is already saved here under another id (two people saved the same thing) is
-not added again: it is counted under ``duplicates`` and named in ``duplicate_of`` (file id: local id).  Vectors are computed on import,
-and facts and episodes are linked to the files they name in this project's code index
-(``memory.code_links``; links are not exported: they hold for one checkout).
-
-The first line is a header, ``{"format": "contextware-memory", "version": 1}``.
+naming the line and field), then merges it id by id: the later version wins (``tombstones.entry_key``:
+the file's or this project's copy, a memory or a tombstone), so importing the same file twice changes
+nothing and the order of imports does not matter.  Supersession travels with the rows (``status``,
+``supersedes``, ``superseded_by``).  A file git left with conflict markers is read as both of its
+sides, merged.  Two active facts (or episodes) with the same text under two ids (saved before ids
+came from the content, or with another kind) fold into the smaller id on every clone: a file id
+that loses is counted under ``duplicates`` and named in ``duplicate_of`` (file id: the id kept),
+a local one is replaced.  Vectors are computed on import, and facts and episodes are linked to the
+files they name in this project's code index (``memory.code_links``; links are not exported).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contextware.errors import UsageError, load_json
+from contextware.errors import UsageError
+from contextware.memory import tombstones
 from contextware.memory.code_links import link_rows
-from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
-from contextware.redact import redact, refuse_secret_name
+from contextware.memory.memfile import (
+    DEFAULT_FILE,
+    FIELDS,
+    FORMAT,
+    TEXT_FIELDS,
+    TIME_FIELDS,
+    VERSION,
+    check_row,
+    line_order,
+    parse_export,
+    read_entries,
+    render,
+    split_conflicts,
+    written_form,
+)
+from contextware.memory.records import collection_for_id
+from contextware.redact import redact
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
 from contextware.system import write_atomic
-from contextware.text import iso, parse_topics, text_hash
+from contextware.text import iso, sql_str, text_hash
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
-FORMAT = "contextware-memory"
-VERSION = 1
-DEFAULT_FILE = ".contextware/memory.jsonl"
-
-# The exported fields of each collection, in the order they are written (id first).
-FIELDS: dict[str, tuple[str, ...]] = {
-    "facts": (
-        "id",
-        "kind",
-        "text",
-        "topics",
-        "status",
-        "supersedes",
-        "superseded_by",
-        "source",
-        "created_at",
-        "updated_at",
-    ),
-    "episodes": ("id", "goal", "result", "category", "summary", "topics", "source", "created_at", "updated_at"),
-    "logs": (
-        "id",
-        "session_id",
-        "role",
-        "chunk_index",
-        "chunk_count",
-        "text",
-        "prompt",
-        "source",
-        "created_at",
-        "updated_at",
-    ),
-}
-REQUIRED = {"facts": ("text",), "episodes": ("goal", "result", "summary"), "logs": ("session_id", "role", "text")}
-TEXT_FIELDS = ("text", "goal", "summary", "prompt")
-TIME_FIELDS = ("created_at", "updated_at")
+__all__ = ["DEFAULT_FILE", "FORMAT", "VERSION", "export_memory", "import_memory", "parse_export"]
 
 
 # -- export -----------------------------------------------------------------------------------------
 def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list[dict], dict[str, int]]:
-    """The rows to export, sorted by id, and how many secrets were masked on the way out."""
+    """The entries to export (memories, and the tombstones of deleted ones that still win) in file
+    order, and how many secrets were masked on the way out."""
     redacted: dict[str, int] = {}
     out: list[dict] = []
+    stones = tombstones.load(project)
     for name in MEMORY_TABLES:
         if name == "logs" and not include_logs:
             continue
@@ -105,14 +88,15 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
                         for k, v in found.items():
                             redacted[k] = redacted.get(k, 0) + v
                 record[key] = value
-            out.append(record)
-    out.sort(key=lambda r: r["id"])
+            out.append(tombstones.later(record, stones.pop(record["id"], None)) or record)
+    kinds = {"facts", "episodes", *(["logs"] if include_logs else [])}
+    out += [s for s in stones.values() if collection_for_id(s["id"]) in kinds]
+    out.sort(key=line_order)
     return out, redacted
 
 
 def render_jsonl(rows: list[dict]) -> str:
-    header = json.dumps({"format": FORMAT, "version": VERSION})
-    return "".join(line + "\n" for line in [header, *(json.dumps(r, ensure_ascii=False) for r in rows)])
+    return render(rows)
 
 
 def export_memory(project: "Project", path: Path | None, *, include_logs: bool = False) -> dict:
@@ -120,10 +104,13 @@ def export_memory(project: "Project", path: Path | None, *, include_logs: bool =
     the text is returned under ``jsonl`` for the caller to print."""
     rows, redacted = export_rows(project, include_logs=include_logs)
     text = render_jsonl(rows)
-    counts = {name: sum(1 for r in rows if collection_for_id(r["id"]) == name) for name in MEMORY_TABLES}
+    live = [r for r in rows if not tombstones.is_tombstone(r)]
+    counts = {name: sum(1 for r in live if collection_for_id(r["id"]) == name) for name in MEMORY_TABLES}
     if not include_logs:
         counts.pop("logs")
-    result: dict[str, Any] = {"rows": len(rows), "counts": counts, "include_logs": include_logs}
+    result: dict[str, Any] = {"rows": len(live), "counts": counts, "include_logs": include_logs}
+    if len(live) != len(rows):
+        result["tombstones"] = len(rows) - len(live)
     if redacted:
         result["redacted"] = redacted
     if path is None:
@@ -145,106 +132,6 @@ def export_memory(project: "Project", path: Path | None, *, include_logs: bool =
 
 
 # -- import -----------------------------------------------------------------------------------------
-def _time(value: Any, key: str) -> datetime:
-    if not isinstance(value, str):
-        raise UsageError(f"{key} must be an ISO 8601 time such as 2026-01-31T12:00:00Z.", code="bad_import")
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{key} {value!r} is not an ISO 8601 time.", code="bad_import") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
-
-
-def _check_row(raw: Any) -> tuple[str, dict]:
-    """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
-    if not isinstance(raw, dict):
-        raise UsageError("it is not a JSON object.", code="bad_import")
-    record_id = raw.get("id")
-    collection = collection_for_id(record_id) if isinstance(record_id, str) else None
-    if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
-        raise UsageError(f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).", code="bad_import")
-    unknown = sorted(set(raw) - set(FIELDS[collection]))
-    if unknown:
-        raise UsageError(
-            f"unknown field {', '.join(unknown)} for {collection} (is the file from a newer Contextware?).",
-            code="bad_import",
-        )
-    for key in REQUIRED[collection]:
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise UsageError(f"{key} is missing or empty.", code="bad_import")
-    row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
-    for key in ("source", "supersedes", "superseded_by", "category", "session_id"):
-        if row.get(key) is not None and not isinstance(row[key], str):
-            raise UsageError(f"{key} must be a string or null.", code="bad_import")
-    for key in ("supersedes", "superseded_by"):
-        if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
-            raise UsageError(f"{key} {row[key]!r} is not a fact id.", code="bad_import")
-    if row.get("created_at") is None:
-        raise UsageError("created_at is missing.", code="bad_import")
-    row["created_at"] = _time(row["created_at"], "created_at")
-    row["updated_at"] = _time(row["updated_at"], "updated_at") if row.get("updated_at") else row["created_at"]
-    if "topics" in row:
-        if row["topics"] is not None and not isinstance(row["topics"], list):
-            raise UsageError("topics must be a list of strings.", code="bad_import")
-        row["topics"] = parse_topics(row["topics"] or [])
-    if collection == "facts":
-        row["kind"] = check_choice(row.get("kind") or "note", FACT_KINDS, "kind")
-        row["status"] = check_choice(row.get("status") or "active", ("active", "superseded"), "status")
-    elif collection == "episodes":
-        row["result"] = check_choice(row["result"], RESULTS, "result")
-        row["category"] = refuse_secret_name(check_slug(row.get("category") or "general", "category") or "", "category")
-    else:
-        row["role"] = check_choice(row["role"], ROLES, "role")
-        for key in ("chunk_index", "chunk_count"):
-            if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool)):
-                raise UsageError(f"{key} must be an integer.", code="bad_import")
-    return collection, row
-
-
-def _valid_id(record_id: str) -> bool:
-    from contextware.memory.records import _ID
-
-    return bool(_ID.match(record_id))
-
-
-def _bad_json_line(number: int) -> Callable[[json.JSONDecodeError], UsageError]:
-    return lambda exc: UsageError(
-        f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); nothing was imported.", code="bad_import"
-    )
-
-
-def parse_export(text: str) -> dict[str, list[dict]]:
-    """Every row of an export file by collection, checked; the first bad line is a UsageError."""
-    by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
-    seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        raw = load_json(line, _bad_json_line(number))
-        if isinstance(raw, dict) and "format" in raw and "id" not in raw:
-            if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int) or raw["version"] > VERSION:
-                raise UsageError(
-                    f"Line {number}: this is not a Contextware memory export this version reads "
-                    f"(format {raw.get('format')!r}, version {raw.get('version')!r}); nothing was imported.",
-                    code="bad_import",
-                )
-            continue
-        try:
-            collection, row = _check_row(raw)
-        except UsageError as exc:
-            raise UsageError(
-                f"Line {number}: {exc.message.rstrip('.')}; nothing was imported.", code="bad_import"
-            ) from None
-        if row["id"] in seen:
-            raise UsageError(
-                f"Line {number}: id {row['id']} is already on line {seen[row['id']]}; nothing was imported.",
-                code="bad_import",
-            )
-        seen[row["id"]] = number
-        by_collection[collection].append(row)
-    return by_collection
-
-
 def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
     for key in (*TEXT_FIELDS, "session_id"):
         if isinstance(row.get(key), str):
@@ -263,54 +150,128 @@ def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
     return row
 
 
-Plan = tuple[list[dict], dict[str, str], int, set[str]]
+class Plan(NamedTuple):
+    """What an import does to one table, decided against its rows now."""
+
+    todo: list[dict]  # file rows to write
+    duplicates: dict[str, str]  # file id -> the id kept (the same text, a smaller id here)
+    unchanged: int
+    known: set[str]  # ids of the rows to write that exist here
+    deletes: list[str]  # local ids a tombstone removes
+    folds: dict[str, str]  # local id -> the smaller id of the same text that replaces it
 
 
-def _plan(table: Any, collection: str, rows: list[dict]) -> Plan:
-    """(rows to write, duplicates {file id: local id}, unchanged count, ids of the rows to write that
-    exist here) against the table's rows now."""
+def _plan(table: Any, collection: str, rows: list[dict], stones: dict[str, dict]) -> Plan:
+    """Each id's later version among this table's row, the file's row and the tombstones
+    (``stones``, local and the file's), then active memories of one text folded into the smallest id."""
     local: dict[str, dict] = {}
     if table is not None:
-        columns = ["id", "updated_at", "text_hash", *(["status"] if collection == "facts" else [])]
+        columns = [c for c in (*FIELDS[collection], "text_hash") if c in table.schema.names]
         for r in table.search().select(columns).limit(None).to_arrow().to_pylist():
             local[r["id"]] = r
-    active_hashes = {
-        r["text_hash"]: r["id"] for r in local.values() if r.get("status") in (None, "active") and r.get("text_hash")
-    }
-    todo, duplicates, unchanged = [], {}, 0
-    for row in rows:
-        mine = local.get(row["id"])
-        if mine is None:
-            twin = active_hashes.get(row["text_hash"]) if collection != "logs" else None
-            if twin is not None and row.get("status", "active") == "active":
-                duplicates[row["id"]] = twin
-            else:
-                todo.append(row)
-        elif mine.get("updated_at") is None or row["updated_at"] > _utc(mine["updated_at"]):
-            todo.append(row)
-        else:
-            unchanged += 1
-    return todo, duplicates, unchanged, {row["id"] for row in todo if row["id"] in local}
+    theirs = {r["id"]: r for r in rows}
+    contested = {*theirs, *(i for i in stones if i in local)}
+    mine = {i: written_form(collection, local[i]) for i in contested if i in local}
+    winner: dict[str, tuple[str, dict]] = {i: ("local", r) for i, r in local.items() if i not in contested}
+    for i in contested:
+        options = [("local", mine.get(i)), ("file", written_form(collection, theirs[i]) if i in theirs else None)]
+        options.append(("stone", stones.get(i)))
+        best = max(((src, e) for src, e in options if e is not None), key=lambda o: tombstones.entry_key(o[1]))
+        winner[i] = best
+    folds: dict[str, str] = {}
+    duplicates: dict[str, str] = {}
+    if collection != "logs":
+        groups: dict[str, list[str]] = {}
+        for i, (src, entry) in winner.items():
+            if src == "stone" or (entry.get("status") or "active") != "active":
+                continue
+            digest = (local[i] if src == "local" else theirs[i]).get("text_hash")
+            if digest:
+                groups.setdefault(digest, []).append(i)
+        for ids in groups.values():
+            keep = min(ids)
+            for i in ids:
+                if i == keep:
+                    continue
+                if i in local:
+                    folds[i] = keep
+                else:
+                    duplicates[i] = keep
+    todo = [
+        theirs[i]
+        for i in sorted(theirs)
+        if winner[i][0] == "file" and i not in folds and i not in duplicates and mine.get(i) != winner[i][1]
+    ]
+    deletes = sorted(i for i in local if winner[i][0] == "stone" and i not in folds)
+    unchanged = len(theirs) - len(todo) - len(duplicates) - sum(1 for i in deletes if i in theirs)
+    return Plan(todo, duplicates, unchanged, {r["id"] for r in todo if r["id"] in local}, deletes, folds)
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+def _refold(tbl: Any, collection: str, plan: Plan) -> None:
+    """Delete the folded and tombstoned rows, and point supersession at the id each fold kept."""
+    import pyarrow as pa
+
+    gone = [*plan.deletes, *plan.folds]
+    if not gone:
+        return
+    if collection == "facts" and plan.folds:
+        for row in plan.todo:
+            for key in ("supersedes", "superseded_by"):
+                if row.get(key) in plan.folds:
+                    row[key] = plan.folds[row[key]]
+            stamp(collection, [row])
+        listed = ", ".join(sql_str(i) for i in plan.folds)
+        where = f"supersedes IN ({listed}) OR superseded_by IN ({listed})"
+        pointing = [
+            {k: v for k, v in r.items() if not k.startswith("_")}
+            for r in tbl.search().where(where).limit(None).to_list()
+        ]
+        pointing = [r for r in pointing if r["id"] not in plan.folds]
+        for row in pointing:
+            for key in ("supersedes", "superseded_by"):
+                if row.get(key) in plan.folds:
+                    row[key] = plan.folds[row[key]]
+        if pointing:
+            stamp(collection, pointing)
+            data = pa.Table.from_pylist(pointing, schema=tbl.schema)
+            tbl.merge_insert("id").when_matched_update_all().execute(data)
+    tbl.delete(f"id IN ({', '.join(sql_str(i) for i in gone)})")
 
 
 def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict:
     """Merge an export into the project (see the module docstring); ``source`` names the file.
-    ``dry_run`` writes nothing and lists under ``changes`` what an import would add or update."""
+    ``dry_run`` writes nothing and lists under ``changes`` what an import would add, update or delete."""
     import pyarrow as pa
 
-    by_collection = parse_export(text)
+    entries = read_entries(text)
+    by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
+    file_stones: list[dict] = []
+    for entry in entries.values():
+        if tombstones.is_tombstone(entry):
+            file_stones.append(entry)
+        else:
+            collection, row = check_row(entry)
+            by_collection[collection].append(row)
     redacted: dict[str, int] = {}
     report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}
+    if len(split_conflicts(text)) == 2:
+        report["conflict_markers"] = "merged both sides"
     changes: list[dict] = []
-    totals = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0}
+    totals = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "deleted": 0}
     degraded = None
     embedder = project.embedder
+    if file_stones and not dry_run:  # kept before any row goes: a kill -9 in between loses nothing
+        tombstones.record(project, file_stones)
+    local_stones = tombstones.load(project) if project.data_dir.exists() else {}
     for collection, rows in by_collection.items():
-        if not rows:
+        stones = {
+            i: s
+            for i in {*local_stones, *(s["id"] for s in file_stones)}
+            if collection_for_id(i) == collection
+            and (s := tombstones.later(local_stones.get(i), entries.get(i) if i in entries else None)) is not None
+            and tombstones.is_tombstone(s)
+        }
+        if not rows and not stones:
             continue
         rows = [_prepare(collection, r, redacted) for r in rows]
         if not dry_run:
@@ -319,12 +280,14 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)
 
-        def plan(t: Any = table, c: str = collection, r: list[dict] = rows) -> Plan:
-            return _plan(t, c, r)
+        def plan(t: Any = table, c: str = collection, r: list[dict] = rows, s: dict = stones) -> Plan:
+            return _plan(t, c, r, s)
 
-        todo, _dups, _same, _known = project.db.read(plan)
+        first = project.db.read(plan)
+        todo = first.todo
         if dry_run:
-            changes += [{"id": row["id"], "change": "update" if row["id"] in _known else "add"} for row in todo]
+            changes += [{"id": row["id"], "change": "update" if row["id"] in first.known else "add"} for row in todo]
+            changes += [{"id": i, "change": "delete"} for i in [*first.deletes, *first.folds]]
         if todo and not dry_run:  # vectors only for what may be written (checked again under the lock)
             vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in todo])
             degraded = degraded or why
@@ -332,36 +295,38 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 row["vector"] = vectors[i] if vectors else None
             stamp(collection, todo)
 
-        def write(tbl: Any, c: str = collection, r: list[dict] = rows) -> Plan:
-            todo_now, dups, same, known = _plan(tbl, c, r)
-            late = [row for row in todo_now if "vector" not in row]  # changed meanwhile by another writer
+        def write(tbl: Any, c: str = collection, r: list[dict] = rows, s: dict = stones) -> Plan:
+            now = _plan(tbl, c, r, s)
+            late = [row for row in now.todo if "vector" not in row]  # changed meanwhile by another writer
             if late:
                 vectors, _ = embed_texts(embedder, [embedding_text(c, row) for row in late])
                 for i, row in enumerate(late):
                     row["vector"] = vectors[i] if vectors else None
                 stamp(c, late)
-            if todo_now:
-                data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
+            if now.todo:
+                data = pa.Table.from_pylist(now.todo, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
                     data, on_bad_vectors="null"
                 )
-            return todo_now, dups, same, known
+            _refold(tbl, c, now)
+            return now
 
-        if todo and not dry_run:
-            written, dups, same, known = project.db.write(
-                collection, write, dim=embedder.dim, model_id=embedder.model_id
-            )
+        if (todo or first.deletes or first.folds) and not dry_run:
+            done = project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
         else:
-            written, dups, same, known = todo if dry_run else [], _dups, _same, _known
+            done = first if dry_run else first._replace(todo=[], deletes=[], folds={})
         counts = {
-            "added": sum(1 for r in written if r["id"] not in known),
-            "updated": sum(1 for r in written if r["id"] in known),
-            "unchanged": same,
-            "duplicates": len(dups),
+            "added": sum(1 for r in done.todo if r["id"] not in done.known),
+            "updated": sum(1 for r in done.todo if r["id"] in done.known),
+            "unchanged": done.unchanged,
+            "duplicates": len(done.duplicates),
+            "deleted": len(done.deletes) + len(done.folds),
         }
         report["collections"][collection] = counts
-        if dups:
-            report.setdefault("duplicate_of", {}).update(dups)
+        if done.duplicates:
+            report.setdefault("duplicate_of", {}).update(done.duplicates)
+        if done.folds:
+            report.setdefault("folded_into", {}).update(done.folds)
         for key, value in counts.items():
             totals[key] += value
     report.update(totals)

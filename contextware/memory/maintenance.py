@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, DamagedDataError, StorageError
+from contextware.errors import ContextwareError, DamagedDataError, StorageError, UsageError
 from contextware.storage.database import vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import stamp, verify_rows
@@ -60,15 +60,54 @@ def stats(project: "Project") -> dict:
         tables[name] = info
         if latest and (last_write is None or latest > last_write):
             last_write = latest
+    root_from, data_from = resolved_from(project)
     return {
         "project_root": str(project.root),
+        "project_root_from": root_from,
         "data_dir": str(project.data_dir),
+        "data_dir_from": data_from,
         "db_uri": project.db_uri,
         "model": project.embedder.model_id,
         "tables": tables,
         "disk_bytes": _disk_bytes(project.db_uri),
         "last_write": iso(last_write),
     }
+
+
+def resolved_from(project: "Project") -> tuple[str, str]:
+    """Why this project root and this data dir: which setting, or which rule of ``storage.layout``
+    (the git top level above the working directory, a linked worktree sharing its main checkout's)."""
+    from contextware.storage.layout import DATA_DIR_NAME, find_git_root, main_worktree, worktrees_mode
+
+    root = project.root
+    env_root = project.settings.project_root
+    try:
+        cwd: Path | None = Path.cwd().resolve()
+    except OSError:
+        cwd = None
+    if env_root and Path(env_root).expanduser().resolve() == root:
+        root_from = "CONTEXTWARE_PROJECT_ROOT"
+    elif cwd is not None and find_git_root(cwd) == root:
+        where = "the working directory" if cwd == root else f"the working directory {cwd}"
+        root_from = f"the git top level above {where}"
+    elif cwd == root:
+        root_from = "the working directory (no git repository above it)"
+    else:
+        root_from = "--project-root"
+    main = main_worktree(root)
+    if project.settings.data_dir:
+        data_from = "CONTEXTWARE_DATA_DIR"
+    elif main is not None and project.data_dir == main / DATA_DIR_NAME:
+        data_from = f"shared with the main checkout {main}: {root} is a linked git worktree (worktrees: shared)"
+    elif main is not None:
+        try:
+            mode = worktrees_mode(main)
+        except UsageError:
+            mode = "not shared"
+        data_from = f"this worktree's own: worktrees is {mode}"
+    else:
+        data_from = f"{DATA_DIR_NAME}/ in the project root"
+    return root_from, data_from
 
 
 def reembed(project: "Project", *, all_rows: bool = False) -> dict:

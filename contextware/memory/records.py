@@ -82,6 +82,16 @@ def check_id(record_id: str) -> str:
     return record_id
 
 
+def content_id(collection: str, *parts: str, attempt: int = 0) -> str:
+    """The id of a new fact or episode, from its kind and text (``fact-`` + 12 hex of a SHA-256), so
+    that two clones saving the same memory give it the same id; ``attempt`` n > 0 when the id is
+    taken already (by a superseded copy of the same text, say)."""
+    import hashlib
+
+    seed = "\x1f".join([ID_PREFIX[collection], *parts, *([str(attempt)] if attempt else [])])
+    return f"{ID_PREFIX[collection]}-{hashlib.sha256(seed.encode()).hexdigest()[:12]}"
+
+
 def collection_for_id(record_id: str) -> str | None:
     prefix = record_id.split("-", 1)[0]
     for table, p in ID_PREFIX.items():
@@ -125,6 +135,46 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
     return out
 
 
+def _free_content_id(
+    project: "Project", tbl: Any, collection: str, rows: list[dict], parts: tuple[str, ...], old: str | None
+) -> None:
+    """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
+    for attempt in range(100):
+        candidate = content_id(collection, *parts, attempt=attempt)
+        if candidate != old and not tbl.search().where(f"id = {sql_str(candidate)}").select(["id"]).limit(1).to_list():
+            break
+    else:  # pragma: no cover - a hundred copies of one text
+        candidate = new_id(ID_PREFIX[collection])
+    if rows[0]["id"] != candidate:
+        rows[0]["id"] = candidate
+        stamp(collection, rows)
+    _after_tombstone(project, rows[0])
+
+
+def _after(previous: Any) -> Any:
+    """Now, or the row's last change when that is later (a save after a tombstone is dated one
+    second on): a row's ``updated_at`` never goes back, so the newest version wins every merge."""
+    now = utcnow()
+    if previous is None:
+        return now
+    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
+    return max(now, previous)
+
+
+def _after_tombstone(project: "Project", row: dict) -> None:
+    """A memory saved again after it was deleted is later than its tombstone, also within the same
+    second (the memory file keeps seconds, and a tombstone wins a tie)."""
+    from datetime import timedelta
+
+    from contextware.memory import tombstones
+    from contextware.text import parse_iso
+
+    stone = tombstones.load(project).get(row["id"]) if project.data_dir.exists() else None
+    deleted = parse_iso(stone["deleted_at"]) if stone else None
+    if deleted is not None and row["updated_at"] < deleted + timedelta(seconds=1):
+        row["created_at"] = row["updated_at"] = deleted + timedelta(seconds=1)
+
+
 def _save_rows(
     project: "Project",
     collection: str,
@@ -133,8 +183,10 @@ def _save_rows(
     dedup_hash: str,
     supersedes: str | None = None,
     redactions: dict[str, int] | None = None,
+    id_parts: tuple[str, ...] | None = None,
 ) -> dict:
-    """The one write path for new memories: dedup, embed, similar, supersede, insert."""
+    """The one write path for new memories: dedup, embed, similar, supersede, insert.  With
+    ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
 
     project.ensure_data_dir()
@@ -170,6 +222,9 @@ def _save_rows(
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
             return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
+        if id_parts is not None:
+            _free_content_id(project, tbl, collection, rows, id_parts, supersedes)
+            ids[:] = [r["id"] for r in rows]
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
             committed = tbl.add(data).version
@@ -187,7 +242,7 @@ def _save_rows(
                 f"Fact {supersedes} is already superseded by {old_row.get('superseded_by')}; supersede that one instead.",
                 code="already_superseded",
             )
-        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=utcnow())
+        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=_after(old_row.get("updated_at")))
         both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
         # One commit marks the old fact and inserts the new one: never half-superseded.
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
@@ -232,7 +287,7 @@ def save_fact(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": new_id(ID_PREFIX["facts"]),
+        "id": content_id("facts", kind, text_hash(body)),
         "text": body,
         "kind": kind,
         "topics": topic_list,
@@ -246,7 +301,13 @@ def save_fact(
     }
     link_row(project, "facts", row)
     return _save_rows(
-        project, "facts", [row], dedup_hash=row["text_hash"], supersedes=supersedes, redactions=redactions
+        project,
+        "facts",
+        [row],
+        dedup_hash=row["text_hash"],
+        supersedes=supersedes,
+        redactions=redactions,
+        id_parts=(kind, row["text_hash"]),
     )
 
 
@@ -279,7 +340,7 @@ def save_episode(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": new_id(ID_PREFIX["episodes"]),
+        "id": content_id("episodes", text_hash(goal_text, outcome or "", body)),
         "goal": goal_text,
         "result": outcome,
         "category": cat,
@@ -291,7 +352,9 @@ def save_episode(
         "text_hash": text_hash(goal_text, outcome or "", body),
     }
     link_row(project, "episodes", row)
-    return _save_rows(project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions)
+    return _save_rows(
+        project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions, id_parts=(row["text_hash"],)
+    )
 
 
 def save_log(
@@ -300,6 +363,7 @@ def save_log(
     *,
     session_id: str | None = None,
     role: str | None = None,
+    speaker: str | None = None,
     source: str = "agent",
     prompt: str | None = None,
 ) -> dict:
@@ -310,6 +374,7 @@ def save_log(
     role_v = check_choice(role or "", ROLES, "--role") if role else None
     if role_v is None:
         raise UsageError("A log needs --role user or agent.", code="missing_role")
+    speaker_name = redact(" ".join(strip_terminal_controls(speaker).split())[:80])[0] or None if speaker else None
     body, redactions = _prepare(text, "log text")
     session_id, found = redact(session_id, library=False)  # an id is stored and shown: no secret in it
     for k, v in found.items():
@@ -331,6 +396,7 @@ def save_log(
             "id": new_id(ID_PREFIX["logs"]),
             "session_id": session_id,
             "role": role_v,
+            "speaker": speaker_name,
             "text": chunk,
             "chunk_index": i,
             "chunk_count": len(chunks),
@@ -355,7 +421,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     allowed = {
         "fact": {"kind", "topics", "supersedes", "source"},
         "episode": {"goal", "result", "category", "topics", "source"},
-        "log": {"session_id", "role", "source"},
+        "log": {"session_id", "role", "speaker", "source"},
     }[type_]
     given = {k: v for k, v in options.items() if v not in (None, [], "")}
     extra = sorted(set(given) - allowed)
@@ -493,7 +559,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
         given["topics"] = parse_topics(given["topics"])
     new = {k: v for k, v in row.items() if not k.startswith("_")}
     new.update(given)
-    new["updated_at"] = utcnow()
+    new["updated_at"] = _after(row.get("updated_at"))
     if collection == "facts":
         new["text_hash"] = text_hash(new["text"])
     elif collection == "episodes":
@@ -558,15 +624,23 @@ def confirm(project: "Project", record_id: str) -> dict:
 
 
 def delete(project: "Project", record_id: str) -> dict:
+    """Delete one memory; a fact or an episode leaves a tombstone (``tombstones``), recorded first,
+    so that the deletion travels through ``export`` and ``import``."""
+    from contextware.memory import tombstones
+
     collection, _table, row = _locate(project, record_id)
+    stone = tombstones.tombstone_for(project, row) if collection in ("facts", "episodes") else None
 
     def write(tbl: Any) -> None:
+        if stone is not None:
+            tombstones.record(project, [stone])
         tbl.delete(f"id = {sql_str(record_id)}")
         if collection == "facts" and row.get("supersedes"):
-            # The fact it replaced becomes current again rather than staying hidden forever.
+            # The fact it replaced becomes current again rather than staying hidden forever (a newer
+            # updated_at, so that this travels too).
             tbl.update(
                 where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
-                values={"status": "active", "superseded_by": None},
+                values={"status": "active", "superseded_by": None, "updated_at": utcnow()},
             )
 
     project.db.write(collection, write)  # the table exists: a delete needs no model

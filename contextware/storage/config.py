@@ -56,6 +56,9 @@ DEFAULTS: dict[str, Any] = {
     # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
     "hook_session_tokens": 1000,
     "hook_prompt_tokens": 400,
+    # Team memory file: a deletion's tombstone is exported (and kept) this many days, then dropped;
+    # a clone that has not exchanged memory for longer may bring the memory back. 0: never dropped.
+    "tombstone_days": 90.0,
     # Linked git worktrees use the main checkout's memory ("shared") or their own ("separate"); read from
     # the main checkout's config.json (or $CONTEXTWARE_WORKTREES) by storage.layout.
     "worktrees": "shared",

@@ -92,6 +92,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
         return [
             ("session_id", "string"),
             ("role", "string"),
+            ("speaker", "string"),  # who spoke, when a role has several people (optional)
             ("text", "string"),
             ("chunk_index", "int32"),
             ("chunk_count", "int32"),

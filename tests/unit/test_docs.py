@@ -75,7 +75,7 @@ def test_readme_lists_exactly_the_commands_of_contextware_help(capsys):
     assert exited.value.code == 0
     listed = capsys.readouterr().out.split("commands:", 1)[1].splitlines()[0]
     in_help = {name.strip() for name in listed.split(",")}
-    in_readme = set(re.findall(r"^\| `contextware (\w+)` \|", README, re.M))
+    in_readme = set(re.findall(r"^\| `contextware ([\w-]+)` \|", README, re.M))
     assert in_readme == in_help, (sorted(in_help - in_readme), sorted(in_readme - in_help))
     for command in COMMANDS:  # every command's script is named in the table
         script = next((s for s, c in SCRIPT_COMMAND.items() if c == command), None)

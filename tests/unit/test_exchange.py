@@ -47,8 +47,8 @@ def test_every_bad_line_is_named(line, words):
 
 
 def test_a_newer_format_is_refused_and_blank_lines_are_fine():
-    with pytest.raises(UsageError, match="version 2"):
-        parse_export('{"format": "contextware-memory", "version": 2}\n')
+    with pytest.raises(UsageError, match="version 3"):  # version 2 (tombstones, speakers) is this one
+        parse_export('{"format": "contextware-memory", "version": 3}\n')
     rows = parse_export(HEADER + "\n" + json.dumps(GOOD) + "\n\n")
     assert [r["id"] for r in rows["facts"]] == [GOOD["id"]]
     assert rows["facts"][0]["updated_at"] == rows["facts"][0]["created_at"]
@@ -102,3 +102,92 @@ def test_dry_run_lists_the_changes_and_writes_nothing(project):
     done = import_memory(project, text, source="x")
     assert (done["added"], done["updated"], done["unchanged"]) == (1, 1, 0)
     assert import_memory(project, text, source="x", dry_run=True)["changes"] == []
+
+
+def test_every_bad_line_of_a_file_is_listed_with_its_field():
+    bad_kind = json.dumps({**GOOD, "id": "fact-0123456789ad", "kind": "wish"})
+    bad_time = json.dumps({**GOOD, "id": "fact-0123456789af", "created_at": "yesterday"})
+    stone = json.dumps({"id": "fact-0123456789a2", "deleted_at": "soon"})
+    text = HEADER + json.dumps(GOOD) + "\n" + bad_kind + "\n{oops\n" + bad_time + "\n" + stone + "\n"
+    with pytest.raises(UsageError) as caught:
+        parse_export(text)
+    lines = caught.value.details["bad_lines"]
+    assert [(p["line"], p["field"]) for p in lines] == [(3, "kind"), (4, None), (5, "created_at"), (6, "deleted_at")]
+    assert caught.value.message.startswith("Line 3: ") and "Line 4 is not valid JSON" in caught.value.message
+
+
+def test_a_file_with_conflict_markers_is_read_as_both_sides():
+    older = {**GOOD, "updated_at": "2026-01-02T00:00:00Z"}
+    newer = {**GOOD, "text": "We use uv everywhere.", "updated_at": "2026-01-03T00:00:00Z"}
+    other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
+    text = (
+        HEADER
+        + "<<<<<<< HEAD\n"
+        + json.dumps(newer)
+        + "\n=======\n"
+        + json.dumps(older)
+        + "\n"
+        + json.dumps(other)
+        + "\n>>>>>>> theirs\n"
+    )
+    rows = parse_export(text)["facts"]
+    assert {r["id"]: r["text"] for r in rows} == {GOOD["id"]: "We use uv everywhere.", other["id"]: "We use ruff."}
+    with pytest.raises(UsageError, match="ends inside a git conflict"):
+        parse_export(HEADER + "<<<<<<< HEAD\n" + json.dumps(GOOD) + "\n")
+
+
+def test_tombstones_delete_and_a_newer_save_wins_over_them(project):
+    from contextware.memory.records import delete
+
+    saved = save_fact(project, "The build cache lives in /var/cache/build.", kind="environment")
+    stone = next(json.loads(line) for line in _deleted_copy(project, saved["id"]).splitlines()[1:])
+    assert stone["id"] == saved["id"] and set(stone) == {"id", "created_at", "deleted_at", "deleted_by"}
+    again = save_fact(project, "The build cache lives in /var/cache/build.", kind="environment")
+    assert again["id"] == saved["id"]  # the same content, the same id; newer than its tombstone
+    exported = [json.loads(line) for line in export_memory(project, None)["jsonl"].splitlines()[1:]]
+    assert [e.get("text") for e in exported] == ["The build cache lives in /var/cache/build."]
+    delete(project, saved["id"])
+    assert "deleted_at" in export_memory(project, None)["jsonl"]
+
+
+def _deleted_copy(project, record_id: str) -> str:
+    from contextware.memory.records import delete
+
+    delete(project, record_id)
+    return export_memory(project, None)["jsonl"]
+
+
+def test_a_logs_speaker_travels(project, tmp_path):
+    from contextware.memory.records import save
+    from contextware.storage.project import Project
+
+    save(project, "log", "Ship it on Friday.", session_id="s-1", role="user", speaker="Alice")
+    save(project, "log", "Not on Friday.", session_id="s-1", role="user", speaker="Bob")
+    text = export_memory(project, None, include_logs=True)["jsonl"]
+    speakers = sorted(json.loads(line)["speaker"] for line in text.splitlines()[1:])
+    assert speakers == ["Alice", "Bob"]
+    (tmp_path / "other").mkdir()
+    other = Project.open(tmp_path / "other")
+    assert import_memory(other, text, source="x")["added"] == 2
+    assert export_memory(other, None, include_logs=True)["jsonl"] == text
+
+
+def test_the_same_text_under_two_ids_folds_into_the_smaller_and_keeps_the_chain(project):
+    from contextware.memory.records import get
+
+    when = "2026-01-01T00:00:00Z"
+    old = {"id": "fact-eeeeeeeeeeee", "kind": "decision", "text": "Deploy with heroku.", "created_at": when}
+    old.update(status="superseded", superseded_by="fact-ffffffffffff")
+    mine = {"id": "fact-ffffffffffff", "kind": "decision", "text": "Deploy with fly.", "created_at": when}
+    mine["supersedes"] = old["id"]
+    import_memory(project, HEADER + json.dumps(old) + "\n" + json.dumps(mine) + "\n", source="mine")
+    theirs = {"id": "fact-000000000001", "kind": "convention", "text": "Deploy with fly.", "created_at": when}
+    report = import_memory(project, HEADER + json.dumps(theirs) + "\n", source="theirs")
+    assert report["folded_into"] == {mine["id"]: theirs["id"]} and report["added"] == 1, report
+    assert get(project, old["id"])["record"]["superseded_by"] == theirs["id"]
+    with pytest.raises(Exception, match="No memory"):
+        get(project, mine["id"])
+    # The other way round, a file's larger id is a duplicate of the smaller one here.
+    again = {**mine, "supersedes": None}
+    report = import_memory(project, HEADER + json.dumps(again) + "\n", source="x")
+    assert report["duplicate_of"] == {mine["id"]: theirs["id"]} and report["added"] == 0, report

@@ -6,6 +6,7 @@
 - ``shared``: how hooks and the server are started (from a clone or an installed package), the
   skill, the manifest; ``installed_files``: each file an install writes and its exact undo;
   ``settings_merge``: the one JSON settings merger; ``doctor``: an install checked end to end.
+- ``git_merge``: the memory file's git merge driver (``.gitattributes``, the repository's config).
 
 May import storage (layout), ``gemini`` (linking the extension) and the shared helpers; not
 ``hosts.hooks`` or ``hosts.mcp`` (it names them only in the commands it writes).

@@ -8,6 +8,8 @@
 - ``claude [--user|--project]``: hooks, MCP server and skill for Claude Code (``claude_code``).
 - ``mcp --host cursor|vscode|claude-desktop|print``: the MCP server alone, in that host's own file
   (``mcp_hosts``).
+- every ``--project`` install also registers the memory file's git merge driver (``git_merge``:
+  ``.gitattributes`` and the repository's config), which the last project uninstall of a root removes.
 - ``uninstall``: removes exactly what ``<CONTEXTWARE_HOME>/install-manifest.json`` records; a file we
   wrote and nobody changed since gets its original bytes back.
 
@@ -19,6 +21,8 @@ server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one `
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from contextware.errors import UsageError
 from contextware.settings import Settings, current_settings
@@ -45,25 +49,55 @@ def install(
     settings: Settings | None = None,
 ) -> dict:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``settings``:
-    the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's."""
+    the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's.
+    A project install also registers the memory file's git merge driver."""
     _check(agent, scope)
     settings = settings or current_settings()
     if scope == "user":  # a project's files are committed: portable unless --python is given
         python = python or settings.hook_python
+        return _install_host(agent, None, python=python, link=link, host=host, settings=settings)
+    root = resolve_project_root(project_root, settings)
+    result = _install_host(agent, root, python=python, link=link, host=host, settings=settings)
+    if agent == "mcp" and (host or "print") == "print":
+        return result
+    return _with_merge_driver(result, root, install=True)
+
+
+def _install_host(
+    agent: str, root: Path | None, *, python: str | None, link: bool, host: str | None, settings: Settings
+) -> dict:
+    scope = "user" if root is None else "project"
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
-        root = resolve_project_root(project_root, settings) if scope == "project" else None
         return claude_code.install(scope, root, python=python)
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
-        return mcp_hosts.install(host or "print", scope, resolve_project_root(project_root, settings), python=python)
+        return mcp_hosts.install(host or "print", scope, root or resolve_project_root(None, settings), python=python)
     from contextware.hosts.install import gemini_cli
 
-    if scope == "user":
+    if root is None:
         return gemini_cli.install_user(python=python, link=link)
-    return gemini_cli.install_project(resolve_project_root(project_root, settings), python=python)
+    return gemini_cli.install_project(root, python=python)
+
+
+def _with_merge_driver(result: dict, root: Path, *, install: bool) -> dict:
+    """``result`` with the git merge driver of the memory file registered (or, when no project install
+    of ``root`` is left, removed): what that wrote or removed is under ``merge_driver``."""
+    from contextware.hosts.install import git_merge
+    from contextware.hosts.install.shared import manifest, manifest_path
+
+    with manifest(write=install or manifest_path().exists()) as installs:
+        if install:
+            done, warnings = git_merge.install(installs, root)
+            report = {"driver": git_merge.driver_command(), "written": done, "warnings": warnings}
+        else:
+            done = git_merge.uninstall(installs, root)
+            report = {"removed": done}
+    result["changed"] = bool(result.get("changed") or done)
+    result["merge_driver"] = report
+    return result
 
 
 def uninstall(
@@ -74,26 +108,34 @@ def uninstall(
     host: str | None = None,
     settings: Settings | None = None,
 ) -> dict:
-    """Remove what ``install`` added at ``scope`` (idempotent)."""
+    """Remove what ``install`` added at ``scope`` (idempotent); the last project install of a
+    folder to go also takes its merge driver."""
     _check(agent, scope)
     settings = settings or current_settings()
+    root = resolve_project_root(project_root, settings) if scope == "project" or agent == "mcp" else None
+    result = _uninstall_host(agent, scope, root, host=host)
+    if scope == "project" and root is not None:
+        return _with_merge_driver(result, root, install=False)
+    return result
+
+
+def _uninstall_host(agent: str, scope: str, root: Path | None, *, host: str | None) -> dict:
     if agent == "claude":
         from contextware.hosts.install import claude_code
 
-        return claude_code.uninstall(
-            scope, resolve_project_root(project_root, settings) if scope == "project" else None
-        )
+        return claude_code.uninstall(scope, root if scope == "project" else None)
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
         if not host:
             raise UsageError("uninstall mcp needs --host cursor|vscode|claude-desktop.", code="usage")
-        return mcp_hosts.uninstall(host, scope, resolve_project_root(project_root, settings))
+        assert root is not None  # an MCP host's files are found from the project
+        return mcp_hosts.uninstall(host, scope, root)
     from contextware.hosts.install import gemini_cli
 
-    if scope == "user":
+    if scope == "user" or root is None:
         return gemini_cli.uninstall_user()
-    return gemini_cli.uninstall_project(resolve_project_root(project_root, settings))
+    return gemini_cli.uninstall_project(root)
 
 
 __all__ = ["install", "uninstall"]

@@ -1,0 +1,341 @@
+"""The team memory file (``.contextware/memory.jsonl``): its lines, their checks, their order, and how
+two or three versions of it merge.  Pure functions over text: no database, no model, so the git merge
+driver (``contextware merge-driver``) starts fast.  docs/memory-file.md is the format's reference.
+
+A file is a header line ``{"format": "contextware-memory", "version": 2}`` then one JSON object a
+line: a memory (a fact, an episode or, when asked for, a log chunk) or a tombstone (``deleted_at``:
+a memory deleted on some clone).  Lines are sorted by ``(created_at, id)``: a new memory's line goes
+at the end, an update or a deletion rewrites its line in place, so git sees one-line hunks.
+
+Every id holds one *entry*; when two versions of an id meet, the later one wins: the greater
+``tombstones.entry_key`` (the time it last changed, to the second; a tombstone beats a memory of the
+same second; then the line's text), so merging is commutative, associative and idempotent and every
+clone converges on the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from contextware.errors import UsageError
+from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
+from contextware.memory.tombstones import entry_key, is_tombstone, later
+from contextware.redact import refuse_secret_name
+from contextware.storage.schemas import MEMORY_TABLES
+from contextware.text import iso, parse_topics
+
+FORMAT = "contextware-memory"
+VERSION = 2  # 2: tombstones, lines sorted by (created_at, id), a log's optional speaker
+DEFAULT_FILE = ".contextware/memory.jsonl"
+
+# The exported fields of each collection, in the order they are written (id first).
+FIELDS: dict[str, tuple[str, ...]] = {
+    "facts": (
+        "id",
+        "kind",
+        "text",
+        "topics",
+        "status",
+        "supersedes",
+        "superseded_by",
+        "source",
+        "created_at",
+        "updated_at",
+    ),
+    "episodes": ("id", "goal", "result", "category", "summary", "topics", "source", "created_at", "updated_at"),
+    "logs": (
+        "id",
+        "session_id",
+        "role",
+        "speaker",
+        "chunk_index",
+        "chunk_count",
+        "text",
+        "prompt",
+        "source",
+        "created_at",
+        "updated_at",
+    ),
+}
+TOMBSTONE_FIELDS = ("id", "created_at", "deleted_at", "deleted_by")
+REQUIRED = {"facts": ("text",), "episodes": ("goal", "result", "summary"), "logs": ("session_id", "role", "text")}
+TEXT_FIELDS = ("text", "goal", "summary", "prompt")
+TIME_FIELDS = ("created_at", "updated_at")
+MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
+
+
+# -- one line ---------------------------------------------------------------------------------------
+def _bad(field: str | None, why: str) -> UsageError:
+    """One line's problem: ``why`` names the field; ``details["field"]`` carries it for tools."""
+    return UsageError(why, code="bad_import", details={"field": field} if field else None)
+
+
+def _time(value: Any, key: str) -> datetime:
+    if not isinstance(value, str):
+        raise _bad(key, f"{key} must be an ISO 8601 time such as 2026-01-31T12:00:00Z.")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _bad(key, f"{key} {value!r} is not an ISO 8601 time.") from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def _valid_id(record_id: str) -> bool:
+    from contextware.memory.records import _ID
+
+    return bool(_ID.match(record_id))
+
+
+def _check_id(raw: dict) -> tuple[str, str]:
+    record_id = raw.get("id")
+    collection = collection_for_id(record_id) if isinstance(record_id, str) else None
+    if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
+        raise _bad("id", f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).")
+    return record_id, collection
+
+
+def check_row(raw: Any) -> tuple[str, dict]:
+    """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
+    if not isinstance(raw, dict):
+        raise _bad(None, "it is not a JSON object.")
+    _, collection = _check_id(raw)
+    unknown = sorted(set(raw) - set(FIELDS[collection]))
+    if unknown:
+        raise _bad(
+            unknown[0], f"unknown field {', '.join(unknown)} for {collection} (is the file from a newer Contextware?)."
+        )
+    for key in REQUIRED[collection]:
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise _bad(key, f"{key} is missing or empty.")
+    row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
+    for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise _bad(key, f"{key} must be a string or null.")
+    for key in ("supersedes", "superseded_by"):
+        if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
+            raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
+    if row.get("created_at") is None:
+        raise _bad("created_at", "created_at is missing.")
+    row["created_at"] = _time(row["created_at"], "created_at")
+    row["updated_at"] = _time(row["updated_at"], "updated_at") if row.get("updated_at") else row["created_at"]
+    if "topics" in row:
+        if row["topics"] is not None and not isinstance(row["topics"], list):
+            raise _bad("topics", "topics must be a list of strings.")
+        row["topics"] = parse_topics(row["topics"] or [])
+    if collection == "facts":
+        row["kind"] = check_choice(row.get("kind") or "note", FACT_KINDS, "kind")
+        row["status"] = check_choice(row.get("status") or "active", ("active", "superseded"), "status")
+    elif collection == "episodes":
+        row["result"] = check_choice(row["result"], RESULTS, "result")
+        row["category"] = refuse_secret_name(check_slug(row.get("category") or "general", "category") or "", "category")
+    else:
+        row["role"] = check_choice(row["role"], ROLES, "role")
+        if row.get("speaker") is not None:
+            row["speaker"] = row["speaker"].strip()[:80] or None
+        for key in ("chunk_index", "chunk_count"):
+            if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool)):
+                raise _bad(key, f"{key} must be an integer.")
+    return collection, row
+
+
+def check_tombstone(raw: dict) -> dict:
+    """A tombstone line (it has ``deleted_at``) in its written form, or a UsageError."""
+    _check_id(raw)
+    unknown = sorted(set(raw) - set(TOMBSTONE_FIELDS))
+    if unknown:
+        raise _bad(unknown[0], f"unknown field {', '.join(unknown)} for a tombstone.")
+    if raw.get("deleted_by") is not None and not isinstance(raw["deleted_by"], str):
+        raise _bad("deleted_by", "deleted_by must be a string or null.")
+    deleted = iso(_time(raw["deleted_at"], "deleted_at"))
+    created = iso(_time(raw["created_at"], "created_at")) if raw.get("created_at") is not None else None
+    return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
+
+
+def written_form(collection: str, row: dict) -> dict:
+    """A stored row as its line in the file: the exported fields in order, times in ISO 8601 UTC to the second."""
+    return {k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k) for k in FIELDS[collection]}
+
+
+def line_order(entry: dict) -> tuple[str, str]:
+    return entry.get("created_at") or entry.get("deleted_at") or "", entry["id"]
+
+
+# -- a whole file -----------------------------------------------------------------------------------
+MAX_REPORTED = 20  # bad lines listed in one error (all are counted)
+
+
+def _problem(number: int, exc: UsageError) -> dict:
+    field = exc.details.get("field") if exc.details else getattr(exc, "field", None)
+    return {"line": number, "field": field, "why": exc.message.rstrip(".")}
+
+
+def _refuse(problems: list[dict]) -> UsageError:
+    """One error naming every bad line (line number, field, why); nothing is imported."""
+    shown = "; ".join(f"Line {p['line']}{' ' if p['why'].startswith('is ') else ': '}{p['why']}" for p in problems[:5])
+    more = f" (and {len(problems) - 5} more bad lines)" if len(problems) > 5 else ""
+    return UsageError(
+        f"{shown}{more}; nothing was imported.",
+        code="bad_import",
+        details={"bad_lines": problems[:MAX_REPORTED], "bad_line_count": len(problems)},
+    )
+
+
+def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
+    """The file's numbered lines, one list per side: one side for a clean file, ``[ours, theirs]``
+    for a file git left with conflict markers (the common ancestor's lines of a diff3 conflict are dropped)."""
+    ours: list[tuple[int, str]] = []
+    theirs: list[tuple[int, str]] = []
+    state, conflicted = "both", False
+    expected = {"both": ("<<<<<<<",), "ours": ("|||||||", "======="), "base": ("=======",), "theirs": (">>>>>>>",)}
+    following = {"<<<<<<<": "ours", "|||||||": "base", "=======": "theirs", ">>>>>>>": "both"}
+    for number, line in enumerate(text.splitlines(), start=1):
+        marker = next((m for m in MARKERS if line.startswith(m)), None)
+        if marker is not None:
+            if marker not in expected[state]:
+                raise _refuse([{"line": number, "field": None, "why": f"a git conflict marker {marker} out of place"}])
+            state, conflicted = following[marker], True
+            continue
+        if state in ("both", "ours"):
+            ours.append((number, line))
+        if state in ("both", "theirs"):
+            theirs.append((number, line))
+    if state != "both":
+        raise UsageError("The file ends inside a git conflict; nothing was imported.", code="bad_import")
+    return [ours, theirs] if conflicted else [ours]
+
+
+def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict]]:
+    """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
+    every bad line is named in one UsageError."""
+    out: dict[str, tuple[str, dict]] = {}
+    seen: dict[str, int] = {}
+    problems: list[dict] = []
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                {"line": number, "field": None, "why": f"is not valid JSON ({exc.msg}, column {exc.colno})"}
+            )
+            continue
+        except RecursionError:  # nested past the parser's stack: a bad line like any other
+            problems.append({"line": number, "field": None, "why": "is not valid JSON (nested too deeply)"})
+            continue
+        if isinstance(raw, dict) and "format" in raw and "id" not in raw:
+            if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int) or raw["version"] > VERSION:
+                raise UsageError(
+                    f"Line {number}: this is not a Contextware memory export this version reads "
+                    f"(format {raw.get('format')!r}, version {raw.get('version')!r}); nothing was imported.",
+                    code="bad_import",
+                )
+            continue
+        try:
+            if isinstance(raw, dict) and "deleted_at" in raw:
+                collection, row = "tombstone", check_tombstone(raw)
+            else:
+                collection, row = check_row(raw)
+                if not stored:
+                    row = written_form(collection, row)
+        except UsageError as exc:
+            problems.append(_problem(number, exc))
+            continue
+        if row["id"] in seen:
+            why = f"id {row['id']} is already on line {seen[row['id']]}"
+            problems.append({"line": number, "field": "id", "why": why})
+            continue
+        seen[row["id"]] = number
+        out[row["id"]] = (collection, row)
+    if problems:
+        raise _refuse(problems)
+    return out
+
+
+def read_entries(text: str) -> dict[str, dict]:
+    """Every entry of a file (memories and tombstones) in written form by id, checked; both sides of a
+    file with git conflict markers, merged.  The first bad line is a UsageError naming it."""
+    sides = [{k: v[1] for k, v in _parse_side(side, stored=False).items()} for side in split_conflicts(text)]
+    return merge2(*sides) if len(sides) == 2 else sides[0]
+
+
+def parse_export(text: str) -> dict[str, list[dict]]:
+    """Every memory of a file by collection, as stored (times as datetimes), checked; tombstones are
+    left out (:func:`read_entries` has them)."""
+    by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
+    for entry in read_entries(text).values():
+        if not is_tombstone(entry):
+            collection, row = check_row(entry)
+            by_collection[collection].append(row)
+    return by_collection
+
+
+def render(entries: Iterable[dict]) -> str:
+    """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
+    header = json.dumps({"format": FORMAT, "version": VERSION})
+    lines = [json.dumps(e, ensure_ascii=False) for e in sorted(entries, key=line_order)]
+    return "".join(line + "\n" for line in [header, *lines])
+
+
+# -- merging ----------------------------------------------------------------------------------------
+def merge2(ours: dict[str, dict], theirs: dict[str, dict]) -> dict[str, dict]:
+    """Two versions with no common ancestor: every id of either, the later entry of each."""
+    return {i: e for i in sorted({*ours, *theirs}) if (e := later(ours.get(i), theirs.get(i))) is not None}
+
+
+def merge3(base: dict[str, dict], ours: dict[str, dict], theirs: dict[str, dict]) -> dict[str, dict]:
+    """Three-way by id: a line one side left as it was in the ancestor and the other removed stays
+    removed (an expired tombstone, a duplicate folded into another id); otherwise the later entry wins."""
+    out: dict[str, dict] = {}
+    for i in sorted({*base, *ours, *theirs}):
+        o, t, b = ours.get(i), theirs.get(i), base.get(i)
+        if o is None or t is None:
+            present = o or t
+            if present is None or (b is not None and present == b):
+                continue
+            out[i] = present
+        else:
+            out[i] = later(o, t)  # type: ignore[assignment]
+    return out
+
+
+def merge_texts(base: str, ours: str, theirs: str) -> str:
+    """The merged file of three versions (each may hold conflict markers itself)."""
+    return render(merge3(read_entries(base), read_entries(ours), read_entries(theirs)).values())
+
+
+def merge_files(base: Path, ours: Path, theirs: Path) -> dict:
+    """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
+    from contextware.system import write_atomic
+
+    texts = []
+    for path in (base, ours, theirs):
+        try:
+            texts.append(path.read_bytes().decode("utf-8-sig") if path.is_file() else "")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"Cannot read {path}: {exc}.", code="bad_import") from None
+    merged = merge_texts(*texts)
+    write_atomic(ours, merged)
+    return {"merged": str(ours), "entries": merged.count("\n") - 1}
+
+
+def with_markers(ours: Path, theirs: Path) -> None:
+    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git)."""
+    from contextware.system import write_atomic
+
+    try:
+        mine = ours.read_text(encoding="utf-8") if ours.is_file() else ""
+        other = theirs.read_text(encoding="utf-8") if theirs.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return
+    if mine == other:
+        return
+    end = lambda t: t if not t or t.endswith("\n") else t + "\n"  # noqa: E731
+    write_atomic(ours, f"<<<<<<< ours\n{end(mine)}=======\n{end(other)}>>>>>>> theirs\n")
+
+
+__all__ = ["entry_key", "is_tombstone", "later"]
