@@ -92,6 +92,16 @@ def content_id(collection: str, *parts: str, attempt: int = 0) -> str:
     return f"{ID_PREFIX[collection]}-{hashlib.sha256(seed.encode()).hexdigest()[:12]}"
 
 
+def _ids_from_content(project: "Project") -> bool:
+    """Content ids need the write lock: only under it is "is this id free?" then "append" atomic.  A
+    database beyond this data dir (``CONTEXTWARE_DB_URI``: an object store, or one shared by several
+    machines) is written by processes that share no lock, so there ids stay random and the first
+    committed copy of a text wins (``storage.first_copy``); import folds duplicates into one id."""
+    from pathlib import Path
+
+    return Path(project.db_uri) == project.data_dir / "lancedb" if "://" not in project.db_uri else False
+
+
 def collection_for_id(record_id: str) -> str | None:
     prefix = record_id.split("-", 1)[0]
     for table, p in ID_PREFIX.items():
@@ -287,7 +297,7 @@ def save_fact(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": content_id("facts", kind, text_hash(body)),
+        "id": content_id("facts", kind, text_hash(body)) if _ids_from_content(project) else new_id(ID_PREFIX["facts"]),
         "text": body,
         "kind": kind,
         "topics": topic_list,
@@ -307,7 +317,7 @@ def save_fact(
         dedup_hash=row["text_hash"],
         supersedes=supersedes,
         redactions=redactions,
-        id_parts=(kind, row["text_hash"]),
+        id_parts=(kind, row["text_hash"]) if _ids_from_content(project) else None,
     )
 
 
@@ -340,7 +350,11 @@ def save_episode(
         )
     now = utcnow()
     row: dict[str, Any] = {
-        "id": content_id("episodes", text_hash(goal_text, outcome or "", body)),
+        "id": (
+            content_id("episodes", text_hash(goal_text, outcome or "", body))
+            if _ids_from_content(project)
+            else new_id(ID_PREFIX["episodes"])
+        ),
         "goal": goal_text,
         "result": outcome,
         "category": cat,
@@ -353,7 +367,12 @@ def save_episode(
     }
     link_row(project, "episodes", row)
     return _save_rows(
-        project, "episodes", [row], dedup_hash=row["text_hash"], redactions=redactions, id_parts=(row["text_hash"],)
+        project,
+        "episodes",
+        [row],
+        dedup_hash=row["text_hash"],
+        redactions=redactions,
+        id_parts=(row["text_hash"],) if _ids_from_content(project) else None,
     )
 
 
