@@ -221,3 +221,10 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     with pytest.raises(DamagedDataError) as exc:
         ask(Project.open(project.root), "which database do we support?", min_confidence=0.0)
     assert "memory.py repair" in exc.value.message
+
+
+def test_a_save_finds_its_near_duplicates_in_the_snapshot(filled, snapshots):
+    project, ids = filled
+    ask(project, "how do we deploy?")
+    out = records.save_fact(project, "Deploys go through fly deploy from the main branch only.", kind="convention")
+    assert ids[3] in [s["id"] for s in out["similar"]]
