@@ -342,10 +342,23 @@ class Database:
                 result = with_retries(lambda: fn(table))
             # The write is committed: a failure to compact (a full disk, say) must not report it failed.
             try:
-                self._maintain(table)
+                self._after_write(name, table)
             except Exception:  # noqa: BLE001 - compaction is retried on the next write
                 pass
         return result
+
+    def _after_write(self, name: str, table: Any, force: bool = False) -> None:
+        """Bring this process's in-memory snapshot of the table up to the write (the resident
+        service: its next recall costs what a recall costs), then maintain the table; a compaction
+        only re-keys the snapshot (same rows)."""
+        from contextware.storage import table_search
+
+        try:
+            followed = table_search.follow_write(self, name, table)
+        except Exception:  # noqa: BLE001 - the next search reads the table afresh
+            followed = None
+        if self._maintain(table, force=force) and followed is not None:
+            table_search.follow_compaction(self, name, table, followed)
 
     def _maintain(self, table: Any, force: bool = False) -> bool:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table
@@ -399,7 +412,7 @@ class Database:
         before = table.stats()
         with self.write_lock(name):
             table.checkout_latest()
-            self._maintain(table, force=True)
+            self._after_write(name, table, force=True)
         after = table.stats()
         return {
             "table": name,
@@ -484,8 +497,12 @@ def _create_indexes(table: Any, skip: set[str] = frozenset()) -> bool:  # type: 
     for column, kind in wanted_indexes(table):
         if column in skip:
             continue
+
+        def create(column: str = column, kind: str = kind) -> Any:
+            return table.create_index(column, config=configs[kind](), replace=False)
+
         try:
-            with_retries(lambda c=column, k=kind: table.create_index(c, config=configs[k](), replace=False))
+            with_retries(create)
         except Exception as exc:  # noqa: BLE001 - done already by a concurrent creator
             ok = ok and "already exists" in str(exc).lower()
     return ok
