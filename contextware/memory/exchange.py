@@ -292,11 +292,82 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
+IMPORT_CHUNK = 2000  # rows embedded and written at a time: vectors in memory stay bounded
+
+
+def _embed_and_write(
+    project: "Project", collection: str, todo: list[dict], first: Plan
+) -> tuple[list[dict], dict[str, str], int, set[str], str | None]:
+    """Embed ``todo`` in chunks of ``IMPORT_CHUNK`` rows sorted by length (the model pads a batch to
+    its longest text: sorted, an import of logs embeds ~2x faster, with the same vectors) and write
+    each chunk as it is embedded, checked again under the lock (``_plan``); its vectors are let go once
+    written.  Progress goes to stderr when it is a terminal.  Answers what ``_plan`` answers for the
+    whole (the rows ``first``, the plan made before, left out of ``todo`` counted as it counted them),
+    and why vectors are missing (None when none are)."""
+    import sys
+    import time
+
+    import pyarrow as pa
+
+    embedder = project.embedder
+    ordered = sorted(todo, key=lambda r: len(embedding_text(collection, r)))
+    mine: set[str] = set()  # ids this import wrote: a twin among them is the file's own, as before
+    written: list[dict] = []
+    dups: dict[str, str] = dict(first[1])
+    same, known, degraded = first[2], set(), None
+    started = time.monotonic()
+    show = len(ordered) > IMPORT_CHUNK and sys.stderr.isatty()
+    for start in range(0, len(ordered), IMPORT_CHUNK):
+        chunk = ordered[start : start + IMPORT_CHUNK]
+        vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in chunk])
+        degraded = degraded or why
+        for i, row in enumerate(chunk):
+            row["vector"] = vectors[i] if vectors else None
+        stamp(collection, chunk)
+        del vectors
+
+        def write(tbl: Any, c: str = collection, r: list[dict] = chunk) -> Plan:
+            todo_now, dups, same, known = _plan(tbl, c, r)
+            ours = {fid: lid for fid, lid in dups.items() if lid in mine}
+            if ours:  # the same text twice in the file: both are added, as in one write
+                todo_now += [row for row in r if row["id"] in ours]
+                dups = {fid: lid for fid, lid in dups.items() if fid not in ours}
+            late = [row for row in todo_now if "vector" not in row]  # changed meanwhile by another writer
+            if late:
+                vectors, _ = embed_texts(embedder, [embedding_text(c, row) for row in late])
+                for i, row in enumerate(late):
+                    row["vector"] = vectors[i] if vectors else None
+                stamp(c, late)
+            if todo_now:
+                data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
+                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+                    data, on_bad_vectors="null"
+                )
+            return todo_now, dups, same, known
+
+        done, chunk_dups, chunk_same, chunk_known = project.db.write(
+            collection, write, dim=embedder.dim, model_id=embedder.model_id
+        )
+        for row in chunk:
+            row.pop("vector", None)  # written: bounded memory
+        mine.update(row["id"] for row in done)
+        written += done
+        dups.update(chunk_dups)
+        same += chunk_same
+        known |= chunk_known
+        if show:
+            count = min(start + IMPORT_CHUNK, len(ordered))
+            rate = count / max(time.monotonic() - started, 1e-6)
+            sys.stderr.write(f"\rimporting {collection}: {count}/{len(ordered)} ({rate:.0f} rows/s)")
+            sys.stderr.flush()
+    if show:
+        sys.stderr.write("\n")
+    return written, dups, same, known, degraded
+
+
 def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict:
     """Merge an export into the project (see the module docstring); ``source`` names the file.
     ``dry_run`` writes nothing and lists under ``changes`` what an import would add or update."""
-    import pyarrow as pa
-
     by_collection = parse_export(text)
     redacted: dict[str, int] = {}
     report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}
@@ -318,32 +389,9 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
         todo, _dups, _same, _known = project.db.read(plan)
         if dry_run:
             changes += [{"id": row["id"], "change": "update" if row["id"] in _known else "add"} for row in todo]
-        if todo and not dry_run:  # vectors only for what may be written (checked again under the lock)
-            vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in todo])
-            degraded = degraded or why
-            for i, row in enumerate(todo):
-                row["vector"] = vectors[i] if vectors else None
-            stamp(collection, todo)
-
-        def write(tbl: Any, c: str = collection, r: list[dict] = rows) -> Plan:
-            todo_now, dups, same, known = _plan(tbl, c, r)
-            late = [row for row in todo_now if "vector" not in row]  # changed meanwhile by another writer
-            if late:
-                vectors, _ = embed_texts(embedder, [embedding_text(c, row) for row in late])
-                for i, row in enumerate(late):
-                    row["vector"] = vectors[i] if vectors else None
-                stamp(c, late)
-            if todo_now:
-                data = pa.Table.from_pylist(todo_now, schema=tbl.schema)
-                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
-                    data, on_bad_vectors="null"
-                )
-            return todo_now, dups, same, known
-
         if todo and not dry_run:
-            written, dups, same, known = project.db.write(
-                collection, write, dim=embedder.dim, model_id=embedder.model_id
-            )
+            written, dups, same, known, why = _embed_and_write(project, collection, todo, (todo, _dups, _same, _known))
+            degraded = degraded or why
         else:
             written, dups, same, known = todo if dry_run else [], _dups, _same, _known
         counts = {
