@@ -70,6 +70,17 @@ _DAMAGE_SIGNS = (
 )
 
 
+# What follows each write in this process, under the table's write lock: (after the write, answering
+# a token; after a compaction that followed, given that token).  ``table_search.keep_snapshots`` sets
+# it, so that the storage layer below it never imports it.
+_follower: tuple[Callable[..., Any], Callable[..., None]] | None = None
+
+
+def follow_writes(follower: tuple[Callable[..., Any], Callable[..., None]] | None) -> None:
+    global _follower
+    _follower = follower
+
+
 def storage_options() -> dict[str, str]:
     """Object-store settings from the standard AWS variables plus an endpoint override."""
     opts: dict[str, str] = {}
@@ -348,17 +359,18 @@ class Database:
         return result
 
     def _after_write(self, name: str, table: Any, force: bool = False) -> None:
-        """Bring this process's in-memory snapshot of the table up to the write (the resident
-        service: its next recall costs what a recall costs), then maintain the table; a compaction
-        only re-keys the snapshot (same rows)."""
-        from contextware.storage import table_search
-
-        try:
-            followed = table_search.follow_write(self, name, table)
-        except Exception:  # noqa: BLE001 - the next search reads the table afresh
-            followed = None
-        if self._maintain(table, force=force) and followed is not None:
-            table_search.follow_compaction(self, name, table, followed)
+        """Let this process's in-memory view of the table follow the write (``follow_writes``: the
+        resident service's snapshots, so that its next recall costs what a recall costs), then
+        maintain the table; a compaction only re-keys the view (same rows)."""
+        follower = _follower
+        followed = None
+        if follower is not None:
+            try:
+                followed = follower[0](self, name, table)
+            except Exception:  # noqa: BLE001 - the next search reads the table afresh
+                followed = None
+        if self._maintain(table, force=force) and follower is not None and followed is not None:
+            follower[1](self, name, table, followed)
 
     def _maintain(self, table: Any, force: bool = False) -> bool:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table

@@ -58,6 +58,9 @@ def keep_snapshots() -> None:
     global _snapshots
     if _snapshots is None:
         _snapshots = {}
+    from contextware.storage.database import follow_writes
+
+    follow_writes((follow_write, follow_compaction))
 
 
 def drop_snapshots() -> None:
@@ -65,6 +68,9 @@ def drop_snapshots() -> None:
     global _snapshots
     _snapshots = None
     _too_big.clear()
+    from contextware.storage.database import follow_writes
+
+    follow_writes(None)
 
 
 def snapshots_kept() -> bool:
