@@ -3,6 +3,8 @@
     uv run bench/scale.py                      # 1,000, 5,000 and 20,000 log rows (+ 200 facts each)
     uv run bench/scale.py --big                # also 50,000
     uv run bench/scale.py --sizes 1000,2000 --queries 10 --saves 10   # a quick look
+    uv run bench/scale.py --keep /tmp/cw-scale            # keep the stores; then, without importing again:
+    uv run bench/scale.py --keep /tmp/cw-scale --reuse    # measure the kept stores once more
 
 For each size a temporary project (``CONTEXTWARE_HOME`` pointed away from yours) gets an export file of
 N conversation log rows plus 200 facts, generated deterministically (sessions of 10-40 turns over a
@@ -207,25 +209,28 @@ def _disk(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def measure(size: int, work: Path, base_env: dict, queries: int, saves: int) -> dict:
+def measure(size: int, work: Path, base_env: dict, queries: int, saves: int, reuse: bool = False) -> dict:
     root = work / f"p{size}"
-    (root / ".git").mkdir(parents=True)
     export = work / f"export-{size}.jsonl"
-    export_file(export, size)
     off = {**base_env, "CONTEXTWARE_SERVICE": "off"}
     on = {**base_env, "CONTEXTWARE_SERVICE": "auto"}
     result: dict = {"rows": size + FACTS, "load_average": round(os.getloadavg()[0], 1)}
-    print(f"[{size}] importing {size + FACTS} rows", file=sys.stderr)
-    took, peak, report = _import(root, off, export)
-    assert report.get("added") == size + FACTS, report
-    result["import"] = {
-        "seconds": round(took, 1),
-        "rows_per_s": round((size + FACTS) / took, 1),
-        "peak_mb": round(peak),
-    }
-    db = root / ".contextware" / "lancedb"
-    if not db.is_dir():
-        db = next(p for p in root.rglob("lancedb") if p.is_dir())
+    if reuse and (root / "import.json").is_file():
+        result["import"] = json.loads((root / "import.json").read_text())  # measured when it was built
+    else:
+        (root / ".git").mkdir(parents=True)
+        export_file(export, size)
+        print(f"[{size}] importing {size + FACTS} rows", file=sys.stderr)
+        took, peak, report = _import(root, off, export)
+        assert report.get("added") == size + FACTS, report
+        result["import"] = {
+            "seconds": round(took, 1),
+            "rows_per_s": round((size + FACTS) / took, 1),
+            "peak_mb": round(peak),
+            "load_average": result["load_average"],
+        }
+        (root / "import.json").write_text(json.dumps(result["import"]))
+    db = next(p for p in root.rglob("lancedb") if p.is_dir())
     result["disk_bytes_per_row"] = round(_disk(db) / (size + FACTS))
 
     rng = random.Random(size)
@@ -308,6 +313,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30, help="recalls per scope, and hook runs")
     parser.add_argument("--saves", type=int, default=20, help="log saves, and save-then-recall pairs")
     parser.add_argument("--keep", type=Path, help="build the stores here and keep them")
+    parser.add_argument(
+        "--reuse", action="store_true", help="with --keep: measure the stores built there before (no import)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.big and 50_000 not in sizes:
@@ -321,7 +329,7 @@ def main() -> None:
     report: dict = {"cpus": os.cpu_count(), "sizes": {}}
     try:
         for size in sizes:
-            report["sizes"][str(size)] = measure(size, work, base_env, args.queries, args.saves)
+            report["sizes"][str(size)] = measure(size, work, base_env, args.queries, args.saves, args.reuse)
             print(json.dumps({str(size): report["sizes"][str(size)]}), file=sys.stderr)
     finally:
         if args.keep is None:
