@@ -238,6 +238,33 @@ def _refold(tbl: Any, collection: str, plan: Plan) -> None:
     tbl.delete(f"id IN ({', '.join(sql_str(i) for i in gone)})")
 
 
+# Texts per call of the model, by length: at most 32, and at most TOKEN_BUDGET tokens (~4 characters
+# each) counted at the longest.  The model's working memory grows with batch x length^2 and its arena
+# keeps its peak: 64 texts of 256 tokens peaked at 1.49 GB in batches of 32, 0.52 GB in 8s and 0.36 GB
+# in 4s (the model alone: 0.28 GB); an import of 1,200 rows at 1.23 GB before, 0.74 GB with 8s.
+TOKEN_BUDGET = 1024
+
+
+def _embed_sorted(embedder: Any, texts: list[str]) -> tuple[list[list[float]] | None, str | None]:
+    """``embed_texts`` of ``texts`` (shortest first) in calls of at most ``TOKEN_BUDGET`` tokens."""
+    out: list[list[float]] = []
+    start = 0
+    while start < len(texts):
+        end = start + 1
+        while (
+            end < len(texts)
+            and end - start < 32
+            and (end - start + 1) * min(256, max(16, len(texts[end]) // 4)) <= TOKEN_BUDGET
+        ):
+            end += 1
+        vectors, why = embed_texts(embedder, texts[start:end])
+        if vectors is None:
+            return None, why
+        out += vectors
+        start = end
+    return out, None
+
+
 def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict:
     """Merge an export into the project (see the module docstring); ``source`` names the file.
     ``dry_run`` writes nothing and lists under ``changes`` what an import would add, update or delete."""
@@ -289,9 +316,11 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
             changes += [{"id": row["id"], "change": "update" if row["id"] in first.known else "add"} for row in todo]
             changes += [{"id": i, "change": "delete"} for i in [*first.deletes, *first.folds]]
         if todo and not dry_run:  # vectors only for what may be written (checked again under the lock)
-            vectors, why = embed_texts(embedder, [embedding_text(collection, r) for r in todo])
+            # Shortest first: the model pads a batch to its longest text (same vectors, ~2x faster).
+            ordered = sorted(todo, key=lambda r: len(embedding_text(collection, r)))
+            vectors, why = _embed_sorted(embedder, [embedding_text(collection, r) for r in ordered])
             degraded = degraded or why
-            for i, row in enumerate(todo):
+            for i, row in enumerate(ordered):
                 row["vector"] = vectors[i] if vectors else None
             stamp(collection, todo)
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError, NotFoundError, UsageError
+from contextware.errors import DamagedDataError, FieldError, NotFoundError, UsageError
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -18,6 +18,7 @@ from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
 from contextware.storage.integrity import CHECKED, stamp, verify_rows
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
+from contextware.storage.table_search import vector_rows
 from contextware.text import (
     check_unicode,
     chunk_text,
@@ -127,18 +128,23 @@ def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict | None:
 
 
 def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[dict]:
+    """The saved memories nearest to ``vector`` at or over ``similar_threshold``.  In the resident
+    service the search runs on its in-memory snapshot of the table (one matrix product, kept current by
+    its own writes: ``storage.table_search``), so a save does not scan the table."""
     if vector is None:
         return []
     table = project.db.open_table(collection)
     if table is None:
         return []
     threshold = float(project.config["similar_threshold"])
-    query = table.search(vector).distance_type("cosine").limit(5)
-    if collection == "facts":
-        query = query.where("status = 'active'", prefilter=True)
+    where = "status = 'active'" if collection == "facts" else None
     field = "summary" if collection == "episodes" else "text"
     out = []
-    for row in project.db.read(lambda: query.select(["id", field]).to_list()):
+    try:
+        nearest = vector_rows(project.db, collection, table, vector, where, 5)
+    except DamagedDataError:  # a damaged neighbour is reported by the reads, not by a save
+        return []
+    for row in nearest:
         score = 1.0 - float(row["_distance"])
         if score >= threshold and row["id"] not in exclude:
             out.append({"id": row["id"], "text": row[field], "score": round(score, 4)})

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from contextware.errors import DamagedDataError, ModelMismatchError, StorageError, disk_full, first_line, is_disk_full
 from contextware.settings import Settings, current_settings
 from contextware.storage.layout import is_local_uri
-from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, plain_table_schema, table_schema
+from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, SCALAR_INDEXES, plain_table_schema, table_schema
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 120.0
+# The bound on rows that a write may leave outside a table's indexes: past it the writer folds them in
+# (``Database._maintain``) before it returns.  A search scans its unindexed rows (~5 ms per 1,000 in
+# the full-text search), so a bulk write (an import, a crawl, a long log) is indexed at once rather than
+# after ``compact_after_fragments`` more writes.
+MAX_UNINDEXED_ROWS = 1000
 SCHEMA_TTL_S = 2.0
 # Old versions kept after a compaction on an object store (see Database._keep_versions).
 OBJECT_STORE_KEEP_MINUTES = 15
@@ -64,6 +69,17 @@ _DAMAGE_SIGNS = (
     "does not have sufficient data",
     "_indices/",  # an index file that is missing or unreadable (a damaged one reads as "legacy")
 )
+
+
+# What follows each write in this process, under the table's write lock: (after the write, answering
+# a token; after a compaction that followed, given that token).  ``table_search.keep_snapshots`` sets
+# it, so that the storage layer below it never imports it.
+_follower: tuple[Callable[..., Any], Callable[..., None]] | None = None
+
+
+def follow_writes(follower: tuple[Callable[..., Any], Callable[..., None]] | None) -> None:
+    global _follower
+    _follower = follower
 
 
 def storage_options(settings: Settings | None = None) -> dict[str, str]:
@@ -139,6 +155,7 @@ class Database:
         self._conn = None
         self._tables: dict[str, Any] = {}
         self._schemas: dict[int, tuple[Any, float, Any]] = {}  # id(table) -> (table, asked at, schema)
+        self._indexed: set[str] = set()  # tables found with every index of ``wanted_indexes``
 
     # -- connection -----------------------------------------------------------------------------
     @property
@@ -336,14 +353,29 @@ class Database:
                 result = with_retries(lambda: fn(table))
             # The write is committed: a failure to compact (a full disk, say) must not report it failed.
             try:
-                self._maintain(table)
+                self._after_write(name, table)
             except Exception:  # noqa: BLE001 - compaction is retried on the next write
                 pass
         return result
 
+    def _after_write(self, name: str, table: Any, force: bool = False) -> None:
+        """Let this process's in-memory view of the table follow the write (``follow_writes``: the
+        resident service's snapshots, so that its next recall costs what a recall costs), then
+        maintain the table; a compaction only re-keys the view (same rows)."""
+        follower = _follower
+        followed = None
+        if follower is not None:
+            try:
+                followed = follower[0](self, name, table)
+            except Exception:  # noqa: BLE001 - the next search reads the table afresh
+                followed = None
+        if self._maintain(table, force=force) and follower is not None and followed is not None:
+            follower[1](self, name, table, followed)
+
     def _maintain(self, table: Any, force: bool = False) -> bool:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table
-        has accumulated enough writes.  Called with the write lock held.
+        has accumulated enough writes or more than ``MAX_UNINDEXED_ROWS`` rows outside an index.
+        Called with the write lock held.
 
         On local disk old versions are dropped at once (``cleanup_older_than=0``): our writers are
         serialised by the lock, and a reader that loses a file to a concurrent cleanup retries
@@ -352,17 +384,32 @@ class Database:
         import warnings
 
         threshold = int(self.project.config["compact_after_fragments"])
+        self._ensure_indexes(table)
         if not force:
             try:
                 stats = table.stats()
             except Exception:  # noqa: BLE001
                 return False
-            if stats.get("fragment_stats", {}).get("num_small_fragments", 0) < threshold:
+            small = stats.get("fragment_stats", {}).get("num_small_fragments", 0)
+            if small < threshold and unindexed_rows(table) <= MAX_UNINDEXED_ROWS:
                 return False
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*cleanup_older_than.*")
             with_retries(lambda: table.optimize(cleanup_older_than=self._keep_versions()))
         return True
+
+    def _ensure_indexes(self, table: Any) -> None:
+        """Create the indexes a table lacks (one written by an older version); they are filled by the
+        ``optimize`` that follows or by a later one.  Checked once per table and process."""
+        name = getattr(table, "name", "")
+        if name in self._indexed:
+            return
+        try:
+            have = {i.columns[0] for i in table.list_indices() if i.columns}
+        except Exception:  # noqa: BLE001 - tried again on the next write
+            return
+        if _create_indexes(table, skip=have):
+            self._indexed.add(name)
 
     def _keep_versions(self) -> timedelta:
         """How long old versions outlive a compaction.  On an object store, writers on other machines
@@ -377,7 +424,7 @@ class Database:
         before = table.stats()
         with self.write_lock(name):
             table.checkout_latest()
-            self._maintain(table, force=True)
+            self._after_write(name, table, force=True)
         after = table.stats()
         return {
             "table": name,
@@ -429,16 +476,55 @@ def _damage_reported() -> Iterator[None]:
         raise
 
 
-def _declare_key_and_index(table: Any) -> None:
-    """The primary key makes concurrent ``merge_insert`` safe; the full-text index is created on
-    the empty table so that every later fragment is covered and compaction can merge them all."""
-    from lancedb.index import FTS
+def wanted_indexes(table: Any) -> list[tuple[str, str]]:
+    """(column, type) of every index the table should have: FTS on the search text, BTREE on ``id``
+    and the scalar indexes of ``schemas.SCALAR_INDEXES``, for the columns its schema has."""
+    names = set(table.schema.names)
+    wanted = [("id", "BTREE")]
+    if FTS_COLUMN in names:  # tables without text to search (kv) have no FTS index
+        wanted.append((FTS_COLUMN, "FTS"))
+    wanted += [(c, kind) for c, kind in SCALAR_INDEXES.get(getattr(table, "name", ""), ()) if c in names]
+    return wanted
 
-    steps = [lambda: table.set_unenforced_primary_key("id")]
-    if FTS_COLUMN in table.schema.names:  # tables without text to search (kv) have no FTS index
-        steps.append(lambda: table.create_index(FTS_COLUMN, config=FTS(with_position=False)))
-    for step in steps:
+
+def unindexed_rows(table: Any) -> int:
+    """The most rows any index of the table does not cover yet (0 when it has no index)."""
+    worst = 0
+    try:
+        for index in table.list_indices():
+            stats = table.index_stats(index.name)
+            if stats is not None:
+                worst = max(worst, int(stats.num_unindexed_rows))
+    except Exception:  # noqa: BLE001 - an unreadable index is found by the search that needs it
+        return 0
+    return worst
+
+
+def _create_indexes(table: Any, skip: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+    """Create the table's ``wanted_indexes`` not in ``skip``; True when none failed."""
+    from lancedb.index import FTS, Bitmap, BTree
+
+    configs = {"FTS": lambda: FTS(with_position=False), "BTREE": BTree, "BITMAP": Bitmap}
+    ok = True
+    for column, kind in wanted_indexes(table):
+        if column in skip:
+            continue
+
+        def create(column: str = column, kind: str = kind) -> Any:
+            return table.create_index(column, config=configs[kind](), replace=False)
+
         try:
-            step()
-        except Exception:  # noqa: BLE001 - done already by a concurrent creator
-            pass
+            with_retries(create)
+        except Exception as exc:  # noqa: BLE001 - done already by a concurrent creator
+            ok = ok and "already exists" in str(exc).lower()
+    return ok
+
+
+def _declare_key_and_index(table: Any) -> None:
+    """The primary key makes concurrent ``merge_insert`` safe; the indexes are created on the empty
+    table so that every later fragment is covered and compaction can merge them all."""
+    try:
+        table.set_unenforced_primary_key("id")
+    except Exception:  # noqa: BLE001 - done already by a concurrent creator
+        pass
+    _create_indexes(table)

@@ -58,6 +58,17 @@ PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
 # when the links were made (null: never linked, which ``memory repair`` does).
 CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
 
+# Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
+# ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
+# for columns of many values, BITMAP for a few.  Every table has a BTREE on ``id`` (``storage.database``).
+SCALAR_INDEXES: dict[str, tuple[tuple[str, str], ...]] = {
+    "facts": (("text_hash", "BTREE"), ("created_at", "BTREE"), ("status", "BITMAP")),
+    "episodes": (("text_hash", "BTREE"), ("created_at", "BTREE")),
+    "logs": (("text_hash", "BTREE"), ("session_id", "BTREE"), ("created_at", "BTREE")),
+    CODE_TABLE: (("file_path", "BTREE"),),
+    CHUNKS_TABLE: (("file_path", "BTREE"),),
+}
+
 
 def _columns(name: str) -> list[tuple[str, str]]:
     common_tail = [("text_hash", "string"), ("search_text", "string")]

@@ -221,3 +221,39 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     with pytest.raises(DamagedDataError) as exc:
         ask(Project.open(project.root), "which database do we support?", min_confidence=0.0)
     assert "memory.py repair" in exc.value.message
+
+
+def test_a_write_is_applied_to_the_snapshot_not_reloaded(filled, snapshots):
+    """The service's own writes (saves, a supersession, a compaction) bring its snapshot up to date
+    in place: the next recall reads no table, and answers what LanceDB answers."""
+    project, ids = filled
+    ask(project, "where are invoices queued?")
+    slot = (project.db.uri, "facts")
+    held, loads = table_search._snapshots[slot].n, table_search.loads
+    added = records.save_fact(project, "Invoices are queued in Kafka since the March migration.", kind="decision")
+    newer = records.save_fact(project, "Postgres 17 is the only supported database.", supersedes=ids[1])
+    project.db.compact("facts")
+    snap = table_search._snapshots[slot]
+    assert table_search.loads == loads and snap.n == held + 3  # two new rows, one replaced, none read again
+    assert snap.key == table_search.version_key(project.db, "facts", project.db.open_table("facts"))
+    served = _answers(project) + _answers(project, kind="constraint")
+    assert table_search._snapshots[slot] is snap and table_search.loads == loads
+    got = [r["id"] for r in ask(project, "which database do we support?", min_confidence=0.0)["results"]]
+    assert newer["id"] in got and ids[1] not in got  # the superseded row left the filter's rows too
+    assert added["id"] in [r["id"] for r in ask(project, "are invoices queued in Kafka?")["results"]]
+    table_search.drop_snapshots()
+    assert served == _answers(project) + _answers(project, kind="constraint")
+
+
+def test_a_delete_reads_the_table_again(filled, snapshots):
+    project, ids = filled
+    ask(project, "how do we deploy?")
+    records.delete(project, ids[3])
+    assert ids[3] not in [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
+
+
+def test_a_save_finds_its_near_duplicates_in_the_snapshot(filled, snapshots):
+    project, ids = filled
+    ask(project, "how do we deploy?")
+    out = records.save_fact(project, "Deploys go through fly deploy from the main branch only.", kind="convention")
+    assert ids[3] in [s["id"] for s in out["similar"]]
