@@ -66,7 +66,7 @@ _GENERIC_STEMS = frozenset(
 )
 
 
-def _rows(project: "Project", table: str, columns: list[str], where: str | None = None) -> list[dict]:
+def _rows(project: "Project", table: str, columns: list[str], where: str | None = None) -> list[dict[str, Any]]:
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
@@ -76,7 +76,7 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     check = any(c in guarded and c not in ("id", "file_path", "namespace") for c in columns)
     selected = [*columns, *(c for c in (*guarded, CHECKSUM_COLUMN) if c not in columns)] if check else columns
 
-    def query() -> list[dict]:
+    def query() -> list[dict[str, Any]]:
         q = tbl.search().select(selected)
         if where:
             q = q.where(where)
@@ -114,11 +114,11 @@ RECENT_EPISODES = 5
 OPEN_FAILURES = 10
 
 
-def _newest_first(rows: list[dict]) -> list[dict]:
+def _newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r.get("created_at") or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
 
 
-def collapse(rows: list[dict], threshold: float) -> list[dict]:
+def collapse(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
     """Rows (newest first) without their near-duplicates: each group of rows whose stored vectors
     are at least ``threshold`` alike is represented by its newest member.  Rows without a vector
     are kept as they are."""
@@ -142,10 +142,10 @@ def collapse(rows: list[dict], threshold: float) -> list[dict]:
 # What a long-lived process (the resident service) computed from a table at one version: the
 # briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
 # cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
-_derived: dict[tuple[str, str], tuple[tuple[int, float, tuple], list[dict]]] = {}
+_derived: dict[tuple[str, str], tuple[tuple[int, float, tuple[Any, ...]], list[dict[str, Any]]]] = {}
 
 
-def _data_files_stamp(db_uri: str, table: str) -> tuple | None:
+def _data_files_stamp(db_uri: str, table: str) -> tuple[Any, ...] | None:
     """Name, size and mtime of each of a local table's data files: a byte changed in place (bit rot,
     a bad disk) changes no table version, and a reused section would hide it from the row checks.
     None for an object store, so nothing is reused there."""
@@ -158,7 +158,7 @@ def _data_files_stamp(db_uri: str, table: str) -> tuple | None:
         return None
 
 
-def _size_mtime(entry: os.DirEntry) -> tuple[int, int]:
+def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
     st = entry.stat()
     return st.st_size, st.st_mtime_ns
 
@@ -169,10 +169,10 @@ class _Memory:
     def __init__(self, project: "Project", code: Callable[[], Any]) -> None:
         self.project = project
         self.threshold = float(project.config["similar_threshold"])
-        self._episode_rows: list[dict] | None = None
+        self._episode_rows: list[dict[str, Any]] | None = None
         self.code = code  # the code index section (``_code``), read beside the other sections
 
-    def _derive(self, table: str, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
+    def _derive(self, table: str, what: str, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """``compute()``, or what it gave before for the same table version and threshold."""
         try:
             tbl = self.project.db.open_table(table)
@@ -189,7 +189,7 @@ class _Memory:
             _derived[slot] = (stamp, [dict(r) for r in value])
         return value
 
-    def _facts(self) -> list[dict]:
+    def _facts(self) -> list[dict[str, Any]]:
         rows = _rows(
             self.project,
             "facts",
@@ -199,11 +199,11 @@ class _Memory:
         collapsed = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
         return [{"id": r["id"], "text": r["text"], "kind": r["kind"], **_links(r)} for r in collapsed]
 
-    def facts(self, kind: str) -> list[dict]:
+    def facts(self, kind: str) -> list[dict[str, Any]]:
         rows = [r for r in self._derive("facts", "active", self._facts) if r["kind"] == kind]
         return self.flagged("facts", [{"id": r["id"], "text": r["text"], **_links(r)} for r in rows])
 
-    def flagged(self, collection: str, items: list[dict]) -> list[dict]:
+    def flagged(self, collection: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Items without their links, each flagged ``may_be_stale`` when the code it names changed
         (judged now, not cached with the table: the code index changes on its own)."""
         from contextware.memory.code_links import stale_flag
@@ -214,17 +214,17 @@ class _Memory:
             out.append({**item, **stale_flag(self.project, collection, links)})
         return out
 
-    def _episodes(self) -> list[dict]:
+    def _episodes(self) -> list[dict[str, Any]]:
         if self._episode_rows is None:
             columns = ["id", "goal", "result", "summary", "category", "created_at", "vector", *_LINKS]
             self._episode_rows = _newest_first(_rows(self.project, "episodes", columns))
         return self._episode_rows
 
-    def open_failures(self) -> list[dict]:
+    def open_failures(self) -> list[dict[str, Any]]:
         rows = self._derive("episodes", "open_failures", lambda: self._open_failures(self._episodes()))
         return self.flagged("episodes", rows)
 
-    def _open_failures(self, rows: list[dict]) -> list[dict]:
+    def _open_failures(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
         success of a near-duplicate task resolved (one matrix product: failures x successes)."""
         import numpy as np
@@ -244,8 +244,8 @@ class _Memory:
         out = [rows[i] for i in failed if i not in resolved]
         return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
 
-    def recent(self) -> list[dict]:
-        def compute() -> list[dict]:
+    def recent(self) -> list[dict[str, Any]]:
+        def compute() -> list[dict[str, Any]]:
             done = [r for r in self._episodes() if r["result"] == "success"]
             return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
 
@@ -257,11 +257,11 @@ class _Memory:
 _LINKS = ("code_links", "code_hashes")
 
 
-def _links(r: dict) -> dict:
+def _links(r: dict[str, Any]) -> dict[str, Any]:
     return {k: r.get(k) for k in _LINKS}
 
 
-def _episode(r: dict, text_key: str) -> dict:
+def _episode(r: dict[str, Any], text_key: str) -> dict[str, Any]:
     return {
         "id": r["id"],
         "goal": r["goal"],
@@ -277,7 +277,7 @@ def _stem(path: str) -> str:
     return (p.parent.name if p.stem == "__init__" else p.stem).lower()
 
 
-def central_files(project: "Project", version: int | None) -> list[dict]:
+def central_files(project: "Project", version: int | None) -> list[dict[str, Any]]:
     cache = project.data_dir / "cache" / "central_files.json"
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
@@ -301,7 +301,7 @@ def central_files(project: "Project", version: int | None) -> list[dict]:
         stem = _stem(r["file_path"])
         if len(stem) >= 4 and stem not in _GENERIC_STEMS:
             by_stem.setdefault(stem, []).append(r["file_path"])
-    mentions: Counter = Counter()
+    mentions: Counter[str] = Counter()
     for r in rows:
         own = _stem(r["file_path"])
         for stem in set(r["imports"]) & by_stem.keys():
@@ -346,7 +346,7 @@ def first_sentence(text: str, limit: int = 160) -> str:
     return cut_at_word(out, limit)
 
 
-def _offload_sessions(project: "Project") -> list[dict]:
+def _offload_sessions(project: "Project") -> list[dict[str, Any]]:
     """Offload sessions, most recently used first, as the sessions module lists them."""
     from contextware.offload.session_admin import session_list
 
@@ -364,7 +364,7 @@ def _offload_sessions(project: "Project") -> list[dict]:
     return out
 
 
-def _store(project: "Project") -> list[dict]:
+def _store(project: "Project") -> list[dict[str, Any]]:
     """Namespaces and their key counts: one column read (the store's limits and access log are not
     needed here, and a bad store setting must not cost the session its briefing)."""
     from contextware.storage.schemas import KV_TABLE
@@ -374,7 +374,7 @@ def _store(project: "Project") -> list[dict]:
 
 
 # -- rendering within the budget -----------------------------------------------------------------
-def render_markdown(ctx: dict) -> str:
+def render_markdown(ctx: dict[str, Any]) -> str:
     p = ctx["project"]
     lines = [f"# Project memory: {p['name']} ({p['id']})", f"Root: {p['root']}"]
     if p.get("last_session"):
@@ -425,7 +425,7 @@ _SOURCES: tuple[tuple[str, Callable[[_Memory], Any], int | None], ...] = (
 SECTIONS = tuple(name for name, _, _ in _SOURCES)
 
 
-def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict:
+def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict[str, Any]:
     if not 100 <= budget_tokens <= 100_000:
         raise UsageError("--budget-tokens must be between 100 and 100000.", code="bad_budget")
     from concurrent.futures import ThreadPoolExecutor
@@ -438,7 +438,7 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         return _assemble(project, budget_tokens, sessions.result(), _Memory(project, code.result))
 
 
-def _assemble(project: "Project", budget_tokens: int, sessions: dict, memory: _Memory) -> dict:
+def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], memory: _Memory) -> dict[str, Any]:
     head = {"id": project.id, "name": project.root.name, "root": str(project.root), **sessions}
     ctx: dict[str, Any] = {"project": head}
     unavailable: dict[str, str] = {}
@@ -489,12 +489,12 @@ def _assemble(project: "Project", budget_tokens: int, sessions: dict, memory: _M
     }
 
 
-def _stale(item: dict) -> str:
+def _stale(item: dict[str, Any]) -> str:
     """The flag of a memory whose code changed since it was saved (``memory.code_links``)."""
     return f" (may be stale: {item['may_be_stale']})" if item.get("may_be_stale") else ""
 
 
-def render_fenced(ctx: dict, limit: int | None = None) -> str:
+def render_fenced(ctx: dict[str, Any], limit: int | None = None) -> str:
     """The briefing as markdown inside the memory fence (``contextware.fence``), every stored text on
     one line: what ``context.py --format text``, the MCP tool and the SessionStart hook show."""
     from contextware.fence import fence, inline_all
@@ -502,6 +502,6 @@ def render_fenced(ctx: dict, limit: int | None = None) -> str:
     return fence(render_markdown(inline_all(ctx)), limit)
 
 
-def _ordered(ctx: dict) -> dict:
+def _ordered(ctx: dict[str, Any]) -> dict[str, Any]:
     """The sections in priority order (items were added in queue order)."""
     return {"project": ctx["project"], **{name: ctx[name] for name in SECTIONS if name in ctx}}

@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 LOGS = "logs"
 
 
-def _turn_key(row: dict) -> tuple:
+def _turn_key(row: dict[str, Any]) -> tuple[Any, ...]:
     digest = str(row.get("text_hash") or row["id"]).split(":", 1)[0]
     return row.get("session_id"), row.get("role"), digest
 
 
-def clean_injected_logs(project: "Project") -> dict:
+def clean_injected_logs(project: "Project") -> dict[str, Any]:
     """Rewrite or remove logs that carry an injected block; returns counts of turns."""
     import pyarrow as pa
 
@@ -51,7 +51,7 @@ def clean_injected_logs(project: "Project") -> dict:
         return {"checked": 0, "cleaned": 0, "removed": 0}
     columns = [c for c in table.schema.names if c not in ("vector", FTS_COLUMN)]
     rows = db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
-    turns: dict[tuple, list[dict]] = defaultdict(list)
+    turns: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         turns[_turn_key(row)].append(row)
     polluted = {k: v for k, v in turns.items() if any(has_injected(r.get("text") or "") for r in v)}
@@ -60,7 +60,7 @@ def clean_injected_logs(project: "Project") -> dict:
         return out
     chunk_size = int(project.config["log_chunk_chars"])
     doomed: list[str] = []
-    new_rows: list[dict] = []
+    new_rows: list[dict[str, Any]] = []
     for chunks in polluted.values():
         chunks.sort(key=lambda r: r.get("chunk_index") or 0)
         doomed += [r["id"] for r in chunks]
@@ -104,12 +104,12 @@ def clean_injected_logs(project: "Project") -> dict:
 _TEXT_FIELDS = {"facts": ("text",), "episodes": ("goal", "summary"), "logs": ("text",)}
 
 
-def _rows(project: "Project", table: Any, skip: tuple[str, ...] = ("vector",)) -> list[dict]:
+def _rows(project: "Project", table: Any, skip: tuple[str, ...] = ("vector",)) -> list[dict[str, Any]]:
     columns = [c for c in table.schema.names if c not in skip]
     return project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
 
 
-def scrub_secrets(project: "Project") -> dict:
+def scrub_secrets(project: "Project") -> dict[str, Any]:
     """Re-redact every stored text with the current detectors; returns rows changed per table."""
     out: dict[str, int] = {}
     for name, fields in _TEXT_FIELDS.items():

@@ -90,11 +90,11 @@ class _Names:
     defines: dict[str, set[str]] = field(default_factory=dict)  # path -> its symbols
 
 
-_cache: dict[tuple[str, str], tuple[tuple, Any, float]] = {}  # slot -> (versions, value, checked at)
+_cache: dict[tuple[str, str], tuple[tuple[Any, ...], Any, float]] = {}  # slot -> (versions, value, checked at)
 _cache_lock = threading.Lock()
 
 
-def _key(project: "Project", name: str) -> tuple | None:
+def _key(project: "Project", name: str) -> tuple[Any, ...] | None:
     from contextware.storage.table_search import version_key
 
     table = project.db.open_table(name)
@@ -125,7 +125,7 @@ def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Any) -
     return value
 
 
-def _read(project: "Project", name: str, columns: list[str]) -> dict[str, list]:
+def _read(project: "Project", name: str, columns: list[str]) -> dict[str, list[Any]]:
     table = project.db.open_table(name)
     if table is None:
         return {c: [] for c in columns}
@@ -250,7 +250,7 @@ def find_links(project: "Project", texts: Iterable[str | None]) -> list[str] | N
     return list(found)[:MAX_LINKS]
 
 
-def link_row(project: "Project", collection: str, row: dict) -> None:
+def link_row(project: "Project", collection: str, row: dict[str, Any]) -> None:
     """Set the row's ``code_links``, ``code_hashes`` and ``linked_at`` from its text and the code
     index now (all null when the project has no code index yet)."""
     if collection not in LINKED_COLLECTIONS:
@@ -267,7 +267,7 @@ def link_row(project: "Project", collection: str, row: dict) -> None:
     row["linked_at"] = utcnow()
 
 
-def link_rows(project: "Project", collection: str, rows: Iterable[dict]) -> None:
+def link_rows(project: "Project", collection: str, rows: Iterable[dict[str, Any]]) -> None:
     for row in rows:
         link_row(project, collection, row)
 
@@ -277,7 +277,7 @@ def _day(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else "an unknown date"
 
 
-def stale_note(project: "Project", collection: str, row: dict) -> str | None:
+def stale_note(project: "Project", collection: str, row: dict[str, Any]) -> str | None:
     """Why the memory may be stale ("src/http/retry.py changed on 2026-11-20"), or None."""
     links = row.get("code_links")
     if not links or collection not in LINKED_COLLECTIONS:
@@ -305,7 +305,7 @@ def stale_note(project: "Project", collection: str, row: dict) -> str | None:
     return "; ".join(notes) or None
 
 
-def stale_flag(project: "Project", collection: str, row: dict) -> dict[str, str]:
+def stale_flag(project: "Project", collection: str, row: dict[str, Any]) -> dict[str, str]:
     """``{"may_be_stale": note}`` for a memory whose linked code changed, else ``{}``."""
     note = stale_note(project, collection, row)
     return {FLAG: note} if note else {}
@@ -328,7 +328,7 @@ def link_unlinked(project: "Project") -> dict[str, Any]:
             continue
         columns = [c for c in table.schema.names if c != FTS_COLUMN]
 
-        def unlinked(t: Any = table, c: list[str] = columns) -> list[dict]:
+        def unlinked(t: Any = table, c: list[str] = columns) -> list[dict[str, Any]]:
             return t.search().where("linked_at IS NULL").select(c).limit(None).to_list()
 
         rows = project.db.read(unlinked)
@@ -340,7 +340,7 @@ def link_unlinked(project: "Project") -> dict[str, Any]:
         out["linked"] += sum(1 for r in rows if r.get("code_links"))
         ids = {r["id"]: r for r in rows}
 
-        def write(tbl: Any, ids: dict[str, dict] = ids) -> None:
+        def write(tbl: Any, ids: dict[str, dict[str, Any]] = ids) -> None:
             from contextware.text import sql_str
 
             # Only rows still unlinked now, with their current content (another writer may have

@@ -58,11 +58,11 @@ __all__ = ["DEFAULT_FILE", "FORMAT", "VERSION", "export_memory", "import_memory"
 
 
 # -- export -----------------------------------------------------------------------------------------
-def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list[dict], dict[str, int]]:
+def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The entries to export (memories, and the tombstones of deleted ones that still win) in file
     order, and how many secrets were masked on the way out."""
     redacted: dict[str, int] = {}
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     stones = tombstones.load(project)
     for name in MEMORY_TABLES:
         if name == "logs" and not include_logs:
@@ -72,7 +72,7 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
             continue
         columns = [c for c in FIELDS[name] if c in table.schema.names]
 
-        def read_all(t: Any = table, c: list[str] = columns) -> list[dict]:
+        def read_all(t: Any = table, c: list[str] = columns) -> list[dict[str, Any]]:
             return t.search().select(c).limit(None).to_arrow().to_pylist()
 
         for row in project.db.read(read_all):
@@ -95,11 +95,11 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
     return out, redacted
 
 
-def render_jsonl(rows: list[dict]) -> str:
+def render_jsonl(rows: list[dict[str, Any]]) -> str:
     return render(rows)
 
 
-def export_memory(project: "Project", path: Path | None, *, include_logs: bool = False) -> dict:
+def export_memory(project: "Project", path: Path | None, *, include_logs: bool = False) -> dict[str, Any]:
     """Write the export to ``path`` (default ``<root>/.contextware/memory.jsonl``); with ``path`` None
     the text is returned under ``jsonl`` for the caller to print."""
     rows, redacted = export_rows(project, include_logs=include_logs)
@@ -132,7 +132,7 @@ def export_memory(project: "Project", path: Path | None, *, include_logs: bool =
 
 
 # -- import -----------------------------------------------------------------------------------------
-def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
+def _prepare(collection: str, row: dict[str, Any], redacted: dict[str, int]) -> dict[str, Any]:
     for key in (*TEXT_FIELDS, "session_id"):
         if isinstance(row.get(key), str):
             ident = key == "session_id"  # an id: kept as it is, and only the shapes run on it
@@ -153,7 +153,7 @@ def _prepare(collection: str, row: dict, redacted: dict[str, int]) -> dict:
 class Plan(NamedTuple):
     """What an import does to one table, decided against its rows now."""
 
-    todo: list[dict]  # file rows to write
+    todo: list[dict[str, Any]]  # file rows to write
     duplicates: dict[str, str]  # file id -> the id kept (the same text, a smaller id here)
     unchanged: int
     known: set[str]  # ids of the rows to write that exist here
@@ -161,10 +161,10 @@ class Plan(NamedTuple):
     folds: dict[str, str]  # local id -> the smaller id of the same text that replaces it
 
 
-def _plan(table: Any, collection: str, rows: list[dict], stones: dict[str, dict]) -> Plan:
+def _plan(table: Any, collection: str, rows: list[dict[str, Any]], stones: dict[str, dict[str, Any]]) -> Plan:
     """Each id's later version among this table's row, the file's row and the tombstones
     (``stones``, local and the file's), then active memories of one text folded into the smallest id."""
-    local: dict[str, dict] = {}
+    local: dict[str, dict[str, Any]] = {}
     if table is not None:
         columns = [c for c in (*FIELDS[collection], "text_hash") if c in table.schema.names]
         for r in table.search().select(columns).limit(None).to_arrow().to_pylist():
@@ -172,7 +172,7 @@ def _plan(table: Any, collection: str, rows: list[dict], stones: dict[str, dict]
     theirs = {r["id"]: r for r in rows}
     contested = {*theirs, *(i for i in stones if i in local)}
     mine = {i: written_form(collection, local[i]) for i in contested if i in local}
-    winner: dict[str, tuple[str, dict]] = {i: ("local", r) for i, r in local.items() if i not in contested}
+    winner: dict[str, tuple[str, dict[str, Any]]] = {i: ("local", r) for i, r in local.items() if i not in contested}
     for i in contested:
         options = [("local", mine.get(i)), ("file", written_form(collection, theirs[i]) if i in theirs else None)]
         options.append(("stone", stones.get(i)))
@@ -265,14 +265,14 @@ def _embed_sorted(embedder: Any, texts: list[str]) -> tuple[list[list[float]] | 
     return out, None
 
 
-def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict:
+def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict[str, Any]:
     """Merge an export into the project (see the module docstring); ``source`` names the file.
     ``dry_run`` writes nothing and lists under ``changes`` what an import would add, update or delete."""
     import pyarrow as pa
 
     entries = read_entries(text)
-    by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
-    file_stones: list[dict] = []
+    by_collection: dict[str, list[dict[str, Any]]] = {name: [] for name in MEMORY_TABLES}
+    file_stones: list[dict[str, Any]] = []
     for entry in entries.values():
         if tombstones.is_tombstone(entry):
             file_stones.append(entry)
@@ -283,7 +283,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
     report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}
     if len(split_conflicts(text)) == 2:
         report["conflict_markers"] = "merged both sides"
-    changes: list[dict] = []
+    changes: list[dict[str, Any]] = []
     totals = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "deleted": 0}
     degraded = None
     embedder = project.embedder
@@ -307,7 +307,9 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)
 
-        def plan(t: Any = table, c: str = collection, r: list[dict] = rows, s: dict = stones) -> Plan:
+        def plan(
+            t: Any = table, c: str = collection, r: list[dict[str, Any]] = rows, s: dict[str, Any] = stones
+        ) -> Plan:
             return _plan(t, c, r, s)
 
         first = project.db.read(plan)
@@ -324,7 +326,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 row["vector"] = vectors[i] if vectors else None
             stamp(collection, todo)
 
-        def write(tbl: Any, c: str = collection, r: list[dict] = rows, s: dict = stones) -> Plan:
+        def write(tbl: Any, c: str = collection, r: list[dict[str, Any]] = rows, s: dict[str, Any] = stones) -> Plan:
             now = _plan(tbl, c, r, s)
             late = [row for row in now.todo if "vector" not in row]  # changed meanwhile by another writer
             if late:

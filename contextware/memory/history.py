@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MAX_CHAIN = 1000
 
 
-def history(project: "Project", record_id: str) -> dict:
+def history(project: "Project", record_id: str) -> dict[str, Any]:
     """``{"id", "collection", "current", "chain": [oldest ... newest], "missing": [...]}``.
 
     ``current`` is the id of the chain's active fact (None when every link is superseded), and
@@ -31,14 +31,14 @@ def history(project: "Project", record_id: str) -> dict:
         record = public_row(row, collection)
         return {"id": record_id, "collection": collection, "current": record_id, "chain": [record], "missing": []}
 
-    def fetch(fact_id: str) -> dict | None:
+    def fetch(fact_id: str) -> dict[str, Any] | None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(fact_id)}").limit(1).to_list())
         return rows[0] if rows else None
 
     seen = {record_id}
     missing: list[str] = []
-    older: list[dict] = []
-    newer: list[dict] = []
+    older: list[dict[str, Any]] = []
+    newer: list[dict[str, Any]] = []
     for link, out in (("supersedes", older), ("superseded_by", newer)):
         cursor: dict[str, Any] = row
         while cursor.get(link) and len(seen) < MAX_CHAIN:

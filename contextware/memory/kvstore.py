@@ -255,25 +255,25 @@ def _fold_access_log(project: "Project", column: dict[str, int]) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def _meta_rows(table: Any, where: str | None = None) -> list[dict]:
+def _meta_rows(table: Any, where: str | None = None) -> list[dict[str, Any]]:
     query = table.search().select(META_COLUMNS)
     if where:
         query = query.where(where)
     return query.limit(None).to_arrow().to_pylist()
 
 
-def _read_meta(project: "Project", where: str | None = None) -> list[dict]:
+def _read_meta(project: "Project", where: str | None = None) -> list[dict[str, Any]]:
     table = project.db.open_table(KV_TABLE)
     if table is None:
         return []
     return project.db.read(lambda: _meta_rows(table, where))
 
 
-def _accessed(row: dict, access: dict[str, int]) -> int:
+def _accessed(row: dict[str, Any], access: dict[str, int]) -> int:
     return max(_us(row.get("accessed_at")), access.get(row["id"], 0))
 
 
-def _public(row: dict, access: dict[str, int]) -> dict:
+def _public(row: dict[str, Any], access: dict[str, int]) -> dict[str, Any]:
     return {
         "namespace": row["namespace"],
         "key": row["key"],
@@ -285,7 +285,7 @@ def _public(row: dict, access: dict[str, int]) -> dict:
 
 
 # -- the API --------------------------------------------------------------------------------------
-def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
+def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, Any]:
     """Store a JSON value under (namespace, key), evicting by policy to keep the limits."""
     import pyarrow as pa
 
@@ -306,7 +306,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
     rid = record_id(namespace, key)
     project.ensure_data_dir()
 
-    def write(table: Any) -> dict:
+    def write(table: Any) -> dict[str, Any]:
         others = {r["id"]: r for r in _meta_rows(table)}
         existing = others.pop(rid, None)
         access = _read_access(project)
@@ -365,16 +365,16 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict:
 
 
 def _plan_evictions(
-    others: list[dict], namespace: str, size: int, limits: dict, access: dict[str, int]
-) -> list[tuple[dict, str]]:
+    others: list[dict[str, Any]], namespace: str, size: int, limits: dict[str, Any], access: dict[str, int]
+) -> list[tuple[dict[str, Any], str]]:
     """Which rows to remove so that, with the new value in ``namespace``, every limit holds."""
 
-    def rank(row: dict) -> tuple:
+    def rank(row: dict[str, Any]) -> tuple[Any, ...]:
         when = _accessed(row, access) if policy_for(limits, row["namespace"]) == "lru" else _us(row.get("updated_at"))
         return (when, _us(row.get("created_at")), row["id"])
 
     remaining = sorted(others, key=rank)
-    evicted: list[tuple[dict, str]] = []
+    evicted: list[tuple[dict[str, Any], str]] = []
     counts: dict[str, int] = {}
     for row in remaining:
         counts[row["namespace"]] = counts.get(row["namespace"], 0) + 1
@@ -395,17 +395,17 @@ def _plan_evictions(
     return evicted
 
 
-def load(project: "Project", namespace: str, key: str, *, touch: bool = True) -> dict:
+def load(project: "Project", namespace: str, key: str, *, touch: bool = True) -> dict[str, Any]:
     """The value under (namespace, key); ``NotFoundError`` when there is none.  Records the access
     for LRU eviction unless ``touch`` is false."""
     namespace = check_namespace(namespace)
     key = check_key(key)
     rid = record_id(namespace, key)
     table = project.db.open_table(KV_TABLE)
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     if table is not None:
 
-        def query() -> list[dict]:
+        def query() -> list[dict[str, Any]]:
             return (
                 table.search()
                 .where(f"id = {sql_str(rid)}")
@@ -437,7 +437,7 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
     }
 
 
-def list_keys(project: "Project", namespace: str | None = None) -> dict:
+def list_keys(project: "Project", namespace: str | None = None) -> dict[str, Any]:
     """The keys (without values) of one namespace, or of all of them (``None`` or ``*``)."""
     ns = None if namespace in (None, ALL) else check_namespace(namespace)
     rows = _read_meta(project, f"namespace = {sql_str(ns)}" if ns else None)
@@ -446,7 +446,7 @@ def list_keys(project: "Project", namespace: str | None = None) -> dict:
     return {"namespace": ns or ALL, "count": len(keys), "bytes": sum(k["size"] for k in keys), "keys": keys}
 
 
-def delete(project: "Project", namespace: str, key: str | None) -> dict:
+def delete(project: "Project", namespace: str, key: str | None) -> dict[str, Any]:
     """Delete one key; ``key='*'`` clears a namespace; ``namespace='*'`` clears the whole store."""
     ns = check_namespace(namespace, allow_all=True)
     if ns == ALL:
@@ -458,10 +458,10 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict:
     else:
         key = check_key(key, allow_all=True)
         where = f"namespace = {sql_str(ns)}" if key == ALL else f"id = {sql_str(record_id(ns, key))}"
-    deleted: list[dict] = []
+    deleted: list[dict[str, Any]] = []
     if project.db.open_table(KV_TABLE) is not None:
 
-        def write(table: Any) -> list[dict]:
+        def write(table: Any) -> list[dict[str, Any]]:
             doomed = _meta_rows(table, where)
             if doomed:
                 table.delete(where)
@@ -480,26 +480,26 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict:
     }
 
 
-def stats(project: "Project", namespace: str | None = None) -> dict:
+def stats(project: "Project", namespace: str | None = None) -> dict[str, Any]:
     """Size and entries per namespace, the oldest value and the last write, against the limits.
     The totals are the project's; ``namespace`` only narrows the per-namespace list."""
     limits = settings(project)
     ns_filter = None if namespace in (None, ALL) else check_namespace(namespace)
     rows = _read_meta(project)
     access = _read_access(project) if rows else {}
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["namespace"], []).append(row)
     if ns_filter:
         groups = {ns_filter: groups.get(ns_filter, [])}
 
-    def oldest(items: list[dict]) -> dict | None:
+    def oldest(items: list[dict[str, Any]]) -> dict[str, Any] | None:
         if not items:
             return None
         row = min(items, key=lambda r: (_us(r.get("updated_at")), r["id"]))
         return {"namespace": row["namespace"], "key": row["key"], "updated_at": iso(row.get("updated_at"))}
 
-    def newest(items: list[dict], column: str) -> str | None:
+    def newest(items: list[dict[str, Any]], column: str) -> str | None:
         times = [_accessed(r, access) if column == "accessed_at" else _us(r.get(column)) for r in items]
         return iso(_from_us(max(times))) if times else None
 

@@ -31,7 +31,7 @@ def _disk_bytes(path: str) -> int | None:
     return total
 
 
-def stats(project: "Project") -> dict:
+def stats(project: "Project") -> dict[str, Any]:
     db = project.db
     tables: dict[str, Any] = {}
     last_write = None
@@ -110,7 +110,7 @@ def resolved_from(project: "Project") -> tuple[str, str]:
     return root_from, data_from
 
 
-def reembed(project: "Project", *, all_rows: bool = False) -> dict:
+def reembed(project: "Project", *, all_rows: bool = False) -> dict[str, Any]:
     """Fill in missing vectors, or rebuild every vector when the configured model changed."""
     import pyarrow as pa
 
@@ -149,11 +149,11 @@ def reembed(project: "Project", *, all_rows: bool = False) -> dict:
     return report
 
 
-def compact(project: "Project") -> dict:
+def compact(project: "Project") -> dict[str, Any]:
     return {"tables": [project.db.compact(name) for name in project.db.table_names()]}
 
 
-def repair(project: "Project") -> dict:
+def repair(project: "Project") -> dict[str, Any]:
     """Make every table readable again, keeping every row that can be read (``storage.salvage``):
     roll back past unreadable manifests, salvage rows by range and by row, re-embed damaged vectors,
     and move aside (under ``damaged/``) only what cannot be read.  Reports per table and in total how

@@ -90,7 +90,7 @@ def _valid_id(record_id: str) -> bool:
     return bool(_ID.match(record_id))
 
 
-def _check_id(raw: dict) -> tuple[str, str]:
+def _check_id(raw: dict[str, Any]) -> tuple[str, str]:
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
     if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
@@ -98,7 +98,7 @@ def _check_id(raw: dict) -> tuple[str, str]:
     return record_id, collection
 
 
-def check_row(raw: Any) -> tuple[str, dict]:
+def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
     if not isinstance(raw, dict):
         raise _bad(None, "it is not a JSON object.")
@@ -142,7 +142,7 @@ def check_row(raw: Any) -> tuple[str, dict]:
     return collection, row
 
 
-def check_tombstone(raw: dict) -> dict:
+def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
     """A tombstone line (it has ``deleted_at``) in its written form, or a UsageError."""
     _check_id(raw)
     unknown = sorted(set(raw) - set(TOMBSTONE_FIELDS))
@@ -155,12 +155,12 @@ def check_tombstone(raw: dict) -> dict:
     return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
 
 
-def written_form(collection: str, row: dict) -> dict:
+def written_form(collection: str, row: dict[str, Any]) -> dict[str, Any]:
     """A stored row as its line in the file: the exported fields in order, times in ISO 8601 UTC to the second."""
     return {k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k) for k in FIELDS[collection]}
 
 
-def line_order(entry: dict) -> tuple[str, str]:
+def line_order(entry: dict[str, Any]) -> tuple[str, str]:
     return entry.get("created_at") or entry.get("deleted_at") or "", entry["id"]
 
 
@@ -168,12 +168,12 @@ def line_order(entry: dict) -> tuple[str, str]:
 MAX_REPORTED = 20  # bad lines listed in one error (all are counted)
 
 
-def _problem(number: int, exc: UsageError) -> dict:
+def _problem(number: int, exc: UsageError) -> dict[str, Any]:
     field = exc.details.get("field") if exc.details else getattr(exc, "field", None)
     return {"line": number, "field": field, "why": exc.message.rstrip(".")}
 
 
-def _refuse(problems: list[dict]) -> UsageError:
+def _refuse(problems: list[dict[str, Any]]) -> UsageError:
     """One error naming every bad line (line number, field, why); nothing is imported."""
     shown = "; ".join(f"Line {p['line']}{' ' if p['why'].startswith('is ') else ': '}{p['why']}" for p in problems[:5])
     more = f" (and {len(problems) - 5} more bad lines)" if len(problems) > 5 else ""
@@ -208,12 +208,12 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     return [ours, theirs] if conflicted else [ours]
 
 
-def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict]]:
+def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict[str, Any]]]:
     """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
     every bad line is named in one UsageError."""
-    out: dict[str, tuple[str, dict]] = {}
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
     seen: dict[str, int] = {}
-    problems: list[dict] = []
+    problems: list[dict[str, Any]] = []
     for number, line in lines:
         if not line.strip():
             continue
@@ -256,17 +256,17 @@ def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, 
     return out
 
 
-def read_entries(text: str) -> dict[str, dict]:
+def read_entries(text: str) -> dict[str, dict[str, Any]]:
     """Every entry of a file (memories and tombstones) in written form by id, checked; both sides of a
     file with git conflict markers, merged.  The first bad line is a UsageError naming it."""
     sides = [{k: v[1] for k, v in _parse_side(side, stored=False).items()} for side in split_conflicts(text)]
     return merge2(*sides) if len(sides) == 2 else sides[0]
 
 
-def parse_export(text: str) -> dict[str, list[dict]]:
+def parse_export(text: str) -> dict[str, list[dict[str, Any]]]:
     """Every memory of a file by collection, as stored (times as datetimes), checked; tombstones are
     left out (:func:`read_entries` has them)."""
-    by_collection: dict[str, list[dict]] = {name: [] for name in MEMORY_TABLES}
+    by_collection: dict[str, list[dict[str, Any]]] = {name: [] for name in MEMORY_TABLES}
     for entry in read_entries(text).values():
         if not is_tombstone(entry):
             collection, row = check_row(entry)
@@ -274,7 +274,7 @@ def parse_export(text: str) -> dict[str, list[dict]]:
     return by_collection
 
 
-def render(entries: Iterable[dict]) -> str:
+def render(entries: Iterable[dict[str, Any]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
     lines = [json.dumps(e, ensure_ascii=False) for e in sorted(entries, key=line_order)]
@@ -282,15 +282,17 @@ def render(entries: Iterable[dict]) -> str:
 
 
 # -- merging ----------------------------------------------------------------------------------------
-def merge2(ours: dict[str, dict], theirs: dict[str, dict]) -> dict[str, dict]:
+def merge2(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Two versions with no common ancestor: every id of either, the later entry of each."""
     return {i: e for i in sorted({*ours, *theirs}) if (e := later(ours.get(i), theirs.get(i))) is not None}
 
 
-def merge3(base: dict[str, dict], ours: dict[str, dict], theirs: dict[str, dict]) -> dict[str, dict]:
+def merge3(
+    base: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """Three-way by id: a line one side left as it was in the ancestor and the other removed stays
     removed (an expired tombstone, a duplicate folded into another id); otherwise the later entry wins."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for i in sorted({*base, *ours, *theirs}):
         o, t, b = ours.get(i), theirs.get(i), base.get(i)
         if o is None or t is None:
@@ -308,7 +310,7 @@ def merge_texts(base: str, ours: str, theirs: str) -> str:
     return render(merge3(read_entries(base), read_entries(ours), read_entries(theirs)).values())
 
 
-def merge_files(base: Path, ours: Path, theirs: Path) -> dict:
+def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
     from contextware.system import write_atomic
 

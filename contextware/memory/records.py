@@ -122,12 +122,14 @@ def _hash_filter(digest: str, active_only: bool) -> str:
     return where
 
 
-def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict | None:
+def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict[str, Any] | None:
     rows = table.search().where(_hash_filter(digest, active_only)).select(["id"]).limit(1).to_arrow().to_pylist()
     return rows[0] if rows else None
 
 
-def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[dict]:
+def _similar(
+    project: "Project", collection: str, vector: list[float] | None, exclude: set[str]
+) -> list[dict[str, Any]]:
     """The saved memories nearest to ``vector`` at or over ``similar_threshold``.  In the resident
     service the search runs on its in-memory snapshot of the table (one matrix product, kept current by
     its own writes: ``storage.table_search``), so a save does not scan the table."""
@@ -152,7 +154,7 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
 
 
 def _free_content_id(
-    project: "Project", tbl: Any, collection: str, rows: list[dict], parts: tuple[str, ...], old: str | None
+    project: "Project", tbl: Any, collection: str, rows: list[dict[str, Any]], parts: tuple[str, ...], old: str | None
 ) -> None:
     """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
     for attempt in range(100):
@@ -177,7 +179,7 @@ def _after(previous: Any) -> Any:
     return max(now, previous)
 
 
-def _after_tombstone(project: "Project", row: dict) -> None:
+def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
     """A memory saved again after it was deleted is later than its tombstone, also within the same
     second (the memory file keeps seconds, and a tombstone wins a tie)."""
     from datetime import timedelta
@@ -194,13 +196,13 @@ def _after_tombstone(project: "Project", row: dict) -> None:
 def _save_rows(
     project: "Project",
     collection: str,
-    rows: list[dict],
+    rows: list[dict[str, Any]],
     *,
     dedup_hash: str,
     supersedes: str | None = None,
     redactions: dict[str, int] | None = None,
     id_parts: tuple[str, ...] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The one write path for new memories: dedup, embed, similar, supersede, insert.  With
     ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
@@ -233,7 +235,7 @@ def _save_rows(
 
     ids = [r["id"] for r in rows]
 
-    def write(tbl: Any) -> dict:
+    def write(tbl: Any) -> dict[str, Any]:
         checked = tbl.version  # before the check: a commit at checked + 1 proves none came in between
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
@@ -287,7 +289,7 @@ def save_fact(
     topics: str | Iterable[str] | None = None,
     supersedes: str | None = None,
     source: str = "agent",
-) -> dict:
+) -> dict[str, Any]:
     kind = check_choice(kind, FACT_KINDS, "--kind") or "note"
     topic_list = parse_topics(topics)
     if supersedes is not None:
@@ -336,7 +338,7 @@ def save_episode(
     category: str | None = None,
     topics: str | Iterable[str] | None = None,
     source: str = "agent",
-) -> dict:
+) -> dict[str, Any]:
     if goal is None or not goal.strip():
         raise UsageError("An episode needs --goal: what the task set out to do.", code="missing_goal")
     check_unicode(goal, "goal")
@@ -391,7 +393,7 @@ def save_log(
     speaker: str | None = None,
     source: str = "agent",
     prompt: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A chunk of the conversation.  An agent's answer may carry the user's ``prompt`` it answers:
     the row then is one exchange, found by the question's words and by the answer's."""
     if session_id is None or not _SESSION.match(session_id):
@@ -440,7 +442,7 @@ def save_log(
     return out
 
 
-def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
+def save(project: "Project", type_: str, content: str, **options: Any) -> dict[str, Any]:
     """Dispatch on ``--type``; unknown options for a type are refused rather than ignored."""
     type_ = check_choice(type_, tuple(COLLECTIONS), "--type") or "fact"
     allowed = {
@@ -453,7 +455,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict:
     if extra:
         flags = ", ".join("--" + ("session" if e == "session_id" else e) for e in extra)
         raise UsageError(f"{flags} does not apply to --type {type_}.", code="bad_option")
-    savers: dict[str, Callable[..., dict]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
+    savers: dict[str, Callable[..., dict[str, Any]]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
     func = savers[type_]
     return func(project, content, **given)
 
@@ -474,7 +476,7 @@ PUBLIC_DROP = {
 }
 
 
-def public_row(row: dict, collection: str) -> dict:
+def public_row(row: dict[str, Any], collection: str) -> dict[str, Any]:
     out: dict[str, Any] = {"collection": collection}
     for key, value in row.items():
         if key in PUBLIC_DROP:
@@ -483,7 +485,7 @@ def public_row(row: dict, collection: str) -> dict:
     return out
 
 
-def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
+def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict[str, Any]]:
     check_id(record_id)
     collection = collection_for_id(record_id)
     table = project.db.open_table(collection) if collection else None
@@ -495,7 +497,7 @@ def _locate(project: "Project", record_id: str) -> tuple[str, Any, dict]:
     raise NotFoundError(f"No memory has the id {record_id}.")
 
 
-def get(project: "Project", record_id: str) -> dict:
+def get(project: "Project", record_id: str) -> dict[str, Any]:
     collection, _, row = _locate(project, record_id)
     record = {**public_row(row, collection), "has_vector": row.get("vector") is not None}
     return {"record": {**record, **stale_flag(project, collection, row)}}
@@ -508,7 +510,7 @@ def list_records(
     include_superseded: bool = True,
     *,
     stale: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
     changed, moved or went away since (each with ``may_be_stale``)."""
     if limit < 1:
@@ -516,7 +518,7 @@ def list_records(
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
     if stale:
         names = [n for n in names if n in LINKED_COLLECTIONS]
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     for name in names:
         table = project.db.open_table(name)
         if table is None:
@@ -524,7 +526,7 @@ def list_records(
         kept = ("checksum", "code_hashes") if stale else ("checksum",)
         columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
 
-        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict]:
+        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict[str, Any]]:
             return table.search().select(columns).limit(None).to_arrow().to_pylist()
 
         rows = project.db.read(read_all)
@@ -549,7 +551,7 @@ def _collection_arg(value: str) -> str:
     return v
 
 
-def update(project: "Project", record_id: str, **changes: Any) -> dict:
+def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]:
     """Change fields of one memory and re-embed it."""
     import pyarrow as pa
 
@@ -617,7 +619,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict:
     return out
 
 
-def confirm(project: "Project", record_id: str) -> dict:
+def confirm(project: "Project", record_id: str) -> dict[str, Any]:
     """Say that a fact or episode still holds although code it names changed: it is linked again to
     the files it names as the code index has them now, which clears its ``may_be_stale`` flag."""
     import pyarrow as pa
@@ -648,7 +650,7 @@ def confirm(project: "Project", record_id: str) -> dict:
     }
 
 
-def delete(project: "Project", record_id: str) -> dict:
+def delete(project: "Project", record_id: str) -> dict[str, Any]:
     """Delete one memory; a fact or an episode leaves a tombstone (``tombstones``), recorded first,
     so that the deletion travels through ``export`` and ``import``."""
     from contextware.memory import tombstones

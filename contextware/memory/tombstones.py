@@ -27,11 +27,11 @@ FILE_NAME = "tombstones.json"
 LOCK_NAME = "tombstones"
 
 
-def is_tombstone(entry: dict) -> bool:
+def is_tombstone(entry: dict[str, Any]) -> bool:
     return "deleted_at" in entry
 
 
-def entry_key(entry: dict) -> tuple[str, int, str]:
+def entry_key(entry: dict[str, Any]) -> tuple[str, int, str]:
     """What decides between two versions of one id: the later change wins (ISO 8601 UTC to the
     second); at the same second a tombstone beats a memory; then the greater line (any fixed rule,
     so that both sides of a merge agree)."""
@@ -39,7 +39,7 @@ def entry_key(entry: dict) -> tuple[str, int, str]:
     return when, int(is_tombstone(entry)), json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
 
-def later(a: dict | None, b: dict | None) -> dict | None:
+def later(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
     """The winner of two versions of one id (either may be None)."""
     if a is None or b is None:
         return a or b
@@ -53,14 +53,14 @@ def expiry_days(project: "Project") -> float:
         return 90.0
 
 
-def _fresh(entries: dict[str, dict], days: float) -> dict[str, dict]:
+def _fresh(entries: dict[str, dict[str, Any]], days: float) -> dict[str, dict[str, Any]]:
     if days <= 0:
         return entries
     cutoff = iso(utcnow() - timedelta(days=days)) or ""
     return {k: v for k, v in entries.items() if (v.get("deleted_at") or "") >= cutoff}
 
 
-def _read(project: "Project") -> dict[str, dict]:
+def _read(project: "Project") -> dict[str, dict[str, Any]]:
     try:
         data = json.loads((project.data_dir / FILE_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -71,12 +71,12 @@ def _read(project: "Project") -> dict[str, dict]:
     return {k: v for k, v in stones.items() if isinstance(v, dict) and isinstance(v.get("deleted_at"), str)}
 
 
-def load(project: "Project") -> dict[str, dict]:
+def load(project: "Project") -> dict[str, dict[str, Any]]:
     """The project's unexpired tombstones by id."""
     return _fresh(_read(project), expiry_days(project))
 
 
-def record(project: "Project", entries: list[dict]) -> int:
+def record(project: "Project", entries: list[dict[str, Any]]) -> int:
     """Keep ``entries`` (the later version of each id), drop expired ones; returns how many changed."""
     from contextware.system import write_atomic
 
@@ -116,7 +116,7 @@ def who(project: "Project") -> str | None:
     return redact(clean)[0] or None
 
 
-def tombstone_for(project: "Project", row: dict[str, Any]) -> dict:
+def tombstone_for(project: "Project", row: dict[str, Any]) -> dict[str, Any]:
     """The tombstone of a stored row deleted now (never before the row's last change: a tie goes to
     the tombstone)."""
     now = utcnow()

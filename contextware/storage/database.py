@@ -417,7 +417,7 @@ class Database:
         (measured: deleting its files at once broke their commits with "Not found")."""
         return timedelta(0) if is_local_uri(self.uri) else timedelta(minutes=OBJECT_STORE_KEEP_MINUTES)
 
-    def compact(self, name: str) -> dict:
+    def compact(self, name: str) -> dict[str, Any]:
         table = self.open_table(name)
         if table is None:
             return {"table": name, "compacted": False}

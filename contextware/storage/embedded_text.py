@@ -18,6 +18,7 @@ by ``bench/recall_quality.py``.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from contextware.words import words
 
@@ -129,7 +130,7 @@ def split_identifiers(text: str) -> str:
     return _MIXED_CASE.sub(lambda m: f"{m.group(0)} {identifier_words(m.group(0))}", text)
 
 
-def code_embedding_text(row: dict) -> str:
+def code_embedding_text(row: dict[str, Any]) -> str:
     """Path, summary, then symbol names: the summary says what the file is for in prose, the path
     and names anchor it (the model reads ~256 tokens, so the longest part goes last)."""
     symbols = ", ".join(identifier_words(s) for s in (row.get("symbols") or [])[:60])
@@ -137,7 +138,7 @@ def code_embedding_text(row: dict) -> str:
     return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} {asked} Defines: {symbols}"
 
 
-def code_search_text(row: dict, content: str, limit: int) -> str:
+def code_search_text(row: dict[str, Any], content: str, limit: int) -> str:
     """Path and symbol names split into words, the summary, and the file's content (up to ``limit``
     characters): questions name behaviour that a summary leaves out."""
     symbols = " ".join(identifier_words(s) for s in row.get("symbols") or [])
@@ -146,7 +147,7 @@ def code_search_text(row: dict, content: str, limit: int) -> str:
     return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {asked} {body}"
 
 
-def embedding_text(collection: str, row: dict) -> str:
+def embedding_text(collection: str, row: dict[str, Any]) -> str:
     if collection == "code_index":
         return code_embedding_text(row)
     topics = ", ".join(row.get("topics") or [])
@@ -160,7 +161,7 @@ def embedding_text(collection: str, row: dict) -> str:
     return f"{lead}{row.get('text') or ''}"
 
 
-def search_text(collection: str, row: dict) -> str:
+def search_text(collection: str, row: dict[str, Any]) -> str:
     topics = " ".join(row.get("topics") or [])
     if collection == "facts":
         return f"{row['text']} {row.get('kind') or ''} {topics}".strip()
@@ -179,7 +180,7 @@ EXCHANGE_PROMPT_CHARS = 500  # of the question an answer embeds: enough to say w
 OFFLOAD_PROMPT_CHARS = 300
 
 
-def offload_embedding_text(row: dict) -> str:
+def offload_embedding_text(row: dict[str, Any]) -> str:
     """Topics, the question asked (its start: later questions resemble it) and the summary of the
     answer (what was learned)."""
     topics = ", ".join(row.get("topics") or [])
@@ -190,7 +191,7 @@ def offload_embedding_text(row: dict) -> str:
     return f"{lead}{prompt}\n{row.get('summary') or ''}".strip()
 
 
-def offload_search_text(row: dict) -> str:
+def offload_search_text(row: dict[str, Any]) -> str:
     """Prompt, summary, topics, session and feature names, and the source paths split into words."""
     sources = " ".join(identifier_words(p) for p in row.get("source_paths") or [])
     parts = [

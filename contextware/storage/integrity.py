@@ -68,7 +68,7 @@ def _digest(data: bytes) -> str:
 GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {"logs": ("prompt",)}
 
 
-def content_digest(name: str, row: dict) -> str:
+def content_digest(name: str, row: dict[str, Any]) -> str:
     data = b"\x1f".join(_encode(row.get(col)) for col in GUARDED[name])
     for col in GUARDED_WHEN_SET.get(name, ()):
         if row.get(col) is not None:
@@ -84,13 +84,13 @@ def vector_digest(vector: Any) -> str:
     return _digest(np.asarray(vector, dtype="<f4").tobytes())
 
 
-def checksum(name: str, row: dict) -> str | None:
+def checksum(name: str, row: dict[str, Any]) -> str | None:
     if name not in GUARDED:
         return None
     return f"{content_digest(name, row)}:{vector_digest(row.get(VECTOR_COLUMN))}"
 
 
-def stamp(name: str, rows: Iterable[dict]) -> None:
+def stamp(name: str, rows: Iterable[dict[str, Any]]) -> None:
     """Set each row's checksum (call after the row's final content and vector are set)."""
     if name not in GUARDED:
         return
@@ -112,7 +112,7 @@ def vector_problem(vector: Any) -> str | None:
     return None
 
 
-def row_problem(name: str, row: dict) -> str | None:
+def row_problem(name: str, row: dict[str, Any]) -> str | None:
     """``"content"`` when a guarded column differs from what was written, ``"vector"`` when only the
     vector is damaged, None for a sound row.  Columns a query did not select are not judged."""
     stored = row.get(CHECKSUM_COLUMN)
@@ -129,7 +129,7 @@ def row_problem(name: str, row: dict) -> str | None:
     return None
 
 
-def verify_rows(name: str, rows: Iterable[dict]) -> None:
+def verify_rows(name: str, rows: Iterable[dict[str, Any]]) -> None:
     """Raise ``damaged_data`` naming the repair command if any row read back is not what was written
     (rows marked ``CHECKED`` were checked when they were read)."""
     for row in rows:

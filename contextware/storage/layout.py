@@ -24,7 +24,7 @@ def find_git_root(start: Path) -> Path | None:
     return None
 
 
-def resolve_project_root(explicit: str | os.PathLike | None = None, settings: Settings | None = None) -> Path:
+def resolve_project_root(explicit: str | os.PathLike[str] | None = None, settings: Settings | None = None) -> Path:
     """``--project-root``, else ``CONTEXTWARE_PROJECT_ROOT``, else the git top level, else the cwd."""
     if explicit is not None and not str(explicit).strip():
         raise UsageError(

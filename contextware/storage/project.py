@@ -48,7 +48,7 @@ class Project:
     _embedder: Any = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, project_root: str | os.PathLike | None = None, settings: Settings | None = None) -> "Project":
+    def open(cls, project_root: str | os.PathLike[str] | None = None, settings: Settings | None = None) -> "Project":
         """The project at ``project_root`` (else as ``layout.resolve_project_root`` finds it), with the
         caller's ``settings`` (by default this process's, read now)."""
         private_umask()  # what the process creates from now on is its user's alone (0600/0700)

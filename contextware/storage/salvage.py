@@ -65,13 +65,13 @@ def _open(db: "Database", name: str) -> Any:
     return db.conn.open_table(name)
 
 
-def _read(table: Any, offsets: list[int], columns: list[str]) -> list[dict]:
+def _read(table: Any, offsets: list[int], columns: list[str]) -> list[dict[str, Any]]:
     return table.take_offsets(offsets).select(columns).to_arrow().to_pylist()
 
 
-def _salvage_rows(table: Any, count: int, columns: list[str]) -> tuple[list[dict], int]:
+def _salvage_rows(table: Any, count: int, columns: list[str]) -> tuple[list[dict[str, Any]], int]:
     """Every readable row (by range, halving failing ranges) and how many rows could not be read."""
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     lost = 0
     without_vector = [c for c in columns if c != VECTOR_COLUMN]
     pending = [(0, count)]
@@ -155,7 +155,7 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
         unreadable = 0
     except Exception:  # noqa: BLE001
         rows, unreadable = _salvage_rows(table, count, columns)
-    kept: list[dict] = []
+    kept: list[dict[str, Any]] = []
     recovered = bad = 0
     for row in rows:
         vector_lost = row.pop("_vector_lost", False)

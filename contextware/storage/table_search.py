@@ -47,7 +47,7 @@ MAX_SNAPSHOT_ROWS = 100_000
 FRAGMENT_BITS = 32  # a row address is fragment id << 32 | offset
 
 _snapshots: dict[tuple[str, str], "Snapshot"] | None = None
-_too_big: dict[tuple[str, str], tuple] = {}  # tables over MAX_SNAPSHOT_ROWS, at the version counted
+_too_big: dict[tuple[str, str], tuple[Any, ...]] = {}  # tables over MAX_SNAPSHOT_ROWS, at the version counted
 _locks: dict[tuple[str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
 loads = 0  # whole tables read into snapshots (tests, benches)
@@ -84,7 +84,7 @@ def columns(db: "Database", table: Any) -> list[str]:
 
 
 # -- the searches -------------------------------------------------------------------------------------
-def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | None, limit: int) -> list[dict]:
+def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | None, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` best BM25 rows (each with ``_score``).  Raises what LanceDB raises for a table
     without a full-text index or an unparsable query: callers decide."""
     snap = _snapshot(db, name, table)
@@ -106,12 +106,14 @@ def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | Non
     return rows
 
 
-def vector_rows(db: "Database", name: str, table: Any, qvec: Any, where: str | None, limit: int) -> list[dict]:
+def vector_rows(
+    db: "Database", name: str, table: Any, qvec: Any, where: str | None, limit: int
+) -> list[dict[str, Any]]:
     """The ``limit`` rows nearest to ``qvec`` by cosine (each with ``_distance``), best first."""
     snap = _snapshot(db, name, table)
     if snap is None:
 
-        def run() -> list[dict]:
+        def run() -> list[dict[str, Any]]:
             q = (
                 table.search(qvec, vector_column_name="vector")
                 .distance_type("cosine")
@@ -173,7 +175,7 @@ class Snapshot:
     """One version of one table in memory: its rows (but the vectors) as Arrow, its vectors as a
     float32 matrix with each row's inverse norm, and filter masks."""
 
-    def __init__(self, key: tuple, data: "pa.Table", name: str) -> None:
+    def __init__(self, key: tuple[Any, ...], data: "pa.Table", name: str) -> None:
         import numpy as np
 
         self.key = key
@@ -196,7 +198,7 @@ class Snapshot:
         """The vectors, one float32 row per row held (a view of a buffer grown by halves)."""
         return self._matrix[: self.n]
 
-    def catch_up(self, db: "Database", table: Any, key: tuple) -> "Snapshot | None":
+    def catch_up(self, db: "Database", table: Any, key: tuple[Any, ...]) -> "Snapshot | None":
         """This snapshot with the rows written since (those in fragments past ``frag``) appended and
         the rows they replace retired, as of version ``key``; None when only a fresh read can tell
         what the table holds.  A new object (sharing the vector buffer, whose rows past ``n`` this one
@@ -247,7 +249,7 @@ class Snapshot:
         new._lock = threading.Lock()
         return new
 
-    def rekey(self, db: "Database", table: Any, key: tuple) -> "Snapshot":
+    def rekey(self, db: "Database", table: Any, key: tuple[Any, ...]) -> "Snapshot":
         """This snapshot as of version ``key`` of a compaction: the same rows in new fragments."""
         import copy
 
@@ -308,7 +310,7 @@ class Snapshot:
             sims: np.ndarray = np.einsum("ij,j->i", self.matrix, q) * self.scale[: self.n]
         return sims
 
-    def take(self, indices: list[int]) -> list[dict]:
+    def take(self, indices: list[int]) -> list[dict[str, Any]]:
         """The rows at ``indices`` as LanceDB's ``to_list`` gives them (the vector as a list of floats,
         None when null).  The vectors come from the matrix: numpy's ``tolist`` is many times faster
         than Arrow's for a few dozen rows of 384 floats, and float32 -> float is exact either way."""
@@ -325,7 +327,7 @@ class Snapshot:
         self._check(indices, rows)
         return rows
 
-    def _check(self, indices: list[int], rows: list[dict]) -> None:
+    def _check(self, indices: list[int], rows: list[dict[str, Any]]) -> None:
         """Check each row against its checksum the first time a search returns it, and mark it
         ``CHECKED`` so that the callers' ``verify_rows`` need not hash it again: the snapshot is
         read from disk once and never changes in memory, so a row found sound stays sound (a write
@@ -338,7 +340,7 @@ class Snapshot:
                 self.checked[i] = True
             row[CHECKED] = True
 
-    def rows(self, db: "Database", table: Any, ids: list[str]) -> list[dict]:
+    def rows(self, db: "Database", table: Any, ids: list[str]) -> list[dict[str, Any]]:
         """The rows of ``ids`` in that order; ids written after this snapshot are read from LanceDB."""
         known = [self.index.get(rid) for rid in ids]
         if all(i is not None for i in known):
@@ -411,14 +413,14 @@ def _last_fragment(data: "pa.Table") -> int:
     return int(pc.max(data.column("_rowaddr")).as_py()) >> FRAGMENT_BITS
 
 
-def _same_table(old: tuple, new: tuple) -> bool:
+def _same_table(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
     """Are two version keys of one table, ``new`` the later (not a table dropped and created again)?"""
     if len(old) == 3 and len(new) == 3:  # local: the version folder's identity
         return bool(old[0] == new[0])
     return isinstance(old[0], int) and isinstance(new[0], int) and new[0] > old[0]
 
 
-def follow_write(db: "Database", name: str, table: Any) -> tuple | None:
+def follow_write(db: "Database", name: str, table: Any) -> tuple[Any, ...] | None:
     """Called by the writer, under the table's write lock, right after a write: bring this process's
     snapshot of the table (if any) up to the new version now, and answer its key (None when there is
     no snapshot to follow), so that a compaction that follows can re-key it (``follow_compaction``)."""
@@ -429,7 +431,7 @@ def follow_write(db: "Database", name: str, table: Any) -> tuple | None:
     return snap.key if snap is not None else None
 
 
-def follow_compaction(db: "Database", name: str, table: Any, before: tuple) -> None:
+def follow_compaction(db: "Database", name: str, table: Any, before: tuple[Any, ...]) -> None:
     """The writer compacted the table from version ``before``: same rows, new version and fragments."""
     cache = _snapshots
     if cache is None:
@@ -443,7 +445,7 @@ def follow_compaction(db: "Database", name: str, table: Any, before: tuple) -> N
                 cache[slot] = snap.rekey(db, table, key)
 
 
-def version_key(db: "Database", name: str, table: Any) -> tuple:
+def version_key(db: "Database", name: str, table: Any) -> tuple[Any, ...]:
     """What changes with every commit and every re-creation of the table.  On local disk: the
     version folder's identity and its file names (each commit adds a manifest; a re-created table
     has a new folder), read without a round trip through LanceDB's event loop, which the searches
