@@ -1,38 +1,21 @@
-"""Memories tied to the code they name: a fact or episode that names project files or symbols is
-linked to them when it is saved, and flagged "may be stale" once the code index sees one of those
-files change, move or disappear, until someone confirms, updates or supersedes it.
+"""Memories tied to the code they name: a fact or episode naming project files or symbols is linked
+to them when saved, and flagged "may be stale" once the code index sees one of those files change,
+move or disappear, until someone confirms, updates or supersedes it.
 
-**Linking** (``link_row``, at save, update, import, confirm and for older rows in ``memory repair``):
-the text's paths (``src/http/retry.py``, backticked or not, relative to the project root, an
-absolute path under it, or a file name only one indexed file has), dotted names (``retry.backoff``,
-``models.Invoice.total``: a module path the index holds, and a symbol of that file) and backticked
-identifiers (```fetch_with_retry```: a symbol at most ``MAX_SYMBOL_FILES`` files define) are looked
-up in the code index; only what it knows is linked.  The row keeps the linked paths
-(``code_links``), the content hash each file had in the index then (``code_hashes``) and when
-(``linked_at``; null for a row never linked, left null too when the project has no code index yet,
-so that ``memory repair`` links it once there is one).
+**Linking** (``link_row``: at save, update, import, confirm, and in ``memory repair`` for older
+rows): paths (backticked or not, relative, absolute under the root, or a file name only one indexed
+file has), dotted names whose module the index holds, and backticked identifiers at most
+``MAX_SYMBOL_FILES`` files define; only what the index knows is linked.  The row keeps the paths
+(``code_links``), each file's content hash then (``code_hashes``) and when (``linked_at``).
 
-**Staleness is computed on read**, not written onto memories.  The code index is below memory (it
-may not know memories exist), and everything needed is already in it: a linked path whose row holds
-another hash changed (the date is the row's ``indexed_at``); a path gone from the index whose hash
-now sits under exactly one other path moved there; a path gone with a ``code_removed`` row
-(``codeindex.indexer.record_removals``, the one mark the indexer writes for this) was deleted or
-left the index, on that date.  A path gone without that mark (an index rebuilt from scratch) is not
-flagged: no evidence, no alarm.  The other way, the indexer writing flags onto memory rows, would
-need it to know memory (against the layers), to read every memory's links on every crawl and watch
-event and to write the memory tables from the indexer; and a flag written there could go stale
-itself (an edit reverted, a file moved back).
+**Staleness is computed on read**, never written onto memories: the code index sits below memory.
+A linked path whose row holds another hash changed; a path gone whose hash sits under exactly one
+other path moved; a path gone with a ``code_removed`` mark (the one thing the indexer writes for
+this) was deleted.  A path gone without a mark (an index rebuilt) is not flagged.
 
-**The read is cheap on recall's hot path.**  A row without links costs one dictionary lookup.  For
-linked rows the code index is read once per version of its tables (three columns: path, hash, time;
-and the small ``code_removed``), kept in memory keyed by ``table_search.version_key`` (a ``stat`` of
-the version folders, no LanceDB round trip; on an object store, where that is a round trip, asked at
-most every ``REMOTE_TTL_S``) and shared by every hit of every recall until the index changes: never
-a scan per result.  Nothing is written on read.
-
-**Confirming** (``memory confirm ID``, MCP ``confirm_memory``) links the memory again against the
-code index as it is now, which clears the flag; so do ``memory update`` (re-linked) and superseding
-(the new fact is linked afresh, the old one is no longer active).
+**Cheap on recall's hot path**: a row without links costs one lookup; the index's paths and hashes
+are read once per version of its tables (``table_search.version_key``) and shared by every recall.
+docs/how-it-works.md says more.
 """
 
 from __future__ import annotations

@@ -1,26 +1,18 @@
 """The two searches of one table (nearest vectors and BM25), served from in-memory snapshots in a
 long-lived process.
 
-A one-shot process asks LanceDB for both: a brute-force cosine scan of the ``vector`` column and
-the native full-text index, each returning the rows with every column but the indexed text.
+A one-shot process asks LanceDB for both (a brute-force cosine scan, the native full-text index).
+The resident service (``keep_snapshots``) keeps per table a *snapshot*: its rows (every column but
+the indexed text) as one Arrow table and its vectors as a float32 matrix, so a vector search is one
+matrix-vector product; the full-text search still runs in LanceDB but fetches only ids and scores.
+Filters are evaluated by LanceDB once per snapshot and kept as row masks.
 
-The resident service (``keep_snapshots``) keeps, per table, a *snapshot*: the table's rows (every
-column but the indexed text) as one Arrow table, and its vectors as a float32 matrix with each row's
-inverse norm.  A vector search is then one matrix-vector product; the full-text search still runs in
-LanceDB (its BM25 is what recall is calibrated on) but fetches only ids and scores, the rows coming
-from the snapshot.  Filters (``where``) are evaluated by LanceDB once per snapshot and kept as row masks.
-
-A snapshot is keyed by the table's version folder (its identity and the manifests in it; the version
-and its timestamp on an object store), checked on every search (~0.1 ms).  A write by any process (a
-new version) is caught up with, not reloaded: Lance writes new and changed rows to new fragments,
-whose ids are above every fragment the snapshot has read, so the next search reads those rows alone
-(``_rowaddr`` past the snapshot's last fragment, ~3 ms), appends them and retires the rows they replace.
-When the count of rows does not add up (a delete), the columns changed, or the new rows are most of
-the table, it is read afresh; so is a table dropped and created again (its folder is new).  A
-compaction by this process's writer (``follow_write``) only re-keys the snapshot: its rows are the same.  The result equals LanceDB's own (exact,
-brute-force) search on the same data: the same candidates in the same order, up to ties in float
-rounding.  Tables over MAX_SNAPSHOT_ROWS rows stay in LanceDB alone (memory), as does every search in
-a one-shot process (reading a whole table costs more than one search of it).
+A snapshot is keyed by the table's version (checked on every search, ~0.1 ms).  A write by any
+process is caught up with, not reloaded: new rows live in new fragments, so the next search reads
+those alone (~3 ms) and retires the rows they replace; a delete, a schema change, a table made
+anew or a change to most of the table reads it afresh; this process's compaction only re-keys it
+(``follow_write``).  Results equal LanceDB's own exact search on the same data.  Tables over
+MAX_SNAPSHOT_ROWS rows stay in LanceDB alone.
 """
 
 from __future__ import annotations
