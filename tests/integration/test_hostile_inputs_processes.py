@@ -7,23 +7,18 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.support.repo import SCRIPTS
+from tests.support.scripts import ScriptResult, run_script
 
 DEEP = 100_000
 
 
-def _script(name: str, *args: str, cwd, env=None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SCRIPTS / f"{name}.py"), *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "CONTEXTWARE_SERVICE": "off", **(env or {})},
-    )
+def _script(name: str, *args: str, cwd: Path) -> ScriptResult:
+    return run_script(name, *args, cwd=cwd, env={"CONTEXTWARE_SERVICE": "off"})
 
 
 @pytest.mark.parametrize(
@@ -32,9 +27,9 @@ def _script(name: str, *args: str, cwd, env=None, stdin: bytes | None = None) ->
 )
 def test_dates_out_of_range_are_usage_errors(tmp_path, since, code):
     out = _script("recall", "--query", "deploys", "--since", since, cwd=tmp_path)
-    body = json.loads(out.stdout)
+    body = out.json
     assert out.returncode == 2 and body["error"]["code"] == code, out.stdout
-    assert b"Traceback" not in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_a_config_nested_too_deep_is_a_config_error(tmp_path):
@@ -42,9 +37,9 @@ def test_a_config_nested_too_deep_is_a_config_error(tmp_path):
     data.mkdir()
     (data / "config.json").write_text("[" * DEEP + "]" * DEEP)
     out = _script("recall", "--query", "deploys", cwd=tmp_path)
-    body = json.loads(out.stdout)
+    body = out.json
     assert out.returncode in (1, 2) and body["error"]["code"] != "internal_error", out.stdout
-    assert b"Traceback" not in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_an_import_line_nested_too_deep_names_the_line(tmp_path):
@@ -56,7 +51,7 @@ def test_an_import_line_nested_too_deep_names_the_line(tmp_path):
         + "}\n"
     )
     out = _script("import", str(path), cwd=tmp_path)
-    body = json.loads(out.stdout)
+    body = out.json
     assert out.returncode == 2 and body["error"]["code"] != "internal_error", out.stdout
     assert "line 1" in body["error"]["message"].lower()
 
@@ -112,7 +107,7 @@ def test_a_lone_surrogate_is_refused_through_the_mcp_server(tmp_path):
 
 def test_the_command_line_names_its_flags(tmp_path):
     out = _script("save_fact", "ok", "--kind", "opinion", cwd=tmp_path)
-    body = json.loads(out.stdout)
+    body = out.json
     assert out.returncode == 2 and body["error"]["message"].startswith("Unknown --kind 'opinion'")
     out = _script("recall", "--query", "x", "--max-chars", "0", cwd=tmp_path)
-    assert json.loads(out.stdout)["error"]["message"] == "--max-chars must be a positive number of characters."
+    assert out.json["error"]["message"] == "--max-chars must be a positive number of characters."
