@@ -121,14 +121,16 @@ def _stat(project: "Project", path: Path, shown: str | None = None) -> TrackedFi
 
 
 def _locate(project: "Project", raw: str) -> Path:
-    """A given path: absolute, else relative to the working directory, else to the project root."""
+    """A given path: absolute; else relative to the working directory when that is inside the
+    project and holds it (a command run from a subfolder), else relative to the project root."""
     path = Path(os.path.expanduser(raw))
     if path.is_absolute():
         return Path(os.path.abspath(path))
     here = Path(os.path.abspath(path))
-    if here.exists():
+    root = Path(os.path.abspath(project.root))
+    if here.exists() and (here == root or root in here.parents):
         return here
-    there = Path(os.path.abspath(project.root / path))
+    there = Path(os.path.abspath(root / path))
     return there if there.exists() else here
 
 
