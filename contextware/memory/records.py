@@ -100,7 +100,9 @@ def _ids_from_content(project: "Project") -> bool:
     committed copy of a text wins (``storage.first_copy``); import folds duplicates into one id."""
     from pathlib import Path
 
-    return Path(project.db_uri) == project.data_dir / "lancedb" if "://" not in project.db_uri else False
+    from contextware.storage.layout import DB_DIR_NAME
+
+    return "://" not in project.db_uri and Path(project.db_uri) == project.data_dir / DB_DIR_NAME
 
 
 def collection_for_id(record_id: str) -> str | None:
@@ -412,7 +414,7 @@ def save_log(
         )
     asked = None
     if prompt is not None and prompt.strip() and role_v == "agent":
-        asked, more = redact(prompt.strip())
+        asked, more = redact(strip_terminal_controls(prompt).strip())  # cleaned like the text it answers
         for kind, n in more.items():
             redactions[kind] = redactions.get(kind, 0) + n
     chunks = chunk_text(body, int(project.config["log_chunk_chars"]))

@@ -99,8 +99,11 @@ def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Pa
     return project_root / DATA_DIR_NAME
 
 
+DB_DIR_NAME = "lancedb"  # the data dir's own database, under its write lock
+
+
 def resolve_db_uri(data_dir: Path, settings: Settings | None = None) -> str:
-    return (settings or current_settings()).db_uri or str(data_dir / "lancedb")
+    return (settings or current_settings()).db_uri or str(data_dir / DB_DIR_NAME)
 
 
 def is_local_uri(uri: str) -> bool:

@@ -132,3 +132,14 @@ def test_a_session_of_several_turns_gets_one_digest_episode(project):
     assert "Postgres 16" in digest["summary"] and "connection error" in digest["summary"]
     out = ask(project, "what did we decide about the database for the new service?", scope="episodes", min_confidence=0)
     assert out["results"] and out["results"][0]["id"] == digest["id"]
+
+
+def test_the_question_an_answer_carries_is_cleaned_and_redacted(project):
+    key = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+    out = records.save_log(
+        project, "Done.", session_id="s1", role="agent", prompt=f"\x1b[31muse the key {key}\x1b[0m please"
+    )
+    row = records.get(project, out["ids"][0])["record"]
+    assert (
+        row["prompt"].startswith("use the key [REDACTED") and "\x1b" not in row["prompt"] and key not in row["prompt"]
+    )

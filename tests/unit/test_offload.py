@@ -40,3 +40,21 @@ def test_cache_key_covers_prompt_model_paths_and_piped_context(make_project):
     assert (
         stale_reason(manifest, resolve_sources(project, ["src/app.py"], ["docs"]).tracked)[0] == "docs/new.md was added"
     )
+
+
+def test_a_relative_folder_is_the_projects_when_the_cwd_is_outside_it(make_project, tmp_path, monkeypatch):
+    """From a folder outside the project that has a folder of the same name, ``docs`` still names the
+    project's (it used to name the outside one, refused as outside the project)."""
+    from contextware.offload.sources import resolve_sources
+
+    project = make_project()
+    (project.root / "docs").mkdir(exist_ok=True)
+    (project.root / "docs" / "guide.md").write_text("How to deploy.\n")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "docs").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    sources = resolve_sources(project, include_dirs=["docs"])
+    assert len(sources.dir_paths) == 1 and sources.dir_paths[0].samefile(project.root / "docs")
+    monkeypatch.chdir(project.root / "docs")  # inside the project: the working directory wins
+    (project.root / "docs" / "docs").mkdir()
+    assert resolve_sources(project, include_dirs=["docs"]).dir_paths[0].samefile(project.root / "docs" / "docs")

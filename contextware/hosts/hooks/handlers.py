@@ -155,8 +155,9 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
             text = strip_injected(text)  # the prompt as the CLI holds it carries our hooks' context
             if text.strip():
                 # The answer carries the question it answers: one row holds the whole exchange.
-                save_log(project, fit_log(project, text), session_id=session, role=role, source="hook", prompt=asked)
-                asked = fit_log(project, text) if role == "user" else None
+                text = fit_log(project, text)
+                save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
+                asked = text if role == "user" else None
     _refresh_digest(project, session)
     return None
 
@@ -270,9 +271,10 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     for role, text in read[-40:]:
         text = strip_injected(without_hook_context(text) if role == "user" else text)
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
+            text = fit_log(project, text)
             prompt = asked if role == "agent" else None  # an answer carries the question before it
-            save_log(project, fit_log(project, text), session_id=session, role=role, source="hook", prompt=prompt)
-            asked = fit_log(project, text) if role == "user" else asked
+            save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
+            asked = text if role == "user" else asked
     _refresh_digest(project, session)
     return None
 
