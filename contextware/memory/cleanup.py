@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.exclusions import SecretFiles
 from contextware.fence import has_injected, strip_injected
+from contextware.memory.tombstones import changed_after
 from contextware.offload.scrub import scrub_offload_files
 from contextware.redact import redact_json, redact_text
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -137,7 +138,7 @@ def _scrub_memories(project: "Project", name: str, fields: tuple[str, ...]) -> i
             elif name == "episodes":
                 row["text_hash"] = text_hash(row["goal"], row.get("result") or "", row["summary"])
             row[FTS_COLUMN] = search_text(name, row)
-            row["updated_at"] = utcnow()
+            row["updated_at"] = changed_after(row.get("updated_at"))
             changed.append(row)
     if not changed:
         return 0

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import DamagedDataError, FieldError, NotFoundError, UsageError
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
+from contextware.memory.tombstones import changed_after
 from contextware.redact import redact, refuse_secret_name
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -171,16 +172,6 @@ def _free_content_id(
     _after_tombstone(project, rows[0])
 
 
-def _after(previous: Any) -> Any:
-    """Now, or the row's last change when that is later (a save after a tombstone is dated one
-    second on): a row's ``updated_at`` never goes back, so the newest version wins every merge."""
-    now = utcnow()
-    if previous is None:
-        return now
-    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
-    return max(now, previous)
-
-
 def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
     """A memory saved again after it was deleted is later than its tombstone, also within the same
     second (the memory file keeps seconds, and a tombstone wins a tie)."""
@@ -262,7 +253,9 @@ def _save_rows(
                 f"Fact {supersedes} is already superseded by {old_row.get('superseded_by')}; supersede that one instead.",
                 code="already_superseded",
             )
-        old_row.update(status="superseded", superseded_by=rows[0]["id"], updated_at=_after(old_row.get("updated_at")))
+        old_row.update(
+            status="superseded", superseded_by=rows[0]["id"], updated_at=changed_after(old_row.get("updated_at"))
+        )
         both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
         # One commit marks the old fact and inserts the new one: never half-superseded.
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
@@ -588,7 +581,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
         given["topics"] = parse_topics(given["topics"])
     new = {k: v for k, v in row.items() if not k.startswith("_")}
     new.update(given)
-    new["updated_at"] = _after(row.get("updated_at"))
+    new["updated_at"] = changed_after(row.get("updated_at"))
     if collection == "facts":
         new["text_hash"] = text_hash(new["text"])
     elif collection == "episodes":
@@ -667,10 +660,10 @@ def delete(project: "Project", record_id: str) -> dict[str, Any]:
         if collection == "facts" and row.get("supersedes"):
             # The fact it replaced becomes current again rather than staying hidden forever (a newer
             # updated_at, so that this travels too).
-            tbl.update(
-                where=f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}",
-                values={"status": "active", "superseded_by": None, "updated_at": utcnow()},
-            )
+            where = f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}"
+            for before in tbl.search().where(where).select(["updated_at"]).limit(1).to_list():
+                when = changed_after(before.get("updated_at"))
+                tbl.update(where=where, values={"status": "active", "superseded_by": None, "updated_at": when})
 
     project.db.write(collection, write)  # the table exists: a delete needs no model
     out = {"id": record_id, "collection": collection, "deleted": True}

@@ -39,6 +39,20 @@ def entry_key(entry: dict[str, Any]) -> tuple[str, int, str]:
     return when, int(is_tombstone(entry)), json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
 
+def changed_after(previous: Any) -> Any:
+    """When a new version of a row changed last at ``previous`` is dated: now, but at least one
+    second after ``previous`` (the file keeps seconds).  A change that follows another is then
+    later by :func:`entry_key`, also within one second: dated ``now`` it tied with the version it
+    replaced, the tie went to the greater line, and two clones could settle on different versions."""
+    from datetime import timedelta
+
+    now = utcnow()
+    if previous is None:
+        return now
+    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
+    return max(now, previous.replace(microsecond=0) + timedelta(seconds=1))
+
+
 def later(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
     """The winner of two versions of one id (either may be None)."""
     if a is None or b is None:

@@ -406,10 +406,29 @@ def _last_fragment(data: "pa.Table") -> int:
 
 
 def _same_table(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    """Are two version keys of one table, ``new`` the later (not a table dropped and created again)?"""
-    if len(old) == 3 and len(new) == 3:  # local: the version folder's identity
-        return bool(old[0] == new[0])
+    """Are two version keys of one table, ``new`` the later (not a table dropped and created again)?
+    Locally: the same folders and a version number that went forward.  A re-created table may get
+    the inode numbers of the one it replaced (the file system reuses them; a snapshot that trusted
+    the inode alone went on serving the dropped rows), so the table folder's change time (new
+    only when Lance adds a subfolder, such as the first index) and the version count too."""
+    if len(old) == 4 and len(new) == 4:  # local: the folders' identity and the latest version
+        return bool(old[0] == new[0] and new[1] > old[1])
     return isinstance(old[0], int) and isinstance(new[0], int) and new[0] > old[0]
+
+
+U64_MAX = (1 << 64) - 1
+
+
+def _latest_version(names: tuple[str, ...]) -> int:
+    """The latest version among a ``_versions`` folder's manifests (``N.manifest``, or
+    ``2**64 - 1 - N`` in Lance's newer naming, where the latest sorts first)."""
+    latest = 0
+    for name in names:
+        stem, _, ext = name.partition(".")
+        if ext == "manifest" and stem.isdigit():
+            n = int(stem)
+            latest = max(latest, U64_MAX - n if n > 1 << 63 else n)
+    return latest
 
 
 def follow_write(db: "Database", name: str, table: Any) -> tuple[Any, ...] | None:
@@ -439,15 +458,19 @@ def follow_compaction(db: "Database", name: str, table: Any, before: tuple[Any, 
 
 def version_key(db: "Database", name: str, table: Any) -> tuple[Any, ...]:
     """What changes with every commit and every re-creation of the table.  On local disk: the
-    version folder's identity and its file names (each commit adds a manifest; a re-created table
+    table and version folders' identity, the latest version, and the version folder's file names (each commit adds a manifest; a re-created table
     has a new folder), read without a round trip through LanceDB's event loop, which the searches
     running at the same time keep busy (that cost 3-4 ms a check); elsewhere the version and its
     timestamp."""
     if is_local_uri(db.uri):
-        folder = os.path.join(db.uri, f"{name}.lance", "_versions")
+        home = os.path.join(db.uri, f"{name}.lance")
+        folder = os.path.join(home, "_versions")
         try:
             st = os.stat(folder)
-            return (st.st_ino, st.st_mtime_ns, tuple(sorted(os.listdir(folder))))
+            names = tuple(sorted(os.listdir(folder)))
+            home_st = os.stat(home)
+            identity = (home_st.st_ino, home_st.st_ctime_ns, st.st_ino)
+            return (identity, _latest_version(names), st.st_mtime_ns, names)
         except OSError:
             return (table.version, None)
     versions = table.list_versions()

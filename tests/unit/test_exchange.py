@@ -191,3 +191,25 @@ def test_the_same_text_under_two_ids_folds_into_the_smaller_and_keeps_the_chain(
     again = {**mine, "supersedes": None}
     report = import_memory(project, HEADER + json.dumps(again) + "\n", source="x")
     assert report["duplicate_of"] == {mine["id"]: theirs["id"]} and report["added"] == 0, report
+
+
+def test_a_change_within_the_same_second_is_later_than_the_version_it_follows(project, tmp_path):
+    """Supersede, then delete the successor, in one second: the fact made current again must win a
+    merge against its superseded copy on another clone (dated `now`, it tied, and the greater line,
+    the superseded one, won on one clone while the other kept the active one)."""
+    from contextware.memory.records import delete
+    from contextware.memory.tombstones import later
+
+    old = save_fact(project, "Staging runs on a single node.", kind="environment")
+    new = save_fact(project, "Staging runs on three nodes.", kind="environment", supersedes=old["id"])
+
+    def line(record_id: str) -> dict:
+        rows = [json.loads(x) for x in export_memory(project, None)["jsonl"].splitlines()[1:]]
+        return next(r for r in rows if r["id"] == record_id)
+
+    superseded = line(old["id"])
+    assert superseded["status"] == "superseded" and superseded["updated_at"] > superseded["created_at"]
+    delete(project, new["id"])
+    current = line(old["id"])
+    assert current["status"] == "active" and current["updated_at"] > superseded["updated_at"]
+    assert later(superseded, current) is current and later(current, superseded) is current

@@ -257,3 +257,19 @@ def test_a_save_finds_its_near_duplicates_in_the_snapshot(filled, snapshots):
     ask(project, "how do we deploy?")
     out = records.save_fact(project, "Deploys go through fly deploy from the main branch only.", kind="convention")
     assert ids[3] in [s["id"] for s in out["similar"]]
+
+
+def test_reused_inode_numbers_do_not_make_a_new_table_the_old_one(filled, snapshots):
+    """The file system may give a re-created table the inode numbers of the dropped one: its version
+    count restarting (and its folder's change time) still tell them apart, and a catch-up is refused."""
+    project, _ = filled
+    ask(project, "how do we deploy?")
+    old = table_search._snapshots[(project.db.uri, "facts")].key
+    shutil.rmtree(project.data_dir / "lancedb" / "facts.lance")
+    records.save_fact(_other_process(project), "Invoices are queued in SQS now.")
+    new = table_search.version_key(project.db, "facts", project.db.open_table("facts"))
+    assert new[0] != old[0]  # the change time differs even where the inodes were reused
+    reused = (old[0], *new[1:])  # the worst case: every identity number reused
+    assert new[1] <= old[1] and not table_search._same_table(old, reused)
+    later = (old[0], old[1] + 1, *new[2:])
+    assert table_search._same_table(old, later)
