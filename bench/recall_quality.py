@@ -52,6 +52,7 @@ from contextware.storage.project import Project
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
 ECHOES = 0  # --echoes N: each question was also asked N times before, captured as logs
+CONVERSATION = 0  # --conversation N: N rows of a real project's conversation stored around the memories
 LIMIT = 5
 CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
 RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0.01 let them swing by fold
@@ -89,7 +90,7 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
 
 def search(project: Project, query: str, qvec, plain=None) -> list[Candidate]:
     hits: list[Candidate] = []
-    for name in TABLES + (("logs",) if ECHOES else ()):
+    for name in TABLES + (("logs",) if ECHOES or CONVERSATION else ()):
         hits += search_table(project, name, query, qvec, RecallFilters().where(name), CANDIDATES, plain)
     return hits
 
@@ -316,6 +317,25 @@ def tune_gates(
     }
 
 
+def load_conversation(project: Project, rows: int) -> None:
+    """The newest ``rows`` log rows of the long-horizon history (commits as coding-session turns,
+    real dates), imported the way ``contextware import`` does."""
+    import long_horizon
+
+    from contextware.memory.exchange import import_memory
+    from contextware.memory.memfile import render
+
+    commits = [c for c in long_horizon.parse_log(long_horizon.changelog_text()) if not c.merge]
+    out: list[dict] = []
+    for c in commits:
+        out += long_horizon.commit_rows(c)
+        if len(out) >= rows:
+            break
+    t0 = time.perf_counter()
+    import_memory(project, render(out[:rows]), source="harfbuzz-history")
+    print(f"stored {min(rows, len(out))} conversation rows in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tune", action="store_true", help="calibrate the constants on the tune split")
@@ -331,6 +351,14 @@ def main() -> None:
         metavar="N",
         help="each question was asked N times before (captured as user turns in N sessions); answers still "
         "count only as the facts and episodes that hold them",
+    )
+    parser.add_argument(
+        "--conversation",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also store N log rows of HarfBuzz's history as conversation with real dates (bench/long_horizon.py) "
+        "and report recall on the memories alone beside recall among them",
     )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
@@ -350,6 +378,12 @@ def main() -> None:
         t0 = time.perf_counter()
         ids = load_memory(project, data["items"])
         load_s = time.perf_counter() - t0
+        alone = None
+        if args.conversation:
+            alone = hybrid_candidates(
+                project, [q["q"] for q in pick(data["questions"] + data["no_answer"], args.split)]
+            )
+            load_conversation(project, args.conversation)
         if args.echoes:
             global ECHOES
             ECHOES = args.echoes
@@ -376,6 +410,7 @@ def main() -> None:
     report = {
         "split": args.split,
         "echoes": args.echoes,
+        "conversation_rows": args.conversation,
         "questions": len(qs),
         "no_answer_questions": len(na),
         "memories": len(data["items"]),
@@ -391,6 +426,15 @@ def main() -> None:
             **supersession(hybrid, pairs, ids),
         },
         "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["hook_min_confidence"]),
+        **(
+            {
+                "hybrid_memories_alone": evaluate(
+                    alone, qs, na, ids, "hybrid", min_confidence=gates["recall_min_confidence"]
+                )
+            }
+            if alone
+            else {}
+        ),
         "hybrid_ungated": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=0.0),
         "gate_auc": gate_auc(hybrid, qs, na),
         "vector": evaluate(plain, qs, na, ids, "vector"),

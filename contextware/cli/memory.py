@@ -62,7 +62,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     sub.add_parser("repair", help="restore damaged tables to their newest readable version")
     rt = sub.add_parser("retain", help="fold old sessions' turns into their digests and archive them")
     rt.add_argument(
-        "--older-than", type=float, metavar="DAYS", help="sessions whose last turn is older (default: log_retention_days)"
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="sessions whose last turn is older (default: log_retention_days)",
     )
     rt.add_argument("--dry-run", action="store_true", help="list the sessions, change nothing")
     for action in sub.choices.values():
@@ -113,7 +116,7 @@ def handle(args: argparse.Namespace) -> dict:
         from contextware.memory import retention
 
         days = args.older_than if args.older_than is not None else retention.configured_days(project)
-        return retention.retain(project, older_than=days, dry_run=args.dry_run)
+        return retention.retain(project, older_than=days, dry_run=args.dry_run, use_model=True)
     from contextware.memory.cleanup import clean_injected_logs, scrub_secrets
 
     report = maintenance.repair(project)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError
+from contextware.errors import FieldError, UsageError
 from contextware.memory.digest import MIN_TURNS, refresh_digest
 from contextware.memory.memfile import FIELDS, merge2, read_entries, render, written_form
 from contextware.system import write_atomic
@@ -78,6 +78,22 @@ def archive_path(project: "Project", session_id: str) -> "Path":
     return project.data_dir / ARCHIVE_DIR / f"{slug}-{digest}.jsonl"
 
 
+def archived_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
+    """The first chunks of a session's archived turns (``role``, ``text``, ``created_at``)."""
+    path = archive_path(project, session_id)
+    if not path.is_file():
+        return []
+    try:
+        entries = read_entries(path.read_text(encoding="utf-8")).values()
+    except (OSError, UnicodeDecodeError, UsageError):
+        return []  # a damaged archive: the digest is built from what is stored
+    return [
+        {"role": e.get("role"), "text": e.get("text"), "created_at": parse_iso(e.get("created_at"))}
+        for e in entries
+        if not e.get("chunk_index") and e.get("session_id") == session_id
+    ]
+
+
 def _session_rows(project: "Project", session_id: str) -> list[dict[str, Any]]:
     table = project.db.open_table("logs")
     if table is None:
@@ -117,8 +133,9 @@ def _write_ledger(project: "Project", ledger: dict[str, Any]) -> None:
     write_atomic(project.data_dir / LEDGER, json.dumps(ledger, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def retain(project: "Project", *, older_than: float, dry_run: bool = False) -> dict[str, Any]:
-    """Retain the sessions whose last turn is over ``older_than`` days old; ``dry_run`` lists the sessions and changes nothing."""
+def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_model: bool = False) -> dict[str, Any]:
+    """Retain the sessions whose last turn is over ``older_than`` days old; ``dry_run`` lists them
+    and changes nothing; ``use_model``: digests by Gemini where configured (``gemini_digest``)."""
     if not older_than > 0:
         raise FieldError("{field} must be a number of days above 0.", field="older_than")
     cutoff = utcnow() - timedelta(days=older_than)
@@ -138,7 +155,7 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False) -> d
     ledger = _read_ledger(project)
     done = []
     for session in sessions:
-        digest = refresh_digest(project, session.session_id)  # from every turn, before any goes
+        digest = refresh_digest(project, session.session_id, use_model=use_model)  # before any turn goes
         rows = _session_rows(project, session.session_id)
         if digest is None or not rows:
             continue
@@ -155,7 +172,7 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False) -> d
             "retained_at": iso(utcnow()),
         }
         _write_ledger(project, ledger)
-        done.append({"session_id": session.session_id, "digest": digest["id"], "rows": len(rows)})
+        done.append({"session_id": session.session_id, "digest": digest["id"], "by": digest["by"], "rows": len(rows)})
     ledger["last_run"] = iso(utcnow())
     _write_ledger(project, ledger)
     report["retained"] = done
@@ -183,9 +200,13 @@ def retain_if_due(project: "Project") -> dict[str, Any] | None:
 
 def retention_stats(project: "Project") -> dict[str, Any]:
     """What ``memory stats`` shows: the policy, and what it has archived so far."""
+    from contextware.memory.gemini_digest import budget
+
     ledger = _read_ledger(project)
     sessions = ledger.get("sessions", {})
     return {
+        "digest_summarizer": str(project.config.get("digest_summarizer") or "local"),
+        "digest_tokens_today": budget(project),
         "log_retention_days": configured_days(project),
         "archived_sessions": len(sessions),
         "archived_rows": sum(int(s.get("rows", 0)) for s in sessions.values() if isinstance(s, dict)),

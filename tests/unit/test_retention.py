@@ -132,3 +132,17 @@ def test_the_command_needs_a_policy_or_a_flag(project_dir, script):
     assert out.returncode == 2 and "--older-than must be a number of days above 0" in out.json["error"]["message"]
     out = script("memory", "retain", "--older-than", "30", "--dry-run")
     assert out.returncode == 0 and out.json["sessions"] == 0
+
+
+def test_a_session_resumed_after_retention_keeps_its_beginning_in_the_digest(history):
+    from contextware.memory.digest import refresh_digest
+    from contextware.memory.records import get, save_log
+
+    project, _ = history
+    digest = retention.retain(project, older_than=30)["retained"][0]["digest"]
+    for text in ("Back again: can we add retries?", "Add a retry to the export job.", "Also log the failures."):
+        save_log(project, text, session_id="old-session", role="user")
+    assert refresh_digest(project, "old-session")["id"] == digest
+    summary = get(project, digest)["record"]["summary"]
+    assert "Postgres 16" in summary  # decided in the archived turns
+    assert "Session of 7 requests" in get(project, digest)["record"]["goal"]
