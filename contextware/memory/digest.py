@@ -78,7 +78,7 @@ def build_digest(turns: list[dict[str, Any]]) -> dict[str, str] | None:
 def session_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
     """The session's captured turns, oldest first (first chunks only: a digest reads openings),
     those retention archived included: a session resumed after it was folded keeps its beginning."""
-    from contextware.memory.retention import archived_turns
+    from contextware.memory.archive import archived_turns
 
     rows = archived_turns(project, session_id)
     table = project.db.open_table("logs")

@@ -12,25 +12,21 @@ written and the turns still stored; the next run finishes the job.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError, UsageError
+from contextware.errors import FieldError
+from contextware.memory.archive import ARCHIVE_DIR, archive_path, write_archive
 from contextware.memory.digest import MIN_TURNS, refresh_digest
-from contextware.memory.memfile import FIELDS, merge2, read_entries, render, written_form
+from contextware.memory.memfile import FIELDS
 from contextware.system import write_atomic
 from contextware.text import iso, parse_iso, sql_str, utcnow
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from contextware.storage.project import Project
 
-ARCHIVE_DIR = "archive/logs"
 LEDGER = "archive/retention.json"
 AUTO_EVERY = timedelta(days=1)  # the hooks apply the configured policy at most this often
 DELETE_BATCH = 500  # ids per delete statement
@@ -71,29 +67,6 @@ def old_sessions(project: "Project", cutoff: datetime) -> list[OldSession]:
     return out
 
 
-def archive_path(project: "Project", session_id: str) -> "Path":
-    """One file per session: a readable part of its id and a hash of all of it (ids may hold anything)."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", session_id).strip("-.")[:40] or "session"
-    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:12]
-    return project.data_dir / ARCHIVE_DIR / f"{slug}-{digest}.jsonl"
-
-
-def archived_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
-    """The first chunks of a session's archived turns (``role``, ``text``, ``created_at``)."""
-    path = archive_path(project, session_id)
-    if not path.is_file():
-        return []
-    try:
-        entries = read_entries(path.read_text(encoding="utf-8")).values()
-    except (OSError, UnicodeDecodeError, UsageError):
-        return []  # a damaged archive: the digest is built from what is stored
-    return [
-        {"role": e.get("role"), "text": e.get("text"), "created_at": parse_iso(e.get("created_at"))}
-        for e in entries
-        if not e.get("chunk_index") and e.get("session_id") == session_id
-    ]
-
-
 def _session_rows(project: "Project", session_id: str) -> list[dict[str, Any]]:
     table = project.db.open_table("logs")
     if table is None:
@@ -101,14 +74,6 @@ def _session_rows(project: "Project", session_id: str) -> list[dict[str, Any]]:
     columns = [c for c in FIELDS["logs"] if c in table.schema.names]
     where = f"session_id = {sql_str(session_id)}"
     return project.db.read(lambda: table.search().where(where).select(columns).limit(None).to_arrow().to_pylist())
-
-
-def _archive(path: "Path", rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` to the session's archive, merged with what an earlier run archived there."""
-    entries = {r["id"]: written_form("logs", r) for r in rows}
-    if path.is_file():
-        entries = merge2(read_entries(path.read_text(encoding="utf-8")), entries)
-    write_atomic(path, render(entries.values()))
 
 
 def _delete(project: "Project", ids: list[str]) -> None:
@@ -160,7 +125,7 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_
         if digest is None or not rows:
             continue
         path = archive_path(project, session.session_id)
-        _archive(path, rows)
+        write_archive(path, rows)
         _delete(project, [r["id"] for r in rows])
         times = sorted(iso(r["created_at"]) or "" for r in rows)
         ledger["sessions"][session.session_id] = {

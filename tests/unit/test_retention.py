@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from contextware.errors import FieldError
-from contextware.memory import retention
+from contextware.memory import archive, retention
 from contextware.memory.exchange import import_memory
 from contextware.memory.memfile import render
 from contextware.memory.recall import ask
@@ -67,7 +67,7 @@ def test_a_dry_run_lists_the_old_session_and_changes_nothing(history):
     before = _sessions(project)
     report = retention.retain(project, older_than=30, dry_run=True)
     assert [s["session_id"] for s in report["retained"]] == ["old-session"] and report["turns"] == 8
-    assert _sessions(project) == before and not (project.data_dir / retention.ARCHIVE_DIR).exists()
+    assert _sessions(project) == before and not (project.data_dir / archive.ARCHIVE_DIR).exists()
 
 
 def test_old_turns_go_to_the_archive_and_the_digest_answers(history):
@@ -75,7 +75,7 @@ def test_old_turns_go_to_the_archive_and_the_digest_answers(history):
     report = retention.retain(project, older_than=30)
     assert [s["session_id"] for s in report["retained"]] == ["old-session"]
     assert _sessions(project) == {"short-old": 4, "recent": 8}  # only the old, long session went
-    path = retention.archive_path(project, "old-session")
+    path = archive.archive_path(project, "old-session")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     archived = [json.loads(line) for line in path.read_text().splitlines()[1:]]
     assert sorted(r["text"] for r in archived) == sorted(t for _, t in OLD)
@@ -94,7 +94,7 @@ def test_old_turns_go_to_the_archive_and_the_digest_answers(history):
 def test_a_second_run_changes_nothing_and_the_archive_imports_back(history):
     project, _ = history
     retention.retain(project, older_than=30)
-    path = retention.archive_path(project, "old-session")
+    path = archive.archive_path(project, "old-session")
     first = path.read_bytes()
     again = retention.retain(project, older_than=30)
     assert again["retained"] == [] and path.read_bytes() == first
@@ -107,9 +107,9 @@ def test_a_run_that_died_after_archiving_is_finished_by_the_next(history):
     and the archive keeps one copy of each."""
     project, _ = history
     rows = retention._session_rows(project, "old-session")
-    retention._archive(retention.archive_path(project, "old-session"), rows)
+    archive.write_archive(archive.archive_path(project, "old-session"), rows)
     retention.retain(project, older_than=30)
-    archived = retention.archive_path(project, "old-session").read_text().splitlines()[1:]
+    archived = archive.archive_path(project, "old-session").read_text().splitlines()[1:]
     assert len(archived) == 8 and "old-session" not in _sessions(project)
 
 

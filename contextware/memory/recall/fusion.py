@@ -53,7 +53,17 @@ def fuse_one(c: Candidate, params: RecallParams) -> float:
 
 
 def fuse_all(found: Sequence[Candidate], params: RecallParams) -> list[Hit]:
-    return [Hit(c, fuse_one(c, params), echo=is_echo(c, params.fusion)) for c in found]
+    scores = [fuse_one(c, params) for c in found]
+    beta = params.fusion.log_baseline
+    logs = sorted(s for c, s in zip(found, scores, strict=True) if c.collection == "logs")[:-1]  # but the best
+    if beta > 0 and logs:  # the captured turns' noise for this question: the median of their scores
+        # (thousands of turns about other things hold some as close to the question as the fact
+        # that answers it; one that answers stands out from the rest, docs/retrieval.md)
+        import statistics
+
+        noise = beta * statistics.median(logs)
+        scores = [s - noise if c.collection == "logs" else s for c, s in zip(found, scores, strict=True)]
+    return [Hit(c, s, echo=is_echo(c, params.fusion)) for c, s in zip(found, scores, strict=True)]
 
 
 def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
@@ -84,6 +94,13 @@ def _created(h: Hit) -> float:
     return value.timestamp() if value is not None else 0.0
 
 
+# What a fact that replaces another says: parallel facts ("service 2 listens on 8002", "service 3
+# on 8003") are as alike, and neither restates the other.
+REPLACING = re.compile(
+    r"\b(?:no longer|instead|replac(?:ed|es|ing)|remov(?:ed|es)|dropp(?:ed|s)|moved|migrat(?:ed|es)|"
+    r"switch(?:ed|es)|deprecated|retired|now|anymore|rather than)\b",
+    re.I,
+)
 REPLACING_SLACK = 0.1  # a little less alike (cosine) when the newer fact repeats the older one's words
 REPEATED_WORDS = 0.5  # ... at least this share of the older fact's content words
 
@@ -99,9 +116,10 @@ def _repeats_words(newer: str, older: str) -> bool:
 
 
 def _restatements(hits: Sequence[Hit], alike: float) -> dict[str, str]:
-    """newer fact id -> the id of the older active fact it restates (cosine of the two at least
-    ``alike``, or a little less with most of the older one's words): a fact saved later without
-    naming the one it replaces ("we moved to httpx" after "we use requests").  Unlinked, the older,
+    """newer fact id -> the id of the older active fact it restates: it says it replaces something
+    (``REPLACING``), and the two are ``alike`` (cosine), or a little less with most of the older
+    one's words: a fact saved later without naming the one it replaces ("we moved to httpx" after
+    "we use requests").  Unlinked, the older,
     shorter one ranked first for 8 of 10 such questions (bench/recall_quality.py --unlinked)."""
     facts = [h for h in hits if h.collection == "facts" and h.row.get("vector") is not None]
     if len(facts) < 2:
@@ -114,7 +132,10 @@ def _restatements(hits: Sequence[Hit], alike: float) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, j in np.argwhere(sims >= alike - REPLACING_SLACK):
         older, newer = sorted((facts[i], facts[j]), key=_created)
-        replacing = sims[i, j] >= alike or _repeats_words(str(newer.row.get("text")), str(older.row.get("text")))
+        text = str(newer.row.get("text"))
+        replacing = REPLACING.search(text) is not None and (
+            sims[i, j] >= alike or _repeats_words(text, str(older.row.get("text")))
+        )
         if _created(newer) > _created(older) and replacing:
             out.setdefault(newer.id, older.id)
     return out

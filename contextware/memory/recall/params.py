@@ -28,11 +28,12 @@ class FusionParams:
     code_score_floor: float = 0.42  # ... or scores this high (fused and scaled)
     lexical_floor: float = 1e-9  # degraded mode (no vectors): any full-text match
     tie: float = 0.01  # scores this close are a tie, broken by recency (age never lowers a score)
-    log_bm25_weight: float = 1.0  # captured turns: their own lexical weight and saturation (chat
+    log_bm25_weight: float = 0.5  # captured turns: their own lexical weight and saturation (chat
     log_bm25_half: float = 8.0  # turns share words with a question more than a fact's paraphrase does)
     log_weight: float = 0.9  # a captured turn counts a little less than a curated fact or episode ...
     question_chars: int = 600  # ... and a user's question of at most this length asks, not answers (an echo):
     echo_weight: float = 0.3  # it ranks after every answer and never makes a question answerable
+    log_baseline: float = 0.7  # captured turns: minus this share of the median score of their candidates
     restated: float = 0.7  # two active facts this alike (cosine): the newer restates the older, ranks first
 
     @property
