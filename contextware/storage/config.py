@@ -16,6 +16,9 @@ DEFAULTS: dict[str, Any] = {
     "max_episode_chars": 8000,
     "log_chunk_chars": 1500,
     "max_log_chars": 2_000_000,
+    # A hook turn (prompt or answer) over this many characters is cut to it, the rest noted as cut:
+    # a 40 MB turn would otherwise be thousands of rows to embed on the hook's path.
+    "hook_turn_chars": 40_000,
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,
