@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, DamagedDataError, StorageError, UsageError
-from contextware.storage.database import vector_dim, vector_model, with_retries
+from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
-from contextware.storage.integrity import stamp, verify_rows
+from contextware.storage.integrity import damaged_rows, stamp, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
 from contextware.text import iso
@@ -57,6 +57,15 @@ def stats(project: "Project") -> dict[str, Any]:
             info["missing_vectors"] = table.count_rows("vector IS NULL")
         if name == "facts":
             info["superseded"] = table.count_rows("status = 'superseded'")
+        try:  # every row's checksum: Lance reads most flipped bits back silently
+            bad = db.read(lambda table=table, name=name: damaged_rows(name, table))
+        except DamagedDataError as exc:
+            info["damaged"] = exc.message
+        else:
+            if bad:
+                info["damaged_rows"] = len(bad)
+                info["damaged_ids"] = bad[:10]
+                info["damaged"] = f"{len(bad)} row(s) do not match what was written; {RECOVERY_HINT}."
         tables[name] = info
         if latest and (last_write is None or latest > last_write):
             last_write = latest
