@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,7 @@ def stats(project: "Project") -> dict[str, Any]:
         if name == "facts":
             info["superseded"] = table.count_rows("status = 'superseded'")
         try:  # every row's checksum: Lance reads most flipped bits back silently
-            bad = db.read(lambda table=table, name=name: damaged_rows(name, table))
+            bad = db.read(partial(damaged_rows, name, table))
         except DamagedDataError as exc:
             info["damaged"] = exc.message
         else:
