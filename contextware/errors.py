@@ -61,7 +61,10 @@ class NotFoundError(UsageError):
     code = "not_found"
 
 
-class ConfigError(ContextwareError):
+class ConfigError(UsageError):
+    """A setting that cannot be used (``config.json`` unreadable, not JSON, an unknown key, a bad
+    value; a bad ``CONTEXTWARE_*`` value): bad input like any other, exit 2 from every command."""
+
     code = "config_error"
 
 

@@ -7,7 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, DamagedDataError, StorageError, UsageError
+from contextware.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import damaged_rows, stamp, verify_rows
@@ -112,7 +112,7 @@ def resolved_from(project: "Project") -> tuple[str, str]:
     elif main is not None:
         try:
             mode = worktrees_mode(main)
-        except UsageError:
+        except ContextwareError:  # a bad worktrees value
             mode = "not shared"
         data_from = f"this worktree's own: worktrees is {mode}"
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from contextware.errors import UsageError
+from contextware.errors import ConfigError, UsageError
 from contextware.settings import Settings, current_settings
 
 DATA_DIR_NAME = "contextware_data"
@@ -83,7 +83,7 @@ def worktrees_mode(main_root: Path, settings: Settings | None = None) -> str:
         return "shared"
     if raw == "separate":
         return "separate"
-    raise UsageError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
+    raise ConfigError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
 
 
 def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Path:

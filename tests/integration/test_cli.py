@@ -167,7 +167,7 @@ def test_damaged_config_is_named(script, project_dir):
     (project_dir / "contextware_data").mkdir()
     (project_dir / "contextware_data" / "config.json").write_text("{not json")
     out = script("save_fact", "x")
-    assert out.returncode == 1 and out.json["error"]["code"] == "damaged_config"
+    assert out.returncode == 2 and out.json["error"]["code"] == "damaged_config"
     assert "config.json" in out.json["error"]["message"]
 
 
