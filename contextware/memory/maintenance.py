@@ -54,11 +54,11 @@ def stats(project: "Project") -> dict[str, Any]:
             "model": vector_model(table.schema),
             "disk_bytes": _disk_bytes(os.path.join(project.db_uri, f"{name}.lance")),
         }
-        if "vector" in table.schema.names:
-            info["missing_vectors"] = table.count_rows("vector IS NULL")
-        if name == "facts":
-            info["superseded"] = table.count_rows("status = 'superseded'")
-        try:  # every row's checksum: Lance reads most flipped bits back silently
+        try:  # counts that read the data, and every row's checksum: Lance reads most flipped bits back silently
+            if "vector" in table.schema.names:
+                info["missing_vectors"] = db.read(partial(table.count_rows, "vector IS NULL"))
+            if name == "facts":
+                info["superseded"] = db.read(partial(table.count_rows, "status = 'superseded'"))
             bad = db.read(partial(damaged_rows, name, table))
         except DamagedDataError as exc:
             info["damaged"] = exc.message

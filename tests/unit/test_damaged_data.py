@@ -315,3 +315,28 @@ def test_stats_verifies_every_rows_checksum_and_names_the_damaged_ones(tmp_path:
 
     maintenance.repair(Project.open(project.root))
     assert "damaged" not in maintenance.stats(Project.open(project.root))["tables"]["facts"]
+
+
+def test_lance_errors_reach_the_user_without_its_source_paths(tmp_path: Path, capsys, monkeypatch):
+    """Lance appends where in its Rust sources it failed (``/root/.cargo/registry/.../utils.rs:224:20``,
+    ``/rustc/<hash>/.../function.rs:250:5``): paths of its build machine, never shown (issue 23 k)."""
+    from contextware.cli import run
+
+    project = _project(tmp_path / "p")
+    _save_facts(project, FACTS[:2])
+    for path in _data_files(project, "facts"):
+        path.write_bytes(path.read_bytes()[:40])  # torn data files
+    monkeypatch.chdir(project.root)
+    for command, argv, exit_code in (
+        ("memory", ["list"], 1),
+        ("recall", ["--query", "port"], 1),
+        ("memory", ["stats"], 0),
+    ):
+        assert run(command, argv) == exit_code, (command, capsys.readouterr())
+        out = capsys.readouterr().out
+        assert "damaged" in out and ".rs:" not in out and "/rustc/" not in out and ".cargo" not in out, out
+    for manifest in (_table_dir(project, "facts") / "_versions").iterdir():
+        manifest.write_bytes(b"garbage")
+    assert run("memory", ["list"]) == 1
+    out = capsys.readouterr().out
+    assert "damaged_data" in out and ".rs:" not in out and ".cargo" not in out, out
