@@ -89,3 +89,22 @@ def test_jsonc_set_then_remove_gives_back_the_users_data(text: str):
 def test_what_is_not_jsonc_is_an_error_never_a_guess(text: str):
     with pytest.raises(jsonc.JsoncError):
         jsonc.set_member(text, "servers", "contextware", {"command": "x"})
+
+
+def test_uninstall_never_leaves_our_hooks_in_a_settings_file_given_comments_later(project_dir: Path, capsys):
+    """Hooks are never edited as text: a project's Gemini settings that got a comment after install
+    are refused by uninstall (nothing changed), not stripped of our MCP server alone."""
+    import sys
+
+    (project_dir / ".git").mkdir()
+    root = ["--project-root", str(project_dir)]
+    settings = project_dir / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"ui": {"theme": "Dracula"}}\n')  # the user's own settings, plain JSON
+    assert run("install", ["gemini", "--project", "--python", sys.executable, *root]) == 0
+    commented = "// mine\n" + settings.read_text()
+    settings.write_text(commented)
+    capsys.readouterr()
+    assert run("install", ["uninstall", "gemini", "--project", *root]) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "settings_unreadable"
+    assert settings.read_text() == commented

@@ -139,7 +139,8 @@ def undo_json(path: Path, rec: dict, known: bool, mcp_key: str = "mcpServers") -
         put_text(path, settings_merge.dump_like(new, current), [])
     else:
         previous = rec.get("mcp_previous")
-        put_text(path, _jsonc_edit(path, current, lambda text: _jsonc_undo(text, mcp_key, previous), False), [])
+        edit = _jsonc_edit(path, current, lambda text: _jsonc_undo(text, mcp_key, previous), False, expected=new)
+        put_text(path, edit, [])
     return "written"
 
 
@@ -149,11 +150,14 @@ def _jsonc_undo(text: str, mcp_key: str, previous: Any) -> str:
     return jsonc.remove_member(text, mcp_key, NAME)
 
 
-def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool) -> str:
-    """``edit(text)`` of a JSON file with comments, or a clear refusal (nothing changed)."""
+def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool, expected: Any = None) -> str:
+    """``edit(text)`` of a JSON file with comments (only our MCP server is edited as text: hooks are
+    not), giving ``expected`` when given, or a clear refusal (nothing changed)."""
     if not hooks:
         try:
-            return edit(text)
+            new = edit(text)
+            if expected is None or jsonc.loads(new) == expected:
+                return new
         except jsonc.JsoncError:
             pass
     raise ContextwareError(
