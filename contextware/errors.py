@@ -7,6 +7,7 @@ written), 1 a runtime failure, 130 an interruption (SIGINT or SIGTERM).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,10 @@ class NotFoundError(UsageError):
     code = "not_found"
 
 
-class ConfigError(ContextwareError):
+class ConfigError(UsageError):
+    """A setting that cannot be used (``config.json`` unreadable, not JSON, an unknown key, a bad
+    value; a bad ``CONTEXTWARE_*`` value): bad input like any other, exit 2 from every command."""
+
     code = "config_error"
 
 
@@ -135,10 +139,17 @@ def load_json(text: str, bad: "Callable[[JSONDecodeError], ContextwareError]") -
         raise bad(json.JSONDecodeError("nested too deeply", text[:0], 0)) from None
 
 
+# Where in Lance's (Rust) sources an error was raised: "/root/.cargo/registry/src/.../utils.rs:224:20",
+# "/rustc/<hash>/library/core/src/ops/function.rs:250:5".  Paths of the build machine, not the user's.
+_SOURCE_LOCATION = re.compile(r"[,;:]?\s*\(?(?:at\s+)?/[^\s,;()]*\.rs:\d+(?::\d+)?\)?")
+
+
 def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's text (its type when empty), for one-sentence messages."""
+    """The first line of an exception's text (its type when empty), for one-sentence messages;
+    without the internal source locations Lance appends (absolute paths of its build machine)."""
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0].rstrip(".")[:limit]
+    line = _SOURCE_LOCATION.sub("", text.splitlines()[0]).strip()
+    return (line or type(exc).__name__).rstrip(".")[:limit]
 
 
 def internal_error(exc: BaseException) -> dict:

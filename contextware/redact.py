@@ -530,6 +530,17 @@ def refuse_secret_name(value: str, what: str) -> str:
     return value
 
 
+def refuse_secret_topics(raw: Any) -> Any:
+    """``raw`` topics (a comma-separated string or a list, as ``text.parse_topics`` takes them) unless
+    one holds a secret by its shape, judged before topics are lower-cased (``AKIA...`` would no longer
+    look like a key): a topic is stored, shown and matched as it is, so it is refused, never masked."""
+    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, (list, tuple)) else []
+    for n, item in enumerate(items, 1):
+        if isinstance(item, str):
+            refuse_secret_name(item.strip(), f"Topic {n}")
+    return raw
+
+
 def redact_text(text: str, library: bool = True) -> str:
     """``redact`` without the counts."""
     return redact(text, library)[0]

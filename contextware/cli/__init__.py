@@ -235,6 +235,10 @@ def _unknown_command(name: str, names: list[str]) -> str:
 
 
 def open_project(args: Any) -> Any:
+    """The command's project, its settings read now: a bad ``config.json`` is the same error (exit 2)
+    from every command, not only from those that use the setting."""
     from contextware.storage.project import Project
 
-    return Project.open(getattr(args, "project_root", None), getattr(args, "settings", None))
+    project = Project.open(getattr(args, "project_root", None), getattr(args, "settings", None))
+    _ = project.config
+    return project

@@ -21,10 +21,17 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
+    from contextware.errors import UsageError, disk_full, is_disk_full
     from contextware.memory.exchange import export_memory
 
     project = open_project(args)
-    return export_memory(project, memory_file_path(project, args.output), include_logs=args.include_logs)
+    try:
+        return export_memory(project, memory_file_path(project, args.output), include_logs=args.include_logs)
+    except UsageError as exc:  # a write refused by a full disk is disk_full (exit 1), as every write's
+        cause = exc.__context__
+        if exc.code == "not_writable" and cause is not None and is_disk_full(cause):
+            raise disk_full(cause, "the export (the previous file is kept)") from None
+        raise
 
 
 def raw_output(result: dict) -> str | None:

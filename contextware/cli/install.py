@@ -95,6 +95,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     _host(m, required=True)
     _scope(m)
     _python(m)
+    m.add_argument(
+        "--replace",
+        action="store_true",
+        help="claude-desktop: serve this project even though its one server serves another",
+    )
     u = sub.add_parser("uninstall", help="remove what install added (--user, the default, or --project)")
     u.add_argument("agent", nargs="?", choices=("gemini", "claude", "mcp"), default="gemini", help="default gemini")
     _host(u, required=False)
@@ -121,6 +126,7 @@ def handle(args: argparse.Namespace) -> dict:
         link=not getattr(args, "no_link", False),
         host=getattr(args, "host", None),
         settings=getattr(args, "settings", None),
+        replace=getattr(args, "replace", False),
     )
 
 

@@ -531,6 +531,8 @@ def check_file(
     reason ("ignored", "lock_file", ...), "too_large", "binary" (NUL in the first 8 KB) or
     "unreadable".  rel_path is project-relative POSIX when inside the project (even when missing, so
     the caller can delete its index row; "." for the root), else the path as given."""
+    if "\x00" in str(path):  # no file has one in its name (the OS refuses the call): as missing
+        return str(path).replace("\x00", "\\x00"), None, "missing"
     rules = rules or IgnoreRules.load(root, data_dir)
     rel, kind = rules._classify(path)
     if rel is None:

@@ -34,10 +34,13 @@ def build_command(
     session_id: str | None = None,
     resume: str | None = None,
     trust_workspace: bool = True,
+    policy: Path | None = None,
 ) -> list[str]:
     cmd = [binary, "-o", "json"]
     if trust_workspace:
         cmd.append("--skip-trust")
+    if policy is not None:  # admin tier: above the user's own policy rules
+        cmd += ["--admin-policy", str(policy)]
     if model:
         cmd += ["-m", model]
     if include_dirs:
@@ -68,8 +71,10 @@ def run_gemini(
     rate_limit_max_wait: float = 60.0,
     trust_workspace: bool = True,
     cancel: threading.Event | None = None,
+    policy: Path | None = None,
 ) -> GeminiResult:
-    """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError).  Setting
+    """Run one headless Gemini CLI turn and return its parsed result (raises GeminiError).  ``policy``:
+    a policy file (TOML) of what the CLI's tools may not do, at the admin tier.  Setting
     ``cancel`` from another thread stops the call, or the wait before it, within a fraction of a
     second (GeminiError ``interrupted``)."""
     if not prompt or not prompt.strip():
@@ -98,6 +103,7 @@ def run_gemini(
             session_id=session_id,
             resume=resume,
             trust_workspace=trust_workspace,
+            policy=policy,
         )
         rc, out, err = run_process(cmd, stdin_text=stdin_text, cwd=cwd, env=env, timeout=timeout, cancel=cancel)
         try:

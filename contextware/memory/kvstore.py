@@ -292,7 +292,10 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, 
     namespace = check_namespace(namespace)
     key = check_key(key)
     redacted: dict[str, int] = {}
-    value = redact_json(value, redacted)  # secrets in string leaves never reach the table
+    try:
+        value = redact_json(value, redacted)  # secrets in string leaves never reach the table
+    except RecursionError:  # a value handed over already parsed (MCP) can be nested past the stack
+        raise UsageError("The value is nested too deeply to store; nothing was saved.", code="bad_json") from None
     text = encode(value)
     size = len(text.encode("utf-8"))
     limits = settings(project)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, DamagedDataError, StorageError, UsageError
-from contextware.storage.database import vector_dim, vector_model, with_retries
+from contextware.errors import ContextwareError, DamagedDataError, StorageError
+from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
-from contextware.storage.integrity import stamp, verify_rows
+from contextware.storage.integrity import damaged_rows, stamp, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
 from contextware.text import iso
@@ -55,10 +56,19 @@ def stats(project: "Project") -> dict[str, Any]:
             "model": vector_model(table.schema),
             "disk_bytes": _disk_bytes(os.path.join(project.db_uri, f"{name}.lance")),
         }
-        if "vector" in table.schema.names:
-            info["missing_vectors"] = table.count_rows("vector IS NULL")
-        if name == "facts":
-            info["superseded"] = table.count_rows("status = 'superseded'")
+        try:  # counts that read the data, and every row's checksum: Lance reads most flipped bits back silently
+            if "vector" in table.schema.names:
+                info["missing_vectors"] = db.read(partial(table.count_rows, "vector IS NULL"))
+            if name == "facts":
+                info["superseded"] = db.read(partial(table.count_rows, "status = 'superseded'"))
+            bad = db.read(partial(damaged_rows, name, table))
+        except DamagedDataError as exc:
+            info["damaged"] = exc.message
+        else:
+            if bad:
+                info["damaged_rows"] = len(bad)
+                info["damaged_ids"] = bad[:10]
+                info["damaged"] = f"{len(bad)} row(s) do not match what was written; {RECOVERY_HINT}."
         tables[name] = info
         if latest and (last_write is None or latest > last_write):
             last_write = latest
@@ -105,7 +115,7 @@ def resolved_from(project: "Project") -> tuple[str, str]:
     elif main is not None:
         try:
             mode = worktrees_mode(main)
-        except UsageError:
+        except ContextwareError:  # a bad worktrees value
             mode = "not shared"
         data_from = f"this worktree's own: worktrees is {mode}"
     else:

@@ -24,7 +24,7 @@ from typing import Any
 from contextware.errors import UsageError
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.tombstones import entry_key, is_tombstone, later
-from contextware.redact import refuse_secret_name
+from contextware.redact import refuse_secret_name, refuse_secret_topics
 from contextware.storage.schemas import MEMORY_TABLES
 from contextware.text import iso, parse_topics
 
@@ -125,7 +125,7 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
             raise _bad("topics", "topics must be a list of strings.")
-        row["topics"] = parse_topics(row["topics"] or [])
+        row["topics"] = parse_topics(refuse_secret_topics(row["topics"] or []))
     if collection == "facts":
         row["kind"] = check_choice(row.get("kind") or "note", FACT_KINDS, "kind")
         row["status"] = check_choice(row.get("status") or "active", ("active", "superseded"), "status")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.errors import DamagedDataError, FieldError, NotFoundError, UsageError
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.memory.tombstones import changed_after
-from contextware.redact import redact, refuse_secret_name
+from contextware.redact import redact, refuse_secret_name, refuse_secret_topics
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
@@ -286,7 +286,7 @@ def save_fact(
     source: str = "agent",
 ) -> dict[str, Any]:
     kind = check_choice(kind, FACT_KINDS, "--kind") or "note"
-    topic_list = parse_topics(topics)
+    topic_list = parse_topics(refuse_secret_topics(topics))
     if supersedes is not None:
         check_id(supersedes)
         if collection_for_id(supersedes) != "facts":
@@ -341,7 +341,7 @@ def save_episode(
         raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
     outcome = check_choice(result, RESULTS, "--result")
     cat = refuse_secret_name(check_slug(category, "--category") or "general", "--category")
-    topic_list = parse_topics(topics)
+    topic_list = parse_topics(refuse_secret_topics(topics))
     body, redactions = _prepare(summary, "episode summary")
     goal_text, goal_redactions = redact(goal.strip())
     for k, v in goal_redactions.items():
@@ -578,7 +578,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
     if "status" in given:
         given["status"] = check_choice(given["status"], ("active", "superseded"), "--status")
     if "topics" in given:
-        given["topics"] = parse_topics(given["topics"])
+        given["topics"] = parse_topics(refuse_secret_topics(given["topics"]))
     new = {k: v for k, v in row.items() if not k.startswith("_")}
     new.update(given)
     new["updated_at"] = changed_after(row.get("updated_at"))

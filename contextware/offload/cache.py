@@ -34,6 +34,7 @@ from contextware.offload.files import (
     write_entry_dir,
     write_json,
 )
+from contextware.offload.shield import offload_policy
 from contextware.offload.sources import Sources, build_stdin, stale_reason, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
 from contextware.text import iso, parse_iso, utcnow
@@ -139,6 +140,7 @@ def offload_once(
             include_dirs=[str(p) for p in sources.dir_paths],
             session_id=session_id,
             cwd=project.root,
+            policy=offload_policy(project, sources.dir_paths),  # what Gemini's own tools may not read
             **gemini_options(project),
         )
         redacted: dict[str, int] = {}

@@ -73,6 +73,7 @@ def offload(
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
     from contextware.offload.sources import build_stdin, read_file_texts, redact_sent, resolve_sources
+    from contextware.redact import refuse_secret_topics
     from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
@@ -91,7 +92,7 @@ def offload(
         raise UsageError("--refresh applies to one-shot offloads; session turns are never cached.", code="bad_option")
     if stdin_text is not None and "\x00" in stdin_text:
         raise UsageError("Standard input contains NUL bytes; pipe text.", code="bad_content")
-    topics = parse_topics(topic)
+    topics = parse_topics(refuse_secret_topics(topic))
     model = _check_model(project, model)
     # Gemini is given only redacted text, as a crawl's summaries: the prompt, the piped context and
     # every file (the files are hashed as they are on disk, for the cache's staleness checks).

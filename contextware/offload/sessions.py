@@ -48,6 +48,7 @@ from contextware.offload.files import (
     write_json,
     write_text,
 )
+from contextware.offload.shield import offload_policy
 from contextware.offload.sources import Sources, build_stdin, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
 from contextware.text import cut_at_word, iso, utcnow
@@ -230,6 +231,7 @@ def _call(
                 session_id=None if started else sid,
                 resume=sid if started else None,
                 cwd=project.root,
+                policy=offload_policy(project, sources.dir_paths),  # what Gemini's own tools may not read
                 **gemini_options(project),
             )
         except GeminiError as exc:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contextware.errors import GeminiError, UsageError
+from contextware.errors import ConfigError, GeminiError
 from contextware.gemini.headless import escape_at
 from contextware.offload.files import gemini_options
 from contextware.text import CHARS_PER_TOKEN, approx_tokens, cut_at_word
@@ -62,7 +62,7 @@ def truncate_sentences(text: str, max_tokens: int) -> str:
 def _words(project: "Project") -> tuple[int, int]:
     max_tokens = int(project.config.get("summary_max_tokens") or 500)
     if max_tokens < 20:
-        raise UsageError("summary_max_tokens in config.json must be at least 20.", code="bad_config")
+        raise ConfigError("summary_max_tokens in config.json must be at least 20.", code="bad_config")
     return max_tokens, max(10, int(max_tokens * 0.7))
 
 

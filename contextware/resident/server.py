@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.service import spool
+from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
 from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
 from contextware.settings import Settings, current_settings
@@ -264,6 +265,8 @@ class Service:
         argv = request.get("argv")
         if command not in COMMANDS or not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             return {"ok": False, "error": {"code": "bad_request", "message": "Malformed run request."}}
+        if names_a_file(argv):  # the caller reads its @files (a client that sent one runs in-process)
+            return {"ok": False, "error": {"code": "bad_request", "message": "An @file is read by the caller."}}
         out, err = io.StringIO(), io.StringIO()
         settings = self.caller_settings(request)
         with (

@@ -79,9 +79,17 @@ def forwarded_env(settings: Settings | None = None) -> dict[str, str]:
     return (settings or current_settings()).forwarded_env()
 
 
+def names_a_file(argv: Sequence[str]) -> bool:
+    """Whether an argument is an ``@file`` (``--data @x.json``, ``--data=@x``): the caller reads it,
+    never the service (``@/dev/stdin`` or ``/proc/self/...`` would be the service's own)."""
+    return any(a.startswith("@") or (a.startswith("--") and "=@" in a) for a in argv)
+
+
 def routed(command: str, argv: Sequence[str]) -> bool:
     if any(a in ("-h", "--help") for a in argv):
         return False  # answered in milliseconds here, without a database
+    if names_a_file(argv):
+        return False  # read by this process, with its own stdin and files
     if command == "memory":
         action = next((a for a in argv if not a.startswith("-")), None)
         return action in QUICK_MEMORY_ACTIONS

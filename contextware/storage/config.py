@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError, UsageError, load_json
+from contextware.errors import ConfigError, load_json
 
 DEFAULTS: dict[str, Any] = {
     # Memory
@@ -23,6 +23,9 @@ DEFAULTS: dict[str, Any] = {
     # Gemini CLI, at most digest_daily_tokens tokens a UTC day, metered; memory/gemini_digest.py).
     "digest_summarizer": "local",
     "digest_daily_tokens": 200_000,
+    # A hook turn (prompt or answer) over this many characters is cut to it, the rest noted as cut:
+    # a 40 MB turn would otherwise be thousands of rows to embed on the hook's path.
+    "hook_turn_chars": 40_000,
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,
@@ -115,6 +118,7 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         )
     check_unknown_keys(user, path)
     check_types(user, path)
+    check_values(user, path)
     config.update(user)
     return config
 
@@ -132,7 +136,7 @@ def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
                 if close
                 else "`contextware config` lists the settings."
             )
-            raise UsageError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
+            raise ConfigError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
 
 
 # Settings that may also be null (see DEFAULTS' comments).
@@ -157,7 +161,52 @@ def check_types(user: dict[str, Any], path: Path) -> None:
         else:
             ok = isinstance(value, kind)
         if not ok:
-            raise UsageError(
-                f"{key} in {path} must be {_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}, not {json.dumps(value)}; fix it or remove the key to use the default.",
-                code="bad_config",
-            )
+            _bad_value(key, path, f"{_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}", value)
+
+
+# The values each setting may take beyond its type: checked when the file is read, so a bad value
+# is the same error (exit 2) from every command, not only from the one that uses the setting.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "summarizer": ("auto", "gemini", "local"),
+    "offload_summarizer": ("gemini", "truncate"),
+    "store_eviction": ("lru", "oldest"),
+    "worktrees": ("shared", "separate"),
+    "digest_summarizer": ("local", "gemini"),
+}
+AT_LEAST: dict[str, float] = {
+    "summary_max_tokens": 20,
+    **dict.fromkeys(("crawl_jobs", "hook_session_tokens", "hook_prompt_tokens", "tombstone_days"), 0),
+    **dict.fromkeys(("cache_ttl_days", "offload_retry_backoff_s", "gemini_rate_limit_backoff_s"), 0),
+    **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
+}
+FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
+STRING_LISTS = ("secret_files", "secret_files_allowed")
+
+
+def _bad_value(key: str, path: Path, rule: str, value: Any) -> None:
+    raise ConfigError(
+        f"{key} in {path} must be {rule}, not {json.dumps(value)}; fix it or remove the key to use the default.",
+        code="bad_config",
+    )
+
+
+def check_values(user: dict[str, Any], path: Path) -> None:
+    """Each known setting of the right type (``check_types``) must also hold a value it can take:
+    one of its choices, a fraction, a list of patterns, or a number above its floor (at least 1,
+    or more than 0 for a duration, unless ``AT_LEAST`` says otherwise)."""
+    for key, value in user.items():
+        if key not in DEFAULTS or value is None:
+            continue
+        if key in CHOICES and value not in CHOICES[key]:
+            _bad_value(key, path, " or ".join(json.dumps(c) for c in CHOICES[key]), value)
+        elif key in FRACTIONS and not 0 <= value <= 1:
+            _bad_value(key, path, "a number from 0 to 1", value)
+        elif key in STRING_LISTS and not all(isinstance(v, str) and v for v in value):
+            _bad_value(key, path, 'a list of file patterns such as ["*.pem"]', value)
+        elif key == "store_eviction_by_namespace" and not all(v in CHOICES["store_eviction"] for v in value.values()):
+            _bad_value(key, path, 'an object of "lru" or "oldest" per namespace', value)
+        elif isinstance(DEFAULTS[key], (int, float)) and not isinstance(DEFAULTS[key], bool):
+            floor = AT_LEAST.get(key, 1 if isinstance(DEFAULTS[key], int) else 0)
+            strict = key not in AT_LEAST and isinstance(DEFAULTS[key], float)  # a duration of 0 never ends
+            if value < floor or (strict and value <= floor):
+                _bad_value(key, path, f"{'more than' if strict else 'at least'} {floor}", value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from contextware.errors import UsageError
+from contextware.errors import ConfigError, UsageError
 from contextware.settings import Settings, current_settings
 
 DATA_DIR_NAME = "contextware_data"
@@ -83,7 +83,7 @@ def worktrees_mode(main_root: Path, settings: Settings | None = None) -> str:
         return "shared"
     if raw == "separate":
         return "separate"
-    raise UsageError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
+    raise ConfigError(f"worktrees must be shared or separate, not {raw!r}.", code="bad_config")
 
 
 def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Path:
@@ -95,8 +95,23 @@ def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Pa
         return Path(raw).expanduser().resolve()
     main = main_worktree(project_root)
     if main is not None and worktrees_mode(main, settings) == "shared":
-        return main / DATA_DIR_NAME
-    return project_root / DATA_DIR_NAME
+        return inside(main, main / DATA_DIR_NAME)
+    return inside(project_root, project_root / DATA_DIR_NAME)
+
+
+def inside(root: Path, data_dir: Path) -> Path:
+    """``data_dir``, unless it is a symlink leading out of ``root``: memory would silently be written
+    (and read) elsewhere, so it is refused unless named explicitly by ``CONTEXTWARE_DATA_DIR``."""
+    if not data_dir.is_symlink():
+        return data_dir
+    target = Path(os.path.realpath(data_dir))
+    if target.is_relative_to(root.resolve()):
+        return data_dir
+    raise UsageError(
+        f"{data_dir} is a symlink to {target}, outside the project; set CONTEXTWARE_DATA_DIR={target} "
+        "to use it, or replace the link with a folder.",
+        code="data_dir_outside_project",
+    )
 
 
 DB_DIR_NAME = "lancedb"  # the data dir's own database, under its write lock

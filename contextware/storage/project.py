@@ -46,6 +46,9 @@ class Project:
     # Resolved once by the caller's composition root; a Project built without them has this process's.
     settings: Settings = field(default_factory=current_settings)
     _embedder: Any = field(default=None, repr=False)
+    # The root is only the working directory: no --project-root, no CONTEXTWARE_PROJECT_ROOT or
+    # _DATA_DIR, no git repository (see ``ensure_data_dir``).
+    guessed: bool = False
 
     @classmethod
     def open(cls, project_root: str | os.PathLike[str] | None = None, settings: Settings | None = None) -> "Project":
@@ -60,12 +63,16 @@ class Project:
                 f"The data directory {data_dir} is a file, not a directory; move it away.", code="not_writable"
             )
         db_uri = layout.resolve_db_uri(data_dir, settings)
+        guessed = (
+            not (project_root or settings.project_root or settings.data_dir) and layout.find_git_root(root) is None
+        )
         if _open_projects is None:
-            return cls(root=root, data_dir=data_dir, db_uri=db_uri, settings=settings)
+            return cls(root=root, data_dir=data_dir, db_uri=db_uri, settings=settings, guessed=guessed)
         key = (str(root), str(data_dir), db_uri)
         project = _open_projects.get(key)
         if project is None:
-            project = _open_projects[key] = cls(root=root, data_dir=data_dir, db_uri=db_uri, settings=settings)
+            project = _open_projects[key] = cls(root, data_dir, db_uri, settings, guessed=guessed)
+        project.guessed = guessed
         project.settings = settings  # this call's (a kept project serves callers one after another)
         project.__dict__.pop("config", None)  # honour edits of config.json
         return project
@@ -77,6 +84,13 @@ class Project:
     def ensure_data_dir(self) -> Path:
         """Create the data dir (with a .gitignore) on first write; refuse unwritable places."""
         created = not self.data_dir.exists()
+        if created and self.guessed and self.root in (Path.home().resolve(), Path("/")):
+            raise UsageError(
+                f"{self.root} is not a project (a git repository, or a folder you name), so no memory was "
+                "created there; run this inside your project, or name its folder with --project-root DIR "
+                "or CONTEXTWARE_PROJECT_ROOT.",
+                code="no_project",
+            )
         private_umask()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import pytest
 
 from contextware.inputs import MAX_IMPORT_BYTES
 from tests.support.repo import SCRIPTS
-from tests.support.service_helpers import OFF, ON, run
+from tests.support.service_helpers import OFF, ON, run, status, wait_for
 
 QUICK_S = 10.0  # a CLI start on a loaded machine; the failure this guards against is a hang forever
 
@@ -108,3 +108,64 @@ def test_a_config_file_that_is_a_fifo_or_a_device_is_a_clear_error_not_a_hang(pr
         config.unlink()
     res, elapsed = _timed("recall", "--query", "port", cwd=project_dir, env=env)
     assert res.returncode == 0 and elapsed < 60, res.stdout
+
+
+def test_an_at_file_is_read_by_the_caller_never_by_the_service(project_dir: Path, services):
+    """``--data @/dev/stdin`` is the caller's standard input and ``@/proc/self/...`` the caller's
+    process: the service (whose stdin is /dev/null and whose /proc/self is its own) never reads one."""
+    for _ in range(2):  # the first creates the data dir in-process, the second starts the service
+        first = run("store", "save", "--namespace", "n", "--key", "k", "--data", "1", cwd=project_dir, env=ON)
+        assert first.returncode == 0, first.stdout
+    served = run("service", "status", cwd=project_dir).json["requests"]
+    given = project_dir / "value.json"
+    given.write_text('{"from": "the caller"}')
+    with open(given, "rb") as stdin:  # a regular file as standard input: /dev/stdin names it
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(SCRIPTS / "store.py"),
+                "save",
+                "--namespace",
+                "n",
+                "--key",
+                "k",
+                "--data",
+                "@/dev/stdin",
+            ],
+            cwd=project_dir,
+            env={**os.environ, **ON},
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stdout
+    loaded = run("store", "load", "--namespace", "n", "--key", "k", cwd=project_dir, env=ON)
+    assert loaded.json["data"] == {"from": "the caller"}
+    environ = run(
+        "store", "save", "--namespace", "n", "--key", "e", "--data=@/proc/self/environ", cwd=project_dir, env=ON
+    )
+    assert environ.returncode == 2 and "Traceback" not in environ.stderr
+    # the save by @file and the environ read were not the service's: only the status and the load were
+    assert run("service", "status", cwd=project_dir).json["requests"] == served + 2
+
+
+def test_the_service_refuses_a_run_request_naming_an_at_file(project_dir: Path, services):
+    from contextware.service import client
+
+    for _ in range(2):  # the first creates the data dir in-process, the second starts the service
+        saved = run("store", "save", "--namespace", "n", "--key", "k", "--data", "1", cwd=project_dir, env=ON)
+        assert saved.returncode == 0, saved.stdout
+    wait_for(lambda: status(project_dir)["running"])
+    ep = client.endpoint((project_dir / "contextware_data").resolve())
+    request = {
+        "op": "run",
+        "id": "x",
+        "command": "store",
+        "prog": "store",
+        "cwd": str(project_dir),
+        "env": {},
+        "argv": ["save", "--namespace", "n", "--key", "k", "--data", "@/proc/self/environ"],
+        "stdin": None,
+    }
+    answer = client.exchange(ep, request, timeout=30)
+    assert answer["ok"] is False and answer["error"]["code"] == "bad_request", answer

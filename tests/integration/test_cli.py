@@ -167,7 +167,7 @@ def test_damaged_config_is_named(script, project_dir):
     (project_dir / "contextware_data").mkdir()
     (project_dir / "contextware_data" / "config.json").write_text("{not json")
     out = script("save_fact", "x")
-    assert out.returncode == 1 and out.json["error"]["code"] == "damaged_config"
+    assert out.returncode == 2 and out.json["error"]["code"] == "damaged_config"
     assert "config.json" in out.json["error"]["message"]
 
 
@@ -190,7 +190,7 @@ def test_debug_prints_a_traceback_on_stderr_only(script, project_dir):
     (project_dir / "contextware_data").mkdir()
     (project_dir / "contextware_data" / "config.json").write_text("[]")
     out = script("save_fact", "x", "--debug")
-    assert out.returncode == 1 and "Traceback" in out.stderr
+    assert out.returncode == 2 and "Traceback" in out.stderr  # a config error: exit 2 (issue 23 f)
     json.loads(out.stdout)
 
 

@@ -61,8 +61,15 @@ def test_stale_files_are_counted(briefed: Project):
     assert session_context(briefed)["code_index"]["stale"] == 2
 
 
-def test_a_bad_store_setting_does_not_cost_the_briefing(briefed: Project):
+def test_a_bad_store_setting_is_the_same_config_error_for_the_briefing(briefed: Project):
+    """Issue 23 f: a bad value is one error from every command, the briefing's included (it was
+    skipped here and failed only the store commands); the hook that briefs fails open with it."""
+    from contextware.errors import ConfigError
+
     (briefed.data_dir / "config.json").write_text('{"store_eviction": "LRU"}')
+    with pytest.raises(ConfigError, match="store_eviction"):
+        session_context(Project.open(briefed.root), 4000)
+    (briefed.data_dir / "config.json").write_text('{"store_eviction": "lru"}')
     ctx = session_context(Project.open(briefed.root), 4000)
     assert ctx["store"] == [{"namespace": "baselines", "keys": 1}] and ctx["constraints"]
 

@@ -294,3 +294,49 @@ def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_pat
     assert facts == {**facts, "status": "repaired", "kept": 11, "recovered": 0, "lost": 1}, report
     left = {r["id"] for r in records.list_records(Project.open(project.root), limit=100)["records"]}
     assert left == set(ids) - {ids[7]}
+
+
+def test_stats_verifies_every_rows_checksum_and_names_the_damaged_ones(tmp_path: Path, capsys):
+    from contextware.cli import run
+    from tests.support.bit_rot import flip_stored
+
+    project = _project(tmp_path / "p")
+    ids = _save_facts(project, FACTS[:5])
+    assert "damaged" not in maintenance.stats(Project.open(project.root))["tables"]["facts"]
+    flip_stored(project, "facts", b"port 8002", 5)  # "8002" read back as another number, silently
+    assert run("memory", ["stats", "--project-root", str(project.root)]) == 0  # stats shows, never fails
+    facts = json.loads(capsys.readouterr().out)["tables"]["facts"]
+    assert facts["damaged_rows"] == 1 and facts["damaged_ids"] == [ids[2]], facts
+    assert "memory.py repair" in facts["damaged"]
+    from contextware.hosts.install.doctor import check_data
+
+    verdict = check_data(project.root)  # doctor's data check says so too
+    assert verdict["ok"] is False and "facts is damaged: 1 row(s)" in verdict["detail"], verdict
+
+    maintenance.repair(Project.open(project.root))
+    assert "damaged" not in maintenance.stats(Project.open(project.root))["tables"]["facts"]
+
+
+def test_lance_errors_reach_the_user_without_its_source_paths(tmp_path: Path, capsys, monkeypatch):
+    """Lance appends where in its Rust sources it failed (``/root/.cargo/registry/.../utils.rs:224:20``,
+    ``/rustc/<hash>/.../function.rs:250:5``): paths of its build machine, never shown (issue 23 k)."""
+    from contextware.cli import run
+
+    project = _project(tmp_path / "p")
+    _save_facts(project, FACTS[:2])
+    for path in _data_files(project, "facts"):
+        path.write_bytes(path.read_bytes()[:40])  # torn data files
+    monkeypatch.chdir(project.root)
+    for command, argv, exit_code in (
+        ("memory", ["list"], 1),
+        ("recall", ["--query", "port"], 1),
+        ("memory", ["stats"], 0),
+    ):
+        assert run(command, argv) == exit_code, (command, capsys.readouterr())
+        out = capsys.readouterr().out
+        assert "damaged" in out and ".rs:" not in out and "/rustc/" not in out and ".cargo" not in out, out
+    for manifest in (_table_dir(project, "facts") / "_versions").iterdir():
+        manifest.write_bytes(b"garbage")
+    assert run("memory", ["list"]) == 1
+    out = capsys.readouterr().out
+    assert "damaged_data" in out and ".rs:" not in out and ".cargo" not in out, out

@@ -87,3 +87,25 @@ def test_the_first_save_on_a_full_disk_is_disk_full(small_fs: Path):
     _fill(small_fs, 0)
     with pytest.raises(DiskFullError):
         records.save_fact(Project.open(root), "Nothing fits on this disk.")
+
+
+def test_an_export_onto_a_full_disk_is_disk_full_and_keeps_the_previous_file(
+    small_fs: Path, project: Project, capsys: pytest.CaptureFixture[str]
+):
+    import json
+
+    from contextware.cli import run
+
+    out = small_fs / "memory.jsonl"
+    records.save_fact(project, "The first fact is exported while the disk has room.")
+    assert run("export", ["--output", str(out), "--project-root", str(project.root)]) == 0
+    before = out.read_bytes()
+    for i in range(40):
+        records.save_fact(Project.open(project.root), f"Fact {i}: service {i} listens on port {9000 + i}. " * 20)
+    _fill(small_fs, 4_000)
+    capsys.readouterr()
+    assert run("export", ["--output", str(out), "--project-root", str(project.root)]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "disk_full" and "\n" not in error["message"], error
+    assert out.read_bytes() == before  # the previous export, whole
+    assert sorted(p.name for p in small_fs.iterdir()) == ["filler", "memory.jsonl"]  # no temporary file left

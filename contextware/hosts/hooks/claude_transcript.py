@@ -11,6 +11,8 @@ compaction summaries are not either.  Standard library only: this runs on the ho
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from pathlib import Path
 
@@ -32,12 +34,20 @@ def _text(content: object) -> str:
     return ""
 
 
+def read_tail(path: Path, limit: int = MAX_BYTES) -> str:
+    """The last ``limit`` bytes of a transcript, decoded; "" for anything but a regular file (a named
+    pipe or a device named by the event would block or never end the hook).  Raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return ""
+        f.seek(max(0, st.st_size - limit))
+        return f.read(limit).decode("utf-8", errors="replace")
+
+
 def _lines(path: Path) -> list[dict]:
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(max(0, size - MAX_BYTES))
-        raw = f.read().decode("utf-8", errors="replace")
+    raw = read_tail(path)
     out = []
     for line in raw.splitlines():
         try:

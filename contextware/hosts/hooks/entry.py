@@ -25,6 +25,7 @@ from contextware.hosts.hooks import handlers
 from contextware.settings import Settings, current_settings
 
 HOOK_TIMEOUT_S = 30.0
+MAX_EVENT_BYTES = 64 * 1024 * 1024  # an event read from stdin (a turn is cut far below: hook_turn_chars)
 
 USAGE = """usage: hook.py [--host gemini|claude|claude-plugin] < EVENT_JSON
 
@@ -37,7 +38,9 @@ Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/in
 def read_event() -> str:
     """The event on standard input with the host named by ``--host`` folded in (see ``handlers.with_host``)."""
     try:
-        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+        # over the limit: cut, so unparsable, so only noted in hooks.log (the turn goes on)
+        data = raw[:MAX_EVENT_BYTES].decode("utf-8", errors="replace")
     except Exception:  # noqa: BLE001
         data = ""
     args = sys.argv[1:]

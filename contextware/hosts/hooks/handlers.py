@@ -20,7 +20,6 @@ not instructions.
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
 HOST_CONTEXT_LIMIT = 2_000_000
 HOST_KEY = "contextware_host"  # added to the event by `hook.py --host NAME` (see with_host)
 MAX_CODE_FILES = 3
+MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024  # a Gemini CLI transcript read for its last turns: at most its tail
 CODE_RELATIVE = 0.8  # recall lets files in only when one is about the prompt; keep those close to the best
 
 
@@ -83,7 +83,7 @@ def _line(hit: dict) -> str:
     return ""
 
 
-_HOOK_BLOCK = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+_HOOK_OPEN, _HOOK_CLOSE = "<hook_context>", "</hook_context>"
 
 
 def typed_prompt(payload: dict) -> str:
@@ -95,8 +95,16 @@ def typed_prompt(payload: dict) -> str:
 
 def without_hook_context(text: str) -> str:
     """A user message without the blocks hooks added to it (Gemini CLI keeps them in the prompt it
-    hands to AfterAgent and in the transcript that PreCompress reads)."""
-    return _HOOK_BLOCK.sub("", text).strip()
+    hands to AfterAgent and in the transcript that PreCompress reads).  One pass (a regular
+    expression took seconds on a prompt of many unclosed tags); an unclosed block is kept as written."""
+    kept, at = [], 0
+    while (start := text.find(_HOOK_OPEN, at)) >= 0 and (end := text.find(_HOOK_CLOSE, start)) >= 0:
+        kept.append(text[at:start])
+        at = end + len(_HOOK_CLOSE)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    kept.append(text[at:])
+    return "".join(kept).strip()
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
@@ -152,10 +160,11 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     asked = None
     for role, text in turn.items():
         if isinstance(text, str):
+            text, cut = _head(project, text)
             text = strip_injected(text)  # the prompt as the CLI holds it carries our hooks' context
             if text.strip():
                 # The answer carries the question it answers: one row holds the whole exchange.
-                text = fit_log(project, text)
+                text = fit_log(project, text, cut)
                 save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
                 asked = text if role == "user" else None
     _refresh_digest(project, session)
@@ -179,14 +188,29 @@ def _refresh_digest(project: "Project", session: str) -> None:
         _log_failure("retention", exc, project)
 
 
-def fit_log(project: "Project", text: str) -> str:
-    """A turn longer than ``max_log_chars`` is cut to the limit and kept (refused whole, it would be
-    lost); 1% is left for redaction markers, which can be longer than what they replace."""
-    limit = int(int(project.config["max_log_chars"]) * 0.99)
-    if len(text) <= limit:
+def turn_limit(project: "Project") -> int:
+    """Characters kept of a hook turn's prompt or answer: ``hook_turn_chars`` within ``max_log_chars``."""
+    return min(int(project.config["max_log_chars"]), int(project.config["hook_turn_chars"]))
+
+
+def fit_log(project: "Project", text: str, cut_before: int = 0) -> str:
+    """A hook turn longer than ``turn_limit`` is cut to it and kept (refused whole, it would be lost;
+    kept whole, a 40 MB turn was thousands of rows on the hook's path), the cut noted at its end;
+    ``cut_before``: characters already cut off before cleaning.  1% is left for redaction markers,
+    which can be longer than what they replace."""
+    limit = int(turn_limit(project) * 0.99)
+    if len(text) <= limit and not cut_before:
         return text
-    marker = f"\n[… cut: {len(text) - limit} more characters over the log limit]"
-    return text[: max(0, limit - len(marker))] + marker
+    marker = "\n[… cut: {} more characters over the log limit of a turn]"
+    kept = text if len(text) <= limit else text[: max(0, limit - len(marker) - 12)]
+    return kept + marker.format(len(text) - len(kept) + cut_before)
+
+
+def _head(project: "Project", text: str) -> tuple[str, int]:
+    """The start of a turn's text, long enough for ``fit_log`` after cleaning (which only shortens
+    it), and how many characters were left off: a huge turn is never scanned whole."""
+    cap = 2 * turn_limit(project)
+    return (text, 0) if len(text) <= cap else (text[:cap], len(text) - cap)
 
 
 def _answer_as_shown(payload: dict) -> Any:
@@ -228,7 +252,9 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     updates, and message records ``{"id", "timestamp", "type": "user"|"gemini"|"info"|..., "content"}``
     where a message re-appended under the same id replaces the earlier one.  A single JSON document
     with a ``messages`` list (older versions) is read too."""
-    raw = path.read_text(encoding="utf-8", errors="replace")
+    from contextware.hosts.hooks.claude_transcript import read_tail
+
+    raw = read_tail(path, MAX_TRANSCRIPT_BYTES)
     try:
         docs: list[Any] = [json.loads(raw)]
     except ValueError:
@@ -274,10 +300,11 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
     else:
         read = _transcript_turns(Path(path))
     asked = None
-    for role, text in read[-40:]:
+    for role, whole in read[-40:]:
+        text, cut = _head(project, whole)
         text = strip_injected(without_hook_context(text) if role == "user" else text)
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
-            text = fit_log(project, text)
+            text = fit_log(project, text, cut)
             prompt = asked if role == "agent" else None  # an answer carries the question before it
             save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
             asked = text if role == "user" else asked

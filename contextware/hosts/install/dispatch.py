@@ -47,25 +47,38 @@ def install(
     link: bool = True,
     host: str | None = None,
     settings: Settings | None = None,
+    replace: bool = False,
 ) -> dict:
-    """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``settings``:
+    """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``replace``:
+    repoint Claude Desktop's one server from another project to this one; ``settings``:
     the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's.
     A project install also registers the memory file's git merge driver."""
     _check(agent, scope)
     settings = settings or current_settings()
     if scope == "user":  # a project's files are committed: portable unless --python is given
         python = python or settings.hook_python
-        return _install_host(agent, None, python=python, link=link, host=host, settings=settings)
+        return _install_host(
+            agent, None, python=python, link=link, host=host, settings=settings, replace=replace, named=project_root
+        )
     root = resolve_project_root(project_root, settings)
-    result = _install_host(agent, root, python=python, link=link, host=host, settings=settings)
+    result = _install_host(agent, root, python=python, link=link, host=host, settings=settings, replace=replace)
     if agent == "mcp" and (host or "print") == "print":
         return result
     return _with_merge_driver(result, root, install=True)
 
 
 def _install_host(
-    agent: str, root: Path | None, *, python: str | None, link: bool, host: str | None, settings: Settings
+    agent: str,
+    root: Path | None,
+    *,
+    python: str | None,
+    link: bool,
+    host: str | None,
+    settings: Settings,
+    replace: bool = False,
+    named: str | None = None,
 ) -> dict:
+    """``named``: ``--project-root`` of a user-scope install (the project Claude Desktop's server serves)."""
     scope = "user" if root is None else "project"
     if agent == "claude":
         from contextware.hosts.install import claude_code
@@ -74,7 +87,8 @@ def _install_host(
     if agent == "mcp":
         from contextware.hosts.install import mcp_hosts
 
-        return mcp_hosts.install(host or "print", scope, root or resolve_project_root(None, settings), python=python)
+        root = root or resolve_project_root(named, settings)
+        return mcp_hosts.install(host or "print", scope, root, python=python, replace=replace)
     from contextware.hosts.install import gemini_cli
 
     if root is None:

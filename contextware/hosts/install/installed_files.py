@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextware.hosts.install import settings_merge
+from contextware.errors import ContextwareError
+from contextware.hosts.install import jsonc, settings_merge
 from contextware.hosts.install.shared import NAME, put_text
 from contextware.text import iso, utcnow
 
@@ -62,7 +63,14 @@ def json_edit(
     current = settings_merge.read_text(path)
     data = settings_merge.parse_settings(path, current)
     new_data, created, previous = settings_merge.merge(data, hooks or {}, NAME, mcp, path, mcp_key)
-    new_text = current if current is not None and new_data == data else settings_merge.dump_like(new_data, current)
+    if current is not None and new_data == data:
+        new_text = current
+    elif settings_merge.is_plain(current):
+        new_text = settings_merge.dump_like(new_data, current)
+    else:  # JSON with comments: our entry set as text, the user's comments and layout kept
+        new_text = _jsonc_edit(
+            path, current or "", lambda text: jsonc.set_member(text, mcp_key, NAME, mcp), bool(hooks)
+        )
     return Edit(
         label,
         path,
@@ -127,8 +135,36 @@ def undo_json(path: Path, rec: dict, known: bool, mcp_key: str = "mcpServers") -
     if not new and known and "original" in rec and rec["original"] is None:
         path.unlink()
         return "removed"
-    put_text(path, settings_merge.dump_like(new, current), [])
+    if settings_merge.is_plain(current):
+        put_text(path, settings_merge.dump_like(new, current), [])
+    else:
+        previous = rec.get("mcp_previous")
+        edit = _jsonc_edit(path, current, lambda text: _jsonc_undo(text, mcp_key, previous), False, expected=new)
+        put_text(path, edit, [])
     return "written"
+
+
+def _jsonc_undo(text: str, mcp_key: str, previous: Any) -> str:
+    if previous is not None:
+        return jsonc.set_member(text, mcp_key, NAME, previous)
+    return jsonc.remove_member(text, mcp_key, NAME)
+
+
+def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool, expected: Any = None) -> str:
+    """``edit(text)`` of a JSON file with comments (only our MCP server is edited as text: hooks are
+    not), giving ``expected`` when given, or a clear refusal (nothing changed)."""
+    if not hooks:
+        try:
+            new = edit(text)
+            if expected is None or jsonc.loads(new) == expected:
+                return new
+        except jsonc.JsoncError:
+            pass
+    raise ContextwareError(
+        f"{path} has comments or trailing commas and Contextware could not edit it without losing them; "
+        "add Contextware's entry by hand (`contextware install mcp --host print` shows it). Nothing was changed.",
+        code="settings_unreadable",
+    )
 
 
 def undo_text(path: Path, rec: dict, known: bool, expected: str | None) -> str | None:

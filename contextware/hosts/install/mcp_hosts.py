@@ -75,8 +75,31 @@ def _check(host: str, scope: str) -> None:
         )
 
 
-def install(host: str, scope: str, root: Path, *, python: str | None) -> dict:
+def _served_elsewhere(path: Path, key_name: str, root: Path) -> str | None:
+    """The project our server in Claude Desktop's one user file serves, when it is not ``root``."""
+    from contextware.hosts.install import settings_merge
+
+    current = settings_merge.read_text(path)
+    servers = settings_merge.parse_settings(path, current).get(key_name)
+    ours = servers.get(NAME) if isinstance(servers, dict) else None
+    if not isinstance(ours, dict) or not settings_merge.is_our_mcp_server(ours):
+        return None
+    env = ours.get("env")
+    served = env.get("CONTEXTWARE_PROJECT_ROOT") if isinstance(env, dict) else None
+    return served if isinstance(served, str) and served and served != str(root) else None
+
+
+def install(host: str, scope: str, root: Path, *, python: str | None, replace: bool = False) -> dict:
     _check(host, scope)
+    if host == "claude-desktop" and not replace:  # one server for every project: never repointed silently
+        path, key_name = config_file(host, scope, root)
+        other = _served_elsewhere(path, key_name, root)
+        if other is not None:
+            raise UsageError(
+                f"Claude Desktop's contextware server already serves {other} (it has one for all projects); "
+                f"run again with --replace to serve {root} instead (the memory of {other} is kept).",
+                code="serves_another_project",
+            )
     runner, warnings = choose_runner(python, project=scope == "project")
     server = mcp_server(runner)
     if host == "print":

@@ -44,20 +44,37 @@ def read_text(path: Path) -> str | None:
 
 
 def parse_settings(path: Path, text: str | None) -> dict:
+    """The settings object in ``text``: plain JSON, or JSON with comments and trailing commas (JSONC,
+    as VS Code's ``mcp.json``; ``is_plain`` tells them apart, so an edit can keep the comments)."""
+    from contextware.hosts.install import jsonc
+
     if text is None or not text.strip():
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        hint = " (comments are not supported here)" if re.search(r"^\s*//|/\*", text, re.M) else ""
-        raise ContextwareError(
-            f"{path} is not plain JSON{hint} at line {getattr(exc, 'lineno', '?')}, column "
-            f"{getattr(exc, 'colno', '?')}; fix it or add the hooks by hand. Nothing was changed.",
-            code="settings_unreadable",
-        ) from None
+    except (ValueError, RecursionError):
+        try:
+            data = jsonc.loads(text)
+        except jsonc.JsoncError as exc:
+            raise ContextwareError(
+                f"{path} is neither JSON nor JSON with comments ({exc}); fix it, or add Contextware's entry "
+                "by hand. Nothing was changed.",
+                code="settings_unreadable",
+            ) from None
     if not isinstance(data, dict):
         raise ContextwareError(f"{path} does not hold a JSON object; nothing was changed.", code="settings_unreadable")
     return data
+
+
+def is_plain(text: str | None) -> bool:
+    """Whether ``text`` is plain JSON (else JSONC: its comments are kept by editing it as text)."""
+    if text is None or not text.strip():
+        return True
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def dump_like(data: dict, original: str | None) -> str:

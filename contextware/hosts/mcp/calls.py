@@ -76,6 +76,7 @@ def current_project() -> Any:
             _call_locks.setdefault(str(root), threading.Lock())
         project.settings = settings  # this call's (a kept project serves callers one after another)
     project.__dict__.pop("config", None)  # a long-lived server honours edits of config.json
+    _ = project.config  # read now: a bad config.json is the same error from every tool
     return project
 
 
