@@ -498,6 +498,9 @@ def get(project: "Project", record_id: str) -> dict[str, Any]:
     return {"record": {**record, **stale_flag(project, collection, row)}}
 
 
+SUPERSEDED = ("show", "hide", "only")
+
+
 def list_records(
     project: "Project",
     collection: str | None = None,
@@ -505,13 +508,31 @@ def list_records(
     include_superseded: bool = True,
     *,
     stale: bool = False,
+    kind: str | None = None,
+    topic: str | None = None,
+    source: str | None = None,
+    superseded: str | None = None,
+    offset: int = 0,
 ) -> dict[str, Any]:
     """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
-    changed, moved or went away since (each with ``may_be_stale``)."""
+    changed, moved or went away since (each with ``may_be_stale``).  ``kind`` (facts), ``topic``
+    (facts and episodes) and ``source`` narrow the tables they apply to; ``superseded`` is show,
+    hide or only (facts); ``offset`` skips that many of the newest (a page)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1.", code="bad_limit")
+    if offset < 0:
+        raise UsageError("The offset must be 0 or more.", code="bad_offset")
+    kind = check_choice(kind, FACT_KINDS, "--kind") if kind else None
+    topic = check_slug(topic.strip().lower(), "--topic") if topic else None
+    superseded = check_choice(superseded, SUPERSEDED, "--superseded") if superseded else None
+    if superseded is None:
+        superseded = "show" if include_superseded and not stale else "hide"
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
     if stale:
+        names = [n for n in names if n in LINKED_COLLECTIONS]
+    if kind or superseded == "only":
+        names = [n for n in names if n == "facts"]
+    if topic:
         names = [n for n in names if n in LINKED_COLLECTIONS]
     records: list[dict[str, Any]] = []
     for name in names:
@@ -520,21 +541,28 @@ def list_records(
             continue
         kept = ("checksum", "code_hashes") if stale else ("checksum",)
         columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
+        where = [f"kind = {sql_str(kind)}"] if kind else []
+        where += [f"array_has(topics, {sql_str(topic)})"] if topic else []
+        where += [f"source = {sql_str(source)}"] if source else []
+        if name == "facts" and superseded == "hide":
+            where.append("(status IS NULL OR status != 'superseded')")
+        if name == "facts" and superseded == "only":
+            where.append("status = 'superseded'")
 
-        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict[str, Any]]:
-            return table.search().select(columns).limit(None).to_arrow().to_pylist()
+        def read_all(table: Any = table, columns: list[str] = columns, where: str = " AND ".join(where)) -> list[Any]:
+            q = table.search().select(columns)
+            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
 
         rows = project.db.read(read_all)
         verify_rows(name, rows)
-        if name == "facts" and not (include_superseded and not stale):
-            rows = [r for r in rows if r.get("status") != "superseded"]
         if stale:
             notes = [stale_note(project, name, r) for r in rows]
             records += [{**public_row(r, name), FLAG: n} for r, n in zip(rows, notes, strict=True) if n]
             continue
         records += [public_row(r, name) for r in rows]
     records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
-    return {"count": len(records[:limit]), "total": len(records), "records": records[:limit]}
+    page = records[offset : offset + limit]
+    return {"count": len(page), "total": len(records), "records": page}
 
 
 def _collection_arg(value: str) -> str:

@@ -1,0 +1,129 @@
+"""Start the browser: a socket bound to 127.0.0.1 at a free port (never another interface), a
+fresh token per run, uvicorn serving the guarded pages until Ctrl-C or SIGTERM (requests in flight
+finish; the signal is not raised again afterwards: the command ends with its JSON and exit 0).
+Access logs are off: a URL can carry the token."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contextware.browser.guard import Guard
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Served:
+    port: int
+    token: str
+
+    @property
+    def base(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    @property
+    def url(self) -> str:
+        """What the person opens: the token is in it once, then in a cookie."""
+        return f"{self.base}?token={self.token}"
+
+
+def make_app(project: "Project", token: str, port: int) -> Any:
+    """The guarded ASGI app of one project's pages."""
+    from starlette.applications import Starlette
+
+    from contextware.browser.pages import Pages
+
+    return Guard(Starlette(routes=Pages(project, token).routes()), token, port)
+
+
+def bind(port: int = 0) -> socket.socket:
+    """A listening socket on the loopback interface only (port 0: a free one)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _server_class() -> Any:
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopped by SIGINT/SIGTERM without re-raising the signal at the end
+        (uvicorn does, which would kill the process before the command prints its result)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+
+            def stop(_sig: int, _frame: Any) -> None:
+                if self.should_exit:
+                    self.force_exit = True  # a second Ctrl-C: do not wait for requests in flight
+                self.should_exit = True
+
+            before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
+def serve(
+    project: "Project",
+    *,
+    announce: Callable[[Served], None],
+    open_browser: bool = True,
+    port: int = 0,
+) -> dict[str, Any]:
+    """Serve until stopped; ``announce`` is told the URL once the server listens.  Returns what
+    the CLI prints on exit (the address without the token)."""
+    import uvicorn
+
+    sock = bind(port)
+    served = Served(sock.getsockname()[1], secrets.token_urlsafe(32))
+    config = uvicorn.Config(
+        make_app(project, served.token, served.port),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=5,
+    )
+    server = _server_class()(config)
+    started = time.monotonic()
+
+    def when_ready() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.02)
+        if server.started:
+            announce(served)
+            if open_browser:
+                import webbrowser
+
+                webbrowser.open(served.url)
+
+    threading.Thread(target=when_ready, name="contextware-ui-ready", daemon=True).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return {"url": served.base, "served_s": round(time.monotonic() - started, 1), "stopped": True}

@@ -1,0 +1,250 @@
+"""Read models only the browser needs: the dashboard's figures, the code index as a map of folders
+and files, and session timelines.  Each reads through the project's database like the CLI does
+and never writes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from contextware.errors import NotFoundError, UsageError
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
+from contextware.text import iso, sql_str
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+MAX_LINE_COUNT_BYTES = 4_000_000  # a file this large shows its size, not its lines
+MAX_FILES_COUNTED = 400  # files of one folder whose lines are counted (the rest show sizes)
+MAX_TIMELINE = 2000  # turns of one session shown
+
+
+def _read(project: "Project", table: str, columns: list[str], where: str | None = None) -> list[dict[str, Any]]:
+    tbl = project.db.open_table(table)
+    if tbl is None:
+        return []
+    names = set(tbl.schema.names)
+    cols = [c for c in columns if c in names]
+
+    def query() -> list[dict[str, Any]]:
+        q = tbl.search().select(cols)
+        return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
+
+    return project.db.read(query)
+
+
+def service_status(project: "Project") -> dict[str, Any]:
+    """Whether the project's resident service runs (never starts it)."""
+    from contextware.service import client
+    from contextware.service.protocol import endpoint
+
+    ep = endpoint(project.data_dir, project.settings)
+    try:
+        status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
+    except client.Unavailable:
+        return {"mode": client.mode(project.settings), "running": False}
+    return {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
+
+
+def freshness(project: "Project", row: dict[str, Any]) -> str:
+    """fresh, changed or deleted: the file as it is now against its row."""
+    try:
+        st = os.stat(project.root / row["file_path"])
+    except OSError:
+        return "deleted"
+    return "fresh" if st.st_mtime == row.get("mtime") and st.st_size == row.get("size") else "changed"
+
+
+def dashboard(project: "Project") -> dict[str, Any]:
+    """``memory stats`` plus the service, the code index's last crawl and what went stale."""
+    from contextware.memory.maintenance import stats
+    from contextware.memory.records import list_records
+
+    code = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at"])
+    states = [freshness(project, r) for r in code]
+    last = max((r["indexed_at"] for r in code if r.get("indexed_at")), default=None)
+    return {
+        **stats(project),
+        "service": service_status(project),
+        "code": {
+            "files": len(code),
+            "changed": states.count("changed"),
+            "deleted": states.count("deleted"),
+            "last_crawl": iso(last),
+        },
+        "stale_memories": list_records(project, stale=True, limit=1)["total"],
+    }
+
+
+@dataclass
+class Folder:
+    path: str
+    files: int = 0
+    bytes: int = 0
+    stale: int = 0
+
+
+@dataclass
+class FileEntry:
+    path: str
+    bytes: int
+    language: str | None
+    state: str
+    lines: int | None = None
+
+
+@dataclass
+class CodeMap:
+    folder: str
+    folders: list[Folder] = field(default_factory=list)
+    files: list[FileEntry] = field(default_factory=list)
+    total_files: int = 0
+    largest: int = 1  # bytes of the largest entry shown (the scale of the bars)
+
+
+def _lines(path: Any) -> int | None:
+    try:
+        if os.path.getsize(path) > MAX_LINE_COUNT_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 16), b""))
+    except OSError:
+        return None
+
+
+def clean_folder(folder: str | None) -> str:
+    """A project-relative folder as the map names it ("" is the root); no way out of the project."""
+    parts = [p for p in (folder or "").replace("\\", "/").split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise UsageError("A folder of the code map is a path inside the project, without '..'.", code="bad_folder")
+    return "/".join(parts)
+
+
+def code_map(project: "Project", folder: str | None = None) -> CodeMap:
+    """One folder of the code index: its sub-folders (files, bytes, stale files under each) and its
+    files (bytes, lines, fresh/changed/deleted), largest first."""
+    base = clean_folder(folder)
+    prefix = f"{base}/" if base else ""
+    rows = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "language"])
+    out = CodeMap(base, total_files=len(rows))
+    folders: dict[str, Folder] = {}
+    inside = [r for r in rows if r["file_path"].startswith(prefix)]
+    if base and not inside:
+        raise NotFoundError(f"No indexed file is under {base}/.")
+    for r in inside:
+        rest = r["file_path"][len(prefix) :]
+        head, sep, _ = rest.partition("/")
+        if sep:
+            f = folders.setdefault(head, Folder(prefix + head))
+            f.files += 1
+            f.bytes += int(r.get("size") or 0)
+            f.stale += freshness(project, r) != "fresh"
+        else:
+            out.files.append(
+                FileEntry(r["file_path"], int(r.get("size") or 0), r.get("language"), freshness(project, r))
+            )
+    out.folders = sorted(folders.values(), key=lambda f: -f.bytes)
+    out.files.sort(key=lambda f: -f.bytes)
+    for entry in out.files[:MAX_FILES_COUNTED]:
+        entry.lines = _lines(project.root / entry.path)
+    out.largest = max([1, *(f.bytes for f in out.folders), *(f.bytes for f in out.files)])
+    return out
+
+
+def code_file(project: "Project", path: str) -> dict[str, Any]:
+    """One indexed file: its summary and symbols, its definitions (code_chunks) and the memories
+    that name it (their ``code_links``)."""
+    from contextware.memory.records import public_row
+    from contextware.storage.integrity import verify_rows
+
+    rows = _read(
+        project,
+        CODE_TABLE,
+        [
+            "id",
+            "file_path",
+            "language",
+            "summary",
+            "symbols",
+            "summarizer",
+            "mtime",
+            "size",
+            "content_hash",
+            "indexed_at",
+            "checksum",
+            "search_text",
+            "imports",
+            "questions",
+        ],
+        f"file_path = {sql_str(path)}",
+    )
+    if not rows:
+        raise NotFoundError(f"The code index has no file {path!r}.")
+    verify_rows(CODE_TABLE, rows)
+    row = rows[0]
+    chunks = _read(project, CHUNKS_TABLE, ["name", "kind", "start_line", "end_line"], f"file_path = {sql_str(path)}")
+    chunks.sort(key=lambda c: c.get("start_line") or 0)
+    linked = []
+    for name in ("facts", "episodes"):
+        tbl = project.db.open_table(name)
+        if tbl is not None and "code_links" in tbl.schema.names:
+            found = _read(
+                project,
+                name,
+                ["id", "text", "goal", "kind", "result", "status", "created_at"],
+                f"array_has(code_links, {sql_str(path)})",
+            )
+            linked += [public_row(r, name) for r in found]
+    return {
+        "file_path": row["file_path"],
+        "language": row.get("language"),
+        "summary": row.get("summary") or "",
+        "symbols": list(row.get("symbols") or []),
+        "summarizer": row.get("summarizer"),
+        "indexed_at": iso(row.get("indexed_at")),
+        "size": row.get("size"),
+        "state": freshness(project, row),
+        "lines": _lines(project.root / row["file_path"]),
+        "definitions": chunks,
+        "memories": linked,
+    }
+
+
+def sessions(project: "Project") -> list[dict[str, Any]]:
+    """Captured sessions, newest first: turns, first and last time, and whether a digest exists."""
+    by: dict[str, dict[str, Any]] = {}
+    for r in _read(project, "logs", ["session_id", "created_at"]):
+        sid = r.get("session_id") or "(none)"
+        s = by.setdefault(sid, {"session_id": sid, "turns": 0, "first": None, "last": None})
+        s["turns"] += 1
+        when = r.get("created_at")
+        if when is not None:
+            s["first"] = when if s["first"] is None else min(s["first"], when)
+            s["last"] = when if s["last"] is None else max(s["last"], when)
+    out = sorted(by.values(), key=lambda s: s["last"].timestamp() if s["last"] else 0.0, reverse=True)
+    return [{**s, "first": iso(s["first"]), "last": iso(s["last"])} for s in out]
+
+
+def timeline(project: "Project", session_id: str) -> dict[str, Any]:
+    """One session in order: its captured turns and the episode digesting it (``memory.digest``)."""
+    from contextware.memory.records import public_row
+    from contextware.storage.integrity import verify_rows
+
+    tbl = project.db.open_table("logs")
+    columns = [c for c in (tbl.schema.names if tbl is not None else []) if c not in ("vector", "search_text")]
+    turns = _read(project, "logs", columns, f"session_id = {sql_str(session_id)}")
+    if not turns:
+        raise NotFoundError(f"No captured turn has the session id {session_id!r}.")
+    verify_rows("logs", turns)
+    turns.sort(key=lambda r: (iso(r.get("created_at")) or "", r.get("chunk_index") or 0))
+    ep_tbl = project.db.open_table("episodes")
+    ep_cols = [c for c in (ep_tbl.schema.names if ep_tbl is not None else []) if c not in ("vector", "search_text")]
+    digests = _read(project, "episodes", ep_cols, f"source = {sql_str('digest:' + session_id)}")
+    verify_rows("episodes", digests)
+    return {
+        "session_id": session_id,
+        "turns": [public_row(r, "logs") for r in turns[:MAX_TIMELINE]],
+        "total": len(turns),
+        "digests": [public_row(r, "episodes") for r in digests],
+    }
