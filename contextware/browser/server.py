@@ -86,15 +86,9 @@ def _server_class() -> Any:
     return Server
 
 
-def serve(
-    project: "Project",
-    *,
-    announce: Callable[[Served], None],
-    open_browser: bool = True,
-    port: int = 0,
-) -> dict[str, Any]:
-    """Serve until stopped; ``announce`` is told the URL once the server listens.  Returns what
-    the CLI prints on exit (the address without the token)."""
+def build_server(project: "Project", port: int = 0) -> tuple[Any, Served, socket.socket]:
+    """The uvicorn server of one project's pages, its address and token, and its bound socket
+    (``server.run(sockets=[sock])`` serves; tests run it in a thread)."""
     import uvicorn
 
     sock = bind(port)
@@ -108,7 +102,19 @@ def serve(
         proxy_headers=False,
         timeout_graceful_shutdown=5,
     )
-    server = _server_class()(config)
+    return _server_class()(config), served, sock
+
+
+def serve(
+    project: "Project",
+    *,
+    announce: Callable[[Served], None],
+    open_browser: bool = True,
+    port: int = 0,
+) -> dict[str, Any]:
+    """Serve until stopped; ``announce`` is told the URL once the server listens.  Returns what
+    the CLI prints on exit (the address without the token)."""
+    server, served, sock = build_server(project, port)
     started = time.monotonic()
 
     def when_ready() -> None:

@@ -1,0 +1,37 @@
+"""``scripts/ui.py`` as a person runs it: the real process prints its URL, listens on 127.0.0.1
+only, answers with the token and refuses without, and stops cleanly on SIGTERM and Ctrl-C with
+its JSON (which never carries the token)."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from tests.support.browser import listening_addresses, request, ui_process
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_ui_serves_one_project_on_loopback_and_stops_cleanly(project_dir, script, stop):
+    saved = script("save_fact", "The staging database is Postgres 16 on port 5433.", "--kind", "environment").json
+    with ui_process(project_dir) as (proc, url):
+        port = int(url.split(":")[2].split("/")[0])
+        token = url.split("token=")[1]
+        assert listening_addresses(port) == ["0100007F"]
+        assert request(port, "/").status == 403
+        assert request(port, f"/?token={token}").status == 303
+        page = request(port, f"/memory/{saved['id']}", token=token)
+        assert page.status == 200 and "Postgres 16" in page.text
+        assert request(port, "/", token=token, host=f"attacker.example:{port}").status == 403
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert result == {"ok": True, "url": f"http://127.0.0.1:{port}/", "served_s": result["served_s"], "stopped": True}
+    assert token not in out and "Traceback" not in err
+
+
+def test_a_bad_port_is_one_sentence(project_dir, script):
+    bad = script("ui", "--no-browser", "--port", "70000")
+    assert bad.returncode == 2 and bad.json["error"]["message"] == "--port must be between 0 and 65535."

@@ -1,0 +1,250 @@
+"""The memory browser against a real project (real LanceDB, the bundled model), served by the real
+server in a thread: who may talk to it, what it escapes, and that its writes are the CLI's writes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from contextware.memory import records, tombstones
+from tests.support.browser import form_token, request, served_browser
+
+PLANTED = '<script>alert("owned")</script><img src=x onerror=alert(1)> "quotes" & ampersands'
+
+
+@pytest.fixture
+def memories(project):
+    """A project with real memories: facts (one superseded), an episode, a captured session."""
+    ids = {
+        "tests": records.save(
+            project, "fact", "We run the tests with pytest -n 2.", kind="convention", topics="testing"
+        )["id"],
+        "deploy": records.save(project, "fact", "Deploys go to Fly.io through GitHub Actions.", kind="decision")["id"],
+        "planted": records.save(project, "fact", PLANTED, kind="note")["id"],
+        "episode": records.save(
+            project,
+            "episode",
+            "Switched the CI cache to uv; builds went from 4 to 1 minute.",
+            goal="Speed up CI",
+            result="success",
+        )["id"],
+    }
+    ids["newer"] = records.save(
+        project, "fact", "Deploys go to Render since March.", kind="decision", supersedes=ids["deploy"]
+    )["id"]
+    ids["log"] = records.save(project, "log", "Where do deploys go now?", session_id="sess-1", role="user")["id"]
+    return ids
+
+
+@pytest.fixture
+def browser(project, memories):
+    with served_browser(project) as served:
+        yield served
+
+
+def test_the_token_is_required_and_moves_from_the_url_to_a_strict_cookie(browser):
+    port, token = browser.port, browser.token
+    for path in ("/", "/memories", "/static/ui.css", "/explain?q=x", "/nope"):
+        assert request(port, path).status == 403, path
+    assert request(port, "/?token=wrong").status == 403
+    assert request(port, "/", token=token[:-1] + ("A" if token[-1] != "A" else "B")).status == 403
+    first = request(port, f"/memories?token={token}&collection=facts")
+    assert first.status == 303
+    assert first.headers["location"] == "/memories?collection=facts"  # the token leaves the address bar
+    cookie = first.headers["set-cookie"]
+    assert f"contextware_{port}={token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    page = request(port, "/", token=token)
+    assert page.status == 200 and "Dashboard" in page.text
+    assert request(port, "/static/ui.css", token=token).status == 200
+
+
+def test_foreign_host_origin_and_site_are_refused(browser):
+    port, token = browser.port, browser.token
+    assert request(port, "/", token=token, host=f"localhost:{port}").status == 200
+    for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1:{port + 1}", f"127.0.0.1.evil.example:{port}", ""):
+        assert request(port, "/", token=token, host=host).status == 403, host
+    for origin in ("http://evil.example", f"http://127.0.0.1:{port + 1}", "null", f"https://127.0.0.1:{port}"):
+        assert request(port, "/", token=token, origin=origin).status == 403, origin
+    assert request(port, "/", token=token, headers={"Sec-Fetch-Site": "cross-site"}).status == 403
+    assert request(port, "/", token=token, method="PUT").status == 403
+
+
+def test_every_answer_carries_the_security_headers(browser):
+    for answer in (request(browser.port, "/", token=browser.token), request(browser.port, "/")):
+        assert answer.headers["content-security-policy"].startswith("default-src 'self'; frame-ancestors 'none'")
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["referrer-policy"] == "no-referrer"
+
+
+def test_only_the_loopback_interface_is_bound(browser):
+    from tests.support.browser import listening_addresses
+
+    assert listening_addresses(browser.port) == ["0100007F"]  # 127.0.0.1, nothing else, no IPv6
+
+
+def test_a_planted_script_is_shown_as_text_everywhere(browser, memories):
+    port, token = browser.port, browser.token
+    pages = [
+        "/memories",
+        f"/memory/{memories['planted']}",
+        f"/memory/{memories['planted']}/edit",
+        f"/memory/{memories['planted']}/delete",
+        "/memories?q=alert+owned+quotes+ampersands",
+        "/explain?q=alert+owned+quotes+ampersands",
+    ]
+    for path in pages:
+        page = request(port, path, token=token)
+        assert page.status == 200, path
+        assert "&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;" in page.text, path
+        assert "<script>alert" not in page.text and "<img" not in page.text, path
+        assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/static/ui.js" defer>'], path
+
+
+def test_pages_answer_and_bad_input_is_one_sentence(browser, memories):
+    port, token = browser.port, browser.token
+    for path in (
+        "/",
+        "/memories?collection=facts&kind=decision",
+        "/memories?superseded=only",
+        "/memories?stale=1",
+        "/memories?topic=testing",
+        "/memories?source=agent&page=0",
+        "/sessions",
+        "/sessions/sess-1",
+        "/code",
+        "/explain",
+        f"/memory/{memories['newer']}",
+    ):
+        assert request(port, path, token=token).status == 200, path
+    for path, status, words in (
+        ("/memory/fact-000000000000", 404, "No memory has the id fact-000000000000."),
+        ("/memory/not-an-id", 404, "No memory has the id"),
+        ("/memories?kind=bogus", 400, "Unknown kind"),
+        ("/memories?page=-1", 400, "The page number must be 0 or more."),
+        ("/memories?superseded=maybe", 400, "Unknown superseded"),
+        ("/code?folder=../etc", 400, "without"),
+        ("/code/file?path=nothing.py", 404, "The code index has no file"),
+        ("/sessions/nobody", 404, "No captured turn"),
+        ("/explain?q=x&scope=everything", 400, "scope"),
+    ):
+        page = request(port, path, token=token)
+        assert page.status == status, (path, page.text)
+        assert words in page.text.replace("&#x27;", "'") and "Traceback" not in page.text, path
+
+
+def test_one_memory_shows_its_supersession_chain(browser, memories):
+    page = request(browser.port, f"/memory/{memories['deploy']}", token=browser.token).text
+    assert "Supersession chain" in page and memories["newer"] in page and "Fly.io" in page and "Render" in page
+
+
+def test_search_is_recall_and_why_names_the_deciding_numbers(browser, memories):
+    port, token = browser.port, browser.token
+    found = request(port, "/memories?q=how+do+we+run+the+tests", token=token).text
+    assert memories["tests"] in found and "results, best first" in found
+    why = request(port, "/explain?q=how+do+we+run+the+tests", token=token).text
+    assert "Answered: the best confidence" in why and "shown at 1" in why
+    none = request(port, "/explain?q=which+kubernetes+namespace+holds+the+redis+cluster", token=token).text
+    assert "Nothing answered" in none and re.search(r"&lt; (floor|gate)? ?0\.\d+|below the gate", none)
+
+
+def test_a_post_without_the_form_token_or_the_confirmation_deletes_nothing(browser, project, memories):
+    port, token = browser.port, browser.token
+    rid = memories["tests"]
+    assert request(port, f"/memory/{rid}/delete", method="POST", token=token, form={"confirm": "yes"}).status == 403
+    bad = request(port, f"/memory/{rid}/delete", method="POST", token=token, form={"confirm": "yes", "token": "x" * 43})
+    assert bad.status == 403
+    cross = request(
+        port,
+        f"/memory/{rid}/delete",
+        method="POST",
+        token=token,
+        origin="http://evil.example",
+        form={"confirm": "yes", "token": token},
+    )
+    assert cross.status == 403
+    unconfirmed = request(port, f"/memory/{rid}/delete", method="POST", token=token, form={"token": token})
+    assert unconfirmed.status == 400 and "nothing was deleted" in unconfirmed.text
+    assert request(port, f"/memory/{rid}/delete", token=token).status == 200  # GET only asks
+    assert records.get(project, rid)["record"]["id"] == rid
+
+
+def test_a_confirmed_delete_is_recorded_like_the_cli_one(browser, project, memories, script):
+    port, token = browser.port, browser.token
+    page = request(port, f"/memory/{memories['tests']}/delete", token=token).text
+    done = request(
+        port,
+        f"/memory/{memories['tests']}/delete",
+        method="POST",
+        token=token,
+        origin=f"http://127.0.0.1:{port}",
+        form={"token": form_token(page), "confirm": "yes"},
+    )
+    assert done.status == 200 and f"Deleted {memories['tests']} from facts." in done.text
+    cli = script("memory", "delete", memories["episode"]).json
+    assert cli["deleted"] is True
+    stones = tombstones.load(project)
+    assert set(stones) >= {memories["tests"], memories["episode"]}
+    assert stones[memories["tests"]].keys() == stones[memories["episode"]].keys()
+    assert script("memory", "get", memories["tests"]).json["error"]["code"] == "not_found"
+    # Deleting the newer fact of a chain makes the one it replaced current again, as the CLI does.
+    done = request(
+        port, f"/memory/{memories['newer']}/delete", method="POST", token=token, form={"token": token, "confirm": "yes"}
+    )
+    assert memories["deploy"] in done.text and "is current again" in done.text
+    assert records.get(project, memories["deploy"])["record"]["status"] == "active"
+
+
+def test_an_edit_and_a_supersede_are_visible_to_recall_and_history_at_once(browser, project, memories):
+    from contextware.memory.history import history
+    from contextware.memory.recall import ask
+
+    port, token = browser.port, browser.token
+    rid = memories["tests"]
+    edited = request(
+        port,
+        f"/memory/{rid}/edit",
+        method="POST",
+        token=token,
+        form={
+            "token": token,
+            "text": "We run the tests with pytest -n 4 and the flaky marker.",
+            "kind": "convention",
+            "topics": "testing",
+        },
+    )
+    assert edited.status == 303 and edited.headers["location"] == f"/memory/{rid}"
+    assert "pytest -n 4" in records.get(project, rid)["record"]["text"]
+    answer = ask(project, "how many workers does pytest use?")
+    assert answer["results"][0]["id"] == rid and "-n 4" in answer["results"][0]["text"]
+    moved = request(
+        port,
+        f"/memory/{rid}/supersede",
+        method="POST",
+        token=token,
+        form={"token": token, "text": "We run the tests with nox now.", "kind": "", "topics": "testing"},
+    )
+    assert moved.status == 303
+    new_id = moved.headers["location"].rsplit("/", 1)[1]
+    chain = history(project, new_id)
+    assert [c["id"] for c in chain["chain"]] == [rid, new_id] and chain["current"] == new_id
+
+
+def test_the_code_map_and_a_file(project, memories, project_dir):
+    from contextware.codeindex.indexer import crawl
+
+    (project_dir / "src" / "app").mkdir(parents=True)
+    (project_dir / "src" / "app" / "retry.py").write_text(
+        '"""Retry with backoff."""\n\n\ndef backoff_delay(n):\n    return 2**n\n'
+    )
+    (project_dir / "README.md").write_text("# Demo\n\nA demo project.\n")
+    crawl(project, summarizer="local")
+    records.save(project, "fact", "Retries use `backoff_delay` in src/app/retry.py.", kind="convention")
+    (project_dir / "README.md").write_text("# Demo\n\nChanged since the crawl.\n")
+    with served_browser(project) as served:
+        root = request(served.port, "/code", token=served.token).text
+        assert "src/" in root and "README.md" in root and "changed" in root
+        folder = request(served.port, "/code?folder=src/app", token=served.token).text
+        assert "retry.py" in folder and "5 lines" in folder and "fresh" in folder
+        file = request(served.port, "/code/file?path=src/app/retry.py", token=served.token).text
+        assert "backoff_delay" in file and "Retries use" in file and "Retry with backoff" in file
