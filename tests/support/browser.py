@@ -20,6 +20,32 @@ from urllib.parse import urlencode
 
 from tests.support.repo import SCRIPTS
 
+PLANTED = '<script>alert("owned")</script><img src=x onerror=alert(1)> "quotes" & ampersands'
+
+
+def saved_memories(project: Any) -> dict[str, str]:
+    """Real memories (saved through ``records``): facts, one superseded, one planted with markup,
+    an episode and a captured turn of session ``sess-1``; their ids by name."""
+    from contextware.memory import records
+
+    def save(type_: str, text: str, **options: Any) -> str:
+        return records.save(project, type_, text, **options)["id"]
+
+    ids = {
+        "tests": save("fact", "We run the tests with pytest -n 2.", kind="convention", topics="testing"),
+        "deploy": save("fact", "Deploys go to Fly.io through GitHub Actions.", kind="decision"),
+        "planted": save("fact", PLANTED, kind="note"),
+        "episode": save(
+            "episode",
+            "Switched the CI cache to uv; builds went from 4 to 1 minute.",
+            goal="Speed up CI",
+            result="success",
+        ),
+    }
+    ids["newer"] = save("fact", "Deploys go to Render since March.", kind="decision", supersedes=ids["deploy"])
+    ids["log"] = save("log", "Where do deploys go now?", session_id="sess-1", role="user")
+    return ids
+
 
 @dataclass
 class Answer:

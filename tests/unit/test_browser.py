@@ -8,33 +8,12 @@ import re
 import pytest
 
 from contextware.memory import records, tombstones
-from tests.support.browser import form_token, request, served_browser
-
-PLANTED = '<script>alert("owned")</script><img src=x onerror=alert(1)> "quotes" & ampersands'
+from tests.support.browser import form_token, request, saved_memories, served_browser
 
 
 @pytest.fixture
 def memories(project):
-    """A project with real memories: facts (one superseded), an episode, a captured session."""
-    ids = {
-        "tests": records.save(
-            project, "fact", "We run the tests with pytest -n 2.", kind="convention", topics="testing"
-        )["id"],
-        "deploy": records.save(project, "fact", "Deploys go to Fly.io through GitHub Actions.", kind="decision")["id"],
-        "planted": records.save(project, "fact", PLANTED, kind="note")["id"],
-        "episode": records.save(
-            project,
-            "episode",
-            "Switched the CI cache to uv; builds went from 4 to 1 minute.",
-            goal="Speed up CI",
-            result="success",
-        )["id"],
-    }
-    ids["newer"] = records.save(
-        project, "fact", "Deploys go to Render since March.", kind="decision", supersedes=ids["deploy"]
-    )["id"]
-    ids["log"] = records.save(project, "log", "Where do deploys go now?", session_id="sess-1", role="user")["id"]
-    return ids
+    return saved_memories(project)
 
 
 @pytest.fixture
@@ -67,6 +46,9 @@ def test_foreign_host_origin_and_site_are_refused(browser):
     for origin in ("http://evil.example", f"http://127.0.0.1:{port + 1}", "null", f"https://127.0.0.1:{port}"):
         assert request(port, "/", token=token, origin=origin).status == 403, origin
     assert request(port, "/", token=token, headers={"Sec-Fetch-Site": "cross-site"}).status == 403
+    # "Origin: null" is what a browser's own form post says under no-referrer: only same-origin.
+    assert request(port, "/", token=token, origin="null", headers={"Sec-Fetch-Site": "same-origin"}).status == 200
+    assert request(port, "/", token=token, origin="null", headers={"Sec-Fetch-Site": "cross-site"}).status == 403
     assert request(port, "/", token=token, method="PUT").status == 403
 
 
