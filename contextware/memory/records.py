@@ -535,12 +535,14 @@ def list_records(
     if topic:
         names = [n for n in names if n in LINKED_COLLECTIONS]
     records: list[dict[str, Any]] = []
+    heads: list[tuple[str, str, str]] = []  # (created_at, table, id): sorted first, read in full by page
+    columns_of: dict[str, list[str]] = {}
     for name in names:
         table = project.db.open_table(name)
         if table is None:
             continue
         kept = ("checksum", "code_hashes") if stale else ("checksum",)
-        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
+        columns_of[name] = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
         where = [f"kind = {sql_str(kind)}"] if kind else []
         where += [f"array_has(topics, {sql_str(topic)})"] if topic else []
         where += [f"source = {sql_str(source)}"] if source else []
@@ -548,21 +550,42 @@ def list_records(
             where.append("(status IS NULL OR status != 'superseded')")
         if name == "facts" and superseded == "only":
             where.append("status = 'superseded'")
-
-        def read_all(table: Any = table, columns: list[str] = columns, where: str = " AND ".join(where)) -> list[Any]:
-            q = table.search().select(columns)
-            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
-
-        rows = project.db.read(read_all)
-        verify_rows(name, rows)
+        cols = columns_of[name] if stale else ["id", "created_at"]
+        rows = _read_rows(project, table, cols, " AND ".join(where))
         if stale:
+            verify_rows(name, rows)
             notes = [stale_note(project, name, r) for r in rows]
             records += [{**public_row(r, name), FLAG: n} for r, n in zip(rows, notes, strict=True) if n]
             continue
-        records += [public_row(r, name) for r in rows]
-    records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
-    page = records[offset : offset + limit]
-    return {"count": len(page), "total": len(records), "records": page}
+        heads += [(iso(r["created_at"]) or "", name, r["id"]) for r in rows]
+    if stale:
+        records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
+        page = records[offset : offset + limit]
+        return {"count": len(page), "total": len(records), "records": page}
+    heads.sort(key=lambda h: h[0], reverse=True)  # stable: ties keep the tables' order
+    chosen = heads[offset : offset + limit]
+    full: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in {h[1] for h in chosen}:
+        ids = [h[2] for h in chosen if h[1] == name]
+        table = project.db.open_table(name)
+        wanted = set(ids)
+        by_id = f"id IN ({', '.join(sql_str(i) for i in ids)})" if len(ids) <= MAX_IN_LIST else ""
+        rows = [r for r in _read_rows(project, table, columns_of[name], by_id) if r["id"] in wanted]
+        verify_rows(name, rows)
+        full.update({(name, r["id"]): public_row(r, name) for r in rows})
+    page = [full[(name, rid)] for _, name, rid in chosen if (name, rid) in full]
+    return {"count": len(page), "total": len(heads), "records": page}
+
+
+MAX_IN_LIST = 1000  # ids read by one ``id IN (...)``; a longer page reads its tables whole
+
+
+def _read_rows(project: "Project", table: Any, columns: list[str], where: str) -> list[dict[str, Any]]:
+    def read() -> list[dict[str, Any]]:
+        q = table.search().select(columns)
+        return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
+
+    return project.db.read(read)
 
 
 def _collection_arg(value: str) -> str:
