@@ -69,6 +69,20 @@ class Pages:
         self.project = project
         self.token = token
         self.lock = threading.Lock()  # one page at a time works on the project
+        self.warm = threading.Event()  # set once this process has its own database open (``warm_up``)
+
+    def warm_up(self) -> None:
+        """Open the database in this process, in the background, before the first page needs it."""
+        try:
+            with self.lock:
+                views.warm_up(self.project)
+            from contextware.storage.embeddings import preload_in_background
+
+            preload_in_background(self.project.embedder)  # the first search need not wait for the model
+        except Exception:  # noqa: BLE001 - the page that needs the tables reports the problem
+            pass
+        finally:
+            self.warm.set()
 
     async def work(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         def call() -> Any:
@@ -128,7 +142,11 @@ class Pages:
 
     # -- dashboard ---------------------------------------------------------------------------------
     async def dashboard(self, request: Request) -> Response:
-        d = await self.work(views.dashboard, self.project)
+        d = None
+        if not self.warm.is_set():  # a warm resident service answers while this process loads
+            d = await run_in_threadpool(views.served_dashboard, self.project)
+        if d is None:
+            d = await self.work(views.dashboard, self.project)
         tables = d.get("tables") or {}
         rows = [(tables.get(n) or {}).get("rows", 0) for n in COLLECTIONS]
         cards = "".join(
@@ -139,7 +157,7 @@ class Pages:
                 ("logs", rows[2]),
                 ("files indexed", d["code"]["files"]),
                 ("stale memories", d["stale_memories"]),
-                ("changed files", d["code"]["changed"] + d["code"]["deleted"]),
+                ("changed files", d["code"]["stale"]),
             )
         )
         svc = d["service"]
@@ -175,9 +193,9 @@ class Pages:
             f"<p>{a('/memories?stale=1', 'Memories whose code changed')} · "
             f"{a('/memories?superseded=only', 'Superseded facts')} · {a('/code', 'Code map')}</p>"
         )
-        return HTMLResponse(
-            page("Dashboard", f"<div class=cards>{cards}</div>{links}{overview}<h2>Tables</h2>{per_table}", active="/")
-        )
+        source = "<p class=muted>Figures from the resident service.</p>" if d.get("from_service") else ""
+        body = f"<div class=cards>{cards}</div>{links}{overview}<h2>Tables</h2>{per_table}{source}"
+        return HTMLResponse(page("Dashboard", body, active="/"))
 
     # -- lists and search --------------------------------------------------------------------------
     async def memories(self, request: Request) -> Response:
@@ -298,11 +316,23 @@ class Pages:
         rid = request.path_params["id"]
         record = (await self.work(records.get, self.project, rid))["record"]
         chain = (await self.work(history, self.project, rid)) if record["collection"] == "facts" else None
-        shown = {k: v for k, v in record.items() if k not in ("code_links", "may_be_stale", "has_vector")}
-        parts = [
-            f"<p>{badge(record)}</p>",
-            dl((k, ", ".join(v) if isinstance(v, list) else v) for k, v in shown.items()),
-        ]
+        shown = {
+            k: v
+            for k, v in record.items()
+            if k not in ("code_links", "may_be_stale", "has_vector", "id") and v not in (None, "", [])
+        }
+        fields = []
+        for k, v in shown.items():
+            if k in ("supersedes", "superseded_by") and isinstance(v, str):
+                value = a(f"/memory/{v}", v)
+            elif k == "session_id" and isinstance(v, str):
+                value = a(f"/sessions/{v}", v)
+            else:
+                value = e(", ".join(map(str, v)) if isinstance(v, list) else v)
+            fields.append(f"<dt>{e(k)}</dt><dd>{value}</dd>")
+        if not record.get("has_vector"):
+            fields.append("<dt>vector</dt><dd>missing: only full-text search finds it (memory reembed)</dd>")
+        parts = [f"<p>{badge(record)}</p>", "<dl>" + "".join(fields) + "</dl>"]
         links = record.get("code_links") or []
         if record.get("may_be_stale"):
             parts.append(f"<p class=stale>May be stale: {e(record['may_be_stale'])}</p>")

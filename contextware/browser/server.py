@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.browser.guard import Guard
 
 if TYPE_CHECKING:
+    from contextware.browser.pages import Pages
     from contextware.storage.project import Project
 
 HOST = "127.0.0.1"
@@ -36,13 +37,14 @@ class Served:
         return f"{self.base}?token={self.token}"
 
 
-def make_app(project: "Project", token: str, port: int) -> Any:
-    """The guarded ASGI app of one project's pages."""
+def make_app(project: "Project", token: str, port: int) -> tuple[Any, "Pages"]:
+    """The guarded ASGI app of one project's pages, and the pages (their ``warm_up``)."""
     from starlette.applications import Starlette
 
     from contextware.browser.pages import Pages
 
-    return Guard(Starlette(routes=Pages(project, token).routes()), token, port)
+    pages = Pages(project, token)
+    return Guard(Starlette(routes=pages.routes()), token, port), pages
 
 
 def bind(port: int = 0) -> socket.socket:
@@ -64,6 +66,8 @@ def _server_class() -> Any:
     class Server(uvicorn.Server):
         """uvicorn's server, stopped by SIGINT/SIGTERM without re-raising the signal at the end
         (uvicorn does, which would kill the process before the command prints its result)."""
+
+        warm_up: Callable[[], None] = staticmethod(lambda: None)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Any:
@@ -93,8 +97,9 @@ def build_server(project: "Project", port: int = 0) -> tuple[Any, Served, socket
 
     sock = bind(port)
     served = Served(sock.getsockname()[1], secrets.token_urlsafe(32))
+    app, pages = make_app(project, served.token, served.port)
     config = uvicorn.Config(
-        make_app(project, served.token, served.port),
+        app,
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -102,7 +107,9 @@ def build_server(project: "Project", port: int = 0) -> tuple[Any, Served, socket
         proxy_headers=False,
         timeout_graceful_shutdown=5,
     )
-    return _server_class()(config), served, sock
+    server = _server_class()(config)
+    server.warm_up = pages.warm_up
+    return server, served, sock
 
 
 def serve(
@@ -116,11 +123,13 @@ def serve(
     the CLI prints on exit (the address without the token)."""
     server, served, sock = build_server(project, port)
     started = time.monotonic()
+    warming = threading.Thread(target=server.warm_up, name="contextware-ui-warm", daemon=True)
 
     def when_ready() -> None:
         while not server.started and not server.should_exit:
             time.sleep(0.02)
         if server.started:
+            warming.start()
             announce(served)
             if open_browser:
                 import webbrowser
@@ -132,4 +141,6 @@ def serve(
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if warming.is_alive():  # never exit under a thread inside LanceDB's native code
+            warming.join(60)
     return {"url": served.base, "served_s": round(time.monotonic() - started, 1), "stopped": True}

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 MAX_LINE_COUNT_BYTES = 4_000_000  # a file this large shows its size, not its lines
 MAX_FILES_COUNTED = 400  # files of one folder whose lines are counted (the rest show sizes)
 MAX_TIMELINE = 2000  # turns of one session shown
+SERVICE_TIMEOUT_S = 5.0
 
 
 def _read(project: "Project", table: str, columns: list[str], where: str | None = None) -> list[dict[str, Any]]:
@@ -62,19 +63,80 @@ def dashboard(project: "Project") -> dict[str, Any]:
     from contextware.memory.records import list_records
 
     code = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at"])
-    states = [freshness(project, r) for r in code]
     last = max((r["indexed_at"] for r in code if r.get("indexed_at")), default=None)
     return {
         **stats(project),
         "service": service_status(project),
         "code": {
             "files": len(code),
-            "changed": states.count("changed"),
-            "deleted": states.count("deleted"),
+            "stale": sum(freshness(project, r) != "fresh" for r in code),
             "last_crawl": iso(last),
         },
         "stale_memories": list_records(project, stale=True, limit=1)["total"],
+        "from_service": False,
     }
+
+
+def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any] | None:
+    """The JSON answer of one quick command from the project's running service (never started
+    here), or None when none answers."""
+    import json
+
+    from contextware.service import client
+    from contextware.service.protocol import endpoint
+
+    if client.mode(project.settings) == "off":
+        return None
+    message = {
+        "op": "run",
+        "id": os.urandom(8).hex(),
+        "command": command,
+        "argv": [*argv, "--project-root", str(project.root)],
+        "prog": f"contextware {command}",
+        "cwd": str(project.root),
+        "env": client.forwarded_env(project.settings),
+        "stdin": None,
+    }
+    try:
+        answer = client.exchange(endpoint(project.data_dir, project.settings), message, SERVICE_TIMEOUT_S)
+        out = json.loads(answer.get("stdout") or "null") if answer.get("ok") and answer.get("exit") == 0 else None
+    except (client.Unavailable, ValueError):
+        return None
+    return out if isinstance(out, dict) and out.get("ok") else None
+
+
+def served_dashboard(project: "Project") -> dict[str, Any] | None:
+    """The dashboard's figures from a running resident service (its database is open, its
+    LanceDB imported): what the first page shows while this process still loads its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asks = [
+        ("memory", "stats"),
+        ("context", "--budget-tokens", "100000"),
+        ("memory", "list", "--stale", "--limit", "1"),
+    ]
+    with ThreadPoolExecutor(len(asks)) as pool:  # the service answers each on its own thread
+        stats, context, stale = pool.map(lambda argv: _from_service(project, *argv), asks)
+    if stats is None or context is None or stale is None:
+        return None
+    code = context.get("code_index") or {}
+    return {
+        **{k: v for k, v in stats.items() if k != "ok"},
+        "service": service_status(project),
+        "code": {
+            "files": code.get("files_indexed", 0),
+            "stale": code.get("stale", 0),
+            "last_crawl": code.get("last_crawl"),
+        },
+        "stale_memories": stale.get("total", 0),
+        "from_service": True,
+    }
+
+
+def warm_up(project: "Project") -> None:
+    """Import LanceDB and open the tables the pages read (seconds on a cold, busy machine)."""
+    for name in (*("facts", "episodes", "logs"), CODE_TABLE):
+        project.db.open_table(name)
 
 
 @dataclass

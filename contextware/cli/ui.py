@@ -30,12 +30,10 @@ def handle(args: argparse.Namespace) -> dict:
 
     from contextware.browser.server import Served, serve
     from contextware.errors import UsageError
-    from contextware.storage.embeddings import preload_in_background
 
     if not 0 <= args.port <= 65535:
         raise UsageError("--port must be between 0 and 65535.", code="bad_port")
     project = open_project(args)
-    preload_in_background(project.embedder)
 
     def announce(served: Served) -> None:
         sys.stderr.write(f"Contextware memory browser for {project.root}:\n  {served.url}\n(Ctrl-C stops it.)\n")

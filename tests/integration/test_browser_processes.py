@@ -5,6 +5,7 @@ its JSON (which never carries the token)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 
 import pytest
@@ -35,3 +36,28 @@ def test_ui_serves_one_project_on_loopback_and_stops_cleanly(project_dir, script
 def test_a_bad_port_is_one_sentence(project_dir, script):
     bad = script("ui", "--no-browser", "--port", "70000")
     assert bad.returncode == 2 and bad.json["error"]["message"] == "--port must be between 0 and 65535."
+
+
+def test_the_first_dashboard_comes_from_a_warm_service_with_the_same_figures(
+    project_dir, script, services, monkeypatch
+):
+    """While the browser's own process still imports LanceDB, a running resident service answers
+    the dashboard's figures: the same as the in-process ones."""
+    from contextware.browser import views
+    from contextware.settings import Settings
+    from contextware.storage.project import Project
+    from tests.support.service_helpers import run
+
+    script("save_fact", "Payments retry three times with `backoff_delay`.", "--kind", "convention")
+    script("save_fact", "The staging database is Postgres 16.", "--kind", "environment")
+    assert run("service", "start", cwd=project_dir).json["running"] is True
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "auto")
+    project = Project.open(project_dir, Settings.from_env(os.environ))
+    served = views.served_dashboard(project)
+    local = views.dashboard(project)
+    assert served is not None and served["from_service"] is True and local["from_service"] is False
+    assert served["tables"]["facts"]["rows"] == local["tables"]["facts"]["rows"] == 2
+    assert served["code"] == local["code"] and served["stale_memories"] == local["stale_memories"]
+    assert served["service"]["running"] is True
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
+    assert views.served_dashboard(Project.open(project_dir, Settings.from_env(os.environ))) is None
