@@ -9,7 +9,14 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-NAV = (("/", "Dashboard"), ("/memories", "Memories"), ("/sessions", "Sessions"), ("/code", "Code"), ("/explain", "Why"))
+NAV = (
+    ("/", "Dashboard"),
+    ("/memories", "Memories"),
+    ("/review", "Review"),
+    ("/sessions", "Sessions"),
+    ("/code", "Code"),
+    ("/explain", "Why"),
+)
 
 
 def e(value: Any) -> str:

@@ -123,6 +123,8 @@ class Pages:
             Route("/memory/{id}/supersede", guarded(self.supersede), methods=["GET", "POST"]),
             Route("/memory/{id}/delete", guarded(self.delete), methods=["GET", "POST"]),
             Route("/memory/{id}/confirm", guarded(self.confirm), methods=["POST"]),
+            Route("/review", guarded(self.review)),
+            Route("/review/keep/{id}", guarded(self.keep), methods=["POST"]),
             Route("/sessions", guarded(self.sessions)),
             Route("/sessions/{sid:path}", guarded(self.timeline)),
             Route("/code", guarded(self.code)),
@@ -190,7 +192,7 @@ class Pages:
             ],
         )
         links = (
-            f"<p>{a('/memories?stale=1', 'Memories whose code changed')} · "
+            f"<p>{a('/review', 'Review queues')} · {a('/memories?stale=1', 'Memories whose code changed')} · "
             f"{a('/memories?superseded=only', 'Superseded facts')} · {a('/code', 'Code map')}</p>"
         )
         source = "<p class=muted>Figures from the resident service.</p>" if d.get("from_service") else ""
@@ -455,6 +457,80 @@ class Pages:
         await self.form(request)
         await self.work(records.confirm, self.project, rid)
         return RedirectResponse(f"/memory/{rid}", status_code=303)
+
+    # -- review queues -----------------------------------------------------------------------------
+    async def review(self, request: Request) -> Response:
+        q = await self.work(views.review, self.project)
+
+        def still_holds(rid: str) -> str:
+            action = f"/memory/{rid}/confirm"
+            return f'<form method=post action="{e(action)}">{hidden(self.token)}<button>It still holds</button></form>'
+
+        stale = [
+            (
+                a(f"/memory/{r['id']}", r["id"]),
+                f"<span class=text>{e(_short(body_of(r)))}</span>",
+                f"<span class=stale>{e(r.get('may_be_stale'))}</span>",
+                still_holds(r["id"])
+                + " "
+                + a(f"/memory/{r['id']}/edit", "Edit")
+                + " "
+                + a(f"/memory/{r['id']}/delete", "Delete…"),
+            )
+            for r in q["stale"]
+        ]
+        dups = [
+            (
+                e(f"{p['score']:.2f}"),
+                a(f"/memory/{p['older']['id']}", p["older"]["id"])
+                + f"<br><span class=text>{e(_short(p['older'].get('text')))}</span>",
+                a(f"/memory/{p['newer']['id']}", p["newer"]["id"])
+                + f"<br><span class=text>{e(_short(p['newer'].get('text')))}</span>",
+                a(f"/memory/{p['older']['id']}/delete", "Delete the older…")
+                + " "
+                + a(f"/memory/{p['older']['id']}/supersede", "Merge into a new fact…"),
+            )
+            for p in q["duplicates"]
+        ]
+        keep = [
+            (
+                a(f"/memory/{r['id']}", r["id"]),
+                f"<span class=text>{e(_short(r.get('text')))}</span>",
+                f'<form method=post action="/review/keep/{e(r["id"])}">{hidden(self.token)}'
+                + select("kind", FACT_KINDS, "convention", "kind")
+                + " <button>Save as a fact</button></form>",
+            )
+            for r in q["keep"]
+        ]
+        body = (
+            f"<h2>May be stale ({q['stale_total']})</h2><p class=muted>Facts and episodes whose code changed, moved or went away since they were saved.</p>"
+            + (table(["id", "memory", "why", ""], stale) if stale else "<p>None.</p>")
+            + f"<h2>Near-duplicates ({q['duplicates_total']})</h2><p class=muted>Active facts that say nearly the same (cosine at or over similar_threshold).</p>"
+            + (table(["cosine", "older", "newer", ""], dups) if dups else "<p>None.</p>")
+            + f"<h2>Turns worth keeping ({q['keep_total']})</h2><p class=muted>What a user said that reads like a convention or a decision, not yet a fact.</p>"
+            + (table(["id", "turn", ""], keep) if keep else "<p>None.</p>")
+        )
+        return HTMLResponse(page("Review", body, active="/review"))
+
+    async def keep(self, request: Request) -> Response:
+        from contextware.memory import records
+
+        rid = request.path_params["id"]
+        form = await self.form(request)
+        record = (await self.work(records.get, self.project, rid))["record"]
+        if record["collection"] != "logs":
+            raise UsageError(
+                f"Only captured turns are kept as facts; {rid} is in {record['collection']}.", code="bad_collection"
+            )
+        saved = await self.work(
+            records.save,
+            self.project,
+            "fact",
+            record.get("text") or "",
+            kind=form.get("kind") or "note",
+            source="browser",
+        )
+        return RedirectResponse(f"/memory/{saved.get('id') or saved.get('duplicate_of')}", status_code=303)
 
     # -- sessions ----------------------------------------------------------------------------------
     async def sessions(self, request: Request) -> Response:

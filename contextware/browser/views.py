@@ -5,6 +5,7 @@ and never writes."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -309,4 +310,69 @@ def timeline(project: "Project", session_id: str) -> dict[str, Any]:
         "turns": [public_row(r, "logs") for r in turns[:MAX_TIMELINE]],
         "total": len(turns),
         "digests": [public_row(r, "episodes") for r in digests],
+    }
+
+
+MAX_REVIEWED = 3000  # newest facts compared pairwise, newest user turns read, for the review queues
+MAX_QUEUE = 50  # items shown per queue
+_KEEPER = re.compile(
+    r"\b(we (use|always|never|prefer|decided|agreed|standardi[sz]ed)|always|never|prefer|don'?t|do not|must|"
+    r"should(n'?t)?|convention|from now on|remember|make sure|instead of)\b",
+    re.I,
+)
+
+
+def worth_keeping(text: str) -> bool:
+    """A captured user turn that states how things are done (not a question, not a wall of text)."""
+    text = " ".join(text.split())
+    return 20 <= len(text) <= 400 and not text.endswith("?") and bool(_KEEPER.search(text))
+
+
+def review(project: "Project") -> dict[str, Any]:
+    """The review queues: memories whose code changed (``list --stale``), pairs of active facts
+    that say nearly the same (cosine at or over ``similar_threshold``), and captured user turns that
+    read like a convention or decision worth saving as a fact."""
+    import numpy as np
+
+    from contextware.memory.records import list_records, public_row
+
+    stale = list_records(project, stale=True, limit=MAX_QUEUE)
+    from contextware.storage.integrity import GUARDED, verify_rows
+
+    extra = ["status", "created_at", "checksum"]
+    facts = _read(project, "facts", [*GUARDED["facts"], *extra, "vector"], "status = 'active'")
+    verify_rows("facts", facts)
+    facts = sorted((f for f in facts if f.get("vector") is not None), key=lambda f: iso(f["created_at"]) or "")[
+        -MAX_REVIEWED:
+    ]
+    pairs: list[dict[str, Any]] = []
+    if len(facts) > 1:
+        threshold = float(project.config["similar_threshold"])
+        m = np.asarray([f["vector"] for f in facts], dtype=np.float32)
+        sims = np.triu(m @ m.T, k=1)
+        for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
+            pairs.append(
+                {
+                    "older": public_row({k: v for k, v in facts[i].items() if k != "vector"}, "facts"),
+                    "newer": public_row({k: v for k, v in facts[j].items() if k != "vector"}, "facts"),
+                    "score": round(float(sims[i, j]), 3),
+                }
+            )
+        pairs.sort(key=lambda p: -p["score"])
+    turns = _read(project, "logs", [*GUARDED["logs"], "created_at", "checksum"], "role = 'user'")
+    verify_rows("logs", turns)
+    turns.sort(key=lambda r: iso(r.get("created_at")) or "", reverse=True)
+    saved = {" ".join(str(f.get("text") or "").split()).lower() for f in facts}
+    keep = [
+        public_row(r, "logs")
+        for r in turns[:MAX_REVIEWED]
+        if worth_keeping(str(r.get("text") or "")) and " ".join(str(r["text"]).split()).lower() not in saved
+    ]
+    return {
+        "stale": stale["records"],
+        "stale_total": stale["total"],
+        "duplicates": pairs[:MAX_QUEUE],
+        "duplicates_total": len(pairs),
+        "keep": keep[:MAX_QUEUE],
+        "keep_total": len(keep),
     }

@@ -221,12 +221,59 @@ def test_the_code_map_and_a_file(project, memories, project_dir):
     )
     (project_dir / "README.md").write_text("# Demo\n\nA demo project.\n")
     crawl(project, summarizer="local")
-    records.save(project, "fact", "Retries use `backoff_delay` in src/app/retry.py.", kind="convention")
+    linked = records.save(project, "fact", "Retries use `backoff_delay` in src/app/retry.py.", kind="convention")["id"]
     (project_dir / "README.md").write_text("# Demo\n\nChanged since the crawl.\n")
+    crawl(project, summarizer="local")  # README.md indexed again; then retry.py changes under the memory
+    (project_dir / "src" / "app" / "retry.py").write_text(
+        '"""Retry with jitter."""\n\n\ndef backoff_delay(n):\n    return 3**n\n'
+    )
+    crawl(project, summarizer="local")
+    (project_dir / "README.md").write_text("# Demo\n\nChanged since the crawl.\n\n")
     with served_browser(project) as served:
         root = request(served.port, "/code", token=served.token).text
         assert "src/" in root and "README.md" in root and "changed" in root
         folder = request(served.port, "/code?folder=src/app", token=served.token).text
         assert "retry.py" in folder and "5 lines" in folder and "fresh" in folder
         file = request(served.port, "/code/file?path=src/app/retry.py", token=served.token).text
-        assert "backoff_delay" in file and "Retries use" in file and "Retry with backoff" in file
+        assert "backoff_delay" in file and "Retries use" in file and "Retry with jitter" in file
+        queue = request(served.port, "/review", token=served.token).text
+        assert "May be stale (1)" in queue and linked in queue
+        held = request(
+            served.port, f"/memory/{linked}/confirm", method="POST", token=served.token, form={"token": served.token}
+        )
+        assert held.status == 303 and "may_be_stale" not in records.get(project, linked)["record"]
+        assert "May be stale (0)" in request(served.port, "/review", token=served.token).text
+
+
+def test_review_queues_near_duplicates_and_turns_worth_keeping(project, memories):
+    near = [
+        records.save(project, "fact", text, kind="decision")["id"]
+        for text in (
+            "We deploy with fly deploy from the main branch.",
+            "We deploy using fly deploy from the main branch only.",
+        )
+    ]
+    said = records.save(
+        project, "log", "From now on we always run ruff format before committing.", session_id="s2", role="user"
+    )["id"]
+    asked = records.save(project, "log", "Should we always run ruff before committing?", session_id="s2", role="user")[
+        "id"
+    ]
+    with served_browser(project) as served:
+        port, token = served.port, served.token
+        queue = request(port, "/review", token=token).text
+        dups = queue.split("Near-duplicates", 1)[1].split("Turns worth keeping", 1)[0]
+        assert near[0] in dups and near[1] in dups and memories["tests"] not in dups
+        keep = queue.split("Turns worth keeping", 1)[1]
+        assert said in keep and asked not in keep
+        kept = request(
+            port, f"/review/keep/{said}", method="POST", token=token, form={"token": token, "kind": "convention"}
+        )
+        assert kept.status == 303
+        fact = records.get(project, kept.headers["location"].rsplit("/", 1)[1])["record"]
+        assert (
+            fact["text"] == "From now on we always run ruff format before committing." and fact["kind"] == "convention"
+        )
+        assert said not in request(port, "/review", token=token).text.split("Turns worth keeping", 1)[1]
+        refused = request(port, f"/review/keep/{memories['tests']}", method="POST", token=token, form={"token": token})
+        assert refused.status == 400 and "Only captured turns" in refused.text
