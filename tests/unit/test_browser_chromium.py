@@ -1,6 +1,8 @@
 """The memory browser in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``,
-which .ci/run installs): the dashboard renders, a search finds a memory, the memory opens, and a
-delete with its confirmation removes it from the real store; a planted script never runs."""
+which .ci/run installs): the dashboard renders, a search finds a memory, the memory opens, an edit
+and a supersede are saved, a delete with its confirmation removes it from the real store, the
+explanation, the map and the review queue draw (a screenshot of each page is not blank), and a
+planted script never runs."""
 
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ def chromium(tmp_path):
         service=Service(str(DRIVER if DRIVER.exists() else shutil.which("chromedriver"))), options=options
     )
     driver.set_page_load_timeout(60)
+    driver.implicitly_wait(10)  # find_element waits for the page a click submitted
     try:
         yield driver
     finally:
@@ -91,3 +94,68 @@ def test_search_open_and_delete_in_a_real_browser(project, chromium):
         chromium.get(f"{served.base}explain?q=how+do+deploys+work")
         assert "candidates" in chromium.find_element(By.TAG_NAME, "main").text
         assert len(chromium.get_screenshot_as_png()) > 10_000
+
+
+def _drawn(driver) -> bool:
+    """The page's screenshot is not one flat colour (something was rendered)."""
+    import struct
+    import zlib
+
+    png = driver.get_screenshot_as_png()
+    # The first IDAT chunk's decompressed rows: more than one distinct byte value means pixels differ.
+    pos, data = 8, b""
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        if kind == b"IDAT":
+            data += png[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+    return len(set(zlib.decompress(data)[:200_000])) > 8
+
+
+def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, project_dir, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from contextware.codeindex.indexer import crawl
+    from contextware.memory import records
+    from contextware.memory.history import history
+
+    (project_dir / "src").mkdir()
+    (project_dir / "src" / "retry.py").write_text(
+        '"""Retry with backoff."""\n\n\ndef backoff_delay(n):\n    return 2**n\n'
+    )
+    crawl(project, summarizer="local")
+    ids = saved_memories(project)
+    with served_browser(project) as served:
+        chromium.get(served.url)
+        assert _drawn(chromium)
+        chromium.get(f"{served.base}memory/{ids['tests']}/edit")
+        text = chromium.find_element(By.CSS_SELECTOR, "textarea[name=text]")
+        text.clear()
+        text.send_keys("We run the tests with pytest -n 4.")
+        chromium.find_element(By.CSS_SELECTOR, "main form button").click()
+        WebDriverWait(chromium, 20).until(expected_conditions.url_to_be(f"{served.base}memory/{ids['tests']}"))
+        assert records.get(project, ids["tests"])["record"]["text"] == "We run the tests with pytest -n 4."
+
+        chromium.find_element(By.LINK_TEXT, "Supersede").click()
+        new = chromium.find_element(By.CSS_SELECTOR, "textarea[name=text]")
+        new.clear()
+        new.send_keys("We run the tests with nox.")
+        chromium.find_element(By.CSS_SELECTOR, "main form button").click()
+        WebDriverWait(chromium, 20).until(lambda d: not d.current_url.endswith("/supersede"))
+        new_id = chromium.current_url.rsplit("/", 1)[1]
+        assert [c["id"] for c in history(project, new_id)["chain"]] == [ids["tests"], new_id]
+        assert "Supersession chain" in chromium.find_element(By.TAG_NAME, "main").text
+
+        for path, words in (
+            ("explain?q=how+do+we+run+the+tests", "Answered"),
+            ("code", "src/"),
+            ("code/file?path=src/retry.py", "backoff_delay"),
+            ("review", "Turns worth keeping"),
+            ("sessions/sess-1", "Where do deploys go now?"),
+            ("memory/fact-000000000000", "No memory has the id"),
+        ):
+            chromium.get(served.base + path)
+            assert words in chromium.find_element(By.TAG_NAME, "main").text, path
+            assert _drawn(chromium), path
