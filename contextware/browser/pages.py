@@ -208,6 +208,7 @@ class Pages:
         collection = q.get("collection") or None
         kind, topic, source = q.get("kind") or None, q.get("topic") or None, q.get("source") or None
         superseded = q.get("superseded") or None
+        since = (q.get("since") or "").strip() or None
         stale = q.get("stale") in ("1", "on", "true", "yes")
         try:
             number = int(q.get("page") or 0)
@@ -222,6 +223,7 @@ class Pages:
             + select("kind", FACT_KINDS, kind)
             + f'<label>topic <input name=topic value="{e(topic)}" size=10></label>'
             + f'<label>source <input name=source value="{e(source)}" size=10></label>'
+            + f'<label>since <input name=since value="{e(since)}" size=10 placeholder="7d or 2026-11-01"></label>'
             + select("superseded", ("show", "hide", "only"), superseded, "default")
             + f"<label><input type=checkbox name=stale value=1{' checked' if stale else ''}> may be stale</label>"
             + "<button>Apply</button></form>"
@@ -229,7 +231,10 @@ class Pages:
         if text:
             return HTMLResponse(
                 page(
-                    "Search", filters + await self.search(text, collection, kind, topic), active="/memories", query=text
+                    "Search",
+                    filters + await self.search(text, collection, kind, topic, since),
+                    active="/memories",
+                    query=text,
                 )
             )
         found = await self.work(
@@ -242,6 +247,7 @@ class Pages:
             topic=topic,
             source=source,
             superseded=superseded,
+            since=since,
             offset=number * PAGE_SIZE,
         )
         rows = [
@@ -262,6 +268,7 @@ class Pages:
             "source": source,
             "superseded": superseded,
             "stale": "1" if stale else None,
+            "since": since,
         }
         pager = []
         if number:
@@ -276,11 +283,15 @@ class Pages:
         )
         return HTMLResponse(page("Memories", filters + shown + listing, active="/memories"))
 
-    async def search(self, text: str, collection: str | None, kind: str | None, topic: str | None) -> str:
+    async def search(
+        self, text: str, collection: str | None, kind: str | None, topic: str | None, since: str | None
+    ) -> str:
         from contextware.memory.recall import parse_query, recall
 
         scope = collection or "all"
-        query = parse_query(text, scope=scope, limit=SEARCH_LIMIT, kind=kind, topic=topic, include_superseded=True)
+        query = parse_query(
+            text, scope=scope, limit=SEARCH_LIMIT, kind=kind, topic=topic, since=since, include_superseded=True
+        )
         result = (await self.work(recall, self.project, query)).to_dict()
         why = a(url("/explain", q=text, scope=scope), "Why these results?")
         if not result["results"]:
@@ -339,9 +350,14 @@ class Pages:
         if record.get("may_be_stale"):
             parts.append(f"<p class=stale>May be stale: {e(record['may_be_stale'])}</p>")
         if links:
+            states = await self.work(views.link_states, self.project, record["collection"], rid)
             parts.append(
                 "<h2>Code it names</h2><ul>"
-                + "".join(f"<li>{a(url('/code/file', path=p), p)}</li>" for p in links)
+                + "".join(
+                    f"<li>{a(url('/code/file', path=p), p)} "
+                    f"<span class={'fresh' if states.get(p) == 'unchanged' else 'stale'}>{e(states.get(p, ''))}</span></li>"
+                    for p in links
+                )
                 + "</ul>"
             )
         if chain and len(chain["chain"]) > 1:

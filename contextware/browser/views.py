@@ -58,6 +58,33 @@ def freshness(project: "Project", row: dict[str, Any]) -> str:
     return "fresh" if st.st_mtime == row.get("mtime") and st.st_size == row.get("size") else "changed"
 
 
+def link_states(project: "Project", collection: str, record_id: str) -> dict[str, str]:
+    """Each file a memory names, as the code is now against when it was linked: "unchanged",
+    "changed since saved", "not in the code index"; and "edited since indexed" when the file on
+    disk moved on from its index row too."""
+    mine = _read(project, collection, ["id", "code_links", "code_hashes"], f"id = {sql_str(record_id)}")
+    if not mine:
+        return {}
+    paths = list(mine[0].get("code_links") or [])
+    hashes = list(mine[0].get("code_hashes") or [])
+    if not paths:
+        return {}
+    where = f"file_path IN ({', '.join(sql_str(p) for p in paths)})"
+    rows = {
+        r["file_path"]: r for r in _read(project, CODE_TABLE, ["file_path", "mtime", "size", "content_hash"], where)
+    }
+    out = {}
+    for i, path in enumerate(paths):
+        row = rows.get(path)
+        if row is None:
+            out[path] = "not in the code index"
+            continue
+        linked = hashes[i] if i < len(hashes) else None
+        state = "unchanged" if linked is None or linked == row.get("content_hash") else "changed since saved"
+        out[path] = state + ("" if freshness(project, row) == "fresh" else "; edited since indexed")
+    return out
+
+
 def dashboard(project: "Project") -> dict[str, Any]:
     """``memory stats`` plus the service, the code index's last crawl and what went stale."""
     from contextware.memory.maintenance import stats

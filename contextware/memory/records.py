@@ -25,6 +25,7 @@ from contextware.text import (
     chunk_text,
     iso,
     new_id,
+    parse_since,
     parse_topics,
     sql_str,
     strip_terminal_controls,
@@ -512,12 +513,14 @@ def list_records(
     topic: str | None = None,
     source: str | None = None,
     superseded: str | None = None,
+    since: str | None = None,
     offset: int = 0,
 ) -> dict[str, Any]:
     """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
     changed, moved or went away since (each with ``may_be_stale``).  ``kind`` (facts), ``topic``
     (facts and episodes) and ``source`` narrow the tables they apply to; ``superseded`` is show,
-    hide or only (facts); ``offset`` skips that many of the newest (a page)."""
+    hide or only (facts); ``since`` (a date or an age: 7d) keeps newer ones; ``offset`` skips that
+    many of the newest (a page)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1.", code="bad_limit")
     if offset < 0:
@@ -525,6 +528,7 @@ def list_records(
     kind = check_choice(kind, FACT_KINDS, "--kind") if kind else None
     topic = check_slug(topic.strip().lower(), "--topic") if topic else None
     superseded = check_choice(superseded, SUPERSEDED, "--superseded") if superseded else None
+    after = parse_since(since) if since else None
     if superseded is None:
         superseded = "show" if include_superseded and not stale else "hide"
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
@@ -546,6 +550,7 @@ def list_records(
         where = [f"kind = {sql_str(kind)}"] if kind else []
         where += [f"array_has(topics, {sql_str(topic)})"] if topic else []
         where += [f"source = {sql_str(source)}"] if source else []
+        where += [f"created_at >= timestamp '{after.strftime('%Y-%m-%d %H:%M:%S')}'"] if after else []
         if name == "facts" and superseded == "hide":
             where.append("(status IS NULL OR status != 'superseded')")
         if name == "facts" and superseded == "only":

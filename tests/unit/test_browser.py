@@ -103,6 +103,7 @@ def test_pages_answer_and_bad_input_is_one_sentence(browser, memories):
         ("/memory/fact-000000000000", 404, "No memory has the id fact-000000000000."),
         ("/memory/not-an-id", 404, "No memory has the id"),
         ("/memories?kind=bogus", 400, "Unknown kind"),
+        ("/memories?since=yesterday", 400, "is not a date"),
         ("/memories?page=-1", 400, "The page number must be 0 or more."),
         ("/memories?superseded=maybe", 400, "Unknown superseded"),
         ("/code?folder=../etc", 400, "without"),
@@ -238,10 +239,14 @@ def test_the_code_map_and_a_file(project, memories, project_dir):
         assert "backoff_delay" in file and "Retries use" in file and "Retry with jitter" in file
         queue = request(served.port, "/review", token=served.token).text
         assert "May be stale (1)" in queue and linked in queue
+        shown = request(served.port, f"/memory/{linked}", token=served.token).text
+        assert "Code it names" in shown and "<span class=stale>changed since saved</span>" in shown
         held = request(
             served.port, f"/memory/{linked}/confirm", method="POST", token=served.token, form={"token": served.token}
         )
         assert held.status == 303 and "may_be_stale" not in records.get(project, linked)["record"]
+        shown = request(served.port, f"/memory/{linked}", token=served.token).text
+        assert "<span class=fresh>unchanged</span>" in shown
         assert "May be stale (0)" in request(served.port, "/review", token=served.token).text
 
 
@@ -277,3 +282,16 @@ def test_review_queues_near_duplicates_and_turns_worth_keeping(project, memories
         assert said not in request(port, "/review", token=token).text.split("Turns worth keeping", 1)[1]
         refused = request(port, f"/review/keep/{memories['tests']}", method="POST", token=token, form={"token": token})
         assert refused.status == 400 and "Only captured turns" in refused.text
+
+
+def test_since_narrows_the_list_and_the_search(project, memories):
+    from contextware.memory.records import list_records
+    from contextware.text import utcnow
+
+    assert list_records(project, since="1d")["total"] == list_records(project)["total"] == 6
+    assert list_records(project, since=f"{utcnow().year + 1}-01-01")["total"] == 0
+    with served_browser(project) as served:
+        listed = request(served.port, "/memories?since=1h", token=served.token).text
+        assert memories["tests"] in listed
+        found = request(served.port, "/memories?q=how+do+we+run+the+tests&since=1h", token=served.token).text
+        assert memories["tests"] in found
