@@ -127,6 +127,8 @@ class Pages:
             Route("/review/keep/{id}", guarded(self.keep), methods=["POST"]),
             Route("/sessions", guarded(self.sessions)),
             Route("/sessions/{sid:path}", guarded(self.timeline)),
+            Route("/offloads", guarded(self.offloads)),
+            Route("/offloads/{id}", guarded(self.offload)),
             Route("/code", guarded(self.code)),
             Route("/code/file", guarded(self.code_file)),
             Route("/explain", guarded(self.explain)),
@@ -304,6 +306,9 @@ class Pages:
             elif r["collection"] in COLLECTIONS:
                 link = a(f"/memory/{r['id']}", r["id"])
                 body = body_of(r)
+            elif r["collection"] == "offloads":
+                link = a(f"/offloads/{r['id']}", r["id"])
+                body = r.get("summary")
             else:
                 link = e(r["id"])
                 body = r.get("summary")
@@ -575,6 +580,50 @@ class Pages:
         parts.append(f"<h2>{t['total']} turns</h2>" + table(["when", "role", "text", "id"], rows))
         return HTMLResponse(page(f"Session {t['session_id']}", "".join(parts), active="/sessions"))
 
+    # -- offloads -----------------------------------------------------------------------------------
+    async def offloads(self, request: Request) -> Response:
+        found = await self.work(views.offloads, self.project)
+        rows = [
+            (
+                a(f"/offloads/{o['id']}", o["id"]),
+                e(o.get("type")),
+                e(o.get("session_name") or "") + (f" #{e(o['turn_number'])}" if o.get("turn_number") else ""),
+                f"<span class=text>{e(_short(o.get('prompt'), 200))}</span>",
+                e((o.get("created_at") or "")[:16].replace("T", " ")),
+            )
+            for o in found["offloads"]
+        ]
+        body = f"<p class=muted>{len(rows)} of {found['total']} offload answers, newest first.</p>" + (
+            table(["id", "type", "session", "prompt", "when"], rows) if rows else "<p>No offload yet.</p>"
+        )
+        return HTMLResponse(page("Offloads", body, active="/offloads"))
+
+    async def offload(self, request: Request) -> Response:
+        o = await self.work(views.offload, self.project, request.path_params["id"])
+        facts = [
+            ("type", o.get("type")),
+            ("session", o.get("session_name")),
+            ("turn", o.get("turn_number")),
+            ("model", o.get("model")),
+            ("tokens", o.get("token_count")),
+            ("when", o.get("created_at")),
+            ("sources", ", ".join(o.get("source_paths") or [])),
+            ("topics", ", ".join(o.get("topics") or [])),
+            ("answer file", o.get("full_response_path")),
+        ]
+        parts = [
+            dl([(k, v) for k, v in facts if v not in (None, "")]),
+            f"<h2>Prompt</h2><p class=text>{e(o.get('prompt'))}</p>",
+            f"<h2>Summary</h2><p class=text>{e(o.get('summary'))}</p>",
+            "<h2>Full answer</h2>"
+            + (
+                f"<pre class=text>{e(o['answer'])}</pre>"
+                if o.get("answer") is not None
+                else f"<p>{e(o.get('note'))}</p>"
+            ),
+        ]
+        return HTMLResponse(page(f"Offload {o['id']}", "".join(parts), active="/offloads"))
+
     # -- the code map ------------------------------------------------------------------------------
     async def code(self, request: Request) -> Response:
         m = await self.work(views.code_map, self.project, request.query_params.get("folder"))
@@ -673,8 +722,10 @@ class Pages:
         rows = []
         for c in why["candidates"]:
             s = c.get("signals") or {}
-            target = url("/code/file", path=c["id"]) if c["collection"] == "code_index" else f"/memory/{c['id']}"
-            link = a(target, c["id"]) if c["collection"] in (*COLLECTIONS, "code_index") else e(c["id"])
+            target = {"code_index": url("/code/file", path=c["id"]), "offloads": f"/offloads/{c['id']}"}.get(
+                c["collection"], f"/memory/{c['id']}"
+            )
+            link = a(target, c["id"])
             rows.append(
                 (
                     e(c["shown"] or "–"),

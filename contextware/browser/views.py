@@ -403,3 +403,52 @@ def review(project: "Project") -> dict[str, Any]:
         "keep": keep[:MAX_QUEUE],
         "keep_total": len(keep),
     }
+
+
+MAX_ANSWER_BYTES = 2_000_000  # a full offload answer shown in the page at most
+
+
+def offloads(project: "Project", offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    """Offload answers and session turns, newest first (``offloads`` table: the index of the files)."""
+    from contextware.offload.table import public_offload
+    from contextware.storage.integrity import GUARDED, verify_rows
+    from contextware.storage.schemas import OFFLOADS_TABLE
+
+    rows = _read(project, OFFLOADS_TABLE, [*GUARDED[OFFLOADS_TABLE], "created_at", "type", "model", "checksum"])
+    verify_rows(OFFLOADS_TABLE, rows)
+    rows.sort(key=lambda r: iso(r.get("created_at")) or "", reverse=True)
+    page = [{"id": r["id"], **public_offload(project, r, prompt_chars=200)} for r in rows[offset : offset + limit]]
+    return {"total": len(rows), "offloads": page}
+
+
+def offload(project: "Project", offload_id: str) -> dict[str, Any]:
+    """One offload: its row as recall shows it and its full answer, read from the offload files
+    (inside the data dir only, at most ``MAX_ANSWER_BYTES``)."""
+    from contextware.offload.files import offloads_dir
+    from contextware.offload.table import public_offload
+    from contextware.storage.integrity import verify_rows
+    from contextware.storage.schemas import OFFLOADS_TABLE
+
+    tbl = project.db.open_table(OFFLOADS_TABLE)
+    columns = [c for c in (tbl.schema.names if tbl is not None else []) if c not in ("vector", "search_text")]
+    rows = _read(project, OFFLOADS_TABLE, columns, f"id = {sql_str(offload_id)}")
+    if not rows:
+        raise NotFoundError(f"No offload has the id {offload_id!r}.")
+    verify_rows(OFFLOADS_TABLE, rows)
+    row = rows[0]
+    answer, note = None, None
+    base = offloads_dir(project).resolve()
+    path = (project.data_dir / str(row.get("response_file") or "")).resolve()
+    if not row.get("response_file") or not path.is_relative_to(base) or not path.is_file():
+        note = "The full answer's file is missing: `contextware sync check` says what to do."
+    elif path.stat().st_size > MAX_ANSWER_BYTES:
+        note = f"The full answer is {path.stat().st_size:,} bytes: open {public_offload(project, row)['full_response_path']}."
+    else:
+        answer = path.read_text(encoding="utf-8", errors="replace")
+    return {
+        "id": offload_id,
+        "prompt": row.get("prompt"),
+        **public_offload(project, row, prompt_chars=10_000),
+        "answer": answer,
+        "note": note,
+    }

@@ -61,3 +61,26 @@ def test_the_first_dashboard_comes_from_a_warm_service_with_the_same_figures(
     assert served["service"]["running"] is True
     monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
     assert views.served_dashboard(Project.open(project_dir, Settings.from_env(os.environ))) is None
+
+
+def test_offloads_and_their_full_answers(fake_gemini, make_project, monkeypatch):
+    """Offload answers (run through the fake ``gemini`` executable) are listed, and one shows its
+    prompt, summary and full answer, escaped; a search links to it."""
+    from contextware.offload.run import offload
+    from tests.support.browser import request, served_browser
+
+    monkeypatch.setenv("FAKE_GEMINI_RESPONSE", "Routing goes handler -> route. <b>not bold</b> & done.")
+    project = make_project()
+    done = offload(project, "How does request routing work?", files="src/app.py", topic="routing")
+    rows = project.db.open_table("offloads").search().select(["id"]).limit(None).to_list()
+    oid = rows[0]["id"]
+    with served_browser(project) as served:
+        listed = request(served.port, "/offloads", token=served.token).text
+        assert oid in listed and "How does request routing work?" in listed
+        one = request(served.port, f"/offloads/{oid}", token=served.token)
+        assert one.status == 200 and "&lt;b&gt;not bold&lt;/b&gt; &amp; done." in one.text and "<b>not" not in one.text
+        assert "src/app.py" in one.text and done["full_response_path"] in one.text
+        missing = request(served.port, "/offloads/offload-nothing", token=served.token)
+        assert missing.status == 404 and "No offload has the id" in missing.text
+        found = request(served.port, "/explain?q=how+does+request+routing+work&scope=offloads", token=served.token).text
+        assert f"/offloads/{oid}" in found
