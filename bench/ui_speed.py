@@ -227,7 +227,8 @@ def main() -> None:
     _log("recall, default against explain")
     for q in queries:
         recall(project, q)
-    plain, explained = [], []
+    plain: list[float] = []
+    explained: list[float] = []
     for i in range(args.runs * 2):  # interleaved, alternating which goes first: load drifts apart
         q = queries[i % len(queries)]
         for explain in (False, True) if i % 2 else (True, False):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 SEARCH_LIMIT = 20
 MAX_FORM_BYTES = 1_000_000
+MAX_FORM_FIELDS = 40
 TEXT_CHARS = 400  # a memory's text in a list is shortened to this
 FACT_KINDS = ("preference", "constraint", "decision", "convention", "environment", "note")
 COLLECTIONS = ("facts", "episodes", "logs")
@@ -137,12 +138,24 @@ class Pages:
 
     async def form(self, request: Request) -> dict[str, str]:
         """A POST's fields, after its size and its token are checked."""
-        if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-            raise UsageError("The form is too large.", code="too_large")
-        form = await request.form(max_files=0, max_fields=40)
+        from urllib.parse import parse_qsl
+
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/x-www-form-urlencoded":
+            raise UsageError("A form is sent as application/x-www-form-urlencoded.", code="bad_form")
+        body = bytearray()
+        async for chunk in request.stream():  # bounded, whatever Content-Length says (or not)
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise UsageError("The form is too large.", code="too_large")
+        try:
+            fields = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+        except (UnicodeDecodeError, ValueError):
+            raise UsageError("The form is not valid UTF-8 form data.", code="bad_form") from None
+        form = dict(fields)
         if not form_token_ok(form, self.token):
             raise _Refused
-        return {k: v for k, v in form.items() if isinstance(v, str)}
+        return form
 
     # -- dashboard ---------------------------------------------------------------------------------
     async def dashboard(self, request: Request) -> Response:

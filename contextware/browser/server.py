@@ -5,6 +5,7 @@ Access logs are off: a URL can carry the token."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import threading
@@ -112,6 +113,29 @@ def build_server(project: "Project", port: int = 0) -> tuple[Any, Served, socket
     return server, served, sock
 
 
+def open_privately(served: Served) -> None:
+    """Open the browser without the token on a command line (``ps`` shows every user's): it opens
+    a redirecting page in a private folder (0700, the file 0600), removed once the server stops."""
+    import atexit
+    import shutil
+    import tempfile
+    import webbrowser
+    from html import escape
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="contextware-ui-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    page = folder / "open.html"
+    target = escape(served.url, quote=True)
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(
+            f'<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url={target}">'
+            f'<title>Contextware</title><a href="{target}">Open the Contextware memory browser</a>'
+        )
+    webbrowser.open(page.as_uri())
+
+
 def serve(
     project: "Project",
     *,
@@ -132,9 +156,7 @@ def serve(
             warming.start()
             announce(served)
             if open_browser:
-                import webbrowser
-
-                webbrowser.open(served.url)
+                open_privately(served)
 
     threading.Thread(target=when_ready, name="contextware-ui-ready", daemon=True).start()
     try:

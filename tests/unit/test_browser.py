@@ -295,3 +295,40 @@ def test_since_narrows_the_list_and_the_search(project, memories):
         assert memories["tests"] in listed
         found = request(served.port, "/memories?q=how+do+we+run+the+tests&since=1h", token=served.token).text
         assert memories["tests"] in found
+
+
+def test_forms_are_bounded_and_urlencoded(browser, project, memories):
+    port, token = browser.port, browser.token
+    rid = memories["tests"]
+    big = request(
+        port, f"/memory/{rid}/edit", method="POST", token=token, form={"token": token, "text": "x" * 1_100_000}
+    )
+    assert big.status == 400 and "The form is too large." in big.text
+    multipart = request(
+        port,
+        f"/memory/{rid}/delete",
+        method="POST",
+        token=token,
+        headers={"Content-Type": "multipart/form-data; boundary=x"},
+    )
+    assert multipart.status == 400 and "application/x-www-form-urlencoded" in multipart.text
+    assert records.get(project, rid)["record"]["text"] == "We run the tests with pytest -n 2."
+
+
+def test_the_browser_is_opened_without_the_token_on_a_command_line(monkeypatch):
+    """``ps`` shows every user's command lines: the browser gets a private file that redirects."""
+    import stat
+    import webbrowser
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    from contextware.browser.server import Served, open_privately
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)  # never a real browser in tests
+    served = Served(port=4242, token="s3cret-token-value")
+    open_privately(served)
+    assert len(opened) == 1 and opened[0].startswith("file://") and served.token not in opened[0]
+    page = Path(urlparse(opened[0]).path)
+    assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+    assert f'content="0;url={served.url}"' in page.read_text()
