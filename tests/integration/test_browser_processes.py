@@ -84,3 +84,66 @@ def test_offloads_and_their_full_answers(fake_gemini, make_project, monkeypatch)
         assert missing.status == 404 and "No offload has the id" in missing.text
         found = request(served.port, "/explain?q=how+does+request+routing+work&scope=offloads", token=served.token).text
         assert f"/offloads/{oid}" in found
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="needs root to act as another local user")
+def test_another_local_user_gets_nothing(project_dir, script, tmp_path, monkeypatch):
+    """A second user on the machine (``nobody``) can reach the port but not the memory: no token
+    is on any command line, the redirect file is not readable, every guess is refused."""
+    import pwd
+    import subprocess
+    import webbrowser
+
+    from contextware.browser.server import open_privately
+
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody' on this machine")
+    script("save_fact", "The release signing key lives in the team vault.", "--kind", "environment")
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    with ui_process(project_dir) as (proc, url):
+        port, token = int(url.split(":")[2].split("/")[0]), url.split("token=")[1]
+        from contextware.browser.server import Served
+
+        open_privately(Served(port, token))
+        probe = (
+            "import sys, os, urllib.request, urllib.error\n"
+            "port, page = int(sys.argv[1]), sys.argv[2]\n"
+            "codes = []\n"
+            "for path in ('/', '/memories', '/?token=' + 'A' * 43):\n"
+            "    try:\n"
+            "        codes.append(urllib.request.urlopen(f'http://127.0.0.1:{port}{path}', timeout=10).status)\n"
+            "    except urllib.error.HTTPError as e:\n"
+            "        codes.append(e.code)\n"
+            "try:\n"
+            "    open(page).read(); codes.append('read')\n"
+            "except PermissionError:\n"
+            "    codes.append('denied')\n"
+            "lines = []\n"
+            "for pid in os.listdir('/proc'):\n"
+            "    try:\n"
+            "        lines.append(open(f'/proc/{pid}/cmdline', 'rb').read())\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "secret = sys.stdin.read().encode()  # not on a command line of its own\n"
+            "print(codes, any(secret in c for c in lines))\n"
+        )
+        page = opened[0].removeprefix("file://")
+        done = subprocess.run(
+            ["/usr/bin/python3", "-I", "-c", probe, str(port), page],
+            input=token[:20],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            user=other.pw_uid,
+            group=other.pw_gid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": "/"},
+            cwd="/",
+        )
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[403, 403, 403, 'denied'] False"
