@@ -51,7 +51,7 @@ from contextware.storage.project import Project
 
 DATA = Path(__file__).parent / "data" / "memory_eval.json"
 TABLES = ("facts", "episodes")
-ECHOES = 0  # --echoes N: each question was also asked N times before, captured as logs
+LOGS = False  # search captured turns too (--echoes, --conversation)
 LIMIT = 5
 CANDIDATES = 30  # recall's default (config recall_candidates, and at least 3 x limit)
 RIDGE = 0.3  # L2 on the confidence weights: ~400 training rows, six features; 0.01 let them swing by fold
@@ -66,12 +66,14 @@ def with_weights(params: RecallParams, weights: dict[str, float]) -> RecallParam
     return replace(params, confidence=replace(params.confidence, weights=ConfidenceWeights(**weights)))
 
 
-def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
+def load_memory(project: Project, items: list[dict], linked: bool = True) -> dict[str, str]:
+    """Save the items in order; ``linked`` False saves a replacing fact without naming the fact it
+    replaces (the agent did not know of it): both stay active, the newer saved later."""
     ids: dict[str, str] = {}
     by_key: dict[str, str] = {}
     for item in items:
         if item["type"] == "fact":
-            old = by_key.get(item.get("supersedes", ""))
+            old = by_key.get(item.get("supersedes", "")) if linked else None
             out = records.save_fact(project, item["text"], kind=item["kind"], topics=item.get("topics"), supersedes=old)
         else:
             out = records.save_episode(
@@ -87,17 +89,20 @@ def load_memory(project: Project, items: list[dict]) -> dict[str, str]:
     return ids
 
 
-def search(project: Project, query: str, qvec, plain=None) -> list[Candidate]:
+def search(project: Project, query: str, qvec, plain=None, logs: bool | None = None) -> list[Candidate]:
     hits: list[Candidate] = []
-    for name in TABLES + (("logs",) if ECHOES else ()):
+    for name in TABLES + (("logs",) if (LOGS if logs is None else logs) else ()):
         hits += search_table(project, name, query, qvec, RecallFilters().where(name), CANDIDATES, plain)
     return hits
 
 
-def hybrid_candidates(project: Project, questions: list[str], params: RecallParams = DEFAULT_PARAMS) -> Cands:
-    """What recall() searches with: the widened question and the blended query vector."""
+def hybrid_candidates(
+    project: Project, questions: list[str], params: RecallParams = DEFAULT_PARAMS, logs: bool | None = None
+) -> Cands:
+    """What recall() searches with: the widened question and the blended query vector (``logs``
+    False: the facts and episodes alone, whatever else is stored)."""
     return {
-        q: search(project, expand_query(q), *query_vectors(project.embedder, q, expand_query(q), params.fusion))
+        q: search(project, expand_query(q), *query_vectors(project.embedder, q, expand_query(q), params.fusion), logs)
         for q in questions
     }
 
@@ -150,6 +155,17 @@ def supersession(cands: Cands, pairs: list[dict], ids: dict) -> dict:
         order = [ids.get(i, i) for i in ranking(cands[p["q"]], "hybrid", p["q"], min_confidence=0.0)]
         right += bool(order) and order[0] == p["answer"] and p["superseded"] not in order
     return {"supersession_right": f"{right}/{len(pairs)}"}
+
+
+def newer_first(cands: Cands, pairs: list[dict], ids: dict) -> dict:
+    """Pairs saved unlinked (``--unlinked``): the newer fact above the older one, both shown or the
+    older one not shown."""
+    right = 0
+    for p in pairs:
+        order = [ids.get(i, i) for i in ranking(cands[p["q"]], "hybrid", p["q"], min_confidence=0.0)]
+        if p["answer"] in order:
+            right += p["superseded"] not in order or order.index(p["answer"]) < order.index(p["superseded"])
+    return {"newer_first_unlinked": f"{right}/{len(pairs)}"}
 
 
 def fit_confidence(
@@ -316,6 +332,38 @@ def tune_gates(
     }
 
 
+def load_conversation(project: Project, rows: int) -> None:
+    """The newest ``rows`` log rows of the long-horizon history (commits as coding-session turns,
+    real dates), imported the way ``contextware import`` does; the built store is cached like
+    bench/long_horizon.py's (keyed by the rows and the storage code)."""
+    import hashlib
+    import shutil
+
+    import long_horizon
+
+    from contextware.memory.exchange import import_memory
+    from contextware.memory.memfile import render
+
+    commits = [c for c in long_horizon.parse_log(long_horizon.changelog_text()) if not c.merge]
+    out: list[dict] = []
+    for c in commits:
+        out += long_horizon.commit_rows(c)
+        if len(out) >= rows:
+            break
+    text = render(out[:rows])
+    key = hashlib.sha256((text + long_horizon.code_version()).encode()).hexdigest()[:20]
+    cached = long_horizon.cache_dir() / "conversation" / key
+    t0 = time.perf_counter()
+    if (cached / "done").is_file():
+        shutil.copytree(cached / "data", project.data_dir, dirs_exist_ok=True)
+    else:
+        import_memory(project, text, source="harfbuzz-history")
+        shutil.rmtree(cached, ignore_errors=True)
+        shutil.copytree(project.data_dir, cached / "data")
+        (cached / "done").write_text(str(rows), encoding="utf-8")
+    print(f"stored {min(rows, len(out))} conversation rows in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tune", action="store_true", help="calibrate the constants on the tune split")
@@ -331,6 +379,19 @@ def main() -> None:
         metavar="N",
         help="each question was asked N times before (captured as user turns in N sessions); answers still "
         "count only as the facts and episodes that hold them",
+    )
+    parser.add_argument(
+        "--unlinked",
+        action="store_true",
+        help="save each replacing fact without naming the one it replaces; report newer-first per pair",
+    )
+    parser.add_argument(
+        "--conversation",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also store N log rows of HarfBuzz's history as conversation with real dates (bench/long_horizon.py) "
+        "and report recall on the memories alone beside recall among them",
     )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
@@ -348,11 +409,13 @@ def main() -> None:
         os.environ["CONTEXTWARE_HOME"] = str(Path(tmp) / "home")
         project = Project.open(tmp)
         t0 = time.perf_counter()
-        ids = load_memory(project, data["items"])
+        if args.conversation:  # first: the cached conversation store is copied into the empty project
+            load_conversation(project, args.conversation)
+        ids = load_memory(project, data["items"], linked=not args.unlinked)
         load_s = time.perf_counter() - t0
+        global LOGS
+        LOGS = bool(args.echoes or args.conversation)
         if args.echoes:
-            global ECHOES
-            ECHOES = args.echoes
             for q in data["questions"] + data["no_answer"]:
                 for n in range(args.echoes):
                     records.save_log(project, q["q"], session_id=f"asked-{n}", role="user")
@@ -372,10 +435,12 @@ def main() -> None:
         hybrid = hybrid_candidates(project, texts)
         per_query_ms = (time.perf_counter() - t0) * 1000 / len(texts)
         plain = plain_candidates(project, texts)
+        alone = hybrid_candidates(project, texts, logs=False) if LOGS else None
     fusion = DEFAULT_PARAMS.fusion
     report = {
         "split": args.split,
         "echoes": args.echoes,
+        "conversation_rows": args.conversation,
         "questions": len(qs),
         "no_answer_questions": len(na),
         "memories": len(data["items"]),
@@ -388,9 +453,18 @@ def main() -> None:
         },
         "hybrid": {
             **evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["recall_min_confidence"]),
-            **supersession(hybrid, pairs, ids),
+            **(newer_first(hybrid, pairs, ids) if args.unlinked else supersession(hybrid, pairs, ids)),
         },
         "hybrid_hook": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=gates["hook_min_confidence"]),
+        **(
+            {
+                "hybrid_memories_alone": evaluate(
+                    alone, qs, na, ids, "hybrid", min_confidence=gates["recall_min_confidence"]
+                )
+            }
+            if alone
+            else {}
+        ),
         "hybrid_ungated": evaluate(hybrid, qs, na, ids, "hybrid", min_confidence=0.0),
         "gate_auc": gate_auc(hybrid, qs, na),
         "vector": evaluate(plain, qs, na, ids, "vector"),

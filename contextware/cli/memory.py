@@ -18,6 +18,9 @@ DESCRIPTION = """Inspect and fix the project's memory.
   stats                               rows, disk, model, versions per table
   reembed [--all]                     fill in missing vectors / rebuild for a new model
   compact                             compact tables and drop old versions
+  retain [--older-than DAYS] [--dry-run]
+                                      archive old sessions' turns into their
+                                      digests (default: log_retention_days)
   repair                              make damaged tables readable again, clean logs
                                       stored with injected memory blocks, redact
                                       secrets older versions stored, and link older
@@ -57,6 +60,14 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     r.add_argument("--all", action="store_true", help="re-embed every row, not only the missing ones")
     sub.add_parser("compact", help="compact every table and drop old versions")
     sub.add_parser("repair", help="restore damaged tables to their newest readable version")
+    rt = sub.add_parser("retain", help="fold old sessions' turns into their digests and archive them")
+    rt.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="sessions whose last turn is older (default: log_retention_days)",
+    )
+    rt.add_argument("--dry-run", action="store_true", help="list the sessions, change nothing")
     for action in sub.choices.values():
         add_common(action)
     add_common(p)
@@ -101,6 +112,11 @@ def handle(args: argparse.Namespace) -> dict:
         return maintenance.reembed(project, all_rows=args.all)
     if action == "compact":
         return maintenance.compact(project)
+    if action == "retain":
+        from contextware.memory import retention
+
+        days = args.older_than if args.older_than is not None else retention.configured_days(project)
+        return retention.retain(project, older_than=days, dry_run=args.dry_run, use_model=True)
     from contextware.memory.cleanup import clean_injected_logs, scrub_secrets
 
     report = maintenance.repair(project)

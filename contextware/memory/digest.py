@@ -1,7 +1,8 @@
 """Session digests: what a session asked, decided, did and what failed, kept as one episode
 (category ``session``) so that a finished conversation answers in one row.  Built locally and
 extractively from the session's captured turns (no model call); rewritten as the session goes on,
-after the hook has answered (the capture events are spooled).  Its ``source`` is
+after the hook has answered (the capture events are spooled); by Gemini, under a daily token budget,
+when retention folds a finished session and the project asks for it (``gemini_digest``).  Its ``source`` is
 ``digest:<session id>``: the provenance, naming the turns it came from."""
 
 from __future__ import annotations
@@ -75,32 +76,55 @@ def build_digest(turns: list[dict[str, Any]]) -> dict[str, str] | None:
 
 
 def session_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
-    """The session's captured turns, oldest first (first chunks only: a digest reads openings)."""
+    """The session's captured turns, oldest first (first chunks only: a digest reads openings),
+    those retention archived included: a session resumed after it was folded keeps its beginning."""
+    from contextware.memory.retention import archived_turns
+
+    rows = archived_turns(project, session_id)
     table = project.db.open_table("logs")
-    if table is None:
-        return []
-    where = f"session_id = {sql_str(session_id)} AND (chunk_index IS NULL OR chunk_index = 0)"
-    rows = project.db.read(
-        lambda: table.search().where(where).select(["role", "text", "created_at"]).limit(None).to_list()
-    )
+    if table is not None:
+        where = f"session_id = {sql_str(session_id)} AND (chunk_index IS NULL OR chunk_index = 0)"
+        rows += project.db.read(
+            lambda: table.search().where(where).select(["role", "text", "created_at"]).limit(None).to_list()
+        )
     return sorted(rows, key=lambda r: (r.get("created_at") is None, r.get("created_at")))
 
 
-def refresh_digest(project: "Project", session_id: str) -> dict[str, Any] | None:
-    """Write (or rewrite) the digest episode of one session; None when the session is too short."""
-    from contextware.memory import records
-
-    fields = build_digest(session_turns(project, session_id))
+def refresh_digest(project: "Project", session_id: str, *, use_model: bool = False) -> dict[str, Any] | None:
+    """Write (or rewrite) the digest episode of one session; None when the session is too short.
+    ``use_model``: written by Gemini when the project asks for it and the day's budget allows
+    (``gemini_digest``; never from a hook), ``"by": "gemini"`` in the answer; else extracted here."""
+    turns = session_turns(project, session_id)
+    fields = build_digest(turns)
     if fields is None:
         return None
+    by = "local"
+    if use_model:
+        from contextware.memory import gemini_digest
+
+        written = gemini_digest.gemini_fields(project, turns) if gemini_digest.wanted(project) else None
+        if written is not None:
+            fields, by = written, "gemini"
+    return {**_store(project, session_id, fields), "by": by}
+
+
+def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[str, Any]:
+    from contextware.memory import records
+
     source = f"digest:{session_id}"
     table = project.db.open_table("episodes")
     old = []
     if table is not None:
         old = project.db.read(
-            lambda: table.search().where(f"source = {sql_str(source)}").select(["id", "summary"]).limit(1).to_list()
+            lambda: (
+                table.search()
+                .where(f"source = {sql_str(source)}")
+                .select(["id", "goal", "summary", "result"])
+                .limit(1)
+                .to_list()
+            )
         )
-    if old and old[0].get("summary") == fields["summary"]:
+    if old and all(old[0].get(k) == fields[k] for k in ("goal", "summary", "result")):
         return {"id": old[0]["id"], "unchanged": True}
     if old:
         return records.update(

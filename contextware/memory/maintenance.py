@@ -32,6 +32,8 @@ def _disk_bytes(path: str) -> int | None:
 
 
 def stats(project: "Project") -> dict[str, Any]:
+    from contextware.memory.retention import retention_stats
+
     db = project.db
     tables: dict[str, Any] = {}
     last_write = None
@@ -71,6 +73,7 @@ def stats(project: "Project") -> dict[str, Any]:
         "tables": tables,
         "disk_bytes": _disk_bytes(project.db_uri),
         "last_write": iso(last_write),
+        "retention": retention_stats(project),
     }
 
 

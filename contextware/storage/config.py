@@ -16,6 +16,13 @@ DEFAULTS: dict[str, Any] = {
     "max_episode_chars": 8000,
     "log_chunk_chars": 1500,
     "max_log_chars": 2_000_000,
+    # Captured turns of a session whose last turn is older than this many days are folded into the
+    # session's digest and archived under archive/logs/ (memory/retention.py). 0: keep every turn.
+    "log_retention_days": 0.0,
+    # Who writes the digest of a session that retention folds: local (extractive) | gemini (headless
+    # Gemini CLI, at most digest_daily_tokens tokens a UTC day, metered; memory/gemini_digest.py).
+    "digest_summarizer": "local",
+    "digest_daily_tokens": 200_000,
     "similar_threshold": 0.80,
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     "recall_candidates": 30,

@@ -9,21 +9,10 @@ import shutil
 import pytest
 
 from tests.support.scripts import run_script
+from tests.support.team_git import COMPARED
 
-COMPARED = (
-    "id",
-    "collection",
-    "text",
-    "kind",
-    "topics",
-    "status",
-    "supersedes",
-    "superseded_by",
-    "goal",
-    "result",
-    "category",
-    "summary",
-)
+CONTENT = tuple(k for k in COMPARED if not k.endswith("_at"))  # times differ between the clones
+
 EPISODE = (
     "save_fact",
     "--type",
@@ -41,7 +30,7 @@ EPISODE = (
 def _memories(cwd) -> list[dict]:
     out = run_script("memory", "list", "--limit", "1000", cwd=cwd)
     assert out.returncode == 0, out.stdout
-    rows = [{k: r.get(k) for k in COMPARED} for r in out.json["records"] if r["collection"] != "logs"]
+    rows = [{k: r.get(k) for k in CONTENT} for r in out.json["records"] if r["collection"] != "logs"]
     return sorted(rows, key=lambda r: r["id"])
 
 

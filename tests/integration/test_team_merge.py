@@ -58,13 +58,13 @@ def test_a_few_rounds_through_the_merge_driver_never_conflict(tmp_path):
 
 
 @pytest.mark.slow
-def test_twenty_rounds_through_the_merge_driver_never_conflict(tmp_path):
-    _rounds(tmp_path, 20, driver=True, seed=11)
+def test_fifty_rounds_through_the_merge_driver_never_conflict(tmp_path):
+    _rounds(tmp_path, 50, driver=True, seed=11)
 
 
 @pytest.mark.slow
-def test_twenty_rounds_without_the_driver_lose_and_resurrect_nothing(tmp_path):
-    a, b = _rounds(tmp_path, 20, driver=False, seed=23)
+def test_fifty_rounds_without_the_driver_lose_and_resurrect_nothing(tmp_path):
+    a, b = _rounds(tmp_path, 50, driver=False, seed=23)
     assert a.conflicts + b.conflicts > 0  # plain git did conflict, and import resolved it
 
 

@@ -164,13 +164,19 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
 
 def _refresh_digest(project: "Project", session: str) -> None:
     """The session's digest episode, rewritten after its turns are saved (a capture event: the
-    hook has already answered).  A failure is logged, never raised: the turns are saved."""
+    hook has already answered), then the retention policy if one is set and due.  A failure is
+    logged, never raised: the turns are saved."""
     from contextware.memory.digest import refresh_digest
+    from contextware.memory.retention import retain_if_due
 
     try:
         refresh_digest(project, session)
     except Exception as exc:  # noqa: BLE001 - the digest is a convenience; the turns are what counts
         _log_failure("digest", exc, project)
+    try:
+        retain_if_due(project)  # the configured retention policy, at most once a day
+    except Exception as exc:  # noqa: BLE001 - turns stay stored; the next run tries again
+        _log_failure("retention", exc, project)
 
 
 def fit_log(project: "Project", text: str) -> str:

@@ -33,6 +33,7 @@ class FusionParams:
     log_weight: float = 0.9  # a captured turn counts a little less than a curated fact or episode ...
     question_chars: int = 600  # ... and a user's question of at most this length asks, not answers (an echo):
     echo_weight: float = 0.3  # it ranks after every answer and never makes a question answerable
+    restated: float = 0.7  # two active facts this alike (cosine): the newer restates the older, ranks first
 
     @property
     def code_scale(self) -> float:
