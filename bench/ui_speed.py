@@ -189,6 +189,9 @@ def main() -> None:
     on = {**env, "CONTEXTWARE_SERVICE": "auto"}
     service = [str(REPO / ".venv" / "bin" / "python"), str(REPO / "scripts" / "service.py")]
     subprocess.run([*service, "start"], cwd=root, env=on, capture_output=True, check=True, timeout=120)
+    for warm_up in (["memory", "stats"], ["context"], ["recall", "warm up"]):  # warm: its tables open, its model loaded
+        script = REPO / "scripts" / f"{warm_up[0]}.py"
+        subprocess.run([service[0], str(script), *warm_up[1:]], cwd=root, env=on, capture_output=True, timeout=300)
     try:
         warm = first_page(root, on, args.cold_runs)
     finally:

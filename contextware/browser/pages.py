@@ -174,7 +174,7 @@ class Pages:
                 ("logs", rows[2]),
                 ("files indexed", d["code"]["files"]),
                 ("stale memories", d["stale_memories"]),
-                ("changed files", d["code"]["stale"]),
+                ("changed files", "…" if d["code"]["stale"] is None else d["code"]["stale"]),
             )
         )
         svc = d["service"]
@@ -210,7 +210,11 @@ class Pages:
             f"<p>{a('/review', 'Review queues')} · {a('/memories?stale=1', 'Memories whose code changed')} · "
             f"{a('/memories?superseded=only', 'Superseded facts')} · {a('/code', 'Code map')}</p>"
         )
-        source = "<p class=muted>Figures from the resident service.</p>" if d.get("from_service") else ""
+        source = (
+            "<p class=muted id=partial>Figures from the resident service; changed files are being counted.</p>"
+            if d.get("from_service")
+            else ""
+        )
         body = f"<div class=cards>{cards}</div>{links}{overview}<h2>Tables</h2>{per_table}{source}"
         return HTMLResponse(page("Dashboard", body, active="/"))
 

@@ -135,27 +135,20 @@ def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any
 
 def served_dashboard(project: "Project") -> dict[str, Any] | None:
     """The dashboard's figures from a running resident service (its database is open, its
-    LanceDB imported): what the first page shows while this process still loads its own."""
+    LanceDB imported): what the first page shows while this process still loads its own.  Partial:
+    changed files need this process's own read of the code index (``code.stale`` is None)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    asks = [
-        ("memory", "stats"),
-        ("context", "--budget-tokens", "100000"),
-        ("memory", "list", "--stale", "--limit", "1"),
-    ]
+    asks = [("memory", "stats"), ("memory", "list", "--stale", "--limit", "1")]
     with ThreadPoolExecutor(len(asks)) as pool:  # the service answers each on its own thread
-        stats, context, stale = pool.map(lambda argv: _from_service(project, *argv), asks)
-    if stats is None or context is None or stale is None:
+        stats, stale = pool.map(lambda argv: _from_service(project, *argv), asks)
+    if stats is None or stale is None:
         return None
-    code = context.get("code_index") or {}
+    code = (stats.get("tables") or {}).get(CODE_TABLE) or {}
     return {
         **{k: v for k, v in stats.items() if k != "ok"},
         "service": service_status(project),
-        "code": {
-            "files": code.get("files_indexed", 0),
-            "stale": code.get("stale", 0),
-            "last_crawl": code.get("last_crawl"),
-        },
+        "code": {"files": code.get("rows", 0), "stale": None, "last_crawl": code.get("last_write")},
         "stale_memories": stale.get("total", 0),
         "from_service": True,
     }

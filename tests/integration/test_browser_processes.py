@@ -57,7 +57,8 @@ def test_the_first_dashboard_comes_from_a_warm_service_with_the_same_figures(
     local = views.dashboard(project)
     assert served is not None and served["from_service"] is True and local["from_service"] is False
     assert served["tables"]["facts"]["rows"] == local["tables"]["facts"]["rows"] == 2
-    assert served["code"] == local["code"] and served["stale_memories"] == local["stale_memories"]
+    assert served["code"]["files"] == local["code"]["files"] and served["code"]["stale"] is None
+    assert served["stale_memories"] == local["stale_memories"]
     assert served["service"]["running"] is True
     monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
     assert views.served_dashboard(Project.open(project_dir, Settings.from_env(os.environ))) is None
