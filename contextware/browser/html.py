@@ -14,6 +14,7 @@ NAV = (
     ("/memories", "Memories"),
     ("/review", "Review"),
     ("/sessions", "Sessions"),
+    ("/turns", "Turns"),
     ("/offloads", "Offloads"),
     ("/code", "Code"),
     ("/explain", "Why"),

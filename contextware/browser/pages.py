@@ -128,6 +128,7 @@ class Pages:
             Route("/review/keep/{id}", guarded(self.keep), methods=["POST"]),
             Route("/sessions", guarded(self.sessions)),
             Route("/sessions/{sid:path}", guarded(self.timeline)),
+            Route("/turns", guarded(self.turns)),
             Route("/offloads", guarded(self.offloads)),
             Route("/offloads/{id}", guarded(self.offload)),
             Route("/code", guarded(self.code)),
@@ -596,6 +597,47 @@ class Pages:
         ]
         parts.append(f"<h2>{t['total']} turns</h2>" + table(["when", "role", "text", "id"], rows))
         return HTMLResponse(page(f"Session {t['session_id']}", "".join(parts), active="/sessions"))
+
+    # -- what the prompt hook injected ---------------------------------------------------------------
+    async def turns(self, request: Request) -> Response:
+        from contextware.memory import decisions
+
+        found = await run_in_threadpool(decisions.recent, self.project)
+
+        def item(x: dict[str, Any], why: str | None = None) -> str:
+            rid = str(x.get("id") or "")
+            target = f"/offloads/{rid}" if x.get("collection") == "offloads" else f"/memory/{rid}"
+            if x.get("collection") == "code_index":
+                target = url("/code/file", path=rid)
+            numbers = f"score {x.get('score')}, confidence {x.get('confidence')}"
+            return f"<li>{a(target, rid)} <span class=muted>{e(numbers)}</span>" + (
+                f"<br><span class=muted>{e(why)}</span></li>" if why else "</li>"
+            )
+
+        rows = []
+        for d in found:
+            sid = d.get("session")
+            injected = d.get("injected") or []
+            rows.append(
+                (
+                    e(str(d.get("at") or "").replace("T", " ").rstrip("Z"))
+                    + ("<br>" + a(f"/sessions/{sid}", sid) if sid else ""),
+                    f"<span class=text>{e(d.get('prompt'))}</span><br>"
+                    + a(url("/explain", q=d.get("prompt") or ""), "explain again"),
+                    (
+                        f"<ul>{''.join(item(x) for x in injected)}</ul>"
+                        if injected
+                        else "<span class=muted>nothing</span>"
+                    ),
+                    f"<p>{e(d.get('verdict'))}</p><ul>{''.join(item(x, x.get('why')) for x in d.get('held') or [])}</ul>",
+                )
+            )
+        body = (
+            "<p class=muted>What the prompt hook put into each turn's context, and the best of what it held back "
+            "(the newest first; the prompt's start only, secrets masked).</p>"
+            + (table(["when", "prompt", "injected", "held back"], rows) if rows else "<p>No turn recorded yet.</p>")
+        )
+        return HTMLResponse(page("Turns", body, active="/turns"))
 
     # -- offloads -----------------------------------------------------------------------------------
     async def offloads(self, request: Request) -> Response:

@@ -4,7 +4,8 @@ Owns facts, episodes and logs (save, update, supersede, delete: ``records``), re
 collection and its fusion (``recall``), the session briefing (``briefing``), the namespaced
 key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``);
 the team memory file (``memfile``: its format and merges, ``exchange``: export and import,
-``tombstones``: deletions that travel).
+``tombstones``: deletions that travel); the prompt hook's bounded record of what it injected and
+held back (``decisions``).
 
 Recall and the briefing read every table, code index and offloads included, so this package sits
 above ``codeindex`` and ``offload``. May import: ``offload``, ``codeindex``, ``storage`` and the
