@@ -208,7 +208,8 @@ class Pages:
             ],
         )
         links = (
-            f"<p>{a('/review', 'Review queues')} · {a('/memories?stale=1', 'Memories whose code changed')} · "
+            f"<p>{a('/review', 'Review queues')} · {a('/turns', 'What the hook injected')} · "
+            f"{a('/memories?stale=1', 'Memories whose code changed')} · "
             f"{a('/memories?superseded=only', 'Superseded facts')} · {a('/code', 'Code map')}</p>"
         )
         source = (
@@ -698,6 +699,7 @@ class Pages:
                 f"<span class=num>{e(f.files)}</span>",
                 e(size(f.bytes)),
                 f"<span class={'stale' if f.stale else 'fresh'}>{e(f.stale)} changed</span>",
+                e(f.recalled or ""),
             )
             for f in m.folders
         ]
@@ -708,16 +710,20 @@ class Pages:
                 e("" if f.lines is None else f"{f.lines} lines"),
                 e(size(f.bytes)),
                 f"<span class={e(f.state)}>{e(f.state)}</span>",
+                e(f.recalled or ""),
             )
             for f in m.files
         ]
-        body = f"<p>{' / '.join(crumbs)} <span class=muted>({m.total_files} files indexed)</span></p>"
+        body = (
+            f"<p>{' / '.join(crumbs)} <span class=muted>({m.total_files} files indexed; recalled: how often a "
+            "file went into a prompt's context in the recent turns)</span></p>"
+        )
         if not m.total_files:
             body += "<p>The code index is empty: run <code>contextware crawl</code>.</p>"
         if folders:
-            body += table(["folder", "size", "files", "bytes", "freshness"], folders, "map")
+            body += table(["folder", "size", "files", "bytes", "freshness", "recalled"], folders, "map")
         if files:
-            body += table(["file", "size", "lines", "bytes", "freshness"], files, "map")
+            body += table(["file", "size", "lines", "bytes", "freshness", "recalled"], files, "map")
         return HTMLResponse(page("Code", body, active="/code"))
 
     async def code_file(self, request: Request) -> Response:

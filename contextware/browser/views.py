@@ -166,6 +166,7 @@ class Folder:
     files: int = 0
     bytes: int = 0
     stale: int = 0
+    recalled: int = 0
 
 
 @dataclass
@@ -175,6 +176,7 @@ class FileEntry:
     language: str | None
     state: str
     lines: int | None = None
+    recalled: int = 0
 
 
 @dataclass
@@ -204,6 +206,20 @@ def clean_folder(folder: str | None) -> str:
     return "/".join(parts)
 
 
+def recall_counts(project: "Project") -> dict[str, int]:
+    """How often each file went into a prompt's context in the prompt hook's recent turns."""
+    from collections import Counter
+
+    from contextware.memory.decisions import recent
+
+    return Counter(
+        str(x.get("id"))
+        for d in recent(project)
+        for x in d.get("injected") or []
+        if isinstance(x, dict) and x.get("collection") == CODE_TABLE
+    )
+
+
 def code_map(project: "Project", folder: str | None = None) -> CodeMap:
     """One folder of the code index: its sub-folders (files, bytes, stale files under each) and its
     files (bytes, lines, fresh/changed/deleted), largest first."""
@@ -211,6 +227,7 @@ def code_map(project: "Project", folder: str | None = None) -> CodeMap:
     prefix = f"{base}/" if base else ""
     rows = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "language"])
     out = CodeMap(base, total_files=len(rows))
+    recalled = recall_counts(project)
     folders: dict[str, Folder] = {}
     inside = [r for r in rows if r["file_path"].startswith(prefix)]
     if base and not inside:
@@ -223,10 +240,12 @@ def code_map(project: "Project", folder: str | None = None) -> CodeMap:
             f.files += 1
             f.bytes += int(r.get("size") or 0)
             f.stale += freshness(project, r) != "fresh"
+            f.recalled += recalled.get(r["file_path"], 0)
         else:
-            out.files.append(
-                FileEntry(r["file_path"], int(r.get("size") or 0), r.get("language"), freshness(project, r))
-            )
+            state = freshness(project, r)
+            entry = FileEntry(r["file_path"], int(r.get("size") or 0), r.get("language"), state)
+            entry.recalled = recalled.get(r["file_path"], 0)
+            out.files.append(entry)
     out.folders = sorted(folders.values(), key=lambda f: -f.bytes)
     out.files.sort(key=lambda f: -f.bytes)
     for entry in out.files[:MAX_FILES_COUNTED]:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from contextware.memory import records, tombstones
+from contextware.memory import decisions, records, tombstones
 from tests.support.browser import form_token, request, saved_memories, served_browser
 
 
@@ -230,11 +230,15 @@ def test_the_code_map_and_a_file(project, memories, project_dir):
     )
     crawl(project, summarizer="local")
     (project_dir / "README.md").write_text("# Demo\n\nChanged since the crawl.\n\n")
+    for _ in range(2):  # two turns whose context got retry.py (the prompt hook's record)
+        decisions.record(project, {"injected": [{"id": "src/app/retry.py", "collection": "code_index"}]})
     with served_browser(project) as served:
         root = request(served.port, "/code", token=served.token).text
         assert "src/" in root and "README.md" in root and "changed" in root
+        assert re.search(r"src/</a>(?:(?!</tr>).)*<td>2</td></tr>", root)  # recalled twice under src/
         folder = request(served.port, "/code?folder=src/app", token=served.token).text
         assert "retry.py" in folder and "5 lines" in folder and "fresh" in folder
+        assert re.search(r"retry.py</a>(?:(?!</tr>).)*<td>2</td></tr>", folder)
         file = request(served.port, "/code/file?path=src/app/retry.py", token=served.token).text
         assert "backoff_delay" in file and "Retries use" in file and "Retry with jitter" in file
         queue = request(served.port, "/review", token=served.token).text
