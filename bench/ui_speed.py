@@ -16,7 +16,8 @@ server (``contextware.browser.server``) in this process and real HTTP over loopb
   imports LanceDB and opens the tables itself) and with a warm one (it answers the first figures);
 - warm p50/p95 of the dashboard, the memory list, a search (the real recall), the explanation page,
   the code map's root and one folder, one memory;
-- ``recall`` in-process, A against B on the same questions, interleaved: default vs ``explain=True``.
+- ``recall`` in-process, A against B on the same questions, interleaved: default vs ``explain=True``;
+  and the prompt hook's recall without and with its decision record (explanation, entry, append).
 
 Prints one JSON document; progress on stderr.  Numbers depend on machine load."""
 
@@ -154,6 +155,29 @@ def timed(fn: Any, runs: int) -> dict[str, float]:
     return _stats(samples)
 
 
+def hook_record_cost(project: Any, queries: list[Any], runs: int) -> dict[str, Any]:
+    """What the prompt hook's record adds to a turn: its recall as before against recall with
+    ``explain`` plus ``decisions.entry`` and ``decisions.record`` (one JSON line appended)."""
+    from dataclasses import replace
+
+    from contextware.memory import decisions
+    from contextware.memory.recall import recall
+
+    hook = [replace(q, min_confidence=0.25, margin=0.2, limit=8) for q in queries]
+    before: list[float] = []
+    after: list[float] = []
+    for i in range(runs * 2):
+        q = hook[i % len(hook)]
+        for recorded in (False, True) if i % 2 else (True, False):
+            t = time.perf_counter()
+            result = recall(project, q, explain=recorded)
+            if recorded:
+                ids = [r["id"] for r in result.results]
+                decisions.record(project, decisions.entry({"session_id": "bench"}, q.text, result, ids))
+            (after if recorded else before).append(time.perf_counter() - t)
+    return {"without": _stats(before), "with": _stats(after)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=3000, help="log rows in the store (default 3000; the issue: 20000)")
@@ -240,6 +264,7 @@ def main() -> None:
             (explained if explain else plain).append(time.perf_counter() - t)
     out["recall_default"] = _stats(plain)
     out["recall_explain"] = _stats(explained)
+    out["prompt_hook_record"] = hook_record_cost(project, queries, args.runs)
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
