@@ -118,7 +118,7 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
     from selenium.webdriver.support.ui import WebDriverWait
 
     from contextware.codeindex.indexer import crawl
-    from contextware.memory import records
+    from contextware.memory import decisions, records
     from contextware.memory.history import history
 
     (project_dir / "src").mkdir()
@@ -127,6 +127,17 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
     )
     crawl(project, summarizer="local")
     ids = saved_memories(project)
+    decisions.record(
+        project,
+        {
+            "at": "2026-11-26T00:00:00Z",
+            "session": "sess-1",
+            "prompt": "where do deploys go?",
+            "verdict": "Answered: the best confidence 0.900 reaches the gate 0.25.",
+            "injected": [{"id": ids["newer"], "collection": "facts", "score": 0.7, "confidence": 0.9}],
+            "held": [],
+        },
+    )
     with served_browser(project) as served:
         chromium.get(served.url)
         assert _drawn(chromium)
@@ -154,6 +165,10 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
             ("code/file?path=src/retry.py", "backoff_delay"),
             ("review", "Turns worth keeping"),
             ("sessions/sess-1", "Where do deploys go now?"),
+            ("sessions", "sess-1"),
+            ("memories?collection=facts&superseded=only", ids["deploy"]),
+            ("turns", "where do deploys go?"),
+            ("offloads", "No offload yet."),
             ("memory/fact-000000000000", "No memory has the id"),
         ):
             chromium.get(served.base + path)
