@@ -54,7 +54,6 @@ def bind(port: int = 0) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
 
 
