@@ -158,12 +158,13 @@ def timed(fn: Any, runs: int) -> dict[str, float]:
 def hook_record_cost(project: Any, queries: list[Any], runs: int) -> dict[str, Any]:
     """What the prompt hook's record adds to a turn: its recall as before against recall with
     ``explain`` plus ``decisions.entry`` and ``decisions.record`` (one JSON line appended)."""
-    from dataclasses import replace
-
     from contextware.memory import decisions
-    from contextware.memory.recall import recall
+    from contextware.memory.recall import parse_query, recall
 
-    hook = [replace(q, min_confidence=0.25, margin=0.2, limit=8) for q in queries]
+    # As the hook asks (hosts/hooks/handlers.py before_agent): no logs, its gate and margin.
+    hook = [
+        parse_query(q.text, scope="all", limit=8, without=("logs",), min_confidence=0.25, margin=0.2) for q in queries
+    ]
     before: list[float] = []
     after: list[float] = []
     for i in range(runs * 2):
