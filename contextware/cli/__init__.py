@@ -38,6 +38,7 @@ COMMANDS = {
     "merge-driver": "merge_driver",
     "config": "config",
     "doctor": "doctor",
+    "ui": "ui",
 }
 
 

@@ -49,6 +49,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off",
     )
     p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="also say why: each candidate's cosine and BM25 rank and score, fused score, confidence and its signals, and which side of the gate it fell",
+    )
     p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
     p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
     p.add_argument(
@@ -91,7 +96,8 @@ def handle(args: argparse.Namespace) -> dict:
 
     project = open_project(args)
     preload_in_background(project.embedder)
-    return (recall_refreshing_stale if args.refresh_stale else recall)(project, query).to_dict()
+    run = recall_refreshing_stale if args.refresh_stale else recall
+    return run(project, query, explain=args.explain).to_dict()
 
 
 def render_hit(hit: dict) -> str:
@@ -148,11 +154,39 @@ def render_text(result: dict) -> str:
     lines = []
     if result.get("degraded"):
         lines.append(paint(f"(degraded: {inline(result['degraded'])})", "yellow"))
+    why = render_explanation(result["explanation"]) if result.get("explanation") else ""
     if not result["results"]:
-        return "\n".join([*lines, "Nothing relevant in memory."])
+        return "\n".join([*lines, "Nothing relevant in memory.", *([why] if why else [])])
     for hit in result["results"]:
         text = render_hit(hit)
         head, _, rest = text.partition("\n")
         # Code excerpts and file contents keep their lines; the one-line summary wraps.
         lines.append(wrap(head, indent=4, first=0) + (f"\n{rest}" if rest else ""))
-    return fence("\n".join(lines))
+    return fence("\n".join(lines)) + (f"\n{why}" if why else "")
+
+
+def render_explanation(why: dict) -> str:
+    """The explanation as a table: one candidate a row (ids and numbers, the labels fenced apart)."""
+    from contextware.cli.render import paint, table
+    from contextware.fence import fence, inline
+
+    def num(value: float | None, rank: int | None = None) -> str:
+        text = "-" if value is None else f"{value:.3f}"
+        return text + (f" #{rank}" if rank else "")
+
+    rows = [
+        {
+            "shown": str(c["shown"] or "-"),
+            "id": c["id"],
+            "cosine": num(c["cosine"], c["cosine_rank"]),
+            "bm25": num(c["bm25"], c["bm25_rank"]),
+            "fused": num(c["score"]),
+            "confidence": num(c["confidence"]),
+            "decided by": inline(c["decided_by"]),
+        }
+        for c in why["candidates"]
+    ]
+    head = paint(f"Why: {inline(why['verdict'])}", "bold")
+    count = f"{len(rows)} of {why['total_candidates']} candidates (gate {why['min_confidence']}, floor {why['floor']}):"
+    labels = fence("\n".join(f"- {c['id']}: {inline(c['label'])}" for c in why["candidates"])) if rows else ""
+    return "\n".join([head, count, table(rows, list(rows[0])) if rows else "(none)", labels]).rstrip()

@@ -25,6 +25,7 @@ from contextware.text import (
     chunk_text,
     iso,
     new_id,
+    parse_since,
     parse_topics,
     sql_str,
     strip_terminal_controls,
@@ -498,6 +499,9 @@ def get(project: "Project", record_id: str) -> dict[str, Any]:
     return {"record": {**record, **stale_flag(project, collection, row)}}
 
 
+SUPERSEDED = ("show", "hide", "only")
+
+
 def list_records(
     project: "Project",
     collection: str | None = None,
@@ -505,36 +509,88 @@ def list_records(
     include_superseded: bool = True,
     *,
     stale: bool = False,
+    kind: str | None = None,
+    topic: str | None = None,
+    source: str | None = None,
+    superseded: str | None = None,
+    since: str | None = None,
+    offset: int = 0,
 ) -> dict[str, Any]:
     """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
-    changed, moved or went away since (each with ``may_be_stale``)."""
+    changed, moved or went away since (each with ``may_be_stale``).  ``kind`` (facts), ``topic``
+    (facts and episodes) and ``source`` narrow the tables they apply to; ``superseded`` is show,
+    hide or only (facts); ``since`` (a date or an age: 7d) keeps newer ones; ``offset`` skips that
+    many of the newest (a page)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1.", code="bad_limit")
+    if offset < 0:
+        raise UsageError("The offset must be 0 or more.", code="bad_offset")
+    kind = check_choice(kind, FACT_KINDS, "--kind") if kind else None
+    topic = check_slug(topic.strip().lower(), "--topic") if topic else None
+    superseded = check_choice(superseded, SUPERSEDED, "--superseded") if superseded else None
+    after = parse_since(since) if since else None
+    if superseded is None:
+        superseded = "show" if include_superseded and not stale else "hide"
     names = [_collection_arg(collection)] if collection else list(MEMORY_TABLES)
     if stale:
         names = [n for n in names if n in LINKED_COLLECTIONS]
+    if kind or superseded == "only":
+        names = [n for n in names if n == "facts"]
+    if topic:
+        names = [n for n in names if n in LINKED_COLLECTIONS]
     records: list[dict[str, Any]] = []
+    heads: list[tuple[str, str, str]] = []  # (created_at, table, id): sorted first, read in full by page
+    columns_of: dict[str, list[str]] = {}
     for name in names:
         table = project.db.open_table(name)
         if table is None:
             continue
         kept = ("checksum", "code_hashes") if stale else ("checksum",)
-        columns = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
-
-        def read_all(table: Any = table, columns: list[str] = columns) -> list[dict[str, Any]]:
-            return table.search().select(columns).limit(None).to_arrow().to_pylist()
-
-        rows = project.db.read(read_all)
-        verify_rows(name, rows)
-        if name == "facts" and not (include_superseded and not stale):
-            rows = [r for r in rows if r.get("status") != "superseded"]
+        columns_of[name] = [c for c in table.schema.names if c not in PUBLIC_DROP or c in kept]
+        where = [f"kind = {sql_str(kind)}"] if kind else []
+        where += [f"array_has(topics, {sql_str(topic)})"] if topic else []
+        where += [f"source = {sql_str(source)}"] if source else []
+        where += [f"created_at >= timestamp '{after.strftime('%Y-%m-%d %H:%M:%S')}'"] if after else []
+        if name == "facts" and superseded == "hide":
+            where.append("(status IS NULL OR status != 'superseded')")
+        if name == "facts" and superseded == "only":
+            where.append("status = 'superseded'")
+        cols = columns_of[name] if stale else ["id", "created_at"]
+        rows = _read_rows(project, table, cols, " AND ".join(where))
         if stale:
+            verify_rows(name, rows)
             notes = [stale_note(project, name, r) for r in rows]
             records += [{**public_row(r, name), FLAG: n} for r, n in zip(rows, notes, strict=True) if n]
             continue
-        records += [public_row(r, name) for r in rows]
-    records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
-    return {"count": len(records[:limit]), "total": len(records), "records": records[:limit]}
+        heads += [(iso(r["created_at"]) or "", name, r["id"]) for r in rows]
+    if stale:
+        records.sort(key=lambda r: r.get("created_at") or "", reverse=True)
+        page = records[offset : offset + limit]
+        return {"count": len(page), "total": len(records), "records": page}
+    heads.sort(key=lambda h: h[0], reverse=True)  # stable: ties keep the tables' order
+    chosen = heads[offset : offset + limit]
+    full: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in {h[1] for h in chosen}:
+        ids = [h[2] for h in chosen if h[1] == name]
+        table = project.db.open_table(name)
+        wanted = set(ids)
+        by_id = f"id IN ({', '.join(sql_str(i) for i in ids)})" if len(ids) <= MAX_IN_LIST else ""
+        rows = [r for r in _read_rows(project, table, columns_of[name], by_id) if r["id"] in wanted]
+        verify_rows(name, rows)
+        full.update({(name, r["id"]): public_row(r, name) for r in rows})
+    page = [full[(name, rid)] for _, name, rid in chosen if (name, rid) in full]
+    return {"count": len(page), "total": len(heads), "records": page}
+
+
+MAX_IN_LIST = 1000  # ids read by one ``id IN (...)``; a longer page reads its tables whole
+
+
+def _read_rows(project: "Project", table: Any, columns: list[str], where: str) -> list[dict[str, Any]]:
+    def read() -> list[dict[str, Any]]:
+        q = table.search().select(columns)
+        return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
+
+    return project.db.read(read)
 
 
 def _collection_arg(value: str) -> str:

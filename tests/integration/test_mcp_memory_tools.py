@@ -49,7 +49,10 @@ def test_list_get_update_history_delete_stats(project_dir):
             )
             assert fixed["updated"] == ["text", "topics"] and fixed["record"]["topics"] == ["ops"]
             found = await call(client, "recall", {"query": "how do we deploy?", "scope": "facts"})
-            assert found["results"][0]["text"] == "Deploy with `fly deploy`."
+            assert found["results"][0]["text"] == "Deploy with `fly deploy`." and "explanation" not in found
+            why = await call(client, "recall", {"query": "how do we deploy?", "scope": "facts", "explain": True})
+            assert why["results"] == found["results"] and why["explanation"]["verdict"].startswith("Answered")
+            assert why["explanation"]["candidates"][0]["id"] == new["id"] == found["results"][0]["id"]
             assert await error(client, "update_memory", {"id": episode["id"], "text": "x"}) == "bad_option"
             assert await error(client, "update_memory", {"id": new["id"]}) == "nothing_to_update"
             assert await error(client, "update_memory", {"id": new["id"], "kind": "wish"}) == "bad_kind"

@@ -25,5 +25,7 @@ plugins in tests/conftest.py, so a test names those fixtures as parameters witho
 - ``session_store``: a project with store settings, the store's rows, a store full to its limit.
 - ``savers``: processes that save facts at once, each as its own machine or all in one project.
 - ``secret_corpus``: planted secrets of every shape the redaction must mask.
+- ``browser``: the memory browser served in a thread (``served_browser``), raw HTTP requests to
+  it with any Host, Origin or cookie (``request``), its form token, the real ``ui.py`` process.
 - ``bit_rot``: flip stored bits in a table's data files, as a failing disk would.
 """

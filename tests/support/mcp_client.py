@@ -61,6 +61,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
             "session": (S, None, _),
             "all_projects": (B, None, False),
             "min_confidence": ("number", None, _),
+            "explain": (B, None, False),
         },
         ["query"],
     ),

@@ -73,6 +73,7 @@ LAYERS: dict[str, float] = {
     "offload": 5,
     "memory": 6,
     "hosts": 7,
+    "browser": 7.5,  # the memory browser (contextware ui): pages over memory, run by the CLI
     "cli": 8,
     "resident": 9,  # the resident service runs the handlers of cli and hosts
 }

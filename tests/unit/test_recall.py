@@ -97,3 +97,33 @@ def test_recency_breaks_ties_and_a_superseding_fact_comes_first():
         [_hit("replaced", 0.9, 40), _hit("other", 0.8, 5), _hit("current", 0.6, 1, supersedes="replaced")], tie
     )
     assert [h.row["id"] for h in ordered] == ["current", "replaced", "other"]
+
+
+def test_explain_names_ranks_scores_and_the_side_of_the_gate(project):
+    """``recall --explain``: the same answer, plus for every candidate its cosine and BM25 rank and
+    score, fused score, confidence with signals and the number that decided it."""
+    from contextware.memory import records
+    from contextware.memory.recall import ask
+
+    ids = [
+        records.save(project, "fact", text)["id"]
+        for text in ("We run the tests with pytest -n 2.", "Deploys go to Fly.io.", "Prefer ruff over black.")
+    ]
+    plain = ask(project, "how do we run the tests?")
+    why = ask(project, "how do we run the tests?", explain=True)
+    assert "explanation" not in plain
+    assert {k: v for k, v in why.items() if k != "explanation"} == plain
+    e = why["explanation"]
+    assert e["verdict"].startswith("Answered: the best confidence") and e["total_candidates"] == 3
+    first = e["candidates"][0]
+    assert first["id"] == ids[0] == why["results"][0]["id"] and first["shown"] == 1
+    assert first["bm25_rank"] == 1 and first["cosine_rank"] is not None and first["bm25"] > 0
+    assert set(first["signals"]) == {"relevance", "agreement", "margin", "gap", "unknown", "unknown_name"}
+    assert first["decided_by"] == f"shown at 1: fused score {first['score']:.3f}, confidence {first['confidence']:.3f}"
+    limited = ask(project, "how do we run the tests?", explain=True, limit=1)["explanation"]["candidates"]
+    assert [c["shown"] for c in limited] == [1, None, None]
+    assert all(c["decided_by"].startswith("ranked ") and "past the limit of 1" in c["decided_by"] for c in limited[1:])
+    nothing = ask(project, "what is the capital of Peru?", explain=True)
+    assert nothing["results"] == [] and nothing["explanation"]["verdict"].startswith("Nothing answered")
+    best_held = nothing["explanation"]["candidates"][0]
+    assert best_held["shown"] is None and any(ch.isdigit() for ch in best_held["decided_by"])

@@ -121,8 +121,10 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
     gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
     margin = DEFAULT_PARAMS.fusion.margin  # only memories close to the best: it injects unasked
     query = parse_query(prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate, margin=margin)
-    hits = recall(project, query).results
+    result = recall(project, query, explain=True)  # the explanation feeds the turn's record
+    hits = result.results
     lines: list[str] = []
+    injected: list[str] = []
     files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)
     for hit in hits:
@@ -133,6 +135,10 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
         line = _line(hit)
         if line and sum(len(x) + 1 for x in lines) + len(line) <= budget:
             lines.append(line)
+            injected.append(hit["id"])
+    from contextware.memory import decisions
+
+    decisions.record(project, decisions.entry(payload, prompt, result, injected))
     if not lines:
         return None
     return _output(str(payload.get("hook_event_name") or "BeforeAgent"), "\n".join(lines))

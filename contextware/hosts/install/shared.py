@@ -108,6 +108,7 @@ SCRIPT_COMMANDS = {
     "mcp_server.py": "mcp",
     "export.py": "export",
     "import.py": "import",
+    "ui.py": "ui",
 }
 
 

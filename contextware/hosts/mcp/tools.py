@@ -124,6 +124,9 @@ def recall(
             description="Answer only when the best result's confidence (0-1) reaches this (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off."
         ),
     ] = None,
+    explain: flag(
+        "Also say why (the CLI's --explain): each candidate's cosine and BM25 rank and score, fused score, confidence and its signals, and which side of the gate it fell."
+    ) = False,
 ) -> CallToolResult:
     """Search the project's memory with a question in plain words; ask before acting.
 
@@ -156,7 +159,7 @@ def recall(
             min_confidence=min_confidence,
         )
         step = recall_refreshing_stale if refresh_stale else run_recall
-        return step(p, query_).to_dict()
+        return step(p, query_, explain=explain).to_dict()
 
     return call(
         ask,

@@ -2,8 +2,9 @@
 
 ``query`` (the frozen ``RecallQuery``, checked once by each front end) -> ``search`` (candidates of
 every table, cosine and BM25) -> ``fusion`` (one score each; the gate and the order) with
-``confidence`` (how sure each result is) -> ``present`` (what the agent reads).  ``params`` holds
-every tuned value; ``pipeline`` runs the stages.  May import offload, codeindex, storage and the
+``confidence`` (how sure each result is) -> ``present`` (what the agent reads); ``explain`` says
+why, from the same values, when asked.  ``params`` holds every tuned value; ``pipeline`` runs the
+stages.  May import offload, codeindex, storage and the
 shared helpers; a read never writes."""
 
 from contextware.memory.recall.params import DEFAULT_PARAMS, RecallParams

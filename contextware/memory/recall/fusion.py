@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from contextware.memory.recall.params import FusionParams, RecallParams
 from contextware.memory.recall.types import Hit
@@ -167,6 +168,96 @@ def _about_the_question(code: Sequence[Hit], f: FusionParams) -> bool:
     return max(h.relevance or 0.0 for h in code) >= f.code_floor or max(h.score for h in code) >= f.code_score_floor
 
 
+@dataclass(frozen=True)
+class Gated:
+    """What the gate let through (``hits``, in order), why the answer is what it is (``verdict``,
+    naming the number that decided it) and why each candidate left (``held``, by ``hit_key``)."""
+
+    hits: list[Hit]
+    verdict: str
+    held: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+
+def hit_key(h: Hit) -> tuple[str, str, str]:
+    """A candidate's identity across the gate (ids repeat across projects in a global search)."""
+    return (h.collection, h.id, str(h.project.root) if h.project is not None else "")
+
+
+def decide(
+    hits: list[Hit],
+    limit: int,
+    f: FusionParams,
+    *,
+    vector: bool,
+    code_gate: bool,
+    min_confidence: float,
+    margin: float | None = None,
+) -> Gated:
+    """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
+    is about the question, nothing answers unless a memory clears the floor and some hit reaches
+    ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files); with a ``margin``
+    (the prompt hook's), memories that far below the best are dropped: a plain recall returns
+    ``limit`` results whenever that many clear the floor.  Without vectors (degraded mode) any
+    full-text match stays.  Repeated captured turns come back once, counted.  Each held-back
+    candidate gets its reason (a few strings: cheap enough to make on every recall)."""
+    if not hits:
+        return Gated([], "Nothing answered: no candidate matched the question in any table searched.")
+    held: dict[tuple[str, str, str], str] = {}
+    verdict = "Answered from full-text matches only (no vectors)."
+    if vector:
+        code = [h for h in hits if h.collection == CODE_TABLE]
+        if code and code_gate and not _about_the_question(code, f):
+            why = (
+                f"files left the mixed answer: none is about the question (best file cosine "
+                f"{max(h.relevance or 0.0 for h in code):.3f} < {f.code_floor}, best file score "
+                f"{max(h.score for h in code):.3f} < {f.code_score_floor})"
+            )
+            held.update({hit_key(h): why for h in code})
+            hits = [h for h in hits if h.collection != CODE_TABLE]
+        answers = [h for h in hits if not h.echo]  # a question repeated is not an answer to it
+        if not _relevant(answers, f.floor):
+            best = max((h.relevance or 0.0 for h in answers), default=0.0)
+            verdict = f"Nothing answered: no memory resembles the question (best cosine {best:.3f} < floor {f.floor})."
+            held.update({hit_key(h): verdict[len("Nothing answered: ") :].rstrip(".") for h in hits})
+            return Gated([], verdict, held)
+        top = max((h.confidence for h in answers), default=0.0)
+        if code_gate and top < min_confidence:  # nothing is likely enough: an empty answer is the right one
+            verdict = f"Nothing answered: the best confidence {top:.3f} is below the gate {min_confidence}."
+            held.update({hit_key(h): f"below the gate: best confidence {top:.3f} < {min_confidence}" for h in hits})
+            return Gated([], verdict, held)
+        verdict = (
+            f"Answered: the best confidence {top:.3f} reaches the gate {min_confidence}."
+            if code_gate
+            else "Files ranked by fused score (no confidence gate for --scope code)."
+        )
+        if margin is not None:  # files are ranked, not filtered
+            best = max(h.score for h in hits)
+            for h in hits:
+                if h.collection != CODE_TABLE and h.score < best - margin:
+                    held[hit_key(h)] = f"score {h.score:.3f} is more than {margin} below the best {best:.3f}"
+            hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - margin]
+    else:
+        for h in hits:
+            if h.score < f.lexical_floor:
+                held[hit_key(h)] = "no full-text match (vectors unavailable)"
+        hits = [h for h in hits if h.score >= f.lexical_floor]
+    ordered = order(hits, f.tie, f.restated)
+    # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
+    ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
+    collapsed = _collapse_repeats(ordered)
+    kept = {hit_key(h) for h in collapsed}
+    held.update(
+        {
+            hit_key(h): "the same words as a result shown (counted there as a repeat)"
+            for h in ordered
+            if hit_key(h) not in kept
+        }
+    )
+    for rank, h in enumerate(collapsed[limit:], limit + 1):
+        held[hit_key(h)] = f"ranked {rank} by fused score, past the limit of {limit}"
+    return Gated(collapsed[:limit], verdict, held)
+
+
 def gate(
     hits: list[Hit],
     limit: int,
@@ -177,32 +268,15 @@ def gate(
     min_confidence: float,
     margin: float | None = None,
 ) -> list[Hit]:
-    """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
-    is about the question, nothing answers unless a memory clears the floor and some hit reaches
-    ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files); with a ``margin``
-    (the prompt hook's), memories that far below the best are dropped: a plain recall returns
-    ``limit`` results whenever that many clear the floor.  Without vectors (degraded mode) any
-    full-text match stays.  Repeated captured turns come back once, counted."""
-    if not hits:
-        return []
-    if vector:
-        code = [h for h in hits if h.collection == CODE_TABLE]
-        if code and code_gate and not _about_the_question(code, f):
-            hits = [h for h in hits if h.collection != CODE_TABLE]
-        answers = [h for h in hits if not h.echo]  # a question repeated is not an answer to it
-        if not _relevant(answers, f.floor):
-            return []
-        if code_gate and not any(h.confidence >= min_confidence for h in answers):
-            return []  # nothing is likely enough to answer: an empty answer is the right one
-        if margin is not None:  # files are ranked, not filtered
-            best = max(h.score for h in hits)
-            hits = [h for h in hits if h.collection == CODE_TABLE or h.score >= best - margin]
-    else:
-        hits = [h for h in hits if h.score >= f.lexical_floor]
-    ordered = order(hits, f.tie, f.restated)
-    # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
-    ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
-    return _collapse_repeats(ordered)[:limit]
+    """The hits ``decide`` lets through, in order."""
+    return decide(hits, limit, f, vector=vector, code_gate=code_gate, min_confidence=min_confidence, margin=margin).hits
+
+
+def judge(found: Sequence[Candidate], query: str, params: RecallParams) -> list[Hit]:
+    """Every candidate fused and judged (its score, confidence and signals), before the gate."""
+    from contextware.memory.recall.confidence import assign
+
+    return assign(fuse_all(found, params), query, params.confidence) if found else []
 
 
 def select(
@@ -217,11 +291,12 @@ def select(
     margin: float | None = None,
 ) -> list[Hit]:
     """Fuse, judge, gate and order the candidates of all tables: the hits recall shows."""
-    from contextware.memory.recall.confidence import assign
-
-    if not found:
-        return []
-    hits = assign(fuse_all(found, params), query, params.confidence)
     return gate(
-        hits, limit, params.fusion, vector=vector, code_gate=code_gate, min_confidence=min_confidence, margin=margin
+        judge(found, query, params),
+        limit,
+        params.fusion,
+        vector=vector,
+        code_gate=code_gate,
+        min_confidence=min_confidence,
+        margin=margin,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from contextware.memory.recall.fusion import select
+from contextware.memory.recall.fusion import decide, judge
 from contextware.memory.recall.params import DEFAULT_PARAMS, RecallParams
 from contextware.memory.recall.present import present
 from contextware.memory.recall.query import check_min_confidence, parse_query
@@ -44,35 +44,44 @@ def _search(projects: list["Project"], query: "RecallQuery", params: RecallParam
     return CandidateSet(found, degraded)
 
 
-def recall(project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS) -> RecallResult:
+def recall(
+    project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS, *, explain: bool = False
+) -> RecallResult:
     """The memories, files and offloads that answer ``query``, best first, each with its
-    confidence; none (``answerable: false``) unless one reaches the gate."""
+    confidence; none (``answerable: false``) unless one reaches the gate.  ``explain``: the result
+    also carries why (``explain.explain``, made from the same judged candidates and gate)."""
     gate = (
         check_min_confidence(project.config["recall_min_confidence"], "recall_min_confidence in config.json")
         if query.min_confidence is None
         else query.min_confidence
     )
     found = _search(_projects(project, query.all_projects), query, params)
-    hits = select(
-        found.candidates,
-        query.question,
+    judged = judge(found.candidates, query.question, params)
+    gated = decide(
+        judged,
         query.limit,
-        params,
+        params.fusion,
         vector=found.degraded is None,
         code_gate=query.tables != (CODE_TABLE,),  # --scope code ranks files; mixed, they must be about it
         min_confidence=gate,
         margin=query.margin,
     )
+    hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
-    return RecallResult(query, tuple(hits), results, gate, found.degraded)
+    why = None
+    if explain:
+        from contextware.memory.recall.explain import explain as explanation
+
+        why = explanation(judged, gated, gate, params.fusion.floor)
+    return RecallResult(query, tuple(hits), results, gate, found.degraded, explanation=why)
 
 
 def recall_refreshing_stale(
-    project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS
+    project: "Project", query: "RecallQuery", params: RecallParams = DEFAULT_PARAMS, *, explain: bool = False
 ) -> RecallResult:
     """Recall; when code results are stale, re-index their files (a write, possibly a Gemini
     summary) and recall again.  Not across projects: another project's files are not ours to index."""
-    first = recall(project, query, params)
+    first = recall(project, query, params, explain=explain)
     stale = [r["file_path"] for r in first.results if r.get("stale")]
     if not stale or query.all_projects:
         return first
@@ -82,11 +91,13 @@ def recall_refreshing_stale(
 
     summarizer = str(project.config.get("summarizer") or "auto")
     index_files(project, [project.root / p for p in stale], summarizer=summarizer)
-    return replace(recall(project, query, params), refreshed=tuple(stale))
+    return replace(recall(project, query, params, explain=explain), refreshed=tuple(stale))
 
 
-def ask(project: "Project", text: str, *, refresh_stale: bool = False, **inputs: Any) -> dict[str, Any]:
+def ask(
+    project: "Project", text: str, *, refresh_stale: bool = False, explain: bool = False, **inputs: Any
+) -> dict[str, Any]:
     """From loose inputs to the JSON answer in one call (library users, tests, benchmarks); the
     inputs are ``parse_query``'s."""
     query = parse_query(text, **inputs)
-    return (recall_refreshing_stale if refresh_stale else recall)(project, query).to_dict()
+    return (recall_refreshing_stale if refresh_stale else recall)(project, query, explain=explain).to_dict()

@@ -66,6 +66,58 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Considered:
+    """One candidate as the explanation shows it: its score and rank from each ranker (cosine of
+    the search vector, BM25; rank 1 is best, None when that ranker did not find it), its fused
+    ``score``, ``confidence`` and ``signals``, where it was shown (1-based, None when held back)
+    and the sentence naming the number that decided it."""
+
+    collection: str
+    id: str
+    label: str
+    cosine: float | None
+    cosine_rank: int | None
+    bm25: float
+    bm25_rank: int | None
+    score: float
+    confidence: float
+    signals: Signals | None
+    shown: int | None
+    decided_by: str
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "signals"}
+        for k in ("cosine", "bm25", "score", "confidence"):
+            if out[k] is not None:
+                out[k] = round(out[k], 4)
+        out["signals"] = (
+            {k: round(v, 4) for k, v in self.signals.__dict__.items()} if self.signals is not None else None
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a recall answered what it did: the gate's ``verdict`` and the candidates (every one
+    shown, then the best held back, at most ``MAX_EXPLAINED``) out of ``total`` considered."""
+
+    verdict: str
+    min_confidence: float
+    floor: float
+    total: int
+    candidates: tuple[Considered, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "min_confidence": self.min_confidence,
+            "floor": self.floor,
+            "total_candidates": self.total,
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+
+
+@dataclass(frozen=True)
 class RecallResult:
     """``results`` are the hits as shown (``present``); ``min_confidence`` the gate applied;
     ``degraded`` why vectors were not used (None when they were)."""
@@ -76,6 +128,7 @@ class RecallResult:
     min_confidence: float
     degraded: str | None = None
     refreshed: tuple[str, ...] = ()
+    explanation: Explanation | None = None  # only when asked (``recall(..., explain=True)``)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -87,4 +140,6 @@ class RecallResult:
         }
         if self.refreshed:
             out["refreshed"] = list(self.refreshed)
+        if self.explanation is not None:
+            out["explanation"] = self.explanation.to_dict()
         return out

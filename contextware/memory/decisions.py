@@ -1,0 +1,98 @@
+"""What the prompt hook decided, turn by turn: a small, bounded, redacted record so a person can
+ask "why did the agent not know X in that turn?" (the memory browser's Turns page).
+
+One JSON line per prompt in ``<data_dir>/hook_decisions.jsonl`` (private like every file there):
+when, the session, the start of the prompt (secrets masked), the gate's verdict, what was injected
+and the best candidates held back, each with the number that decided it.  Only ids, scores and
+verdicts are kept, never a memory's text.  At ``MAX_BYTES`` the file is cut to its newest
+``KEEP`` lines (written atomically; a line appended by another process during that rewrite may be
+lost: this is a diagnostic record, not memory).  Writing never fails a turn."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextware.memory.recall.types import RecallResult
+    from contextware.storage.project import Project
+
+FILE_NAME = "hook_decisions.jsonl"
+KEEP = 200  # decisions kept after a cut
+MAX_BYTES = 256_000  # the file is cut back to KEEP lines past this
+PROMPT_CHARS = 160
+HELD_SHOWN = 3  # best candidates held back, per turn
+
+
+def entry(payload: dict[str, Any], prompt: str, result: RecallResult, injected: list[str]) -> dict[str, Any]:
+    """One turn's decision: ``injected`` are the ids that went into the context."""
+    from contextware.redact import redact_text
+    from contextware.text import cut_at_word
+
+    # The full detector set when this process has it loaded (the resident service does after its
+    # first capture); its first load would cost a hook 0.2-0.3 s, so otherwise the fast shapes.
+    preview = redact_text(prompt[: PROMPT_CHARS * 3], library="detect_secrets" in sys.modules)
+    why = result.explanation
+    shown = {r["id"]: r for r in result.results}
+    held = [c for c in (why.candidates if why is not None else ()) if c.id not in injected][:HELD_SHOWN]
+    return {
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "event": str(payload.get("hook_event_name") or "BeforeAgent"),
+        "session": str(payload.get("session_id") or "")[:128] or None,
+        "prompt": cut_at_word(" ".join(preview.split()), PROMPT_CHARS),
+        "verdict": why.verdict if why is not None else None,
+        "gate": result.min_confidence,
+        "injected": [
+            {k: shown[i].get(k) for k in ("id", "collection", "score", "confidence")} for i in injected if i in shown
+        ],
+        "held": [
+            {
+                "id": c.id,
+                "collection": c.collection,
+                "score": round(c.score, 4),
+                "confidence": round(c.confidence, 4),
+                "why": c.decided_by
+                if c.shown is None
+                else "shown by recall, left out of the context (budget or files)",
+            }
+            for c in held
+        ],
+    }
+
+
+def record(project: "Project", decision: dict[str, Any]) -> None:
+    """Append one decision; cut the file back when it grew past ``MAX_BYTES``.  Never raises."""
+    try:
+        path = project.data_dir / FILE_NAME
+        if not project.data_dir.is_dir():
+            return
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(decision, ensure_ascii=False) + "\n")
+        if path.stat().st_size > MAX_BYTES:
+            from contextware.system import write_atomic
+
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-KEEP:]
+            write_atomic(path, "\n".join(lines) + "\n")
+    except Exception:  # noqa: BLE001 - a diagnostic record must never fail a turn
+        pass
+
+
+def recent(project: "Project", limit: int = KEEP) -> list[dict[str, Any]]:
+    """The newest decisions first (lines that do not parse are skipped)."""
+    try:
+        text = (project.data_dir / FILE_NAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in reversed(text.splitlines()):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+        if len(out) >= limit:
+            break
+    return out
