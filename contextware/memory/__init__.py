@@ -4,14 +4,10 @@ Owns facts, episodes and logs (save, update, supersede, delete: ``records``), re
 collection and its fusion (``recall``), the session briefing (``briefing``), the namespaced
 key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``);
 the team memory file (``memfile``: its format and merges, ``exchange``: export and import,
-<<<<<<< HEAD
 ``tombstones``: deletions that travel); captured conversation folded with use (``digest``: a
 session's digest episode, ``gemini_digest``: one by Gemini under a daily token budget,
-``retention``: old sessions' turns folded into their digests, ``archive``: where those turns go).
-=======
-``tombstones``: deletions that travel); the prompt hook's bounded record of what it injected and
-held back (``decisions``).
->>>>>>> h-ui
+``retention``: old sessions' turns folded into their digests, ``archive``: where those turns go);
+the prompt hook's bounded record of what it injected and held back (``decisions``).
 
 Recall and the briefing read every table, code index and offloads included, so this package sits
 above ``codeindex`` and ``offload``. May import: ``offload``, ``codeindex``, ``storage`` and the
