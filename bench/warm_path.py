@@ -1,6 +1,6 @@
 """The warm path: hooks and scripts with and without the resident service, as agents and hosts run them.
 
-    uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0] [--gemini-turns 0]
+    uv run bench/warm_path.py [--runs 20] [--cold-runs 6] [--aborts 0] [--gemini-turns 0] [--claude-turns 0]
                               [--only TEXT] [--checkout DIR] [--no-compile]
 
 Project: 10,000 memory rows (8,000 facts, 2,000 episodes, embedded with the real model) and a code
@@ -21,7 +21,9 @@ runs N fast-failing calls (bad input, in-process) and counts exits with code 134
 ``--gemini-turns N`` times real Gemini CLI turns (``CONTEXTWARE_TEST_GEMINI_BIN``, against the local
 fake API of the tests) without Contextware, with the extension as installed, and broken down (hooks
 only, MCP server only, the SDK MCP server of before), plus each hook event and the MCP server's
-discovery (``initialize`` + ``tools/list``) on their own.
+discovery (``initialize`` + ``tools/list``) on their own; ``--claude-turns N`` times real Claude Code
+turns (``claude -p``, ``CONTEXTWARE_TEST_CLAUDE_BIN``, local fake Anthropic API, throwaway HOME)
+without Contextware, with the project install (hooks + MCP server), hooks only and MCP server only.
 Prints medians and p95 in milliseconds as one JSON document.
 
 The package's bytecode is compiled first, as ``install`` leaves it (a process that may not write
@@ -41,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -189,6 +192,11 @@ def _run(cmd: list[str], root: Path, env: dict, stdin: str | None = None) -> tup
     return time.perf_counter() - t, proc
 
 
+def _ours(env: dict) -> dict:
+    """Contextware's own settings in ``env`` (its home, the service mode), for a host's environment."""
+    return {k: v for k, v in env.items() if k.startswith("CONTEXTWARE_")}
+
+
 def _service(root: Path, env: dict, action: str) -> dict:
     _, proc = _run([str(VENV_PY), str(REPO / "scripts" / "service.py"), action], root, env)
     return json.loads(proc.stdout)
@@ -254,6 +262,112 @@ def hook_events(root: Path, env: dict, runs: int) -> dict:
     return out
 
 
+def _interleaved_turns(
+    root: Path,
+    env: dict,
+    labels: list[str],
+    switch: Callable[[str], None],
+    command: Callable[[int], list[str]],
+    turns: int,
+    host: str,
+    proof: tuple[str, Callable[[], bool]] | None = None,
+) -> dict[str, dict]:
+    """Whole host turns (process start to exit) of each setup, round-robin: ``switch(label)``, one
+    turn, the next setup, ``turns + 1`` rounds, the first dropped (it warms caches).  A load that
+    changes during the run so weighs on every setup alike.  ``service_requests`` counts what the warm
+    service answered during a setup's turns: proof its hooks ran (0 without Contextware); ``proof``
+    (key, check) counts the turns after which ``check()`` held, under that key."""
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    served, proved = dict.fromkeys(labels, 0), dict.fromkeys(labels, 0)
+    _service(root, env, "start")
+    for i in range(turns + 1):
+        for label in labels:
+            switch(label)
+            before = _service(root, env, "status").get("requests", 0)
+            took, proc = _run(command(i), root, env, stdin="")
+            assert proc.returncode == 0, (label, proc.stdout[-1000:], proc.stderr[-2000:])
+            if i:
+                samples[label].append(took)
+            served[label] += _service(root, env, "status").get("requests", 0) - before - 1  # - the status call
+            proved[label] += bool(proof and proof[1]())
+        print(f"{host} turns: round {i} done", file=sys.stderr)
+    extra = lambda label: {proof[0]: proved[label]} if proof else {}  # noqa: E731
+    return {
+        label: {**_stats(taken), "service_requests": served[label], **extra(label)} for label, taken in samples.items()
+    }
+
+
+def _with_added(results: dict) -> dict:
+    """``results`` with ``added_p50``: each setup's median turn minus the median turn ``without``."""
+    p50 = results["without"]["p50"]
+    results["added_p50"] = {
+        label: stats["p50"] - p50
+        for label, stats in results.items()
+        if label != "without" and isinstance(stats, dict) and "p50" in stats
+    }
+    return results
+
+
+def claude_turns(root: Path, turns: int, base_env: dict) -> dict:
+    """A real Claude Code turn (``claude -p``, ``CONTEXTWARE_TEST_CLAUDE_BIN`` or the tests' pinned
+    install) against the tests' local fake Anthropic API, with a throwaway HOME: without Contextware,
+    with the project install exactly as ``install.py claude --project`` writes it (hooks in
+    ``.claude/settings.json`` running ``contextware hook`` from PATH, the MCP server in ``.mcp.json``,
+    the skill), hooks only and MCP server only; the setups take turns round-robin and are switched by
+    writing or removing the installed files.  ``mcp_tools_seen`` counts the turns whose model request
+    listed our MCP tools: proof the server was discovered (Claude Code waits for it before the turn)."""
+    import tempfile
+
+    from tests.support.claude_fixtures import installed_claude_bin, make_claude_env
+    from tests.support.fake_anthropic_api import FakeAnthropicAPI
+
+    claude = installed_claude_bin()
+    if not claude:
+        return {"skipped": "no Claude Code (set CONTEXTWARE_TEST_CLAUDE_BIN)"}
+    api = FakeAnthropicAPI()
+    api.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "home").mkdir()
+            env = {**make_claude_env(Path(tmp) / "home", api.base_url), **_ours(base_env)}
+            env["PATH"] = f"{VENV_PY.parent}{os.pathsep}{env['PATH']}"  # `contextware` of the timed checkout
+            install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
+            _, proc = _run([*install, "claude", "--project"], root, env)
+            assert json.loads(proc.stdout)["changed"], proc.stdout
+            written = {rel: (root / rel).read_text() for rel in json.loads(proc.stdout)["written"]}
+            setups = {
+                "without": set(),
+                "project install (hooks + MCP)": set(written),
+                "hooks only": set(written) - {".mcp.json"},
+                "MCP server only": set(written) - {".claude/settings.json"},
+            }
+
+            def switch(label: str) -> None:
+                api.requests.clear()
+                for rel, text in written.items():
+                    if rel in setups[label]:
+                        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                        (root / rel).write_text(text)
+                    else:
+                        (root / rel).unlink(missing_ok=True)
+
+            def seen() -> bool:  # a tool no hook text names, in the request's tools or its deferred tools
+                return any("mcp__contextware__delete_memory" in json.dumps(r.body) for r in api.message_requests())
+
+            try:
+                cmd = lambda i: [claude, "-p", f"Question {i}: which queue?", "--output-format", "json"]  # noqa: E731
+                results = _interleaved_turns(
+                    root, env, list(setups), switch, cmd, turns, "claude", ("mcp_tools_seen", seen)
+                )
+            finally:
+                switch("project install (hooks + MCP)")
+                _run([*install, "uninstall", "claude", "--project"], root, env)
+            _service(root, env, "stop")
+    finally:
+        api.stop()
+    return _with_added(results)
+
+
 def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
     """A real Gemini CLI turn against the local fake API (medians of ``turns`` turns after the first
     of each setup): without Contextware; with the linked extension exactly as ``install.py gemini``
@@ -278,7 +392,7 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             home = write_gemini_home(Path(tmp) / "home")
             (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
-            ours = {k: v for k, v in base_env.items() if k.startswith("CONTEXTWARE_")}
+            ours = _ours(base_env)
             env = {**make_gemini_env(home, api.base_url, tmpdir=Path(tmp) / "t"), **ours}
             install_env = {**env, "CONTEXTWARE_GEMINI_BIN": gemini}
             install = [str(VENV_PY), str(REPO / "scripts" / "install.py")]
@@ -310,41 +424,20 @@ def gemini_turns(root: Path, turns: int, base_env: dict) -> dict:
                 if settings is not None:
                     (project / "settings.json").write_text(json.dumps(settings, indent=2))
 
-            samples: dict[str, list[float]] = {label: [] for label in project_settings}
-            served = dict.fromkeys(project_settings, 0)
             try:
-                _service(root, env, "start")
-                for i in range(turns + 1):
-                    for label in project_settings:
-                        switch(label)
-                        before = _service(root, env, "status").get("requests", 0)
-                        cmd = [gemini, "-m", "gemini-2.5-flash", "-o", "json", "-p", f"Question {i}: which queue?"]
-                        took, proc = _run(cmd, root, env)
-                        assert proc.returncode == 0, (label, proc.stderr[-2000:])
-                        if i:
-                            samples[label].append(took)
-                        # requests the service answered for this turn: proof the setup's hooks ran
-                        served[label] += _service(root, env, "status").get("requests", 0) - before - 1
-                    print(f"gemini turns: round {i} done", file=sys.stderr)
+                cmd = lambda i: [gemini, "-m", "gemini-2.5-flash", "-o", "json", "-p", f"Question {i}: which queue?"]  # noqa: E731
+                results.update(_interleaved_turns(root, env, list(project_settings), switch, cmd, turns, "gemini"))
             finally:
                 switch("project install (hooks + MCP)")
                 _run([*install, "uninstall", "--project"], root, env)
                 switch("extension as installed (hooks + MCP)")
                 _run([*install, "uninstall"], root, install_env)
-            for label, taken in samples.items():
-                results[label] = {**_stats(taken), "service_requests": served[label]}
             results["hook_events_ms (warm service)"] = hook_events(root, {**env, **ours}, turns)
             results["mcp_discovery_ms"] = mcp_discovery(root, env, turns)
             _service(root, env, "stop")
     finally:
         api.stop()
-    p50 = results["without"]["p50"]
-    results["added_p50"] = {
-        label: stats["p50"] - p50
-        for label, stats in results.items()
-        if label != "without" and isinstance(stats, dict) and "p50" in stats
-    }
-    return results
+    return _with_added(results)
 
 
 def main() -> None:
@@ -354,6 +447,9 @@ def main() -> None:
     parser.add_argument("--aborts", type=int, default=0, help="fast-failing runs to count SIGABRT exits in")
     parser.add_argument(
         "--gemini-turns", type=int, default=0, help="real Gemini CLI turns (fake API) without/with the extension"
+    )
+    parser.add_argument(
+        "--claude-turns", type=int, default=0, help="real Claude Code turns (fake API) without/with the project install"
     )
     parser.add_argument("--checkout", type=Path, help="time the scripts and .venv of this checkout instead")
     parser.add_argument(
@@ -465,6 +561,8 @@ def main() -> None:
         }
     if args.gemini_turns:
         report["gemini_cli_turn_ms"] = gemini_turns(root, args.gemini_turns, on)
+    if args.claude_turns:
+        report["claude_code_turn_ms"] = claude_turns(root, args.claude_turns, on)
     report["load_average_at_end"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2))
 
