@@ -273,15 +273,15 @@ def _interleaved_turns(
     proof: tuple[str, Callable[[], bool]] | None = None,
 ) -> dict[str, dict]:
     """Whole host turns (process start to exit) of each setup, round-robin: ``switch(label)``, one
-    turn, the next setup, ``turns + 1`` rounds, the first dropped (it warms caches).  A load that
-    changes during the run so weighs on every setup alike.  ``service_requests`` counts what the warm
+    turn, the next setup, ``turns + 1`` rounds (each starting one setup later), the first dropped (it
+    warms caches).  A load that changes during the run so weighs on every setup alike.  ``service_requests`` counts what the warm
     service answered during a setup's turns: proof its hooks ran (0 without Contextware); ``proof``
     (key, check) counts the turns after which ``check()`` held, under that key."""
     samples: dict[str, list[float]] = {label: [] for label in labels}
     served, proved = dict.fromkeys(labels, 0), dict.fromkeys(labels, 0)
     _service(root, env, "start")
     for i in range(turns + 1):
-        for label in labels:
+        for label in labels[i % len(labels) :] + labels[: i % len(labels)]:  # each setup first in turn
             switch(label)
             before = _service(root, env, "status").get("requests", 0)
             took, proc = _run(command(i), root, env, stdin="")
