@@ -26,6 +26,7 @@ from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
+from contextware.storage.table_search import release_unused
 from contextware.text import sql_str, text_hash
 
 if TYPE_CHECKING:
@@ -39,8 +40,9 @@ SCAN_BATCH = 1024  # this table's rows read at a time by the plan
 # Texts per call of the model, by length: at most 32, and at most TOKEN_BUDGET tokens (~4 characters
 # each) counted at the longest.  The model's working memory grows with batch x length^2 and its arena
 # keeps its peak: 64 texts of 256 tokens peaked at 1.49 GB in batches of 32, 0.52 GB in 8s and 0.36 GB
-# in 4s (the model alone: 0.28 GB); an import of 1,200 rows at 1.23 GB before, 0.74 GB with 8s.
-TOKEN_BUDGET = 1024
+# in 4s (the model alone: 0.28 GB).  600 log texts: 380 MB at 1,024 tokens a call, 295 MB at 512 and
+# 265 MB at 256, at the same speed within the noise of a busy machine.
+TOKEN_BUDGET = 512
 
 
 class Theirs(NamedTuple):
@@ -380,6 +382,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                     return _write_chunk(tbl, c, r, project)
 
                 done = project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id, maintain=False)
+                release_unused()  # the chunk's buffers go back to the system, not to the next chunk's peak
                 counts["added"] += len(done["added"])
                 counts["updated"] += len(done["updated"])
                 counts["duplicates"] += len(done["duplicates"])
