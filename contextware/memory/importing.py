@@ -15,6 +15,8 @@ commit of later versions) and importing the file again finishes the job.
 from __future__ import annotations
 
 import json
+import re
+from array import array
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextware.memory import tombstones
@@ -88,13 +90,31 @@ def _clean(collection: str, row: dict[str, Any], redacted: dict[str, int] | None
     return row
 
 
-def _entry(lines: list[str], number: int) -> dict[str, Any]:
+class Lines:
+    """The file's lines by index, as ``str.splitlines`` numbers them, read from the text itself: the
+    offsets where each starts and ends (16 bytes a line), not a second copy of the file."""
+
+    _BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts, self.ends = array("q", [0]), array("q")
+        for match in self._BREAK.finditer(text):
+            self.ends.append(match.start())
+            self.starts.append(match.end())
+        self.ends.append(len(text))
+
+    def __getitem__(self, index: int) -> str:
+        return self.text[self.starts[index] : self.ends[index]]
+
+
+def _entry(lines: Lines, number: int) -> dict[str, Any]:
     """The written form of the (checked) memory on line ``number``, as the file has it."""
     collection, row = check_row(json.loads(lines[number - 1]))
     return written_form(collection, row)
 
 
-def _stored(lines: list[str], number: int) -> tuple[str, dict[str, Any]]:
+def _stored(lines: Lines, number: int) -> tuple[str, dict[str, Any]]:
     """The row to store for the memory on line ``number``, redacted (bar vector)."""
     collection, row = check_row(_entry(lines, number))
     return collection, _clean(collection, row, None)
@@ -103,7 +123,7 @@ def _stored(lines: list[str], number: int) -> tuple[str, dict[str, Any]]:
 class FileView(NamedTuple):
     """What the import keeps of a checked file."""
 
-    lines: list[str]
+    lines: Lines
     memories: dict[str, dict[str, Theirs]]  # by collection and id
     stones: dict[str, dict[str, Any]]  # its tombstones by id
     redacted: dict[str, int]  # secrets masked in its memories, by kind
@@ -115,7 +135,7 @@ def read_file(text: str) -> FileView:
     its memories.  Both sides of a file with conflict markers, the later entry of
     each id (``tombstones.later``).  A bad line anywhere is a UsageError before anything is kept."""
     sides = split_conflicts(text)
-    lines = text.splitlines()
+    lines = Lines(text)
     found: dict[str, int | dict[str, Any]] = {}  # id -> its line, or its tombstone
     for side in sides:
         first, found = found, {}
@@ -159,7 +179,7 @@ def _stones(
 
 
 def plan(
-    table: Any, collection: str, lines: list[str], theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
+    table: Any, collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
 ) -> Plan:
     """Each id's later version among this table's row, the file's and the tombstones, read in batches;
     then active memories of one text folded into the smallest id."""

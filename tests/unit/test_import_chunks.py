@@ -108,3 +108,9 @@ def test_an_import_killed_between_chunks_loses_nothing_and_finishes_when_run_aga
     assert (again["added"], again["updated"], again["deleted"], again["unchanged"]) == (0, 0, 0, 8)
     lines = export_memory(project, None)["jsonl"].splitlines()[1:]
     assert len(lines) == 8
+
+
+def test_lines_are_read_from_the_text_as_splitlines_numbers_them():
+    text = "a\nb\r\nc\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j\n\nk"
+    lines = importing.Lines(text)
+    assert [lines[k] for k in range(len(text.splitlines()))] == text.splitlines()
