@@ -5,6 +5,7 @@
     uv run bench/scale.py --sizes 1000,2000 --queries 10 --saves 10   # a quick look
     uv run bench/scale.py --keep /tmp/cw-scale            # keep the stores; then, without importing again:
     uv run bench/scale.py --keep /tmp/cw-scale --reuse    # measure the kept stores once more
+    uv run bench/scale.py --keep /tmp/cw-scale --reuse --against ../main   # and main's service (A) first
 
 For each size a temporary project (``CONTEXTWARE_HOME`` pointed away from yours) gets an export file of
 N conversation log rows plus 200 facts, generated deterministically (sessions of 10-40 turns over a
@@ -176,8 +177,8 @@ def _run(cmd: list[str], root: Path, env: dict, stdin: str | None = None) -> flo
     return took
 
 
-def _script(name: str) -> str:
-    return str(REPO / "scripts" / f"{name}.py")
+def _script(name: str, repo: Path = REPO) -> str:
+    return str(repo / "scripts" / f"{name}.py")
 
 
 def _import(root: Path, env: dict, path: Path) -> tuple[float, float, dict]:
@@ -213,7 +214,6 @@ def measure(size: int, work: Path, base_env: dict, queries: int, saves: int, reu
     root = work / f"p{size}"
     export = work / f"export-{size}.jsonl"
     off = {**base_env, "CONTEXTWARE_SERVICE": "off"}
-    on = {**base_env, "CONTEXTWARE_SERVICE": "auto"}
     result: dict = {"rows": size + FACTS, "load_average": round(os.getloadavg()[0], 1)}
     if reuse and (root / "import.json").is_file():
         result["import"] = json.loads((root / "import.json").read_text())  # measured when it was built
@@ -233,17 +233,26 @@ def measure(size: int, work: Path, base_env: dict, queries: int, saves: int, reu
     db = next(p for p in root.rglob("lancedb") if p.is_dir())
     result["disk_bytes_per_row"] = round(_disk(db) / (size + FACTS))
 
+    result.update(measure_service(size, root, base_env, queries, saves, REPO))
+    return result
+
+
+def measure_service(size: int, root: Path, base_env: dict, queries: int, saves: int, repo: Path) -> dict:
+    """The warm service's latencies and memory on the store at ``root``, run from checkout ``repo``."""
+    on = {**base_env, "CONTEXTWARE_SERVICE": "auto"}
+    py = str(repo / ".venv" / "bin" / "python")
+    result: dict = {"code": str(repo), "load_average": round(os.getloadavg()[0], 1)}
     rng = random.Random(size)
 
     def question() -> str:
         return rng.choice(QUERIES).format(c=rng.choice(COMPONENTS), t=rng.choice(TECH), n=rng.choice(NOUNS))
 
     def recall(scope: str | None) -> list[str]:
-        return [str(VENV_PY), _script("recall"), "--query", question(), *(["--scope", scope] if scope else [])]
+        return [py, _script("recall", repo), "--query", question(), *(["--scope", scope] if scope else [])]
 
     def save(i: int) -> list[str]:
         text = f"{_text(rng)} (bench save {size}-{i}-{time.time_ns()})"
-        return [str(VENV_PY), _script("save_fact"), "--type", "log", "--session", "bench-new", "--role", "user", text]
+        return [py, _script("save_fact", repo), "--type", "log", "--session", "bench-new", "--role", "user", text]
 
     def hook_event() -> str:
         event = {
@@ -256,14 +265,14 @@ def measure(size: int, work: Path, base_env: dict, queries: int, saves: int, reu
         }
         return json.dumps(event)
 
-    _run([str(VENV_PY), _script("service"), "start"], root, on)
+    _run([py, _script("service", repo), "start"], root, on)
     try:
         print(f"[{size}] warming the service", file=sys.stderr)
         for scope in (None, "memory", "logs", None):
             _run(recall(scope), root, on)
         pid = json.loads(
             subprocess.run(
-                [str(VENV_PY), _script("service"), "status"], cwd=root, env=on, capture_output=True, text=True
+                [py, _script("service", repo), "status"], cwd=root, env=on, capture_output=True, text=True
             ).stdout
         )["pid"]
         result["service_mb_warm"] = _rss_mb(pid)
@@ -279,11 +288,11 @@ def measure(size: int, work: Path, base_env: dict, queries: int, saves: int, reu
         result["recall_after_save"] = _stats(after)
         print(f"[{size}] hook", file=sys.stderr)
         result["hook_before_agent"] = _stats(
-            [_run([str(VENV_PY), _script("hook")], root, on, hook_event()) for _ in range(queries)]
+            [_run([py, _script("hook", repo)], root, on, hook_event()) for _ in range(queries)]
         )
         result["service_mb_end"] = _rss_mb(pid)
     finally:
-        _run([str(VENV_PY), _script("service"), "stop"], root, on)
+        _run([py, _script("service", repo), "stop"], root, on)
     return result
 
 
@@ -316,6 +325,12 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="with --keep: measure the stores built there before (no import)"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout with its .venv (say a worktree of main): its service is measured on the same "
+        "stores right before this one's, as A (under against_service)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.big and 50_000 not in sizes:
@@ -329,7 +344,14 @@ def main() -> None:
     report: dict = {"cpus": os.cpu_count(), "sizes": {}}
     try:
         for size in sizes:
+            against = None
+            if args.against is not None and args.reuse:
+                against = measure_service(size, work / f"p{size}", base_env, args.queries, args.saves, args.against)
             report["sizes"][str(size)] = measure(size, work, base_env, args.queries, args.saves, args.reuse)
+            if args.against is not None and against is None:  # the store was built just now
+                against = measure_service(size, work / f"p{size}", base_env, args.queries, args.saves, args.against)
+            if against is not None:
+                report["sizes"][str(size)]["against_service"] = against
             print(json.dumps({str(size): report["sizes"][str(size)]}), file=sys.stderr)
     finally:
         if args.keep is None:

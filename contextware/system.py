@@ -179,3 +179,20 @@ def read_limited(stream: BinaryIO, limit: int, what: str) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     raise UsageError(f"{what} is larger than the {limit}-byte limit; nothing was saved.", code="too_large")
+
+
+def fewer_heaps() -> None:
+    """At most two glibc heaps (``M_ARENA_MAX``) for the process's threads (LanceDB's runtime,
+    onnxruntime, requests): each thread that allocates otherwise gets a heap of its own, up to 8 per
+    core, each keeping what it freed.  For the resident service and bulk writers; call it before those
+    threads start.  Measured at 50,000 log rows: a warm service held 524-605 MB with a heap per thread,
+    429-446 MB with two, recall as fast."""
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").mallopt(-8, 2)  # M_ARENA_MAX
+        except (OSError, AttributeError):  # not glibc (musl): one heap already
+            pass

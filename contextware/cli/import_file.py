@@ -27,8 +27,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def handle(args: argparse.Namespace) -> dict:
     from contextware.inputs import MAX_IMPORT_BYTES, read_input_file
     from contextware.memory.exchange import import_memory
-    from contextware.system import read_limited
+    from contextware.system import fewer_heaps, read_limited
 
+    fewer_heaps()  # a bulk writer: before LanceDB's and onnxruntime's threads start
     project = open_project(args)
     path = memory_file_path(project, args.file)
     if path is None:
@@ -42,6 +43,7 @@ def handle(args: argparse.Namespace) -> dict:
         decoded = text.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{name} is not UTF-8 text; nothing was imported.", code="bad_encoding") from None
+    del text  # the bytes: the decoded text is what the import reads
     return import_memory(project, decoded, source=name, dry_run=args.dry_run)
 
 

@@ -16,7 +16,7 @@ clone converges on the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -208,10 +208,12 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     return [ours, theirs] if conflicted else [ours]
 
 
-def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict[str, Any]]]:
-    """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
-    every bad line is named in one UsageError."""
-    out: dict[str, tuple[str, dict[str, Any]]] = {}
+def checked_lines(
+    lines: Iterable[tuple[int, str]], *, stored: bool = False
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, collection or "tombstone", the row as stored or in its written form) of each line
+    of one side, checked as it goes; after the last line every bad line is named in one UsageError, so
+    a caller acts on what it got only once the generator is exhausted."""
     seen: dict[str, int] = {}
     problems: list[dict[str, Any]] = []
     for number, line in lines:
@@ -250,10 +252,15 @@ def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, 
             problems.append({"line": number, "field": "id", "why": why})
             continue
         seen[row["id"]] = number
-        out[row["id"]] = (collection, row)
+        yield number, collection, row
     if problems:
         raise _refuse(problems)
-    return out
+
+
+def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict[str, Any]]]:
+    """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
+    every bad line is named in one UsageError."""
+    return {row["id"]: (collection, row) for _, collection, row in checked_lines(lines, stored=stored)}
 
 
 def read_entries(text: str) -> dict[str, dict[str, Any]]:

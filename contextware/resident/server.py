@@ -35,6 +35,8 @@ from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
 from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
 from contextware.settings import Settings, current_settings
+from contextware.storage.table_search import release_unused
+from contextware.system import fewer_heaps
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
@@ -187,6 +189,7 @@ class Service:
                 continue
             with conn:
                 self.handle(conn)
+            release_unused()  # the caller has its answer: what the request left cached goes back
             if self.code_changed():
                 log("the package's files changed on disk: exiting (the next caller starts the new code)")
                 return
@@ -316,7 +319,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         sys.stderr.write("usage: python -m contextware.resident DATA_DIR\n")
         return 2
+    fewer_heaps()  # before LanceDB's and onnxruntime's threads start
     data_dir = Path(argv[0]).resolve()
+    from contextware.storage.embeddings import without_arena
     from contextware.storage.project import keep_projects_open
     from contextware.storage.table_search import keep_snapshots
 
@@ -334,6 +339,7 @@ def main(argv: list[str]) -> int:
     try:
         keep_projects_open()
         keep_snapshots()
+        without_arena()
         service.warm_up()
         service.drain_spool()
         service.serve()

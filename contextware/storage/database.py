@@ -341,9 +341,18 @@ class Database:
             )
 
     # -- writes ---------------------------------------------------------------------------------
-    def write(self, name: str, fn: Callable[[Any], T], *, dim: int | None = None, model_id: str | None = None) -> T:
+    def write(
+        self,
+        name: str,
+        fn: Callable[[Any], T],
+        *,
+        dim: int | None = None,
+        model_id: str | None = None,
+        maintain: bool = True,
+    ) -> T:
         """Run ``fn(table)`` under the table's write lock, retrying commit conflicts, then keep the
-        table compact.  ``fn`` must do its own read-check-write inside (dedup, supersession).
+        table compact (``maintain`` False: a bulk writer's chunk, maintained once by its last write).
+        ``fn`` must do its own read-check-write inside (dedup, supersession).
         ``dim``/``model_id`` are left out only for a table without vectors (``schemas.PLAIN_TABLES``)
         or one that exists already (a delete needs no model)."""
         table = self.create_table(name, dim, model_id)
@@ -353,12 +362,12 @@ class Database:
                 result = with_retries(lambda: fn(table))
             # The write is committed: a failure to compact (a full disk, say) must not report it failed.
             try:
-                self._after_write(name, table)
+                self._after_write(name, table, maintain=maintain)
             except Exception:  # noqa: BLE001 - compaction is retried on the next write
                 pass
         return result
 
-    def _after_write(self, name: str, table: Any, force: bool = False) -> None:
+    def _after_write(self, name: str, table: Any, force: bool = False, maintain: bool = True) -> None:
         """Let this process's in-memory view of the table follow the write (``follow_writes``: the
         resident service's snapshots, so that its next recall costs what a recall costs), then
         maintain the table; a compaction only re-keys the view (same rows)."""
@@ -369,7 +378,7 @@ class Database:
                 followed = follower[0](self, name, table)
             except Exception:  # noqa: BLE001 - the next search reads the table afresh
                 followed = None
-        if self._maintain(table, force=force) and follower is not None and followed is not None:
+        if maintain and self._maintain(table, force=force) and follower is not None and followed is not None:
             follower[1](self, name, table, followed)
 
     def _maintain(self, table: Any, force: bool = False) -> bool:
