@@ -7,8 +7,9 @@ one-line diff and a new memory as a line at the end.  A deleted fact or episode 
 tombstone (``tombstones``) until it expires.  Logs are left out unless asked for (they are long and
 personal).  Texts pass through ``redact`` once more on the way out.
 
-``import_memory`` (``importing``: in memory bounded by a chunk of rows, not the file) checks the whole file before it writes anything (a bad line is a ``UsageError``
-naming the line and field), then merges it id by id: the later version wins (``tombstones.entry_key``:
+``import_memory`` (``importing``: memory bounded by a chunk of rows, not by the file) checks the
+whole file before it writes anything (a bad line is a ``UsageError`` naming the line and field),
+then merges it id by id: the later version wins (``tombstones.entry_key``:
 the file's or this project's copy, a memory or a tombstone), so importing the same file twice changes
 nothing and the order of imports does not matter.  Supersession travels with the rows (``status``,
 ``supersedes``, ``superseded_by``).  A file git left with conflict markers is read as both of its
