@@ -32,6 +32,10 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 BATCH_SIZE = 32
+# Tokens per run of the model (rows x the run's longest text): its working memory grows with rows x
+# length^2 and its arena keeps the peak.  27 hook chunks of 1,500 characters in one run of 32 took a
+# hook process to 1.1-1.5 GB; the import measured 512 at the speed of 1,024 (docs/benchmarks.md).
+RUN_TOKENS = 512
 # onnxruntime's arena keeps the peak of the largest batch a session ran for the session's life: right
 # for a bulk embedder (an import, a crawl reuse it run after run), wrong for the resident service, which
 # lives for hours embedding one query or one save at a time (``without_arena``).  Measured after 600
@@ -163,8 +167,8 @@ class BundledEmbedder:
         self._tokenizer = tokenizer
 
     def _batches(self, texts: Sequence[str]) -> "Iterator[tuple[list[Any], np.ndarray, np.ndarray]]":
-        """Per batch of at most BATCH_SIZE texts: their encodings, the attention mask and the model's
-        token states (``last_hidden_state``), one onnxruntime run each."""
+        """Per run of at most RUN_TOKENS tokens (texts tokenized BATCH_SIZE at a time): their
+        encodings, the attention mask and the model's token states (``last_hidden_state``)."""
         import numpy as np
 
         self.load()
@@ -172,8 +176,17 @@ class BundledEmbedder:
             batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            yield batch, mask, self._session.run(None, feeds)[0]
+            lengths = mask.sum(axis=1)
+            first = 0
+            while first < len(batch):  # runs of at most RUN_TOKENS tokens, each padded to its longest
+                last = first + 1
+                while last < len(batch) and (last - first + 1) * int(lengths[first : last + 1].max()) <= RUN_TOKENS:
+                    last += 1
+                width = max(1, int(lengths[first:last].max()))
+                run_ids, run_mask = ids[first:last, :width], mask[first:last, :width]
+                feeds = {"input_ids": run_ids, "attention_mask": run_mask, "token_type_ids": np.zeros_like(run_ids)}
+                yield batch[first:last], run_mask, self._session.run(None, feeds)[0]
+                first = last
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         import numpy as np

@@ -85,3 +85,22 @@ def test_unknown_configured_model_is_a_clear_error(monkeypatch):
     with pytest.raises(ConfigError, match="not a fastembed text model"):
         embeddings.get_embedder()
     embeddings._CACHE.clear()
+
+
+def test_long_texts_run_in_bounded_pieces_with_the_same_vectors():
+    """A hook turn cut into 27 chunks of 1,500 characters: each model run holds at most RUN_TOKENS
+    tokens (one run of all 27 took a hook process to 1.1-1.5 GB), and the vectors are those of
+    each text embedded alone."""
+    import numpy as np
+
+    from contextware.storage.embeddings import RUN_TOKENS, BundledEmbedder
+
+    embedder = BundledEmbedder()
+    texts = [f"chunk {i}: " + "the export job retries the upload to the bucket " * 30 for i in range(27)]
+    texts.append("a short one")
+    runs = [(len(encodings), mask.shape[1]) for encodings, mask, _ in embedder._batches(texts)]
+    assert sum(rows for rows, _ in runs) == len(texts)
+    assert all(rows == 1 or rows * width <= RUN_TOKENS for rows, width in runs)
+    together = embedder.embed(texts)
+    alone = np.concatenate([embedder.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
