@@ -139,8 +139,13 @@ def read_file(text: str) -> FileView:
     found: dict[str, int | dict[str, Any]] = {}  # id -> its line, or its tombstone
     for side in sides:
         first, found = found, {}
-        for number, kind, entry in checked_lines(side):
-            found[entry["id"]] = entry if kind == "tombstone" else number
+        for number, kind, entry in checked_lines(side, repeats=len(sides) == 2):
+            where = entry if kind == "tombstone" else number
+            if entry["id"] in found:  # a conflicted side holding an id twice: the later line
+                kept = found[entry["id"]]
+                if tombstones.later(kept if isinstance(kept, dict) else _entry(lines, kept), entry) is not entry:
+                    continue
+            found[entry["id"]] = where
         if first:  # the second side of a conflict: the later entry of each id (ours on a tie)
             for i, ours in first.items():
                 theirs = found.get(i)

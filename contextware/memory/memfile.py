@@ -209,11 +209,13 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
 
 
 def checked_lines(
-    lines: Iterable[tuple[int, str]], *, stored: bool = False
+    lines: Iterable[tuple[int, str]], *, stored: bool = False, repeats: bool = False
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, collection or "tombstone", the row as stored or in its written form) of each line
     of one side, checked as it goes; after the last line every bad line is named in one UsageError, so
-    a caller acts on what it got only once the generator is exhausted."""
+    a caller acts on what it got only once the generator is exhausted.  An id twice is a bad line,
+    unless ``repeats`` (a side of a conflicted file: a line git moved on one branch can be both in the
+    lines both sides share and in a conflict hunk; the caller keeps the later of the two)."""
     seen: dict[str, int] = {}
     problems: list[dict[str, Any]] = []
     for number, line in lines:
@@ -247,7 +249,7 @@ def checked_lines(
         except UsageError as exc:
             problems.append(_problem(number, exc))
             continue
-        if row["id"] in seen:
+        if row["id"] in seen and not repeats:
             why = f"id {row['id']} is already on line {seen[row['id']]}"
             problems.append({"line": number, "field": "id", "why": why})
             continue
@@ -257,16 +259,20 @@ def checked_lines(
         raise _refuse(problems)
 
 
-def _parse_side(lines: Iterable[tuple[int, str]], *, stored: bool) -> dict[str, tuple[str, dict[str, Any]]]:
-    """id -> (collection or "tombstone", the row as stored or in its written form) for one side;
-    every bad line is named in one UsageError."""
-    return {row["id"]: (collection, row) for _, collection, row in checked_lines(lines, stored=stored)}
+def _parse_side(lines: Iterable[tuple[int, str]], *, repeats: bool) -> dict[str, dict[str, Any]]:
+    """id -> the entry in its written form for one side (with ``repeats``, the later of an id's
+    lines); every bad line is named in one UsageError."""
+    out: dict[str, dict[str, Any]] = {}
+    for _, _, row in checked_lines(lines, repeats=repeats):
+        out[row["id"]] = later(out.get(row["id"]), row) or row
+    return out
 
 
 def read_entries(text: str) -> dict[str, dict[str, Any]]:
     """Every entry of a file (memories and tombstones) in written form by id, checked; both sides of a
     file with git conflict markers, merged.  The first bad line is a UsageError naming it."""
-    sides = [{k: v[1] for k, v in _parse_side(side, stored=False).items()} for side in split_conflicts(text)]
+    split = split_conflicts(text)
+    sides = [_parse_side(side, repeats=len(split) == 2) for side in split]
     return merge2(*sides) if len(sides) == 2 else sides[0]
 
 

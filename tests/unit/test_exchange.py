@@ -136,6 +136,42 @@ def test_a_file_with_conflict_markers_is_read_as_both_sides():
         parse_export(HEADER + "<<<<<<< HEAD\n" + json.dumps(GOOD) + "\n")
 
 
+def test_a_line_git_moved_can_stand_twice_in_one_side_of_a_conflict(project):
+    """Saved again on one branch, a memory's line moves (its created_at changed): git may keep the
+    new line among the lines both sides share and the old one in a conflict hunk.  The later of the
+    two is taken (the 50-round team test hit this), by import and by the merge driver's reader."""
+    from contextware.memory.memfile import read_entries
+
+    older = {**GOOD, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-02T00:00:00Z"}
+    moved = {
+        **GOOD,
+        "text": "We use uv everywhere.",
+        "created_at": "2026-01-05T00:00:00Z",
+        "updated_at": "2026-01-05T00:00:00Z",
+    }
+    other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
+    third = {**GOOD, "id": "fact-0123456789ee", "text": "We use mypy."}
+    text = (
+        HEADER
+        + "<<<<<<< HEAD\n"
+        + json.dumps(other)
+        + "\n=======\n"
+        + json.dumps(older)
+        + "\n"
+        + json.dumps(third)
+        + "\n>>>>>>> theirs\n"
+        + json.dumps(moved)
+        + "\n"
+    )
+    assert read_entries(text)[GOOD["id"]]["text"] == "We use uv everywhere."
+    report = import_memory(project, text, source="memory.jsonl")
+    assert report["added"] == 3 and report["conflict_markers"] == "merged both sides"
+    got = {r["id"]: r["text"] for r in parse_export(export_memory(project, None)["jsonl"])["facts"]}
+    assert got[GOOD["id"]] == "We use uv everywhere."
+    with pytest.raises(UsageError, match="is already on line"):  # in a file without markers: a bad line
+        import_memory(project, HEADER + json.dumps(older) + "\n" + json.dumps(moved) + "\n", source="x")
+
+
 def test_tombstones_delete_and_a_newer_save_wins_over_them(project):
     from contextware.memory.records import delete
 
