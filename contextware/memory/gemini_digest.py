@@ -28,7 +28,6 @@ BUDGET_FILE = "gemini/digest_budget.json"
 LOCK = "digest_budget"
 MAX_INPUT_CHARS = 60_000  # the transcript sent: the first turns of a very long session
 ANSWER_TOKENS = 600  # the reply's allowance in the estimate
-RESULTS = ("success", "failure", "partial")
 
 PROMPT = """\
 Above is the transcript of one coding-agent session (user requests and agent answers). Reply with \
@@ -89,6 +88,8 @@ def parse_reply(reply: str) -> dict[str, str] | None:
         return None
     if not isinstance(data, dict):
         return None
+    from contextware.memory.records import RESULTS
+
     goal, summary, result = data.get("goal"), data.get("summary"), data.get("result")
     if not (isinstance(goal, str) and goal.strip() and isinstance(summary, str) and summary.strip()):
         return None

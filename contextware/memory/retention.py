@@ -146,10 +146,8 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_
 
 
 def configured_days(project: "Project") -> float:
-    try:
-        return float(project.config.get("log_retention_days") or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
+    """``log_retention_days`` (checked when the config is read: a number, at least 0)."""
+    return float(project.config.get("log_retention_days") or 0.0)
 
 
 def retain_if_due(project: "Project") -> dict[str, Any] | None:

@@ -160,3 +160,42 @@ def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(proj
         assert got.index(new) < got.index(old), (question, got)
     got = [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
     assert old not in got[:1] and new not in got[:1]
+
+
+def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question(project):
+    """160 captured turns about formatting ("Fix coding style.", "Reformat the build files") are each
+    as close to the question as the fact that answers it; judged against their own noise they no
+    longer push it out (the weights before did: shown below on the same store)."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from contextware.memory.memfile import render
+    from contextware.memory.recall import DEFAULT_PARAMS, parse_query, recall
+    from contextware.text import iso, utcnow
+
+    fact = records.save_fact(
+        project, "Python code is formatted with `ruff format` at line length 100. Never run black on the repo."
+    )["id"]
+    subjects = [
+        "Fix coding style.", "more coding style fixes", "[docs] Some formatting fixes", "[test] Fix output format",
+        "[coretext] Fix formatting", "Minor trace format fixup", "[varc] Change format slightly",
+        "Fix style in the python scripts", "Reformat the build files", "[py] minor, remove unused import",
+        "Run the formatter on src", "coding style: whitespace", "Fix indentation", "[meson] format meson.build",
+        "style fixes before commit", "Revert formatting change",
+    ]  # fmt: skip
+    when = utcnow() - timedelta(days=300)
+    turns = [
+        {
+            "id": f"log-{0x900 + i:012x}",
+            "session_id": f"s{i // 8}",
+            "role": "user",
+            "text": f"{subjects[i % len(subjects)]} ({i})",
+            "created_at": iso(when + timedelta(hours=i)),
+        }
+        for i in range(160)
+    ]
+    import_memory(project, render(turns), source="history.jsonl")
+    query = parse_query("what code formatter should I run before committing?", limit=5, min_confidence=0)
+    assert fact in [r["id"] for r in recall(project, query).results][:3]
+    before = replace(DEFAULT_PARAMS, fusion=replace(DEFAULT_PARAMS.fusion, log_baseline=0.0, log_bm25_weight=1.0))
+    assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
