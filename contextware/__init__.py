@@ -19,4 +19,11 @@ process enters the package (``cli.run``, the hook entry, the MCP front, the resi
 request) and travels on ``Project`` or as a parameter.
 """
 
+import os as _os
+
 __version__ = "0.1.0"
+
+# onnxruntime (under fastembed) runs Microsoft's 1DS telemetry client on Linux: loading a model writes
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ and makes DNS lookups from native threads.  Only this
+# variable, set before onnxruntime is imported, stops it; every process enters through this package.
+_os.environ["ORT_DISABLE_TELEMETRY"] = "1"

@@ -376,10 +376,10 @@ def review(project: "Project") -> dict[str, Any]:
     from contextware.memory.records import list_records, public_row
 
     stale = list_records(project, stale=True, limit=MAX_QUEUE)
-    from contextware.storage.integrity import GUARDED, verify_rows
+    from contextware.storage.integrity import hashed_columns, verify_rows
 
     extra = ["status", "created_at", "checksum"]
-    facts = _read(project, "facts", [*GUARDED["facts"], *extra, "vector"], "status = 'active'")
+    facts = _read(project, "facts", [*hashed_columns("facts"), *extra, "vector"], "status = 'active'")
     verify_rows("facts", facts)
     facts = sorted((f for f in facts if f.get("vector") is not None), key=lambda f: iso(f["created_at"]) or "")[
         -MAX_REVIEWED:
@@ -398,7 +398,7 @@ def review(project: "Project") -> dict[str, Any]:
                 }
             )
         pairs.sort(key=lambda p: -p["score"])
-    turns = _read(project, "logs", [*GUARDED["logs"], "created_at", "checksum"], "role = 'user'")
+    turns = _read(project, "logs", [*hashed_columns("logs"), "created_at", "checksum"], "role = 'user'")
     verify_rows("logs", turns)
     turns.sort(key=lambda r: iso(r.get("created_at")) or "", reverse=True)
     saved = {" ".join(str(f.get("text") or "").split()).lower() for f in facts}
@@ -423,10 +423,10 @@ MAX_ANSWER_BYTES = 2_000_000  # a full offload answer shown in the page at most
 def offloads(project: "Project", offset: int = 0, limit: int = 50) -> dict[str, Any]:
     """Offload answers and session turns, newest first (``offloads`` table: the index of the files)."""
     from contextware.offload.table import public_offload
-    from contextware.storage.integrity import GUARDED, verify_rows
+    from contextware.storage.integrity import hashed_columns, verify_rows
     from contextware.storage.schemas import OFFLOADS_TABLE
 
-    rows = _read(project, OFFLOADS_TABLE, [*GUARDED[OFFLOADS_TABLE], "created_at", "type", "model", "checksum"])
+    rows = _read(project, OFFLOADS_TABLE, [*hashed_columns(OFFLOADS_TABLE), "created_at", "type", "model", "checksum"])
     verify_rows(OFFLOADS_TABLE, rows)
     rows.sort(key=lambda r: iso(r.get("created_at")) or "", reverse=True)
     page = [{"id": r["id"], **public_offload(project, r, prompt_chars=200)} for r in rows[offset : offset + limit]]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import ContextwareError, UsageError
-from contextware.storage.integrity import GUARDED, verify_rows
+from contextware.storage.integrity import hashed_columns, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 from contextware.system import write_atomic
@@ -72,7 +72,7 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
         return []
     # Rows whose content is shown are checked against their checksum (which needs every guarded
     # column); metadata-only reads (session ids and times) are not.
-    guarded = GUARDED.get(table, ())
+    guarded = hashed_columns(table)
     check = any(c in guarded and c not in ("id", "file_path", "namespace") for c in columns)
     selected = [*columns, *(c for c in (*guarded, CHECKSUM_COLUMN) if c not in columns)] if check else columns
 

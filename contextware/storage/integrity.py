@@ -68,6 +68,12 @@ def _digest(data: bytes) -> str:
 GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {"logs": ("prompt",)}
 
 
+def hashed_columns(name: str) -> tuple[str, ...]:
+    """Every column the writer hashed into a row's content digest: what a reader must select to
+    check a row (``GUARDED`` alone misses the columns added later, such as an agent turn's prompt)."""
+    return (*GUARDED.get(name, ()), *GUARDED_WHEN_SET.get(name, ()))
+
+
 def content_digest(name: str, row: dict[str, Any]) -> str:
     data = b"\x1f".join(_encode(row.get(col)) for col in GUARDED[name])
     for col in GUARDED_WHEN_SET.get(name, ()):
@@ -114,12 +120,13 @@ def vector_problem(vector: Any) -> str | None:
 
 def row_problem(name: str, row: dict[str, Any]) -> str | None:
     """``"content"`` when a guarded column differs from what was written, ``"vector"`` when only the
-    vector is damaged, None for a sound row.  Columns a query did not select are not judged."""
+    vector is damaged, None for a sound row.  The content is judged only when the query selected
+    every hashed column: a row read without one of them cannot be told from a damaged one."""
     stored = row.get(CHECKSUM_COLUMN)
     has_vector = VECTOR_COLUMN in row
     if stored and name in GUARDED:
         content, _, vec = stored.partition(":")
-        if all(col in row for col in GUARDED[name]) and content != content_digest(name, row):
+        if all(col in row for col in hashed_columns(name)) and content != content_digest(name, row):
             return "content"
         if has_vector and vec != vector_digest(row[VECTOR_COLUMN]):
             return "vector"

@@ -122,3 +122,17 @@ def test_before_agent_names_the_relevant_files(project: Project):
     )
     assert "file billing/invoices.py" in ctx and "util.py" not in ctx
     assert run_hook(event("BeforeAgent", project.root, prompt="what is the capital of Australia?")) == ""
+
+
+def test_the_briefing_survives_a_captured_agent_turn(project: Project):
+    """An agent turn carries the prompt it answers; the briefing (which reads the logs with fewer
+    columns) once judged every such row damaged, so each later session started without a briefing."""
+    records.save_fact(project, "Release notes go in CHANGELOG.md under Unreleased.", kind="convention")
+    run_hook(event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy."))
+    agent_rows = records.list_records(project, collection="logs", limit=10)["records"]
+    assert any(r.get("role") == "agent" for r in agent_rows), "the turn was captured"
+    ctx = context_of(run_hook(event("SessionStart", project.root, source="startup")), "SessionStart")
+    assert "CHANGELOG.md under Unreleased" in ctx
+    from contextware.memory.briefing import session_context
+
+    assert session_context(Project.open(project.root), 1500)["project"]["session_count"] == 1
