@@ -5,99 +5,27 @@ from __future__ import annotations
 import argparse
 
 from contextware.cli import add_common, new_parser, open_project
+from contextware.cli.declared_args import add_params, values_of
+from contextware.operations.recall import RECALL
 
-DESCRIPTION = """Search the project's memory with a question in plain words.
-
-Retrieval is hybrid (meaning plus exact words); each result carries a confidence (0-1) combined
-from several signals. A question with no answer in memory returns "answerable": false and no results
-rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
+DESCRIPTION = RECALL.summary
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument("question", nargs="?", metavar="QUESTION", help='the question, e.g. "how do we run the tests?"')
-    p.add_argument("--query", "-q", help="the question (same as QUESTION)")
-    p.add_argument("--scope", default="all", help="all (default), memory (facts), episodes, logs, code or offloads")
-    p.add_argument("--limit", type=int, default=5, help="most results to return (default 5)")
-    p.add_argument(
-        "--mode",
-        default="summary",
-        help="summary (default: long texts shortened) or exact (full texts; code results carry their files' content)",
-    )
-    p.add_argument(
-        "--max-chars",
-        type=int,
-        metavar="N",
-        help="exact mode: budget for file content over all code results (default 20000); a file too large gets its most relevant line ranges",
-    )
-    p.add_argument(
-        "--refresh-stale",
-        action="store_true",
-        help="re-index code results whose file changed since it was indexed, then answer",
-    )
-    p.add_argument(
-        "--since", metavar="DATE", help="only memories saved since DATE (YYYY-MM-DD, ISO 8601, or an age: 7d, 12h)"
-    )
-    p.add_argument("--topic", help="only facts and episodes with this topic")
-    p.add_argument("--kind", help="only facts of this kind")
-    p.add_argument("--result", help="only episodes with this result: success, failure or partial")
-    p.add_argument("--category", help="only episodes of this category")
-    p.add_argument(
-        "--min-confidence",
-        type=float,
-        metavar="C",
-        help="answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off",
-    )
-    p.add_argument("--include-superseded", action="store_true", help="also return facts that were superseded")
-    p.add_argument(
-        "--explain",
-        action="store_true",
-        help="also say why: each candidate's cosine and BM25 rank and score, fused score, confidence and its signals, and which side of the gate it fell",
-    )
-    p.add_argument("--source", metavar="PATH", help="only offloads whose sources include this file or folder")
-    p.add_argument("--session", metavar="NAME", help="only offloads of this named or feature session")
-    p.add_argument(
-        "--global",
-        dest="global_",
-        action="store_true",
-        help="search every project registered on this machine; each result names its project",
-    )
+    add_params(p, RECALL)
     add_common(p)
     return p
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.errors import UsageError
-    from contextware.memory.recall import parse_query, recall, recall_refreshing_stale
-
-    if args.question is not None and args.query is not None:
-        raise UsageError("Give the question once: as QUESTION or with --query, not both.", code="usage")
-    if args.question is None and args.query is None:
-        raise UsageError('Give a question: recall "how do we run the tests?" (or --query).', code="usage")
-    # Checked before the model loads: exiting under its loading thread can abort.
-    query = parse_query(
-        args.question if args.question is not None else args.query,
-        scope=args.scope,
-        limit=args.limit,
-        mode=args.mode,
-        since=args.since,
-        topic=args.topic,
-        kind=args.kind,
-        result=args.result,
-        category=args.category,
-        include_superseded=args.include_superseded,
-        max_chars=args.max_chars,
-        source=args.source,
-        session=args.session,
-        all_projects=args.global_,
-        min_confidence=args.min_confidence,
-    )
+    values = values_of(args, RECALL)
+    query = RECALL.check(values)  # checked before the model loads: exiting under its loading thread can abort
     from contextware.storage.embeddings import preload_in_background
 
     project = open_project(args)
     preload_in_background(project.embedder)
-    run = recall_refreshing_stale if args.refresh_stale else recall
-    return run(project, query, explain=args.explain).to_dict()
+    return RECALL.run(project, query, values)
 
 
 def render_hit(hit: dict) -> str:

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, UsageError
+from contextware.errors import ContextwareError, FieldError
 from contextware.storage.integrity import hashed_columns, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
@@ -427,7 +427,7 @@ SECTIONS = tuple(name for name, _, _ in _SOURCES)
 
 def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict[str, Any]:
     if not 100 <= budget_tokens <= 100_000:
-        raise UsageError("--budget-tokens must be between 100 and 100000.", code="bad_budget")
+        raise FieldError("{field} must be between 100 and 100000.", field="budget_tokens", code="bad_budget")
     from concurrent.futures import ThreadPoolExecutor
 
     # The two table scans that are never reused run beside the sections (each mostly waits in

@@ -27,7 +27,7 @@ import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ConfigError, NotFoundError, StorageError, UsageError
+from contextware.errors import ConfigError, FieldError, NotFoundError, StorageError, UsageError
 from contextware.redact import redact_json, refuse_secret_name
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
@@ -57,15 +57,11 @@ def _show(value: str, limit: int = 60) -> str:
 def check_namespace(value: str | None, *, allow_all: bool = False) -> str:
     """A namespace: 1-64 letters, digits, ``_ . : -``; ``*`` (every namespace) where allowed."""
     if value is None or value == "":
-        raise UsageError(
-            "A namespace is required: give --namespace NAME, e.g. --namespace baselines.", code="bad_namespace"
-        )
+        raise FieldError("A namespace is required: give {field}, e.g. baselines.", field="namespace")
     if value == ALL:
         if allow_all:
             return value
-        raise UsageError(
-            "--namespace '*' (every namespace) only works with delete, list and stats.", code="bad_namespace"
-        )
+        raise FieldError("{field} '*' (every namespace) only works with delete, list and stats.", field="namespace")
     if len(value) > MAX_NAMESPACE_CHARS or not _NAMESPACE.match(value):
         raise UsageError(
             f"The namespace {_show(value)} is not valid: use 1-{MAX_NAMESPACE_CHARS} letters, digits, '_', '.', ':' "
@@ -79,11 +75,11 @@ def check_key(value: str | None, *, allow_all: bool = False) -> str:
     """A key: 1-256 printable characters, no surrounding spaces, no ``*`` (``*`` alone means every
     key where allowed)."""
     if value is None or value == "":
-        raise UsageError("A key is required: give --key NAME.", code="bad_key")
+        raise FieldError("A key is required: give {field}.", field="key")
     if value == ALL:
         if allow_all:
             return value
-        raise UsageError("--key '*' (every key of the namespace) only works with delete.", code="bad_key")
+        raise FieldError("{field} '*' (every key of the namespace) only works with delete.", field="key")
     if len(value) > MAX_KEY_CHARS:
         raise UsageError(
             f"The key {_show(value)} is {len(value)} characters long; the limit is {MAX_KEY_CHARS}.", code="bad_key"
@@ -96,7 +92,7 @@ def check_key(value: str | None, *, allow_all: bool = False) -> str:
         )
     if ALL in value:
         raise UsageError(
-            f"The key {_show(value)} contains '*', which is reserved: --key '*' alone (with delete) means every key.",
+            f"The key {_show(value)} contains '*', which is reserved: '*' alone (with delete) means every key.",
             code="bad_key",
         )
     return refuse_secret_name(value, "The key")
@@ -454,9 +450,7 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict[str, Any
     ns = check_namespace(namespace, allow_all=True)
     if ns == ALL:
         if key not in (None, "", ALL):
-            raise UsageError(
-                "With --namespace '*' (the whole store) leave out --key or give --key '*'.", code="bad_key"
-            )
+            raise FieldError("With every namespace ('*') leave out the {field} or give '*'.", field="key")
         key, where = ALL, "id IS NOT NULL"
     else:
         key = check_key(key, allow_all=True)

@@ -286,17 +286,17 @@ def save_fact(
     supersedes: str | None = None,
     source: str = "agent",
 ) -> dict[str, Any]:
-    kind = check_choice(kind, FACT_KINDS, "--kind") or "note"
+    kind = check_choice(kind, FACT_KINDS, "kind") or "note"
     topic_list = parse_topics(refuse_secret_topics(topics))
     if supersedes is not None:
         check_id(supersedes)
         if collection_for_id(supersedes) != "facts":
-            raise UsageError(f"--supersedes takes a fact id; {supersedes} is not a fact.", code="bad_supersedes")
+            raise FieldError(f"{{field}} takes a fact id; {supersedes} is not a fact.", field="supersedes")
     body, redactions = _prepare(text, "fact")
     limit = int(project.config["max_fact_chars"])
     if len(body) > limit:
         raise UsageError(
-            f"The fact is {len(body)} characters, over the {limit}-character limit; save a shorter fact, or a log (--type log) for long text.",
+            f"The fact is {len(body)} characters, over the {limit}-character limit; save a shorter fact, or a log for long text.",
             code="too_long",
         )
     now = utcnow()
@@ -336,12 +336,14 @@ def save_episode(
     source: str = "agent",
 ) -> dict[str, Any]:
     if goal is None or not goal.strip():
-        raise UsageError("An episode needs --goal: what the task set out to do.", code="missing_goal")
+        raise FieldError("An episode needs a {field}: what the task set out to do.", field="goal", code="missing_goal")
     check_unicode(goal, "goal")
     if result is None:
-        raise UsageError("An episode needs --result success, failure or partial.", code="missing_result")
-    outcome = check_choice(result, RESULTS, "--result")
-    cat = refuse_secret_name(check_slug(category, "--category") or "general", "--category")
+        raise FieldError(
+            "An episode needs a {field}: success, failure or partial.", field="result", code="missing_result"
+        )
+    outcome = check_choice(result, RESULTS, "result")
+    cat = refuse_secret_name(check_slug(category, "category") or "general", "category")
     topic_list = parse_topics(refuse_secret_topics(topics))
     body, redactions = _prepare(summary, "episode summary")
     goal_text, goal_redactions = redact(goal.strip())
@@ -393,10 +395,12 @@ def save_log(
     """A chunk of the conversation.  An agent's answer may carry the user's ``prompt`` it answers:
     the row then is one exchange, found by the question's words and by the answer's."""
     if session_id is None or not _SESSION.match(session_id):
-        raise UsageError("A log needs --session ID (letters, digits, and . _ : -).", code="missing_session")
-    role_v = check_choice(role or "", ROLES, "--role") if role else None
+        raise FieldError(
+            "A log needs a {field} id (letters, digits, and . _ : -).", field="session", code="missing_session"
+        )
+    role_v = check_choice(role or "", ROLES, "role") if role else None
     if role_v is None:
-        raise UsageError("A log needs --role user or agent.", code="missing_role")
+        raise FieldError("A log needs a {field}: user or agent.", field="role", code="missing_role")
     speaker_name = redact(" ".join(strip_terminal_controls(speaker).split())[:80])[0] or None if speaker else None
     body, redactions = _prepare(text, "log text")
     session_id, found = redact(session_id, library=False)  # an id is stored and shown: no secret in it
@@ -439,7 +443,7 @@ def save_log(
 
 
 def save(project: "Project", type_: str, content: str, **options: Any) -> dict[str, Any]:
-    """Dispatch on ``--type``; unknown options for a type are refused rather than ignored."""
+    """Dispatch on the type; inputs that do not apply to it are refused rather than ignored."""
     type_ = check_choice(type_, tuple(COLLECTIONS), "--type") or "fact"
     allowed = {
         "fact": {"kind", "topics", "supersedes", "source"},
@@ -449,8 +453,9 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict[s
     given = {k: v for k, v in options.items() if v not in (None, [], "")}
     extra = sorted(set(given) - allowed)
     if extra:
-        flags = ", ".join("--" + ("session" if e == "session_id" else e) for e in extra)
-        raise UsageError(f"{flags} does not apply to --type {type_}.", code="bad_option")
+        names = ["session" if e == "session_id" else e for e in extra]
+        also = f" (nor {', '.join(names[1:])})" if names[1:] else ""
+        raise FieldError(f"{{field}}{also} does not apply to a {type_}.", field=names[0], code="bad_option")
     savers: dict[str, Callable[..., dict[str, Any]]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
     func = savers[type_]
     return func(project, content, **given)
@@ -522,12 +527,12 @@ def list_records(
     hide or only (facts); ``since`` (a date or an age: 7d) keeps newer ones; ``offset`` skips that
     many of the newest (a page)."""
     if limit < 1:
-        raise UsageError("--limit must be at least 1.", code="bad_limit")
+        raise FieldError("{field} must be at least 1.", field="limit")
     if offset < 0:
         raise UsageError("The offset must be 0 or more.", code="bad_offset")
-    kind = check_choice(kind, FACT_KINDS, "--kind") if kind else None
+    kind = check_choice(kind, FACT_KINDS, "kind") if kind else None
     topic = check_slug(topic.strip().lower(), "--topic") if topic else None
-    superseded = check_choice(superseded, SUPERSEDED, "--superseded") if superseded else None
+    superseded = check_choice(superseded, SUPERSEDED, "superseded") if superseded else None
     after = parse_since(since) if since else None
     if superseded is None:
         superseded = "show" if include_superseded and not stale else "hide"
@@ -624,13 +629,13 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
             given[key], found = redact(_require_text(given[key], key))
             redactions.update(found)
     if "kind" in given:
-        given["kind"] = check_choice(given["kind"], FACT_KINDS, "--kind")
+        given["kind"] = check_choice(given["kind"], FACT_KINDS, "kind")
     if "result" in given:
-        given["result"] = check_choice(given["result"], RESULTS, "--result")
+        given["result"] = check_choice(given["result"], RESULTS, "result")
     if "category" in given:
-        given["category"] = refuse_secret_name(check_slug(given["category"], "--category") or "", "--category")
+        given["category"] = refuse_secret_name(check_slug(given["category"], "category") or "", "category")
     if "role" in given:
-        given["role"] = check_choice(given["role"], ROLES, "--role")
+        given["role"] = check_choice(given["role"], ROLES, "role")
     if "status" in given:
         given["status"] = check_choice(given["status"], ("active", "superseded"), "--status")
     if "topics" in given:

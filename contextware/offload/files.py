@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import StorageError, UsageError, disk_full, is_disk_full
+from contextware.errors import FieldError, StorageError, disk_full, is_disk_full
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -74,14 +74,15 @@ def display_path(project: "Project", data_rel: str) -> str:
     return project.relpath(project.data_dir / data_rel)
 
 
-def check_name(value: str | None, flag: str) -> str | None:
+def check_name(value: str | None, field: str) -> str | None:
+    """A session or feature name (``field`` names the input, worded by each front end)."""
     if value is None:
         return None
     v = value.strip()
     if not _NAME.match(v):
-        raise UsageError(
-            f"{flag} {value!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
-            code=f"bad_{flag.strip('-').replace('-', '_')}",
+        raise FieldError(
+            f"{{field}} {value!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+            field=field,
         )
     return v
 

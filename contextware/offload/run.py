@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
+from contextware.errors import FieldError, UsageError
 from contextware.offload.files import check_name
 from contextware.offload.table import offload_where, public_offload, registered_projects
 from contextware.text import check_unicode
@@ -40,7 +40,7 @@ def _check_prompt(prompt: str | None) -> str:
     check_unicode(prompt, "prompt")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise UsageError(
-            f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in --files or on standard input.",
+            f"The prompt is over {MAX_PROMPT_CHARS} characters; put long context in files or on standard input.",
             code="too_long",
         )
     return prompt.strip()
@@ -50,7 +50,7 @@ def _check_model(project: "Project", model: str | None) -> str | None:
     if model is not None:
         model = model.strip()
         if not _MODEL.match(model):
-            raise UsageError(f"--model {model!r} is not a model name such as gemini-2.5-pro.", code="bad_model")
+            raise FieldError(f"{{field}} {model!r} is not a model name such as gemini-2.5-pro.", field="model")
         return model
     return project.config.get("offload_model") or None
 
@@ -77,19 +77,20 @@ def offload(
     from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
-    session = check_name(session, "--session")
-    feature = check_name(feature, "--feature")
+    session = check_name(session, "session")
+    feature = check_name(feature, "feature")
     if resume_id is not None:
         resume_id = resume_id.strip()
         if not _GEMINI_ID.match(resume_id):
-            raise UsageError(
-                f"--resume-id {resume_id!r} is not a Gemini session id (letters, digits, '-', '_').",
-                code="bad_resume_id",
+            raise FieldError(
+                f"{{field}} {resume_id!r} is not a Gemini session id (letters, digits, '-', '_').", field="resume_id"
             )
         if not (session or feature):
-            check_name(resume_id, "--resume-id")  # it names the session folder too
+            check_name(resume_id, "resume_id")  # it names the session folder too
     if refresh and (session or feature or resume_id):
-        raise UsageError("--refresh applies to one-shot offloads; session turns are never cached.", code="bad_option")
+        raise FieldError(
+            "{field} applies to one-shot offloads; session turns are never cached.", field="refresh", code="bad_option"
+        )
     if stdin_text is not None and "\x00" in stdin_text:
         raise UsageError("Standard input contains NUL bytes; pipe text.", code="bad_content")
     topics = parse_topics(refuse_secret_topics(topic))
@@ -153,7 +154,7 @@ def sessions_command(project: "Project", action: str, name: str | None = None, *
         return session_list(project)
     if not name:
         raise UsageError(f"sessions {action} needs the session's name.", code="usage")
-    name = check_name(name, "--session") or name
+    name = check_name(name, "session") or name
     if action == "show":
         return session_show(project, name)
     return session_delete(project, name, keep_gemini=keep_gemini)

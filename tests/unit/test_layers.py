@@ -72,6 +72,7 @@ LAYERS: dict[str, float] = {
     "codeindex": 4,
     "offload": 5,
     "memory": 6,
+    "operations": 6.5,  # each behaviour declared once (inputs, checks, routing): cli and hosts build from it
     "hosts": 7,
     "browser": 7.5,  # the memory browser (contextware ui): pages over memory, run by the CLI
     "cli": 8,

@@ -8,11 +8,14 @@ and weigh it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
+
+from contextware.operations.spec import Operation, Param
 
 
 # -- parameter types ------------------------------------------------------------------------------
@@ -50,6 +53,57 @@ def opt_int(description: str, minimum: int) -> Any:
 
 def flag(description: str) -> Any:
     return Annotated[bool, Field(description=description)]
+
+
+def opt_number(description: str, minimum: float | None, maximum: float | None) -> Any:
+    schema: dict[str, Any] = {"type": "number"}
+    schema.update({k: v for k, v in (("minimum", minimum), ("maximum", maximum)) if v is not None})
+    return Annotated[float | None, WithJsonSchema(schema), Field(description=description)]
+
+
+def annotation(p: Param) -> Any:
+    """The MCP parameter type of a declared input: its published schema and description."""
+    text = p.mcp_description
+    if p.required:
+        return Annotated[p.kind, Field(description=text)]
+    if p.kind is bool:
+        return flag(text)
+    if p.kind is str and p.choices:
+        return choice(p.choices, text) if p.default is not None else opt_choice(p.choices, text)
+    if p.kind is str:
+        return opt_text(text)
+    if p.kind is int and p.default is not None:
+        return bounded_int(text, int(p.minimum or 0), None if p.maximum is None else int(p.maximum))
+    if p.kind is int:
+        return opt_int(text, int(p.minimum or 0))
+    return opt_number(text, p.minimum, p.maximum)
+
+
+def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+    """The MCP tool of a declared behaviour: a function whose signature the SDK reads (each input
+    under its MCP name, with its schema) and whose call checks and runs the behaviour through
+    ``call`` on the current project, errors naming MCP parameters."""
+    by_argument = {p.mcp_argument: p for p in op.params}
+
+    def tool(**arguments: Any) -> CallToolResult:
+        values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
+        return call(lambda project: op.run(project, op.check(values), values), embeds=op.embeds)
+
+    tool.__name__ = tool.__qualname__ = op.name
+    tool.__doc__ = op.tool_summary
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(
+                p.mcp_argument,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=annotation(p),
+                **({} if p.required else {"default": p.default}),
+            )
+            for p in op.params
+        ],
+        return_annotation=CallToolResult,
+    )
+    return tool
 
 
 # -- annotations ----------------------------------------------------------------------------------

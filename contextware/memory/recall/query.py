@@ -139,9 +139,9 @@ def parse_query(
     filters = RecallFilters(
         since=parse_since(since) if since else None,
         topic=topics[0] if topics else None,
-        kind=check_choice(kind, FACT_KINDS, "--kind"),
-        result=check_choice(result, RESULTS, "--result"),
-        category=check_slug(category, "--category"),
+        kind=check_choice(kind, FACT_KINDS, "kind"),
+        result=check_choice(result, RESULTS, "result"),
+        category=check_slug(category, "category"),
         include_superseded=include_superseded,
         source=source.strip() if source and source.strip() else None,
         session=session.strip() if session and session.strip() else None,

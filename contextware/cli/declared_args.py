@@ -1,0 +1,63 @@
+"""A declared behaviour (``operations``) as command-line arguments, and the parsed arguments back as
+the values of its inputs.
+
+Types only are enforced here (``--limit x`` is a usage error); choices and bounds are the library
+function's to check, so a bad value gets the same error code on the command line as through MCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from contextware.errors import UsageError
+from contextware.operations.spec import Operation, Param
+
+
+def _positional_dest(p: Param) -> str:
+    return f"{p.name}__positional"
+
+
+def add_params(parser: argparse.ArgumentParser, op: Operation) -> None:
+    """Every input of ``op`` as an argument of ``parser``, in the declared order."""
+    for p in op.params:
+        if p.positional:
+            parser.add_argument(_positional_dest(p), nargs="?", metavar=p.positional, help=p.positional_help)
+    for p in op.params:
+        names = [p.cli_flag, *([p.short] if p.short else [])]
+        if p.kind is bool:
+            parser.add_argument(*names, dest=p.name, action="store_true", help=p.help)
+            continue
+        extra: dict[str, Any] = {"metavar": p.metavar} if p.metavar else {}
+        parser.add_argument(*names, dest=p.name, type=p.kind, default=p.default, help=p.help, **extra)
+
+
+def _noun(p: Param) -> str:
+    """What the positional holds, from its help: 'the question, e.g. ...' -> 'question'."""
+    return (p.positional_help or p.name).split(",")[0].removeprefix("the ")
+
+
+def _example(p: Param) -> str:
+    _, found, example = (p.positional_help or "").partition("e.g. ")
+    return f" {example}" if found else ""
+
+
+def values_of(args: argparse.Namespace, op: Operation) -> dict[str, Any]:
+    """The value of each input of ``op`` (a positional and its flag given once, either way)."""
+    values = {p.name: getattr(args, p.name) for p in op.params}
+    for p in op.params:
+        if not p.positional:
+            continue
+        given = getattr(args, _positional_dest(p))
+        if given is not None and values[p.name] is not None:
+            raise UsageError(
+                f"Give the {_noun(p)} once: as {p.positional} or with {p.cli_flag}, not both.", code="usage"
+            )
+        if given is not None:
+            values[p.name] = given
+        if p.required and values[p.name] is None:
+            raise UsageError(f"Give a {_noun(p)}: {op.name}{_example(p)} (or {p.cli_flag}).", code="usage")
+    for p in op.params:
+        if p.required and values[p.name] is None:
+            raise UsageError(f"Give {p.cli_flag}.", code="usage")
+    return values

@@ -1,0 +1,89 @@
+"""The vocabulary of a declaration: ``Param`` (one input) and ``Operation`` (one behaviour).
+
+Values only, standard library only: the front ends turn a ``Param`` into an argparse argument or an
+MCP parameter schema, and the library function stays the one place that validates a value, so a bad
+value gets the same error code through every door.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# The Python types a parameter may hold.
+KINDS = (str, int, float, bool)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One input of a behaviour.  ``name`` is the library keyword (and the MCP argument unless
+    ``mcp_name``); ``flag`` the command line's (default ``--`` plus the name with dashes).  ``help``
+    is the command line's text and ``mcp_help`` the MCP tool's when the two differ (the MCP text
+    names MCP arguments).  ``choices`` and bounds are published in the MCP schema; the library
+    function checks them.  ``positional``: on the command line also a positional argument of that
+    metavar (given once, either way); ``required``: a call must give it."""
+
+    name: str
+    kind: type
+    help: str
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    flag: str | None = None
+    short: str | None = None
+    metavar: str | None = None
+    mcp_name: str | None = None
+    mcp_help: str | None = None
+    positional: str | None = None
+    positional_help: str | None = None
+    required: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise TypeError(f"{self.name}: a parameter holds one of {KINDS}, not {self.kind!r}")
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def mcp_argument(self) -> str:
+        return self.mcp_name or self.name
+
+    @property
+    def mcp_description(self) -> str:
+        return self.mcp_help or self.help
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One behaviour: ``summary`` (the command's description) and ``tool_summary`` (the MCP tool's,
+    which names MCP arguments); its inputs in the order the doors show them, ``check`` (the values of every
+    input by name -> a typed request, raising ``FieldError`` on a bad one, before anything heavy
+    loads) and ``run`` (project, request, values -> the typed result's dict).  Routing: ``embeds``
+    (it loads the model), ``read_only`` (it changes nothing: safe to repeat)."""
+
+    name: str
+    title: str
+    summary: str
+    tool_summary: str
+    params: tuple[Param, ...]
+    check: Callable[[Mapping[str, Any]], Any]
+    run: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]
+    embeds: bool = False
+    read_only: bool = False
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def field_names(self) -> dict[str, str]:
+        """Library name -> command-line flag, for the inputs whose flag is not the default one."""
+        return {p.name: p.cli_flag for p in self.params if p.flag}
