@@ -3,6 +3,7 @@ the values of its inputs.
 
 Types only are enforced here (``--limit x`` is a usage error); choices and bounds are the library
 function's to check, so a bad value gets the same error code on the command line as through MCP.
+A list input is one comma-separated argument (the library splits it).
 """
 
 from __future__ import annotations
@@ -15,21 +16,30 @@ from contextware.operations.spec import Operation, Param
 
 
 def _positional_dest(p: Param) -> str:
-    return f"{p.name}__positional"
+    return p.name if p.positional_only else f"{p.name}__positional"
 
 
 def add_params(parser: argparse.ArgumentParser, op: Operation) -> None:
-    """Every input of ``op`` as an argument of ``parser``, in the declared order."""
-    for p in op.params:
+    """Every command-line input of ``op`` as an argument of ``parser``, in the declared order, each
+    in its help section (``Param.group``)."""
+    groups: dict[str, Any] = {}
+    for p in op.cli_params:
         if p.positional:
-            parser.add_argument(_positional_dest(p), nargs="?", metavar=p.positional, help=p.positional_help)
-    for p in op.params:
+            nargs = None if p.positional_only and p.required else "?"
+            parser.add_argument(_positional_dest(p), nargs=nargs, metavar=p.positional, help=p.positional_help)
+    for p in op.cli_params:
+        if p.positional_only:
+            continue
+        where = parser
+        if p.group:
+            where = groups.get(p.group) or groups.setdefault(p.group, parser.add_argument_group(p.group))
         names = [p.cli_flag, *([p.short] if p.short else [])]
         if p.kind is bool:
-            parser.add_argument(*names, dest=p.name, action="store_true", help=p.help)
+            where.add_argument(*names, dest=p.name, action="store_true", help=p.help)
             continue
         extra: dict[str, Any] = {"metavar": p.metavar} if p.metavar else {}
-        parser.add_argument(*names, dest=p.name, type=p.kind, default=p.default, help=p.help, **extra)
+        kind = str if p.kind is list else p.kind
+        where.add_argument(*names, dest=p.name, type=kind, default=p.default, help=p.help, **extra)
 
 
 def _noun(p: Param) -> str:
@@ -43,10 +53,11 @@ def _example(p: Param) -> str:
 
 
 def values_of(args: argparse.Namespace, op: Operation) -> dict[str, Any]:
-    """The value of each input of ``op`` (a positional and its flag given once, either way)."""
-    values = {p.name: getattr(args, p.name) for p in op.params}
-    for p in op.params:
-        if not p.positional:
+    """The value of each input of ``op`` (a positional and its flag given once, either way); inputs
+    the command line does not offer take their declared defaults."""
+    values = {**op.defaults(), **{p.name: getattr(args, p.name, None) for p in op.cli_params}}
+    for p in op.cli_params:
+        if not p.positional or p.positional_only:
             continue
         given = getattr(args, _positional_dest(p))
         if given is not None and values[p.name] is not None:
@@ -57,7 +68,4 @@ def values_of(args: argparse.Namespace, op: Operation) -> dict[str, Any]:
             values[p.name] = given
         if p.required and values[p.name] is None:
             raise UsageError(f"Give a {_noun(p)}: {op.name}{_example(p)} (or {p.cli_flag}).", code="usage")
-    for p in op.params:
-        if p.required and values[p.name] is None:
-            raise UsageError(f"Give {p.cli_flag}.", code="usage")
     return values

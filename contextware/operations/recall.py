@@ -171,6 +171,9 @@ def run(project: Any, query: Any, values: Mapping[str, Any]) -> dict[str, Any]:
 
 RECALL = Operation(
     name="recall",
+    tool="recall",
+    script="recall",
+    doc="hybrid search over memory, code and offloads; `--explain` gives each candidate's ranks, scores and gate side",
     title="Search project memory",
     summary=SUMMARY,
     tool_summary=TOOL_SUMMARY,
@@ -178,5 +181,6 @@ RECALL = Operation(
     check=check,
     run=run,
     embeds=True,
+    quick=True,
     read_only=True,
 )

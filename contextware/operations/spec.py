@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The Python types a parameter may hold.
-KINDS = (str, int, float, bool)
+# The Python types a parameter may hold (a list holds strings: comma-separated on the command line).
+KINDS = (str, int, float, bool, list)
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class Param:
     positional: str | None = None
     positional_help: str | None = None
     required: bool = False
+    group: str | None = None
+    cli: bool = True
+    mcp: bool = True
+    positional_only: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -59,13 +63,20 @@ class Param:
 
 @dataclass(frozen=True)
 class Operation:
-    """One behaviour: ``summary`` (the command's description) and ``tool_summary`` (the MCP tool's,
+    """One behaviour: ``name`` (the command), ``tool`` (the MCP tool), ``script`` (``scripts/<script>.py``),
+    ``doc`` (what it does, for the README's table), ``summary`` (the command's description) and ``tool_summary`` (the MCP tool's,
     which names MCP arguments); its inputs in the order the doors show them, ``check`` (the values of every
     input by name -> a typed request, raising ``FieldError`` on a bad one, before anything heavy
     loads) and ``run`` (project, request, values -> the typed result's dict).  Routing: ``embeds``
-    (it loads the model), ``read_only`` (it changes nothing: safe to repeat)."""
+    (it loads the model), ``read_only`` (it changes nothing: safe to repeat), ``quick`` (the
+    resident service answers it: ``service.client.QUICK``), ``in_process`` (long or it runs Gemini
+    CLI: the MCP front never sends it to the service).  The standard-library routing lists are
+    held to these by tests/unit/test_operations.py, since the warm path may not import this."""
 
     name: str
+    tool: str
+    script: str
+    doc: str
     title: str
     summary: str
     tool_summary: str
@@ -74,12 +85,22 @@ class Operation:
     run: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]
     embeds: bool = False
     read_only: bool = False
+    quick: bool = False
+    in_process: bool = False
 
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+    @property
+    def cli_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.cli)
+
+    @property
+    def mcp_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.mcp)
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}

@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from mcp.server.mcpserver.tools import Tool
 
 from contextware.cli import ArgumentParser
@@ -16,7 +17,9 @@ from contextware.hosts.mcp.declared import DECLARED
 from contextware.hosts.mcp.params import tool_function
 from contextware.memory.recall import parse_query
 from contextware.operations.recall import RECALL, RUN_OPTIONS
-from contextware.operations.spec import Param
+from contextware.operations.registry import OPERATIONS
+from contextware.operations.save import SAVE
+from contextware.operations.spec import Operation, Param
 
 
 def _parser(op: Any) -> ArgumentParser:
@@ -34,12 +37,21 @@ def test_every_recall_input_reaches_the_library_function():
     assert asked <= set(inspect.signature(parse_query).parameters)
 
 
-def test_the_cli_and_the_mcp_tool_offer_the_same_inputs():
-    flags = {a.dest for a in _parser(RECALL)._actions if a.dest not in ("help", "query__positional")}
-    tool = next(t for t in DECLARED["tools"] if t["name"] == "recall")
-    assert flags == {p.name for p in RECALL.params}
-    assert set(tool["inputSchema"]["properties"]) == {p.mcp_argument for p in RECALL.params}
-    assert tool["inputSchema"]["required"] == ["query"]
+@pytest.mark.parametrize("op", OPERATIONS.values(), ids=list(OPERATIONS))
+def test_the_cli_and_the_mcp_tool_offer_the_declared_inputs(op: Operation):
+    flags = {a.dest for a in _parser(op)._actions if a.dest != "help" and not a.dest.endswith("__positional")}
+    tool = next(t for t in DECLARED["tools"] if t["name"] == op.tool)
+    assert flags == {p.name for p in op.cli_params}
+    assert set(tool["inputSchema"]["properties"]) == {p.mcp_argument for p in op.mcp_params}
+    assert tool["inputSchema"].get("required", []) == [p.mcp_argument for p in op.mcp_params if p.required]
+    assert tool["title"] == op.title and tool["description"] == " ".join(op.tool_summary.split())
+
+
+def test_a_cli_only_input_stays_off_the_mcp_tool_and_a_list_is_one_argument():
+    values = values_of(_parser(SAVE).parse_args(["x", "--topics", "ci,testing", "--speaker", "ana"]), SAVE)
+    assert values["topics"] == "ci,testing" and values["speaker"] == "ana"
+    assert "speaker" not in _schema(SAVE)["properties"]
+    assert _schema(SAVE)["properties"]["topics"]["type"] == "array"
 
 
 def test_adding_an_input_touches_the_declaration_and_the_function_only():
@@ -80,3 +92,28 @@ def test_a_declared_choice_and_bound_are_published_to_mcp_and_checked_by_the_fun
             assert exc.field == next(iter(bad)), exc.field
         else:
             raise AssertionError(f"{bad} was accepted")
+
+
+@pytest.mark.parametrize("op", OPERATIONS.values(), ids=list(OPERATIONS))
+def test_the_warm_paths_routing_lists_agree_with_the_declarations(op: Operation):
+    """The service client and the MCP front are standard library only (a hook's process start is
+    paid every turn), so they keep their own lists; these must say what the declarations say."""
+    from contextware.hosts.mcp.front import IN_PROCESS_TOOLS, REPEATABLE
+    from contextware.service.client import QUICK
+
+    assert (op.name in QUICK) is op.quick
+    assert (op.tool in IN_PROCESS_TOOLS) is op.in_process
+    if op.read_only:
+        assert op.tool in REPEATABLE
+
+
+def test_the_readme_rows_are_generated_from_the_declarations():
+    """Stale? Run ``uv run python -m contextware.operations.docs``."""
+    from contextware.operations.docs import README, readme_row, with_rows
+
+    text = README.read_text(encoding="utf-8")
+    assert with_rows(text) == text
+    for op in OPERATIONS.values():
+        assert readme_row(op) in text and all(
+            p.cli_flag in readme_row(op) for p in op.cli_params if not p.positional_only
+        )

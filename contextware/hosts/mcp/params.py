@@ -64,6 +64,8 @@ def opt_number(description: str, minimum: float | None, maximum: float | None) -
 def annotation(p: Param) -> Any:
     """The MCP parameter type of a declared input: its published schema and description."""
     text = p.mcp_description
+    if p.kind is list:
+        return strings(text)
     if p.required:
         return Annotated[p.kind, Field(description=text)]
     if p.kind is bool:
@@ -83,7 +85,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
     """The MCP tool of a declared behaviour: a function whose signature the SDK reads (each input
     under its MCP name, with its schema) and whose call checks and runs the behaviour through
     ``call`` on the current project, errors naming MCP parameters."""
-    by_argument = {p.mcp_argument: p for p in op.params}
+    by_argument = {p.mcp_argument: p for p in op.mcp_params}
 
     def tool(**arguments: Any) -> CallToolResult:
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
@@ -99,7 +101,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
                 annotation=annotation(p),
                 **({} if p.required else {"default": p.default}),
             )
-            for p in op.params
+            for p in op.mcp_params
         ],
         return_annotation=CallToolResult,
     )

@@ -23,8 +23,8 @@ from contextware.hosts.mcp.params import (
     tool_function,
     writes,
 )
-from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
 from contextware.operations.recall import RECALL
+from contextware.operations.save import SAVE
 from contextware.text import split_list
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
@@ -36,55 +36,7 @@ class _Missing:
 
 
 # -- tools ------------------------------------------------------------------------------------------
-def save_fact(
-    content: Annotated[
-        str,
-        Field(
-            description="The text to save: the fact (one or two sentences that make sense with no context), the episode's summary (what was done and learned) or the log chunk."
-        ),
-    ],
-    type: choice(tuple(COLLECTIONS), "fact (default), episode or log.") = "fact",
-    kind: opt_choice(
-        FACT_KINDS, "Facts: preference, constraint, decision, convention, environment or note (default)."
-    ) = None,
-    topics: strings('Facts and episodes: topics, e.g. ["testing", "ci"].') = None,
-    supersedes: opt_text(
-        "Facts: id of the fact this one replaces (kept for audit, hidden from recall), e.g. fact-1a2b3c4d5e6f."
-    ) = None,
-    goal: opt_text("Episodes: what the task set out to do.") = None,
-    result: opt_choice(RESULTS, "Episodes: success, failure or partial.") = None,
-    category: opt_text("Episodes: shell, git, code, test, build, deploy, debug, ...") = None,
-    session: opt_text("Logs: the conversation/session id.") = None,
-    role: opt_choice(ROLES, "Logs: user or agent.") = None,
-) -> CallToolResult:
-    """Save a fact (default), an episode or a conversation log to the project's memory.
-
-    A fact is a durable truth: a preference or constraint the user states, a decision, a convention or an
-    environment detail. An episode records a task's outcome (goal, result, category); save one after
-    anything that failed, half-worked or took real effort, with the lesson in the content. A log keeps a
-    chunk of the conversation (long text is chunked). An exact duplicate returns duplicate_of and writes
-    nothing; near-duplicates are saved and listed under similar, so you can supersede one instead of
-    adding a contradiction. Obvious secrets are redacted (listed under redacted)."""
-    from contextware.memory.records import save
-
-    return call(
-        lambda p: save(
-            p,
-            type,
-            content,
-            kind=kind,
-            topics=topics,
-            supersedes=supersedes,
-            goal=goal,
-            result=result,
-            category=category,
-            session_id=session,
-            role=role,
-        ),
-        embeds=True,
-    )
-
-
+save_fact = tool_function(SAVE, call)
 recall = tool_function(RECALL, call)
 
 
@@ -232,7 +184,7 @@ def load_session_context(
 
 
 TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
-    "save_fact": (save_fact, "Save to project memory", writes(destructive=False, idempotent=True)),
+    "save_fact": (save_fact, SAVE.title, writes(destructive=False, idempotent=True)),
     "recall": (recall, RECALL.title, READS if RECALL.read_only else writes(destructive=False, idempotent=True)),
     "index_file": (
         index_file,

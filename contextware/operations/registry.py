@@ -1,0 +1,9 @@
+"""Every declared behaviour, by command name: what the doors, the docs and their tests iterate."""
+
+from __future__ import annotations
+
+from contextware.operations.recall import RECALL
+from contextware.operations.save import SAVE
+from contextware.operations.spec import Operation
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL)}
