@@ -37,8 +37,8 @@ def with_rows(text: str) -> str:
     """``text`` (the README) with each declared behaviour's row replaced by its generated one."""
     for op in OPERATIONS.values():
         pattern = re.compile(rf"^\| `contextware {re.escape(op.name)}` \|.*$", re.M)
-        row = readme_row(op)
-        text = pattern.sub(lambda _m: row, text, count=1)
+        row = readme_row(op).replace("\\", "\\\\")  # a replacement string: its backslashes escaped
+        text = pattern.sub(row, text, count=1)
     return text
 
 
