@@ -37,7 +37,7 @@ a subject question is every log row of its commit.  Tune and test are split by a
 id.  Do not change the rules to improve a number; ``--shift-dates`` moves the whole history to end
 on 2026-11-24 (same spacing) to judge the gate without the age decay.
 
-Everything is written through ``contextware.memory.exchange.import_memory`` (the ``import``
+Everything is written through ``contextware.memory.team.share.import_memory`` (the ``import``
 command's path: the package redacts, indexes and embeds), and recall runs through
 ``contextware.memory.recall.ask`` on the current code; the built store may be cached under
 ``$XDG_CACHE_HOME/contextware-bench/long_horizon`` keyed by the data, the generated rows and the
@@ -70,8 +70,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from contextware.memory.exchange import import_memory, render_jsonl  # noqa: E402
 from contextware.memory.recall import ask  # noqa: E402
+from contextware.memory.team.share import import_memory, render_jsonl  # noqa: E402
 from contextware.storage.config import DEFAULTS  # noqa: E402
 from contextware.storage.project import Project  # noqa: E402
 from contextware.storage.table_search import fts_rows  # noqa: E402
@@ -539,9 +539,9 @@ def code_version() -> str:
     h = hashlib.sha256(str(BUILD_VERSION).encode())
     paths = [
         *sorted((REPO / "contextware" / "storage").glob("*.py")),
-        REPO / "contextware" / "memory" / "exchange.py",
+        REPO / "contextware" / "memory" / "team" / "share.py",
         REPO / "contextware" / "memory" / "records.py",
-        REPO / "contextware" / "redact.py",
+        REPO / "contextware" / "core" / "redact.py",
     ]
     for p in paths:
         h.update(p.read_bytes())

@@ -341,8 +341,8 @@ def load_conversation(project: Project, rows: int) -> None:
 
     import long_horizon
 
-    from contextware.memory.exchange import import_memory
-    from contextware.memory.memfile import render
+    from contextware.memory.team.memfile import render
+    from contextware.memory.team.share import import_memory
 
     commits = [c for c in long_horizon.parse_log(long_horizon.changelog_text()) if not c.merge]
     out: list[dict] = []

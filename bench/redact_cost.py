@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    from contextware import redact as r
+    from contextware.core import redact as r
 
     r._detect_secrets()
     load_s = time.perf_counter() - started

@@ -102,7 +102,7 @@ def write_code_files(project: Any, files: int, seed: int = 11) -> None:
 
 
 def build(root: Path, env: dict[str, str], rows: int, files: int) -> None:
-    from contextware.settings import Settings
+    from contextware.core.settings import Settings
     from contextware.storage.project import Project
 
     export = root.parent / "export.jsonl"
@@ -158,8 +158,8 @@ def timed(fn: Any, runs: int) -> dict[str, float]:
 def hook_record_cost(project: Any, queries: list[Any], runs: int) -> dict[str, Any]:
     """What the prompt hook's record adds to a turn: its recall as before against recall with
     ``explain`` plus ``decisions.entry`` and ``decisions.record`` (one JSON line appended)."""
-    from contextware.memory import decisions
     from contextware.memory.recall import parse_query, recall
+    from contextware.memory.turns import decisions
 
     # As the hook asks (hosts/hooks/handlers.py before_agent): no logs, its gate and margin.
     hook = [
@@ -202,8 +202,8 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         build(root, env, args.rows, args.files)
 
+    from contextware.core.settings import Settings
     from contextware.memory.recall import parse_query, recall
-    from contextware.settings import Settings
     from contextware.storage.project import Project
     from tests.support.browser import request, served_browser
 

@@ -117,8 +117,8 @@ def build_fixture(root: Path) -> None:
     from stdlib_corpus import build_corpus, select
 
     from contextware.codeindex.indexer import crawl
+    from contextware.core.text import new_id, text_hash, utcnow
     from contextware.storage.project import Project
-    from contextware.text import new_id, text_hash, utcnow
 
     if root.exists():
         shutil.rmtree(root)

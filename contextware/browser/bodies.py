@@ -14,7 +14,7 @@ COLLECTIONS = ("facts", "episodes", "logs")
 
 
 def short(text: Any, limit: int = TEXT_CHARS) -> str:
-    from contextware.text import cut_at_word
+    from contextware.core.text import cut_at_word
 
     return cut_at_word(" ".join(str(text or "").split()), limit)
 

@@ -21,7 +21,7 @@ from contextware.browser import bodies, views
 from contextware.browser.bodies import COLLECTIONS, badge, body_of, short
 from contextware.browser.guard import form_token_ok
 from contextware.browser.html import a, dl, e, error_page, hidden, page, select, table, url
-from contextware.errors import ContextwareError, NotFoundError, UsageError, internal_error
+from contextware.core.errors import ContextwareError, NotFoundError, UsageError, internal_error
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -74,7 +74,7 @@ class Pages:
                 try:
                     return await handler(request)
                 except ContextwareError as exc:
-                    from contextware.redact import redact_error
+                    from contextware.core.redact import redact_error
 
                     status = (
                         403
@@ -525,7 +525,7 @@ class Pages:
 
     # -- what the prompt hook injected ---------------------------------------------------------------
     async def turns(self, request: Request) -> Response:
-        from contextware.memory import decisions
+        from contextware.memory.turns import decisions
 
         found = await run_in_threadpool(decisions.recent, self.project)
 

@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import NotFoundError, UsageError
+from contextware.core.errors import NotFoundError, UsageError
+from contextware.core.text import iso, sql_str
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
-from contextware.text import iso, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -210,7 +210,7 @@ def recall_counts(project: "Project") -> dict[str, int]:
     """How often each file went into a prompt's context in the prompt hook's recent turns."""
     from collections import Counter
 
-    from contextware.memory.decisions import recent
+    from contextware.memory.turns.decisions import recent
 
     return Counter(
         str(x.get("id"))

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from contextware import __version__
-from contextware.errors import ContextwareError, UsageError, internal_error
-from contextware.settings import Settings
+from contextware.core.errors import ContextwareError, UsageError, internal_error
+from contextware.core.settings import Settings
 
 # command name -> module under contextware.cli
 COMMANDS = {
@@ -72,7 +72,7 @@ def read_content(value: str | None) -> str | None:
     """The positional content, or standard input for ``-``."""
     if value != "-":
         return value
-    from contextware.system import MAX_INPUT_BYTES, read_limited
+    from contextware.core.system import MAX_INPUT_BYTES, read_limited
 
     data = read_limited(sys.stdin.buffer, MAX_INPUT_BYTES, "Standard input")
     try:
@@ -84,7 +84,7 @@ def read_content(value: str | None) -> str | None:
 def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
     if fmt == "text":
         from contextware.cli.render import generic, use_color
-        from contextware.fence import printable
+        from contextware.core.fence import printable
 
         text = (render or generic)(result)
         # Stored escape sequences never reach a terminal; our own colours do, when colour is on.
@@ -153,7 +153,7 @@ def flag_name(field: str) -> str:
 
 
 def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
-    from contextware.redact import redact_error
+    from contextware.core.redact import redact_error
 
     error = redact_error(error)
     if _wants_debug(argv):
@@ -162,7 +162,7 @@ def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
         traceback.print_exc(file=sys.stderr)
     if fmt == "text":
         from contextware.cli.render import paint, use_color
-        from contextware.fence import printable
+        from contextware.core.fence import printable
 
         line = f"{paint('error', 'bold', 'red')} ({error['code']}): {error['message']}"
         sys.stdout.write(printable(line, keep_colour=use_color()) + "\n")  # a message can quote input

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.operations.spec import Operation, Param
 
 

@@ -21,8 +21,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.errors import UsageError, disk_full, is_disk_full
-    from contextware.memory.exchange import export_memory
+    from contextware.core.errors import UsageError, disk_full, is_disk_full
+    from contextware.memory.team.share import export_memory
 
     project = open_project(args)
     try:

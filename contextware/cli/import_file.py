@@ -8,7 +8,7 @@ import sys
 
 from contextware.cli import open_project
 from contextware.cli.memory_file import memory_file_parser, memory_file_path
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 
 DESCRIPTION = """Merge a memory export into the project, id by id: the later version of each memory wins
 (updated_at; a tombstone's deleted_at deletes it), so importing the same file twice changes nothing
@@ -25,9 +25,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.inputs import MAX_IMPORT_BYTES, read_input_file
-    from contextware.memory.exchange import import_memory
-    from contextware.system import fewer_heaps, read_limited
+    from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
+    from contextware.core.system import fewer_heaps, read_limited
+    from contextware.memory.team.share import import_memory
 
     fewer_heaps()  # a bulk writer: before LanceDB's and onnxruntime's threads start
     project = open_project(args)

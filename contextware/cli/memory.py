@@ -113,7 +113,7 @@ def handle(args: argparse.Namespace) -> dict:
     if action == "compact":
         return maintenance.compact(project)
     if action == "retain":
-        from contextware.memory import retention
+        from contextware.memory.turns import retention
 
         days = args.older_than if args.older_than is not None else retention.configured_days(project)
         return retention.retain(project, older_than=days, dry_run=args.dry_run, use_model=True)
@@ -122,8 +122,8 @@ def handle(args: argparse.Namespace) -> dict:
     report = maintenance.repair(project)
     report["logs_cleaned"] = clean_injected_logs(project)  # turns stored with injected blocks (issue 14)
     report["secrets_scrubbed"] = scrub_secrets(project)  # texts stored before today's detectors (issue 15)
-    from contextware.private import tighten
-    from contextware.system import contextware_home
+    from contextware.core.private import tighten
+    from contextware.core.system import contextware_home
 
     # files an older version made 0644 in 0755 folders: readable by every local user
     report["permissions_tightened"] = tighten(project.data_dir) + tighten(contextware_home(project.settings))

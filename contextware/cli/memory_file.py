@@ -19,7 +19,7 @@ def memory_file_parser(
 ) -> argparse.ArgumentParser:
     """A parser taking the file as ``names`` (an option such as ``--output``, or a positional that
     may be left out), ``flag`` and the common options."""
-    from contextware.memory.exchange import DEFAULT_FILE
+    from contextware.memory.team.share import DEFAULT_FILE
 
     p = new_parser(prog, description)
     help_text = f"{role} (default: {DEFAULT_FILE} in the project; - for {stdio})"
@@ -34,7 +34,7 @@ def memory_file_parser(
 
 def memory_file_path(project: "Project", value: str | None) -> Path | None:
     """The file named on the command line: None for ``-``, the default file when none was named."""
-    from contextware.memory.exchange import DEFAULT_FILE
+    from contextware.memory.team.share import DEFAULT_FILE
 
     if value == "-":
         return None

@@ -27,8 +27,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.errors import UsageError
-    from contextware.memory.memfile import merge_files, with_markers
+    from contextware.core.errors import UsageError
+    from contextware.memory.team.memfile import merge_files, with_markers
 
     base, ours, theirs = Path(args.base), Path(args.ours), Path(args.theirs)
     try:

@@ -72,7 +72,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def _piped_stdin() -> str | None:
     """Standard input when it is a pipe or a file (never waits on a terminal; waits at most
     STDIN_WAIT_S for a pipe whose writer has not written yet)."""
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     try:
         mode = os.fstat(sys.stdin.fileno()).st_mode
@@ -86,8 +86,8 @@ def _piped_stdin() -> str | None:
             return None
     elif not stat.S_ISREG(mode):
         return None
+    from contextware.core.system import read_limited
     from contextware.offload.sources import MAX_STDIN_BYTES
-    from contextware.system import read_limited
 
     data = read_limited(sys.stdin.buffer, MAX_STDIN_BYTES, "Standard input")
     try:
@@ -98,7 +98,7 @@ def _piped_stdin() -> str | None:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     words = args.words
     if words:

@@ -30,7 +30,7 @@ def handle(args: argparse.Namespace) -> dict:
 
 def render_hit(hit: dict) -> str:
     """One result as text: stored texts on one line (``inline``), file content indented (``block``)."""
-    from contextware.fence import block, inline
+    from contextware.core.fence import block, inline
 
     c = hit["collection"]
     if c == "episodes":
@@ -77,7 +77,7 @@ def render_text(result: dict) -> str:
     """Results fenced as reference data (a stored text can neither close the fence nor start a line),
     each hit's first line wrapped to the terminal."""
     from contextware.cli.render import paint, wrap
-    from contextware.fence import fence, inline
+    from contextware.core.fence import fence, inline
 
     lines = []
     if result.get("degraded"):
@@ -96,7 +96,7 @@ def render_text(result: dict) -> str:
 def render_explanation(why: dict) -> str:
     """The explanation as a table: one candidate a row (ids and numbers, the labels fenced apart)."""
     from contextware.cli.render import paint, table
-    from contextware.fence import fence, inline
+    from contextware.core.fence import fence, inline
 
     def num(value: float | None, rank: int | None = None) -> str:
         text = "-" if value is None else f"{value:.3f}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from contextware.cli import add_common, new_parser, open_project
-from contextware.errors import ContextwareError
+from contextware.core.errors import ContextwareError
 
 DESCRIPTION = """Start, inspect or stop the project's resident service.
 

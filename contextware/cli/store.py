@@ -7,8 +7,8 @@ import json
 import sys
 
 from contextware.cli import add_common, new_parser, open_project
-from contextware.errors import UsageError
-from contextware.system import MAX_INPUT_BYTES, read_limited
+from contextware.core.errors import UsageError
+from contextware.core.system import MAX_INPUT_BYTES, read_limited
 
 DESCRIPTION = """Keep structured state between sessions: JSON values under a namespace and a key
 (baselines, inferred API schemas, noise rules, ...).
@@ -71,7 +71,7 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
         path = value[1:]
         if not path:
             raise UsageError("--data @ needs a file name, e.g. --data @schema.json.", code="bad_data")
-        from contextware.inputs import read_input_file
+        from contextware.core.inputs import read_input_file
 
         raw = read_input_file(path, f"--data {value}: the file {path}", limit=limit, code="bad_data")
         source = f"The file {path}"
@@ -84,7 +84,7 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.memory import kvstore
+    from contextware.store import kvstore
 
     action = args.action
     if action == "save":

@@ -29,7 +29,7 @@ def handle(args: argparse.Namespace) -> dict:
     import sys
 
     from contextware.browser.server import Served, serve
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     if not 0 <= args.port <= 65535:
         raise UsageError("--port must be between 0 and 65535.", code="bad_port")

@@ -24,7 +24,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> dict:
     from contextware.codeindex.watch import watch
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     if not 50 <= args.debounce_ms <= 60_000:
         raise UsageError("--debounce-ms must be between 50 and 60000.", code="bad_debounce")

@@ -339,7 +339,7 @@ def secret_in_name(rel: str) -> bool:
     """Whether a project-relative path holds a secret by its shape (``redact``, shapes only)."""
     if not _NAME_HINT.search(rel):
         return False
-    from contextware.redact import redact
+    from contextware.core.redact import redact
 
     return bool(redact(rel, library=False)[1])
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from contextware.codeindex.attributes import Attributes
 from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, SecretFiles, file_reason, looks_like_env
 from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
-from contextware.errors import ConfigError
+from contextware.core.errors import ConfigError
 from contextware.storage.config import load_config
 from contextware.storage.layout import DATA_DIR_NAME, find_git_root
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from contextware.codeindex.languages import detect_language
 from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
+from contextware.core.text import cut_at_word
 from contextware.gemini.headless import escape_at, run_gemini
-from contextware.text import cut_at_word
 
 FILE_CHARS_LIMIT = 100_000  # a file's text is cut to this in the prompt (~25k tokens)
 DEFAULT_MAX_FILES = 8

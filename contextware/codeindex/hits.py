@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.exclusions import SecretFiles
-from contextware.text import iso
-from contextware.words import STOP_WORDS, pieces, stem
+from contextware.core.text import iso
+from contextware.core.words import STOP_WORDS, pieces, stem
 
 if TYPE_CHECKING:
     from contextware.storage.candidate import Candidate
@@ -123,7 +123,7 @@ def read_indexed_file(
     secret-bearing file, and is a regular file within the size limit: a link swapped in after
     indexing (``src/util.py -> /etc/passwd``) is refused, never followed.  The file is opened with
     ``O_NOFOLLOW`` on its resolved path, so a link swapped in between the check and the read fails."""
-    from contextware.redact import redact_text
+    from contextware.core.redact import redact_text
 
     secrets = secrets or SecretFiles()
     root_real = os.path.realpath(root)

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
-from contextware.errors import ContextwareError, EmbeddingError, UsageError
-from contextware.redact import redact_text
+from contextware.core.errors import ContextwareError, EmbeddingError, UsageError
+from contextware.core.redact import redact_text
+from contextware.core.system import stop_on_signals, write_atomic
+from contextware.core.text import sql_str, utcnow
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_REMOVED_TABLE, CODE_TABLE, FTS_COLUMN
-from contextware.system import stop_on_signals, write_atomic
-from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.codeindex.chunks import Chunk

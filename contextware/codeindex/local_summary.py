@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contextware.codeindex.languages import GRAMMARS, detect_language
-from contextware.text import cut_at_word as _cut
+from contextware.core.text import cut_at_word as _cut
 
 SUMMARY_LIMIT = 1200
 MAX_SYMBOLS = 200

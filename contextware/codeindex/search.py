@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.hits import CODE_STEM, query_terms
+from contextware.core.words import pieces, stem
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
-from contextware.words import pieces, stem
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
 
 if TYPE_CHECKING:
     from contextware.codeindex.local_summary import LocalSummary
@@ -118,8 +118,8 @@ class Summarizer:
             results = {f.path: self.broken for f in batch}
         else:
             cfg = self.project.config
+            from contextware.core.system import contextware_home
             from contextware.gemini.availability import gemini_workdir
-            from contextware.system import contextware_home
 
             try:
                 cwd = gemini_workdir(contextware_home(self.project.settings))

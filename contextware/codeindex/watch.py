@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from contextware.core.system import stop_on_signals
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
-from contextware.system import stop_on_signals
 
 IGNORE_FILES = (".gitignore", ".contextwareignore", ".gitattributes")
 
@@ -129,7 +129,7 @@ def _reindex(
     stop: threading.Event,
 ) -> bool:
     from contextware.codeindex.indexer import CrawlInterrupted, index_files
-    from contextware.errors import ContextwareError
+    from contextware.core.errors import ContextwareError
 
     totals["batches"] += 1
     try:
@@ -167,7 +167,7 @@ def _recrawl(
 ) -> bool:
     """The whole project when ignore rules changed, else the given folders."""
     from contextware.codeindex.indexer import CrawlInterrupted, crawl
-    from contextware.errors import ContextwareError
+    from contextware.core.errors import ContextwareError
 
     try:
         report = crawl(project, folders, summarizer=summarizer)

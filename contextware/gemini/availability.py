@@ -10,8 +10,8 @@ import re
 import shutil
 from pathlib import Path
 
-from contextware.errors import GeminiError
-from contextware.system import contextware_home
+from contextware.core.errors import GeminiError
+from contextware.core.system import contextware_home
 
 
 def _find_binary(binary: str | None) -> str | None:

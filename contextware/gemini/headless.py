@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
 from contextware.gemini.availability import resolve_binary
 from contextware.gemini.output import GeminiResult, failure, parse_output
 from contextware.gemini.process import RateLimiter, cancelled, pause, run_process

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextware.errors import GeminiError
-from contextware.text import cut_at_word
+from contextware.core.errors import GeminiError
+from contextware.core.text import cut_at_word
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextware.errors import GeminiError
+from contextware.core.errors import GeminiError
+from contextware.core.system import Cancelled, run_in_group, write_atomic
 from contextware.gemini.availability import resolve_binary
 from contextware.gemini.output import meaningful_lines, one_sentence
-from contextware.system import Cancelled, run_in_group, write_atomic
 
 RATE_WINDOW_SECONDS = 60.0
 

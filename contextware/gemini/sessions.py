@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextware.errors import GeminiError
+from contextware.core.errors import GeminiError
 from contextware.gemini.availability import resolve_binary
 from contextware.gemini.output import failure, sentence, stderr_error, strip_ansi
 from contextware.gemini.process import run_process

@@ -1,15 +1,13 @@
 """Memory: what the agent saves and asks for.
 
-Owns facts, episodes and logs (save, update, supersede, delete: ``records``), recall across every
-collection and its fusion (``recall``), the session briefing (``briefing``), the namespaced
-key-value session store (``kvstore``) and maintenance (stats, compact, repair: ``maintenance``);
-the team memory file (``memfile``: its format and merges, ``exchange``: export and import,
-``tombstones``: deletions that travel); captured conversation folded with use (``digest``: a
-session's digest episode, ``gemini_digest``: one by Gemini under a daily token budget,
-``retention``: old sessions' turns folded into their digests, ``archive``: where those turns go);
-the prompt hook's bounded record of what it injected and held back (``decisions``).
+Owns facts, episodes and logs (save, update, supersede, delete: ``records``; a fact's chain:
+``history``), recall across every collection and its fusion (``recall/``), the session briefing
+(``briefing``), the memories tied to code (``code_links``), maintenance (stats, compact, repair:
+``maintenance``; ``cleanup``: what older versions stored and repair cleans), and two rooms:
+``team/`` (the team memory file shared through git) and ``turns/`` (captured conversation turns
+over time: digests, retention, the archive, the prompt hook's record of what it injected).
 
 Recall and the briefing read every table, code index and offloads included, so this package sits
-above ``codeindex`` and ``offload``. May import: ``offload``, ``codeindex``, ``storage`` and the
-shared helpers. Never ``hosts`` or ``cli``.
+above ``codeindex``, ``offload`` and ``store``. May import: ``store``, ``offload``, ``codeindex``,
+``storage`` and ``core``. Never ``hosts`` or ``cli``.
 """

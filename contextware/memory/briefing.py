@@ -28,12 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, FieldError
+from contextware.core.errors import ContextwareError, FieldError
+from contextware.core.system import write_atomic
+from contextware.core.text import approx_tokens, cut_at_word, iso, sql_str
 from contextware.storage.integrity import hashed_columns, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
-from contextware.system import write_atomic
-from contextware.text import approx_tokens, cut_at_word, iso, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -495,9 +495,9 @@ def _stale(item: dict[str, Any]) -> str:
 
 
 def render_fenced(ctx: dict[str, Any], limit: int | None = None) -> str:
-    """The briefing as markdown inside the memory fence (``contextware.fence``), every stored text on
+    """The briefing as markdown inside the memory fence (``contextware.core.fence``), every stored text on
     one line: what ``context.py --format text``, the MCP tool and the SessionStart hook show."""
-    from contextware.fence import fence, inline_all
+    from contextware.core.fence import fence, inline_all
 
     return fence(render_markdown(inline_all(ctx)), limit)
 

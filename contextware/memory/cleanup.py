@@ -21,15 +21,15 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.exclusions import SecretFiles
-from contextware.fence import has_injected, strip_injected
-from contextware.memory.tombstones import changed_after
+from contextware.core.fence import has_injected, strip_injected
+from contextware.core.redact import redact_json, redact_text
+from contextware.core.text import chunk_text, new_id, sql_str, text_hash, utcnow
+from contextware.memory.team.tombstones import changed_after
 from contextware.offload.scrub import scrub_offload_files
-from contextware.redact import redact_json, redact_text
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX
-from contextware.text import chunk_text, new_id, sql_str, text_hash, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -161,7 +161,7 @@ def _scrub_store(project: "Project") -> int:
 
     import pyarrow as pa
 
-    from contextware.memory.kvstore import encode
+    from contextware.store.kvstore import encode
 
     db = project.db
     table = db.open_table("kv")

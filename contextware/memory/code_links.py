@@ -29,9 +29,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.text import utcnow
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CODE_REMOVED_TABLE, CODE_TABLE
-from contextware.text import utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -324,7 +324,7 @@ def link_unlinked(project: "Project") -> dict[str, Any]:
         ids = {r["id"]: r for r in rows}
 
         def write(tbl: Any, ids: dict[str, dict[str, Any]] = ids) -> None:
-            from contextware.text import sql_str
+            from contextware.core.text import sql_str
 
             # Only rows still unlinked now, with their current content (another writer may have
             # updated one meanwhile): the link columns are the only ones changed.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.text import sql_str
 from contextware.memory.records import _locate, public_row
-from contextware.text import sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -7,13 +7,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, DamagedDataError, StorageError
+from contextware.core.errors import ContextwareError, DamagedDataError, StorageError
+from contextware.core.text import iso
 from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import damaged_rows, stamp, verify_rows
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
-from contextware.text import iso
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -33,7 +33,7 @@ def _disk_bytes(path: str) -> int | None:
 
 
 def stats(project: "Project") -> dict[str, Any]:
-    from contextware.memory.retention import retention_stats
+    from contextware.memory.turns.retention import retention_stats
 
     db = project.db
     tables: dict[str, Any] = {}

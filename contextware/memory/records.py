@@ -10,17 +10,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import DamagedDataError, FieldError, NotFoundError, UsageError
-from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
-from contextware.memory.tombstones import changed_after
-from contextware.redact import redact, refuse_secret_name, refuse_secret_topics
-from contextware.storage.embedded_text import embedding_text, search_text
-from contextware.storage.embeddings import embed_texts
-from contextware.storage.first_copy import keep_first_copy
-from contextware.storage.integrity import CHECKED, stamp, verify_rows
-from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
-from contextware.storage.table_search import vector_rows
-from contextware.text import (
+from contextware.core.errors import DamagedDataError, FieldError, NotFoundError, UsageError
+from contextware.core.redact import redact, refuse_secret_name, refuse_secret_topics
+from contextware.core.text import (
     check_unicode,
     chunk_text,
     iso,
@@ -32,6 +24,14 @@ from contextware.text import (
     text_hash,
     utcnow,
 )
+from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
+from contextware.memory.team.tombstones import changed_after
+from contextware.storage.embedded_text import embedding_text, search_text
+from contextware.storage.embeddings import embed_texts
+from contextware.storage.first_copy import keep_first_copy
+from contextware.storage.integrity import CHECKED, stamp, verify_rows
+from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
+from contextware.storage.table_search import vector_rows
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -178,8 +178,8 @@ def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
     second (the memory file keeps seconds, and a tombstone wins a tie)."""
     from datetime import timedelta
 
-    from contextware.memory import tombstones
-    from contextware.text import parse_iso
+    from contextware.core.text import parse_iso
+    from contextware.memory.team import tombstones
 
     stone = tombstones.load(project).get(row["id"]) if project.data_dir.exists() else None
     deleted = parse_iso(stone["deleted_at"]) if stone else None
@@ -709,7 +709,7 @@ def confirm(project: "Project", record_id: str) -> dict[str, Any]:
 def delete(project: "Project", record_id: str) -> dict[str, Any]:
     """Delete one memory; a fact or an episode leaves a tombstone (``tombstones``), recorded first,
     so that the deletion travels through ``export`` and ``import``."""
-    from contextware.memory import tombstones
+    from contextware.memory.team import tombstones
 
     collection, _table, row = _locate(project, record_id)
     stone = tombstones.tombstone_for(project, row) if collection in ("facts", "episodes") else None

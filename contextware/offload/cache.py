@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.text import iso, parse_iso, utcnow
 from contextware.offload.files import (
     FULL_RESPONSE,
     METADATA,
@@ -37,7 +38,6 @@ from contextware.offload.files import (
 from contextware.offload.shield import offload_policy
 from contextware.offload.sources import Sources, build_stdin, stale_reason, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
-from contextware.text import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError, StorageError, disk_full, is_disk_full
+from contextware.core.errors import FieldError, StorageError, disk_full, is_disk_full
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -105,7 +105,7 @@ def turn_file_time(name: str) -> datetime | None:
 # -- atomic writes -------------------------------------------------------------------------------
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename)."""
-    from contextware.system import write_atomic
+    from contextware.core.system import write_atomic
 
     try:
         write_atomic(path, text)
@@ -230,7 +230,7 @@ def gemini_id_prefix(name: str) -> str:
 
 def redact_texts(counts: dict[str, int], *texts: str) -> list[str]:
     """Mask obvious secrets (``redact.redact``) in texts about to be stored, adding to ``counts``."""
-    from contextware.redact import redact
+    from contextware.core.redact import redact
 
     out = []
     for text in texts:

@@ -8,8 +8,7 @@ This module is the entry point the command line, hooks and MCP server share: it 
 - ``sessions``: named sessions, feature sessions and ``--resume-id``
   (``session_admin``: ``sessions list | show | delete``);
 - ``sync``: ``sync.py check|rebuild|prune`` (the files are the truth, the table an index);
-- ``table``: the table rows, the recall filters (``offload_where``) and
-  ``registered_projects`` for ``--global``.
+- ``table``: the table rows and the recall filters (``offload_where``).
 """
 
 from __future__ import annotations
@@ -18,10 +17,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError, UsageError
+from contextware.core.errors import FieldError, UsageError
+from contextware.core.text import check_unicode
 from contextware.offload.files import check_name
-from contextware.offload.table import offload_where, public_offload, registered_projects
-from contextware.text import check_unicode
+from contextware.offload.table import offload_where, public_offload
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -72,9 +71,9 @@ def offload(
     """Run one offload: one-shot (cached), or a turn of a named/feature session or of ``resume_id``.
 
     Returns ``{"cached", "summary", "full_response_path", "tokens", ...}``; never the full response."""
+    from contextware.core.redact import refuse_secret_topics
+    from contextware.core.text import parse_topics, split_list
     from contextware.offload.sources import build_stdin, read_file_texts, redact_sent, resolve_sources
-    from contextware.redact import refuse_secret_topics
-    from contextware.text import parse_topics, split_list
 
     prompt = _check_prompt(prompt)
     session = check_name(session, "session")
@@ -160,4 +159,4 @@ def sessions_command(project: "Project", action: str, name: str | None = None, *
     return session_delete(project, name, keep_gemini=keep_gemini)
 
 
-__all__ = ["offload", "offload_where", "public_offload", "registered_projects", "sessions_command"]
+__all__ = ["offload", "offload_where", "public_offload", "sessions_command"]

@@ -38,7 +38,7 @@ TURN_FIELDS = ("prompt", "summary")
 
 
 def _redacted_fields(obj: dict, fields: tuple[str, ...]) -> bool:
-    from contextware.redact import redact_text
+    from contextware.core.redact import redact_text
 
     changed = False
     for field in fields:
@@ -61,7 +61,7 @@ def _session_state(state: dict) -> bool:
 
 
 def _scrub_text(path: Path) -> int:
-    from contextware.redact import redact_text
+    from contextware.core.redact import redact_text
 
     text = read_text(path)
     if text is None or (clean := redact_text(text)) == text:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import GeminiError, NotFoundError
+from contextware.core.errors import GeminiError, NotFoundError
+from contextware.core.text import cut_at_word, sql_str
 from contextware.offload.files import (
     SUMMARY,
     entry_lock,
@@ -22,7 +23,6 @@ from contextware.offload.files import (
 )
 from contextware.offload.sessions import load_state
 from contextware.offload.table import delete_rows
-from contextware.text import cut_at_word, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

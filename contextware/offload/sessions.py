@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
+from contextware.core.text import cut_at_word, iso, utcnow
 from contextware.offload.files import (
     SESSION_STATE,
     SUMMARY,
@@ -51,7 +52,6 @@ from contextware.offload.files import (
 from contextware.offload.shield import offload_policy
 from contextware.offload.sources import Sources, build_stdin, text_sha256
 from contextware.offload.table import make_row, row_id, write_rows
-from contextware.text import cut_at_word, iso, utcnow
 
 if TYPE_CHECKING:
     from contextware.gemini.output import GeminiResult
@@ -402,7 +402,7 @@ def offload_session(
 
 # -- index rows ----------------------------------------------------------------------------------
 def turn_row(project: "Project", state: dict, turn: dict) -> dict:
-    from contextware.text import parse_iso
+    from contextware.core.text import parse_iso
 
     name = state["name"]
     return make_row(
@@ -427,7 +427,7 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
 
 
 def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
-    from contextware.text import parse_iso
+    from contextware.core.text import parse_iso
 
     name = state["name"]
     prompts = "; ".join(t.get("prompt") or "" for t in state["turns"] if t.get("prompt"))

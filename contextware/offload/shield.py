@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextware.codeindex.exclusions import SECRET_FILE_PATTERNS
-from contextware.system import write_atomic
+from contextware.core.system import write_atomic
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.gemini.headless import MAX_STDIN_BYTES, escape_at
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _rules(project: "Project") -> Any:
 def redact_sent(counts: dict[str, int], text: str) -> str:
     """``text`` with its secrets masked (``redact.redact``), adding what was masked to ``counts``:
     what goes to Gemini is redacted like a crawl's summaries."""
-    from contextware.redact import redact
+    from contextware.core.redact import redact
 
     clean, found = redact(text)
     for kind, n in found.items():
@@ -326,7 +326,7 @@ def read_file_texts(sources: Sources) -> dict[str, str]:
 def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> str | None:
     """The context Gemini gets on stdin (before the prompt): ``lead``, the piped context, then each
     file between delimiter lines carrying a random nonce.  None when there is nothing."""
-    from contextware.redact import redact_text
+    from contextware.core.redact import redact_text
 
     parts = [lead.strip()] if lead.strip() else []
     if sources.extra:

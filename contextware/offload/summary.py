@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contextware.errors import ConfigError, GeminiError
+from contextware.core.errors import ConfigError, GeminiError
+from contextware.core.text import CHARS_PER_TOKEN, approx_tokens, cut_at_word
 from contextware.gemini.headless import escape_at
 from contextware.offload.files import gemini_options
-from contextware.text import CHARS_PER_TOKEN, approx_tokens, cut_at_word
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -73,9 +73,9 @@ def _use_gemini(project: "Project") -> bool:
 
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
+    from contextware.core.system import contextware_home
     from contextware.gemini.availability import gemini_workdir
     from contextware.gemini.headless import run_gemini
-    from contextware.system import contextware_home
 
     model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
     result = run_gemini(

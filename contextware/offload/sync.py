@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, StorageError, UsageError, first_line
+from contextware.core.errors import ContextwareError, StorageError, UsageError, first_line
+from contextware.core.text import sql_str
 from contextware.offload.files import (
     FULL_RESPONSE,
     METADATA,
@@ -31,7 +32,6 @@ from contextware.offload.files import (
     session_dir,
 )
 from contextware.storage.schemas import OFFLOADS_TABLE, table_schema
-from contextware.text import sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

@@ -10,7 +10,6 @@ offload still answers from its files and reports ``index_error`` (``sync.py rebu
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import posixpath
 from collections.abc import Sequence
@@ -18,16 +17,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ContextwareError, first_line
+from contextware.core.errors import ContextwareError, first_line
+from contextware.core.text import cut_at_word, iso, sql_str
 from contextware.offload.files import display_path
 from contextware.offload.sources import text_sha256
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
-from contextware.text import cut_at_word, iso, sql_str
 
 if TYPE_CHECKING:
-    from contextware.settings import Settings
     from contextware.storage.project import Project
 
 REBUILD_HINT = "run `uv run scripts/sync.py rebuild` to restore the index from the files"
@@ -98,7 +96,7 @@ def embed_rows(project: "Project", rows: list[dict]) -> str | None:
 def _index_write(fn: Any) -> dict[str, Any]:
     """Run one write of the index; never raises a storage error (the files already hold the
     offload): ``{"indexed": True}`` or ``{"indexed": False, "index_error": ...}``."""
-    from contextware.redact import redact_text  # an error's text can quote a path holding a secret
+    from contextware.core.redact import redact_text  # an error's text can quote a path holding a secret
 
     try:
         fn()
@@ -193,34 +191,6 @@ def offload_where(*, source: str | None, session: str | None, root: Path | str |
     if session is not None and session.strip():
         parts.append(f"session_name = {sql_str(session.strip())}")
     return " AND ".join(parts) or None
-
-
-def registered_projects(settings: "Settings | None" = None) -> list["Project"]:
-    """Every project this machine has registered (``$CONTEXTWARE_HOME/projects.json``) whose root and
-    data still exist, sorted by root, each opened with ``settings`` (by default this process's).  Used
-    by ``recall.py --global``."""
-    from contextware.settings import current_settings
-    from contextware.storage.layout import is_local_uri
-    from contextware.storage.project import Project
-    from contextware.system import contextware_home
-
-    settings = settings or current_settings()
-
-    try:
-        data = json.loads((contextware_home(settings) / "projects.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    entries = data.get("projects") if isinstance(data, dict) else None
-    out = []
-    for root, info in sorted((entries or {}).items()):
-        info = info if isinstance(info, dict) else {}
-        root_path = Path(root)
-        data_dir = Path(info.get("data_dir") or root_path / "contextware_data")
-        db_uri = str(info.get("db_uri") or data_dir / "lancedb")
-        if not root_path.is_dir() or (is_local_uri(db_uri) and not data_dir.is_dir()):
-            continue
-        out.append(Project(root=root_path, data_dir=data_dir, db_uri=db_uri, settings=settings))
-    return out
 
 
 def public_offload(project: "Project", row: dict, *, prompt_chars: int = 300) -> dict[str, Any]:

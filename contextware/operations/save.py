@@ -112,7 +112,7 @@ EPISODE_NEEDS = {"goal": "what the task set out to do", "result": "whether it wo
 def check(values: Mapping[str, Any]) -> dict[str, Any]:
     """The keywords of ``records.save`` for these values; an episode missing its goal or result is
     refused here, naming every missing input, before anything loads."""
-    from contextware.errors import FieldError
+    from contextware.core.errors import FieldError
 
     if str(values.get("type") or "").strip().lower() == "episode":
         missing = [name for name in EPISODE_NEEDS if values.get(name) is None]

@@ -30,13 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contextware.core.settings import Settings, current_settings
+from contextware.core.system import fewer_heaps
 from contextware.service import spool
 from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
 from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
-from contextware.settings import Settings, current_settings
 from contextware.storage.table_search import release_unused
-from contextware.system import fewer_heaps
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from contextware.core.settings import Settings, current_settings
 from contextware.service.protocol import (
     Endpoint,
     ProtocolError,
@@ -39,7 +40,6 @@ from contextware.service.protocol import (
     send,
     supersedes,
 )
-from contextware.settings import Settings, current_settings
 
 CONNECT_TIMEOUT_S = 0.1
 START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer waits for the warm-up
@@ -110,7 +110,7 @@ def project_root_arg(argv: Sequence[str]) -> str | None:
 def data_dir_for(explicit_root: str | None = None, settings: Settings | None = None) -> Path | None:
     """The data dir a call in this process would use, or None when the project cannot be resolved
     (the in-process path then reports the error in its own words)."""
-    from contextware.errors import ContextwareError
+    from contextware.core.errors import ContextwareError
     from contextware.storage.layout import resolve_data_dir, resolve_project_root
 
     try:

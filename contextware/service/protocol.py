@@ -19,8 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ContextwareError
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import ContextwareError
+from contextware.core.settings import Settings, current_settings
 
 PROTOCOL = 1
 MAX_MESSAGE = 64 * 1024 * 1024  # a saved log may be a few MB; stdin travels inside the request

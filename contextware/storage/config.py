@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ConfigError, load_json
+from contextware.core.errors import ConfigError, load_json
 
 DEFAULTS: dict[str, Any] = {
     # Memory

@@ -16,8 +16,15 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from contextware.errors import DamagedDataError, ModelMismatchError, StorageError, disk_full, first_line, is_disk_full
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import (
+    DamagedDataError,
+    ModelMismatchError,
+    StorageError,
+    disk_full,
+    first_line,
+    is_disk_full,
+)
+from contextware.core.settings import Settings, current_settings
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import FTS_COLUMN, MODEL_KEY, SCALAR_INDEXES, plain_table_schema, table_schema
 

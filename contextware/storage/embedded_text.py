@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextware.words import words
+from contextware.core.words import words
 
 # One family a line: words an engineer uses interchangeably for one concept, plus the common tools
 # that embody it.  Lower case, single words (the index stems, so "deploys" matches "deploy").

@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from contextware.errors import ConfigError, EmbeddingError
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import ConfigError, EmbeddingError
+from contextware.core.settings import Settings, current_settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,7 +82,7 @@ def verify_file(path: Path, expected: str, home: Path | None = None) -> None:
     other state (``home``: ``system.contextware_home``, by default this process's) so that hashing
     23 MB is not paid on every process start."""
     if home is None:
-        from contextware.system import contextware_home
+        from contextware.core.system import contextware_home
 
         home = contextware_home()
     try:
@@ -142,7 +142,7 @@ class BundledEmbedder:
         if self.settings.disable_embeddings:
             raise EmbeddingError("Embeddings are disabled by CONTEXTWARE_DISABLE_EMBEDDINGS.")
         model_path, tokenizer_path = bundled_model_files()
-        from contextware.system import contextware_home
+        from contextware.core.system import contextware_home
 
         home = contextware_home(self.settings)
         verify_file(model_path, MODEL_SHA256, home)

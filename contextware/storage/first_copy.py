@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.text import sql_str
 from contextware.storage.database import with_retries
-from contextware.text import sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from contextware.errors import DamagedDataError
+from contextware.core.errors import DamagedDataError
 from contextware.storage.database import RECOVERY_HINT
 from contextware.storage.schemas import CHECKSUM_COLUMN
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from contextware.errors import ConfigError, UsageError
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import ConfigError, UsageError
+from contextware.core.settings import Settings, current_settings
 
 DATA_DIR_NAME = "contextware_data"
 

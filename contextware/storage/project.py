@@ -10,12 +10,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError, disk_full, is_disk_full
-from contextware.private import private_umask
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import UsageError, disk_full, is_disk_full
+from contextware.core.private import private_umask
+from contextware.core.settings import Settings, current_settings
+from contextware.core.system import contextware_home, relative_posix, write_atomic
 from contextware.storage import layout
 from contextware.storage.config import load_config
-from contextware.system import contextware_home, relative_posix, write_atomic
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database
@@ -159,3 +159,28 @@ def register_project(project: Project) -> None:
             write_atomic(registry, json.dumps(data, indent=2))
     except Exception:  # noqa: BLE001 - the registry is a convenience; never fail a save over it
         pass
+
+
+def registered_projects(settings: "Settings | None" = None) -> list[Project]:
+    """Every project this machine has registered (``$CONTEXTWARE_HOME/projects.json``) whose root and
+    data still exist, sorted by root, each opened with ``settings`` (by default this process's).  Used
+    by ``recall.py --global``."""
+    from contextware.storage.layout import is_local_uri
+
+    settings = settings or current_settings()
+
+    try:
+        data = json.loads((contextware_home(settings) / "projects.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    entries = data.get("projects") if isinstance(data, dict) else None
+    out = []
+    for root, info in sorted((entries or {}).items()):
+        info = info if isinstance(info, dict) else {}
+        root_path = Path(root)
+        data_dir = Path(info.get("data_dir") or root_path / "contextware_data")
+        db_uri = str(info.get("db_uri") or data_dir / "lancedb")
+        if not root_path.is_dir() or (is_local_uri(db_uri) and not data_dir.is_dir()):
+            continue
+        out.append(Project(root=root_path, data_dir=data_dir, db_uri=db_uri, settings=settings))
+    return out

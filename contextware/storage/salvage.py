@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import DamagedDataError, disk_full, first_line, is_disk_full
+from contextware.core.errors import DamagedDataError, disk_full, first_line, is_disk_full
 from contextware.storage.database import is_damage
 from contextware.storage.integrity import VECTOR_COLUMN, row_problem
 from contextware.storage.schemas import FTS_COLUMN

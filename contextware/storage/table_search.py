@@ -264,7 +264,7 @@ class Snapshot:
             return mask
         import numpy as np
 
-        from contextware.text import sql_str
+        from contextware.core.text import sql_str
 
         # Evaluated by LanceDB, so the filter means exactly what it means in a LanceDB search; after a
         # catch-up only for the rows appended since (through the index on ``id``).  Ids unknown to
@@ -339,7 +339,7 @@ class Snapshot:
         known = [self.index.get(rid) for rid in ids]
         if all(i is not None for i in known):
             return self.take([i for i in known if i is not None])
-        from contextware.text import sql_str
+        from contextware.core.text import sql_str
 
         missing = [rid for rid, i in zip(ids, known, strict=True) if i is None]
         where = f"id IN ({', '.join(sql_str(rid) for rid in missing)})"

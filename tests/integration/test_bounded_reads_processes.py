@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.inputs import MAX_IMPORT_BYTES
+from contextware.core.inputs import MAX_IMPORT_BYTES
 from tests.support.repo import SCRIPTS
 from tests.support.service_helpers import OFF, ON, run, status, wait_for
 

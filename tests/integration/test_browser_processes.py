@@ -44,7 +44,7 @@ def test_the_first_dashboard_comes_from_a_warm_service_with_the_same_figures(
     """While the browser's own process still imports LanceDB, a running resident service answers
     the dashboard's figures: the same as the in-process ones."""
     from contextware.browser import views
-    from contextware.settings import Settings
+    from contextware.core.settings import Settings
     from contextware.storage.project import Project
     from tests.support.service_helpers import run
 

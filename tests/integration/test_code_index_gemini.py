@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from contextware.codeindex.indexer import crawl, index_files
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.gemini.availability import gemini_ready
 from contextware.storage.project import Project
 from tests.support.code_index import make_tree, rows

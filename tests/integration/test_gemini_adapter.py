@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
+from contextware.core.system import KILL_GRACE_SECONDS
 from contextware.gemini.availability import gemini_available
 from contextware.gemini.headless import run_gemini
 from contextware.gemini.sessions import GeminiSession, delete_session, list_sessions
-from contextware.system import KILL_GRACE_SECONDS
 from tests.support.fake_gemini_api import FakeGeminiAPI, Reply
 from tests.support.gemini_fixtures import update_gemini_settings
 

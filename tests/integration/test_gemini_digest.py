@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from contextware.memory import gemini_digest, retention
-from contextware.memory.exchange import import_memory
-from contextware.memory.memfile import render
+from contextware.core.text import iso, utcnow
 from contextware.memory.records import list_records
+from contextware.memory.team.memfile import render
+from contextware.memory.team.share import import_memory
+from contextware.memory.turns import gemini_digest, retention
 from contextware.storage.project import Project
-from contextware.text import iso, utcnow
 from tests.support.fake_gemini_api import FakeGeminiAPI, Reply
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

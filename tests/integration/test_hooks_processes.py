@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support.hook_events import context_of, event

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextware.codeindex.indexer import crawl
-from contextware.fence import has_injected
+from contextware.core.fence import has_injected
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support import secret_corpus as sc

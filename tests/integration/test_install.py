@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support.repo import REPO, SCRIPTS

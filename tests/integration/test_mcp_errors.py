@@ -6,7 +6,7 @@ are not a Lance file (a damaged disk or a bad copy) under a server that has alre
 table's manifest is intact, so it opens; reading its rows fails, which is ``damaged_data`` naming the
 repair command.  A bug of ours (an exception we did not foresee) has no realistic trigger, since every
 known failure is mapped, so the raw-protocol test plants one: the server runs with
-``contextware.memory.kvstore.load`` replaced by a function that raises."""
+``contextware.store.kvstore.load`` replaced by a function that raises."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_a_damaged_table_is_a_tool_error_naming_the_repair_and_the_server_goes_o
 
 _BUGGY_LOAD = """\
 import runpy, sys
-import contextware.memory.kvstore as store
+import contextware.store.kvstore as store
 
 def load(*args, **kwargs):
     raise RuntimeError("a bug planted by the test")

@@ -13,7 +13,7 @@ import time
 
 import anyio
 
-from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.storage.embedded_text import FAMILIES
 from tests.support.mcp_client import CONTRACT, NO_DEFAULT, SERVER, call, error, run, serve
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 # its parameter: tests/integration/test_cli.py and test_mcp_server.py hold those wordings.
 import pytest
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.memory import records
 
 

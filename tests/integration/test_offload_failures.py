@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.offload.sources import resolve_sources
 from contextware.storage.project import Project
 from tests.support.fake_gemini_api import Reply

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
+from contextware.core.text import approx_tokens, iso, utcnow
 from contextware.offload.run import offload
-from contextware.text import approx_tokens, iso, utcnow
 from tests.support.fake_gemini_api import Reply
 from tests.support.offload_helpers import table_rows, user_text, varied_text, write_sources
 

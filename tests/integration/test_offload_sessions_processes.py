@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.gemini.sessions import list_sessions
 from contextware.offload import sessions as offload_sessions
 from contextware.offload.run import offload, sessions_command

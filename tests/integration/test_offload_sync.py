@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextware.offload.run import offload, registered_projects, sessions_command
+from contextware.offload.run import offload, sessions_command
 from contextware.offload.sync import sync
 from contextware.offload.table import offload_where
+from contextware.storage.project import registered_projects
 from tests.support.offload_helpers import table_rows
 from tests.support.repo import SCRIPTS
 from tests.support.scripts import run_script

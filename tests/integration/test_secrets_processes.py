@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from tests.support import secret_corpus as sc
 from tests.support.scripts import run_script
 

@@ -199,7 +199,7 @@ def test_a_service_whose_files_are_edited_exits_after_its_next_request(tmp_path,
     other = _start_service(project_dir, _copy_of_the_package(tmp_path / "edited"))
     try:
         wait_for(lambda: status(project_dir).get("pid") == other.pid)
-        edited = tmp_path / "edited" / "contextware" / "text.py"
+        edited = tmp_path / "edited" / "contextware" / "core" / "text.py"
         edited.write_text(edited.read_text() + "\n# edited\n")
         time.sleep(2.5)  # past the service's check interval
         out = run("recall", "--query", "how are dependencies managed", cwd=project_dir)

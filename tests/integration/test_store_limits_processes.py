@@ -1,4 +1,4 @@
-"""The session store at its byte limit: replacing an existing key (scripts/store.py, contextware/memory/kvstore.py).
+"""The session store at its byte limit: replacing an existing key (scripts/store.py, contextware/store/kvstore.py).
 
 The replaced value's own bytes are freed by the replace, so a new value that fits once the old one
 is gone evicts nothing, and one that needs more room evicts just enough other values, by policy, in
@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
+from contextware.store import kvstore
 from tests.support.session_store import MAX_BYTES, OLD_DOC, full_store, store_snapshot, value_of_size
 
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-from contextware.memory import kvstore
 from contextware.storage.project import Project
+from contextware.store import kvstore
 from tests.support.repo import SCRIPTS
 from tests.support.session_store import store_project, store_rows
 
@@ -73,7 +73,7 @@ def test_load_does_not_import_the_embedding_model(project_dir):
 WRITER = textwrap.dedent("""
     import json, sys
     from contextware.storage.project import Project
-    from contextware.memory import kvstore
+    from contextware.store import kvstore
     root, worker = sys.argv[1], int(sys.argv[2])
     project = Project.open(root)
     evicted = []

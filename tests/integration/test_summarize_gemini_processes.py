@@ -19,9 +19,9 @@ from contextware.codeindex.gemini_summary import (
     summarize_batch,
 )
 from contextware.codeindex.local_summary import LocalSummary
-from contextware.errors import GeminiError
+from contextware.core.errors import GeminiError
+from contextware.core.system import KILL_GRACE_SECONDS
 from contextware.gemini.availability import gemini_ready
-from contextware.system import KILL_GRACE_SECONDS
 from tests.support.fake_gemini_api import FakeGeminiAPI, Reply, parse_prompt_files, summaries_responder
 
 MODEL = "gemini-2.5-flash"

@@ -115,8 +115,8 @@ def test_the_same_text_saved_in_both_clones_is_one_memory_with_one_id(tmp_path):
 
 
 def test_supersession_chains_survive_any_order_of_imports(tmp_path):
-    from contextware.memory.exchange import export_memory, import_memory
     from contextware.memory.records import save_fact
+    from contextware.memory.team.share import export_memory, import_memory
     from contextware.storage.project import Project
 
     (tmp_path / "src").mkdir()

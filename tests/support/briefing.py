@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from contextware.codeindex.indexer import crawl
-from contextware.memory import kvstore, records
+from contextware.memory import records
 from contextware.storage.project import Project
+from contextware.store import kvstore
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The session store (contextware/memory/kvstore.py) in a test project: a project with store
+"""The session store (contextware/store/kvstore.py) in a test project: a project with store
 settings, its raw rows, and a store filled to exactly its byte limit."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contextware.memory import kvstore
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
+from contextware.store import kvstore
 
 
 def store_project(root: Path, **config) -> Project:

@@ -57,12 +57,12 @@ class Clone:
         return self.root / MEMORY_FILE
 
     def export(self) -> dict:
-        from contextware.memory.exchange import export_memory
+        from contextware.memory.team.share import export_memory
 
         return export_memory(self.project, self.file)
 
     def import_file(self) -> dict:
-        from contextware.memory.exchange import import_memory
+        from contextware.memory.team.share import import_memory
 
         return import_memory(self.project, self.file.read_text(encoding="utf-8"), source=MEMORY_FILE)
 

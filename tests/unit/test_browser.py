@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from contextware.memory import decisions, records, tombstones
+from contextware.memory import records
+from contextware.memory.team import tombstones
+from contextware.memory.turns import decisions
 from tests.support.browser import form_token, request, saved_memories, served_browser
 
 
@@ -289,8 +291,8 @@ def test_review_queues_near_duplicates_and_turns_worth_keeping(project, memories
 
 
 def test_since_narrows_the_list_and_the_search(project, memories):
+    from contextware.core.text import utcnow
     from contextware.memory.records import list_records
-    from contextware.text import utcnow
 
     assert list_records(project, since="1d")["total"] == list_records(project)["total"] == 6
     assert list_records(project, since=f"{utcnow().year + 1}-01-01")["total"] == 0

@@ -57,7 +57,7 @@ def test_search_open_and_delete_in_a_real_browser(project, chromium):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
-    from contextware.errors import NotFoundError
+    from contextware.core.errors import NotFoundError
     from contextware.memory import records
 
     ids = saved_memories(project)
@@ -118,8 +118,9 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
     from selenium.webdriver.support.ui import WebDriverWait
 
     from contextware.codeindex.indexer import crawl
-    from contextware.memory import decisions, records
+    from contextware.memory import records
     from contextware.memory.history import history
+    from contextware.memory.turns import decisions
 
     (project_dir / "src").mkdir()
     (project_dir / "src" / "retry.py").write_text(

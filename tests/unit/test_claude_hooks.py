@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contextware.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.hosts.hooks.claude_transcript import last_prompt, turns
 from contextware.hosts.hooks.handlers import run_hook, with_host
 from contextware.memory import records

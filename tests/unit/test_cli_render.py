@@ -11,7 +11,7 @@ import pytest
 
 from contextware.cli import COMMANDS, emit, main, run
 from contextware.cli import render as r
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.storage.config import load_config
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -214,7 +214,7 @@ def test_repair_links_memories_saved_before_the_code_index(project_dir: Path, ca
 
 
 def test_imported_memories_are_linked_here(coded: Project, tmp_path: Path):
-    from contextware.memory.exchange import import_memory
+    from contextware.memory.team.share import import_memory
 
     line = {
         "id": "fact-0123456789ab",
@@ -254,7 +254,7 @@ def test_older_tables_gain_the_link_columns(project_dir: Path):
 
 
 def test_logs_cannot_be_confirmed(coded: Project):
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     log = records.save_log(coded, "see src/http/retry.py", session_id="s1", role="user")["id"]
     with pytest.raises(UsageError):

@@ -243,7 +243,7 @@ def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project:
     """Code search reads its own rows (files and definitions): both are checked like every table's."""
     import pytest
 
-    from contextware.errors import DamagedDataError
+    from contextware.core.errors import DamagedDataError
 
     write_tree(project.root, {"src/billing.py": BILLING})
     crawl(project, summarizer="local")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.recall import Hit, ask

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from contextware.core.text import CHARS_PER_TOKEN
 from contextware.memory import records
 from contextware.memory.briefing import render_markdown, session_context
 from contextware.storage.project import Project
-from contextware.text import CHARS_PER_TOKEN
 from tests.support.bit_rot import flip_stored
 
 
@@ -64,7 +64,7 @@ def test_stale_files_are_counted(briefed: Project):
 def test_a_bad_store_setting_is_the_same_config_error_for_the_briefing(briefed: Project):
     """Issue 23 f: a bad value is one error from every command, the briefing's included (it was
     skipped here and failed only the store commands); the hook that briefs fails open with it."""
-    from contextware.errors import ConfigError
+    from contextware.core.errors import ConfigError
 
     (briefed.data_dir / "config.json").write_text('{"store_eviction": "LRU"}')
     with pytest.raises(ConfigError, match="store_eviction"):

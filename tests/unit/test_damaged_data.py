@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from contextware.errors import DamagedDataError
-from contextware.memory import kvstore, maintenance, records
+from contextware.core.errors import DamagedDataError
+from contextware.memory import maintenance, records
 from contextware.memory.recall import ask
 from contextware.storage.integrity import row_problem
 from contextware.storage.project import Project
+from contextware.store import kvstore
 
 
 def _project(root: Path) -> Project:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from contextware.errors import ContextwareError, DiskFullError
-from contextware.memory import kvstore, records
+from contextware.core.errors import ContextwareError, DiskFullError
+from contextware.memory import records
 from contextware.storage.project import Project
+from contextware.store import kvstore
 
 
 @pytest.fixture

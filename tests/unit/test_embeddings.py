@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from contextware.errors import EmbeddingError
+from contextware.core.errors import EmbeddingError
 from contextware.storage import embeddings
 
 TEXTS = [
@@ -78,7 +78,7 @@ def test_disabled_model_raises_embedding_error(monkeypatch):
 
 
 def test_unknown_configured_model_is_a_clear_error(monkeypatch):
-    from contextware.errors import ConfigError
+    from contextware.core.errors import ConfigError
 
     monkeypatch.setenv("CONTEXTWARE_EMBED_MODEL", "no-such/model")
     embeddings._CACHE.clear()

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from contextware.errors import UsageError
-from contextware.memory.exchange import export_memory, import_memory, parse_export
+from contextware.core.errors import UsageError
 from contextware.memory.records import save_fact
+from contextware.memory.team.share import export_memory, import_memory, parse_export
 
 HEADER = '{"format": "contextware-memory", "version": 1}\n'
 GOOD = {"id": "fact-0123456789ab", "kind": "note", "text": "We use uv.", "created_at": "2026-01-01T00:00:00Z"}
@@ -140,7 +140,7 @@ def test_a_line_git_moved_can_stand_twice_in_one_side_of_a_conflict(project):
     """Saved again on one branch, a memory's line moves (its created_at changed): git may keep the
     new line among the lines both sides share and the old one in a conflict hunk.  The later of the
     two is taken (the 50-round team test hit this), by import and by the merge driver's reader."""
-    from contextware.memory.memfile import read_entries
+    from contextware.memory.team.memfile import read_entries
 
     older = {**GOOD, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-02T00:00:00Z"}
     moved = {
@@ -234,7 +234,7 @@ def test_a_change_within_the_same_second_is_later_than_the_version_it_follows(pr
     merge against its superseded copy on another clone (dated `now`, it tied, and the greater line,
     the superseded one, won on one clone while the other kept the active one)."""
     from contextware.memory.records import delete
-    from contextware.memory.tombstones import later
+    from contextware.memory.team.tombstones import later
 
     old = save_fact(project, "Staging runs on a single node.", kind="environment")
     new = save_fact(project, "Staging runs on three nodes.", kind="environment", supersedes=old["id"])

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from contextware.hosts.hooks.handlers import run_hook
-from contextware.memory import decisions, records
+from contextware.memory import records
+from contextware.memory.turns import decisions
 from tests.support.browser import request, served_browser
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."

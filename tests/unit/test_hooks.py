@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contextware.fence import FENCE_CLOSE
+from contextware.core.fence import FENCE_CLOSE
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project

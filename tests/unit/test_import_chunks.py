@@ -10,9 +10,9 @@ import subprocess
 import sys
 import textwrap
 
-from contextware.memory import importing
-from contextware.memory.exchange import export_memory, import_memory
 from contextware.memory.records import get, save_fact
+from contextware.memory.team import importing
+from contextware.memory.team.share import export_memory, import_memory
 
 HEADER = '{"format": "contextware-memory", "version": 2}\n'
 
@@ -79,7 +79,7 @@ def test_an_import_killed_between_chunks_loses_nothing_and_finishes_when_run_aga
     killer = textwrap.dedent(
         f"""
         import os, signal
-        from contextware.memory import importing
+        from contextware.memory.team import importing
         from contextware.storage.project import Project
 
         importing.CHUNK_ROWS = 3

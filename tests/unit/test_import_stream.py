@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from contextware.memory import exchange
+from contextware.memory.team import share
 from contextware.storage.embedded_text import embedding_text
 
 HEADER = '{"format": "contextware-memory", "version": 1}\n'
@@ -31,7 +31,7 @@ def _facts() -> list[dict]:
 def test_a_length_sorted_import_writes_what_one_write_would(project):
     facts = _facts()
     text = HEADER + "".join(json.dumps(f) + "\n" for f in facts)
-    report = exchange.import_memory(project, text, source="team.jsonl")
+    report = share.import_memory(project, text, source="team.jsonl")
     assert (report["added"], report["updated"], report["unchanged"], report["duplicates"]) == (len(facts), 0, 0, 0)
     table = project.db.open_table("facts")
     rows = {r["id"]: r for r in table.to_arrow().to_pylist()}
@@ -39,9 +39,9 @@ def test_a_length_sorted_import_writes_what_one_write_would(project):
     expected = project.embedder.embed([embedding_text("facts", rows[f["id"]]) for f in facts])
     got = np.array([rows[f["id"]]["vector"] for f in facts], dtype=np.float32)
     assert np.allclose(got, expected, atol=1e-5)  # sorting by length changes no vector
-    again = exchange.import_memory(project, text, source="team.jsonl")
+    again = share.import_memory(project, text, source="team.jsonl")
     assert (again["added"], again["unchanged"]) == (0, len(facts))
     newer = [{**facts[1], "text": "Postgres 17 only.", "updated_at": "2026-03-01T00:00:00Z"}]
     other = {**facts[2], "id": "fact-0000000000ff"}  # another id, a text already here
-    third = exchange.import_memory(project, HEADER + "".join(json.dumps(f) + "\n" for f in [*newer, other]), source="x")
+    third = share.import_memory(project, HEADER + "".join(json.dumps(f) + "\n" for f in [*newer, other]), source="x")
     assert (third["updated"], third["duplicates"], third["duplicate_of"]) == (1, 1, {other["id"]: facts[2]["id"]})

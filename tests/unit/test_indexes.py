@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from contextware.memory import records
-from contextware.memory.exchange import import_memory
+from contextware.memory.team.share import import_memory
 from contextware.storage.database import MAX_UNINDEXED_ROWS, unindexed_rows, wanted_indexes
 from contextware.storage.project import Project
 

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from contextware.errors import ModelMismatchError, NotFoundError, UsageError
+from contextware.core.errors import ModelMismatchError, NotFoundError, UsageError
+from contextware.core.settings import Settings
 from contextware.memory import maintenance, records
 from contextware.memory.recall import ask
-from contextware.settings import Settings
 
 
 def test_save_fact_then_recall_it(project):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.fence import CUT_NOTE, FENCE_CLOSE, FENCE_OPEN, fence, has_injected, inline, strip_injected
+from contextware.core.fence import CUT_NOTE, FENCE_CLOSE, FENCE_OPEN, fence, has_injected, inline, strip_injected
 from contextware.hosts.hooks import handlers
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records

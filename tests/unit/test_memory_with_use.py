@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from contextware.errors import FieldError
+from contextware.core.errors import FieldError
 from contextware.memory import records
-from contextware.memory.exchange import import_memory
 from contextware.memory.recall import ask
+from contextware.memory.team.share import import_memory
 
 FRIDAY = "Never deploy on Fridays: releases go out Monday to Thursday before 15:00, after the change review."
 NOISE = [
@@ -169,9 +169,9 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
     from dataclasses import replace
     from datetime import timedelta
 
-    from contextware.memory.memfile import render
+    from contextware.core.text import iso, utcnow
     from contextware.memory.recall import DEFAULT_PARAMS, parse_query, recall
-    from contextware.text import iso, utcnow
+    from contextware.memory.team.memfile import render
 
     fact = records.save_fact(
         project, "Python code is formatted with `ruff format` at line length 100. Never run black on the repo."

@@ -83,7 +83,7 @@ def test_a_declared_choice_and_bound_are_published_to_mcp_and_checked_by_the_fun
     props = _schema(RECALL)["properties"]
     assert props["scope"]["enum"] == list(RECALL.param("scope").choices or ())
     assert props["limit"]["maximum"] == 100 and props["limit"]["minimum"] == 1
-    from contextware.errors import FieldError
+    from contextware.core.errors import FieldError
 
     for bad in ({"limit": 0}, {"scope": "everything"}, {"kind": "rumour"}):
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextware.redact import redact, redact_json, redact_text
+from contextware.core.redact import redact, redact_json, redact_text
 from tests.support import secret_corpus as sc
 
 
@@ -102,7 +102,7 @@ def test_at_most_one_false_redaction_over_300_real_files():
 
 
 def test_a_key_id_and_a_password_in_one_uri_are_each_masked_once():
-    from contextware.redact import redact_text
+    from contextware.core.redact import redact_text
 
     uri = "s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY@bucket/memory"
     once = redact_text(f"Cannot open {uri}.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextware.redact import redact, redact_text
+from contextware.core.redact import redact, redact_text
 
 SAID = [
     ("the admin password is hunter2xyz", "hunter2xyz"),

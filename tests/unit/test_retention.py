@@ -9,13 +9,13 @@ from datetime import timedelta
 
 import pytest
 
-from contextware.errors import FieldError
-from contextware.memory import archive, retention
-from contextware.memory.exchange import import_memory
-from contextware.memory.memfile import render
+from contextware.core.errors import FieldError
+from contextware.core.text import iso, utcnow
 from contextware.memory.recall import ask
 from contextware.memory.records import list_records, save_fact
-from contextware.text import iso, utcnow
+from contextware.memory.team.memfile import render
+from contextware.memory.team.share import import_memory
+from contextware.memory.turns import archive, retention
 
 OLD = [
     ("user", "Which database should the billing service use?"),
@@ -135,8 +135,8 @@ def test_the_command_needs_a_policy_or_a_flag(project_dir, script):
 
 
 def test_a_session_resumed_after_retention_keeps_its_beginning_in_the_digest(history):
-    from contextware.memory.digest import refresh_digest
     from contextware.memory.records import get, save_log
+    from contextware.memory.turns.digest import refresh_digest
 
     project, _ = history
     digest = retention.retain(project, older_than=30)["retained"][0]["digest"]

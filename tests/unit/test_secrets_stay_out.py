@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from contextware.codeindex.indexer import crawl, index_files
-from contextware.errors import UsageError
-from contextware.memory import kvstore, records
+from contextware.core.errors import UsageError
+from contextware.memory import records
 from contextware.memory.briefing import render_fenced, session_context
 from contextware.memory.recall import ask
 from contextware.storage.project import Project
+from contextware.store import kvstore
 from tests.support import secret_corpus as sc
 
 

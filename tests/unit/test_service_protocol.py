@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from contextware.core.settings import Settings
 from contextware.service import client, spool
 from contextware.service.context import caller_context
 from contextware.service.protocol import ProtocolError, ServiceUnsafe, check_folder, check_socket, endpoint, receive
-from contextware.settings import Settings
 
 
 def test_socket_path_is_short_and_keyed_by_the_data_dir(tmp_path):

@@ -7,14 +7,14 @@ import ast
 import sys
 from pathlib import Path
 
-from contextware.settings import Settings
+from contextware.core.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
 # Composition roots: the one function of each entry point that builds Settings from os.environ, and
 # the one default for callers that pass none (``current_settings``).
 ROOTS: dict[str, set[str]] = {
-    "contextware/settings.py": {"current_settings"},  # the default of every optional settings parameter
+    "contextware/core/settings.py": {"current_settings"},  # the default of every optional settings parameter
     "contextware/cli/__init__.py": {"run", "run_served"},  # the command line (and the service's fallback)
     "contextware/hosts/hooks/entry.py": {"main"},  # the hook process
     "contextware/hosts/mcp/front.py": {"main"},  # the MCP server process
@@ -151,7 +151,7 @@ def test_settings_is_standard_library_only():
     import subprocess
 
     code = (
-        "import sys; before = set(sys.modules); import contextware.settings; "
+        "import sys; before = set(sys.modules); import contextware.core.settings; "
         "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] != 'contextware' "
         "and m.split('.')[0] not in {*sys.stdlib_module_names, *sys.builtin_module_names}))"
     )

@@ -1,4 +1,4 @@
-"""The namespaced session store (contextware/memory/kvstore.py) on a real LanceDB, in-process."""
+"""The namespaced session store (contextware/store/kvstore.py) on a real LanceDB, in-process."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from contextware.errors import ConfigError, NotFoundError, UsageError
-from contextware.memory import kvstore
+from contextware.core.errors import ConfigError, NotFoundError, UsageError
 from contextware.storage.project import Project
 from contextware.storage.schemas import KV_TABLE
+from contextware.store import kvstore
 from tests.support.session_store import store_project, store_rows
 
 

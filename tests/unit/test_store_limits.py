@@ -3,7 +3,7 @@ evicts nothing; one of exactly the limit evicts every other value."""
 
 from __future__ import annotations
 
-from contextware.memory import kvstore
+from contextware.store import kvstore
 from tests.support.session_store import MAX_BYTES, OTHERS, full_store, store_snapshot, value_of_size
 
 

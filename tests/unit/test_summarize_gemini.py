@@ -17,7 +17,7 @@ from contextware.codeindex.gemini_summary import (
     summarize_batch,
 )
 from contextware.codeindex.local_summary import LocalSummary
-from contextware.errors import GeminiError, UsageError
+from contextware.core.errors import GeminiError, UsageError
 from tests.support.fake_gemini_api import RecordedRequest, Reply, parse_prompt_files, summaries_responder
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from contextware.errors import DamagedDataError
+from contextware.core.errors import DamagedDataError
 from contextware.memory import records
 from contextware.memory.recall import ask
 from contextware.storage import table_search

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contextware.core.settings import Settings, current_settings
 from contextware.hosts.hooks import handlers
-from contextware.settings import Settings, current_settings
 
 HOOK_TIMEOUT_S = 30.0
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # an event read from stdin (a turn is cut far below: hook_turn_chars)

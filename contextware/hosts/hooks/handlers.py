@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contextware.settings import Settings
+    from contextware.core.settings import Settings
     from contextware.storage.project import Project
 
 
@@ -43,8 +43,8 @@ def _output(event: str, body: str, note: str = "") -> dict:
     as reference data within the host's limit.  Stored texts went through the full layer when they
     were saved, so the warm path runs the shapes only (no detect-secrets load on every turn).  ``note``
     is our own text, added after the fence."""
-    from contextware.fence import fence
-    from contextware.redact import redact_text
+    from contextware.core.fence import fence
+    from contextware.core.redact import redact_text
 
     context = fence(redact_text(body, library=False), limit=HOST_CONTEXT_LIMIT)
     if note:  # our own words after the fence (how to reach memory here), not recalled data
@@ -53,7 +53,7 @@ def _output(event: str, body: str, note: str = "") -> dict:
 
 
 def session_start(project: "Project", payload: dict) -> dict | None:
-    from contextware.fence import inline_all
+    from contextware.core.fence import inline_all
     from contextware.hosts.hooks.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
 
@@ -65,7 +65,7 @@ def session_start(project: "Project", payload: dict) -> dict | None:
 
 
 def _line(hit: dict) -> str:
-    from contextware.fence import inline
+    from contextware.core.fence import inline
     from contextware.memory.briefing import first_sentence
 
     c = hit["collection"]
@@ -136,7 +136,7 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
         if line and sum(len(x) + 1 for x in lines) + len(line) <= budget:
             lines.append(line)
             injected.append(hit["id"])
-    from contextware.memory import decisions
+    from contextware.memory.turns import decisions
 
     decisions.record(project, decisions.entry(payload, prompt, result, injected))
     if not lines:
@@ -153,7 +153,7 @@ def _records_here(project: "Project") -> bool:
 
 
 def after_agent(project: "Project", payload: dict) -> dict | None:
-    from contextware.fence import strip_injected
+    from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
     if not _records_here(project):
@@ -181,8 +181,8 @@ def _refresh_digest(project: "Project", session: str) -> None:
     """The session's digest episode, rewritten after its turns are saved (a capture event: the
     hook has already answered), then the retention policy if one is set and due.  A failure is
     logged, never raised: the turns are saved."""
-    from contextware.memory.digest import refresh_digest
-    from contextware.memory.retention import retain_if_due
+    from contextware.memory.turns.digest import refresh_digest
+    from contextware.memory.turns.retention import retain_if_due
 
     try:
         refresh_digest(project, session)
@@ -292,7 +292,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
 
 
 def pre_compress(project: "Project", payload: dict) -> dict | None:
-    from contextware.fence import strip_injected
+    from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
     path = payload.get("transcript_path")
@@ -335,7 +335,7 @@ HANDLERS = {
 def _log_failure(event: str, exc: BaseException, project: "Project | None", settings: "Settings | None" = None) -> None:
     """Append the failure to the project's hooks.log, else to the one in ``contextware_home`` (of
     ``settings``, else of the project's, else of this process's)."""
-    from contextware.system import contextware_home
+    from contextware.core.system import contextware_home
 
     try:
         if project is not None and project.data_dir.is_dir():
@@ -345,7 +345,7 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None", sett
         where.mkdir(parents=True, exist_ok=True)
         import traceback  # only on failure: the hook process imports as little as it can
 
-        from contextware.redact import redact_text
+        from contextware.core.redact import redact_text
 
         last = redact_text(traceback.format_exception_only(type(exc), exc)[-1].strip())
         with open(where / "hooks.log", "a", encoding="utf-8") as f:

@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 from contextware import __version__
+from contextware.core.system import relative_posix
 from contextware.hosts.install import settings_merge
 from contextware.hosts.install.installed_files import json_edit, record_and_write, text_edit, undo
 from contextware.hosts.install.shared import (
@@ -39,7 +40,6 @@ from contextware.hosts.install.shared import (
     skill_text,
     sync_environment,
 )
-from contextware.system import relative_posix
 
 HOOK_EVENTS = {"SessionStart": 30, "UserPromptSubmit": 20, "Stop": 30, "PreCompact": 60}  # seconds
 USER_KEY = "claude:user"

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextware.errors import UsageError
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import UsageError
+from contextware.core.settings import Settings, current_settings
 from contextware.storage.layout import resolve_project_root
 
 AGENTS = ("gemini", "claude", "mcp")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware import __version__
-from contextware.errors import ContextwareError
+from contextware.core.errors import ContextwareError
 from contextware.hosts.install import settings_merge
 from contextware.hosts.install.shared import (
     NAME,

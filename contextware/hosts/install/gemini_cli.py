@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 
 from contextware import __version__
-from contextware.errors import ContextwareError, GeminiError
+from contextware.core.errors import ContextwareError, GeminiError
+from contextware.core.system import contextware_home, relative_posix
+from contextware.core.text import iso, utcnow
 from contextware.gemini.availability import gemini_home, resolve_binary
 from contextware.gemini.process import run_cli
 from contextware.hosts.install import settings_merge
@@ -30,8 +32,6 @@ from contextware.hosts.install.shared import (
     skill_text,
     sync_environment,
 )
-from contextware.system import contextware_home, relative_posix
-from contextware.text import iso, utcnow
 
 HOOK_EVENTS = {  # event -> (timeout in ms, description)
     "SessionStart": (30000, "Contextware: brief the session from project memory"),

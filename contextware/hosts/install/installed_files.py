@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ContextwareError
+from contextware.core.errors import ContextwareError
+from contextware.core.text import iso, utcnow
 from contextware.hosts.install import jsonc, settings_merge
 from contextware.hosts.install.shared import NAME, put_text
-from contextware.text import iso, utcnow
 
 
 @dataclass

@@ -19,7 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from contextware.errors import ContextwareError, UsageError
+from contextware.core.errors import ContextwareError, UsageError
+from contextware.core.system import relative_posix
 from contextware.hosts.install.installed_files import json_edit, record_and_write, undo
 from contextware.hosts.install.shared import (
     NAME,
@@ -31,7 +32,6 @@ from contextware.hosts.install.shared import (
     missing_paths,
     sync_environment,
 )
-from contextware.system import relative_posix
 
 HOSTS = ("cursor", "vscode", "claude-desktop", "print")
 WORKSPACE = "${workspaceFolder}"

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import ContextwareError
+from contextware.core.errors import ContextwareError
 
 HOOK_NAME_PREFIX = "contextware-"
 MCP_SCRIPT = "scripts/mcp_server.py"

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextware.errors import ContextwareError, UsageError
+from contextware.core.errors import ContextwareError, UsageError
+from contextware.core.system import contextware_home, write_atomic
 from contextware.hosts.install import settings_merge
-from contextware.system import contextware_home, write_atomic
 
 NAME = "contextware"
 
@@ -210,7 +210,7 @@ def environment_python() -> Path:
 
 def run_tool(cmd: list[str], timeout: float, cwd: Path | str | None = None) -> tuple[int, str, str]:
     """Run a helper program in its own process group; killed with its children after ``timeout``."""
-    from contextware.system import run_in_group
+    from contextware.core.system import run_in_group
 
     try:
         return run_in_group(cmd, cwd=cwd, timeout=timeout)

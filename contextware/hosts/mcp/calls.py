@@ -14,8 +14,8 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from contextware.errors import ContextwareError, UsageError, first_line, internal_error
-from contextware.settings import Settings, current_settings
+from contextware.core.errors import ContextwareError, UsageError, first_line, internal_error
+from contextware.core.settings import Settings, current_settings
 
 log = logging.getLogger("contextware.mcp")
 
@@ -27,7 +27,7 @@ class _Redacted(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         import traceback
 
-        from contextware.redact import redact_text
+        from contextware.core.redact import redact_text
 
         record.msg, record.args = redact_text(record.getMessage()), None
         if record.exc_info and record.exc_info[0] is not None:
@@ -109,7 +109,7 @@ def _envelope_result(result: dict, text: str | None = None) -> CallToolResult:
 
 
 def error_result(error: dict) -> CallToolResult:
-    from contextware.redact import redact_error
+    from contextware.core.redact import redact_error
 
     envelope = {"ok": False, "error": redact_error(error)}
     return CallToolResult(
@@ -145,7 +145,7 @@ def call(
     handles to tables that were deleted or rebuilt meanwhile (``rm -rf contextware_data``,
     ``memory.py repair``), which a one-shot command never meets.  The call is then tried once more
     on a fresh connection (``retry``; every tool but ``offload`` is safe to repeat)."""
-    from contextware.errors import StorageError
+    from contextware.core.errors import StorageError
 
     for attempt in (1, 2):
         project = None

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from contextware import __version__
-from contextware.errors import internal_error
+from contextware.core.errors import internal_error
+from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.declared import DECLARED
-from contextware.settings import Settings, current_settings
 
 # Long, or they run Gemini CLI with this process's environment: never sent to the service.
 IN_PROCESS_TOOLS = {"index_file", "crawl_project", "offload"}

@@ -11,11 +11,11 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from contextware.codeindex.indexer import SUMMARIZERS
+from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.hosts.mcp.params import READS, bounded_int, flag, opt_choice, opt_int, opt_text, strings, writes
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
 from contextware.storage.schemas import MEMORY_TABLES
-from contextware.text import split_list
 
 STATUSES = ("active", "superseded")
 _ID = Annotated[str, Field(description="The memory's id, e.g. fact-1a2b3c4d5e6f, episode-… or log-….")]

@@ -27,10 +27,10 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from contextware import __version__
+from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.calls import call_settings, error_result
 from contextware.hosts.mcp.memory_tools import TOOLS as MEMORY_TOOLS
 from contextware.hosts.mcp.tools import TOOLS as WORK_TOOLS
-from contextware.settings import Settings, current_settings
 
 TOOLS = {**WORK_TOOLS, **MEMORY_TOOLS}
 log = logging.getLogger("contextware.mcp")

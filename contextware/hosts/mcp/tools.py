@@ -10,7 +10,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from contextware.codeindex.indexer import SUMMARIZERS
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
+from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.hosts.mcp.params import (
     READS,
@@ -25,7 +26,6 @@ from contextware.hosts.mcp.params import (
 )
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
-from contextware.text import split_list
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
 CONTEXT_FORMATS = ("markdown", "json")
@@ -128,7 +128,7 @@ def session_store(
     50 keys per namespace by default; least recently used or oldest first), each listed under evicted.
     load returns data; a missing key is error not_found. list gives keys with size and times (no values),
     stats the size and keys per namespace, the oldest value, the last write and the limits."""
-    from contextware.memory import kvstore
+    from contextware.store import kvstore
 
     def work(p: Any) -> dict:
         if action not in STORE_ACTIONS:

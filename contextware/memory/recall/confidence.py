@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
+from contextware.core.words import STOP_WORDS, stem, words
 from contextware.memory.recall.params import ConfidenceParams, ConfidenceWeights
 from contextware.memory.recall.types import Hit, Signals
 from contextware.storage.embedded_text import related_words
 from contextware.storage.schemas import CODE_TABLE
-from contextware.words import STOP_WORDS, stem, words
 
 
 def content_words(text: str) -> list[str]:

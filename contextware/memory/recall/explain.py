@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from contextware.core.text import cut_at_word
 from contextware.memory.recall.fusion import Gated, hit_key
 from contextware.memory.recall.types import Considered, Explanation, Hit
-from contextware.text import cut_at_word
 
 MAX_EXPLAINED = 30  # candidates listed: every result shown, then the best held back
 LABEL_CHARS = 140

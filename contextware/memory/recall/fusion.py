@@ -72,7 +72,7 @@ def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     the first in order (best score, then newest), counting the others as ``repeats``."""
     from dataclasses import replace
 
-    from contextware.text import normalise
+    from contextware.core.text import normalise
 
     first: dict[str, int] = {}
     out: list[Hit] = []
@@ -109,7 +109,7 @@ REPEATED_WORDS = 0.5  # ... at least this share of the older fact's content word
 def _repeats_words(newer: str, older: str) -> bool:
     """Does ``newer`` hold most of ``older``'s content words ("Format money with numeral.js" and
     "Format money with Intl.NumberFormat ...; numeral.js was removed")?"""
-    from contextware.words import STOP_WORDS, stem, words
+    from contextware.core.words import STOP_WORDS, stem, words
 
     old = {stem(w) for w in words(older) if w not in STOP_WORDS}
     new = {stem(w) for w in words(newer) if w not in STOP_WORDS}

@@ -24,7 +24,7 @@ def _projects(project: "Project", everywhere: bool) -> list["Project"]:
     """The project, and with ``everywhere`` every other project registered on this machine."""
     projects = [project]
     if everywhere:
-        from contextware.offload.table import registered_projects
+        from contextware.storage.project import registered_projects
 
         known = {project.root.resolve()}
         for other in registered_projects(project.settings):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.text import cut_at_word
 from contextware.memory.code_links import stale_flag
 from contextware.memory.records import public_row
 from contextware.storage.schemas import CODE_TABLE, OFFLOADS_TABLE
-from contextware.text import cut_at_word
 
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery

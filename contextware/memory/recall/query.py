@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import FieldError, UsageError
+from contextware.core.errors import FieldError, UsageError
+from contextware.core.text import check_unicode, parse_since, parse_topics, sql_str
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug
 from contextware.storage.schemas import CODE_TABLE, MEMORY_TABLES, OFFLOADS_TABLE
-from contextware.text import check_unicode, parse_since, parse_topics, sql_str
 
 TOPIC_TABLES = ("facts", "episodes", OFFLOADS_TABLE)
 MODES = ("summary", "exact")

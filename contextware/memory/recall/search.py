@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import DamagedDataError, EmbeddingError
+from contextware.core.errors import DamagedDataError, EmbeddingError
 from contextware.memory.recall.params import FusionParams
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.embedded_text import expand_query

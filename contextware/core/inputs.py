@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import stat
 
-from contextware.errors import UsageError
-from contextware.system import MAX_INPUT_BYTES, read_limited
+from contextware.core.errors import UsageError
+from contextware.core.system import MAX_INPUT_BYTES, read_limited
 
 # An export file read by ``import``: far above a real project's memory (facts are capped at a few
 # thousand characters), far below what would exhaust memory while it is parsed.

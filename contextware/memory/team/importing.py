@@ -1,5 +1,5 @@
 """``import_memory``: an export merged into the project id by id, in memory bounded by a chunk of rows
-(the rules it keeps are ``exchange``'s docstring's).
+(the rules it keeps are ``share``'s docstring's).
 
 The first pass checks every line (a bad line anywhere and nothing is written) and keeps per memory
 only its line number, when it last changed, whether it is active and its text hash.  The plan then
@@ -19,17 +19,17 @@ import re
 from array import array
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from contextware.memory import tombstones
+from contextware.core.redact import redact
+from contextware.core.text import sql_str, text_hash
 from contextware.memory.code_links import link_rows
-from contextware.memory.memfile import FIELDS, TEXT_FIELDS, check_row, checked_lines, split_conflicts, written_form
 from contextware.memory.records import collection_for_id
-from contextware.redact import redact
+from contextware.memory.team import tombstones
+from contextware.memory.team.memfile import FIELDS, TEXT_FIELDS, check_row, checked_lines, split_conflicts, written_form
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
 from contextware.storage.table_search import release_unused
-from contextware.text import sql_str, text_hash
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -357,7 +357,7 @@ def _chunks(ids: list[str], size: int) -> list[list[str]]:
 
 
 def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict[str, Any]:
-    """Merge an export into the project (``exchange``'s docstring); ``source`` names the file.
+    """Merge an export into the project (``share``'s docstring); ``source`` names the file.
     ``dry_run`` writes nothing and lists under ``changes`` what an import would add, update or delete."""
     lines, memories, file_stones, redacted, conflicted = read_file(text)
     report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}

@@ -28,8 +28,8 @@ HELD_SHOWN = 3  # best candidates held back, per turn
 
 def entry(payload: dict[str, Any], prompt: str, result: RecallResult, injected: list[str]) -> dict[str, Any]:
     """One turn's decision: ``injected`` are the ids that went into the context."""
-    from contextware.redact import redact_text
-    from contextware.text import cut_at_word
+    from contextware.core.redact import redact_text
+    from contextware.core.text import cut_at_word
 
     # The full detector set when this process has it loaded (the resident service does after its
     # first capture); its first load would cost a hook 0.2-0.3 s, so otherwise the fast shapes.
@@ -71,7 +71,7 @@ def record(project: "Project", decision: dict[str, Any]) -> None:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(decision, ensure_ascii=False) + "\n")
         if path.stat().st_size > MAX_BYTES:
-            from contextware.system import write_atomic
+            from contextware.core.system import write_atomic
 
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-KEEP:]
             write_atomic(path, "\n".join(lines) + "\n")

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import FieldError
-from contextware.memory.archive import ARCHIVE_DIR, archive_path, write_archive
-from contextware.memory.digest import MIN_TURNS, refresh_digest
-from contextware.memory.memfile import FIELDS
-from contextware.system import write_atomic
-from contextware.text import iso, parse_iso, sql_str, utcnow
+from contextware.core.errors import FieldError
+from contextware.core.system import write_atomic
+from contextware.core.text import iso, parse_iso, sql_str, utcnow
+from contextware.memory.team.memfile import FIELDS
+from contextware.memory.turns.archive import ARCHIVE_DIR, archive_path, write_archive
+from contextware.memory.turns.digest import MIN_TURNS, refresh_digest
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -163,7 +163,7 @@ def retain_if_due(project: "Project") -> dict[str, Any] | None:
 
 def retention_stats(project: "Project") -> dict[str, Any]:
     """What ``memory stats`` shows: the policy, and what it has archived so far."""
-    from contextware.memory.gemini_digest import budget
+    from contextware.memory.turns.gemini_digest import budget
 
     ledger = _read_ledger(project)
     sessions = ledger.get("sessions", {})

@@ -9,10 +9,10 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
-from contextware.memory.memfile import merge2, read_entries, render, written_form
-from contextware.system import write_atomic
-from contextware.text import parse_iso
+from contextware.core.errors import UsageError
+from contextware.core.system import write_atomic
+from contextware.core.text import parse_iso
+from contextware.memory.team.memfile import merge2, read_entries, render, written_form
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextware.text import strip_terminal_controls
+from contextware.core.text import strip_terminal_controls
 
 TAG = "contextware-memory"
 FENCE_OPEN = f"<{TAG}>"

@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
+from contextware.core.redact import refuse_secret_name, refuse_secret_topics
+from contextware.core.text import iso, parse_topics
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
-from contextware.memory.tombstones import entry_key, is_tombstone, later
-from contextware.redact import refuse_secret_name, refuse_secret_topics
+from contextware.memory.team.tombstones import entry_key, is_tombstone, later
 from contextware.storage.schemas import MEMORY_TABLES
-from contextware.text import iso, parse_topics
 
 FORMAT = "contextware-memory"
 VERSION = 2  # 2: tombstones, lines sorted by (created_at, id), a log's optional speaker
@@ -325,7 +325,7 @@ def merge_texts(base: str, ours: str, theirs: str) -> str:
 
 def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
-    from contextware.system import write_atomic
+    from contextware.core.system import write_atomic
 
     texts = []
     for path in (base, ours, theirs):
@@ -340,7 +340,7 @@ def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
 
 def with_markers(ours: Path, theirs: Path) -> None:
     """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git)."""
-    from contextware.system import write_atomic
+    from contextware.core.system import write_atomic
 
     try:
         mine = ours.read_text(encoding="utf-8") if ours.is_file() else ""

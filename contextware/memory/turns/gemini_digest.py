@@ -17,9 +17,9 @@ import re
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import GeminiError
-from contextware.redact import redact
-from contextware.text import approx_tokens, cut_at_word, utcnow
+from contextware.core.errors import GeminiError
+from contextware.core.redact import redact
+from contextware.core.text import approx_tokens, cut_at_word, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -63,7 +63,7 @@ def budget(project: "Project") -> dict[str, Any]:
 
 
 def _charge(project: "Project", *, tokens: int = 0, calls: int = 0, skipped: int = 0) -> dict[str, Any]:
-    from contextware.system import write_atomic
+    from contextware.core.system import write_atomic
 
     project.ensure_data_dir()
     with project.db.write_lock(LOCK):
@@ -103,10 +103,10 @@ def parse_reply(reply: str) -> dict[str, str] | None:
 def gemini_fields(project: "Project", turns: list[dict[str, Any]]) -> dict[str, str] | None:
     """The digest of ``turns`` by Gemini within today's budget, or None (the caller keeps the local one)."""
     from contextware.codeindex.gemini_summary import forget_chat
+    from contextware.core.system import contextware_home
     from contextware.gemini.availability import gemini_workdir
     from contextware.gemini.headless import escape_at, run_gemini
     from contextware.offload.files import gemini_options
-    from contextware.system import contextware_home
 
     text = _transcript(turns)
     if not text:

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from contextware.errors import UsageError
+from contextware.core.errors import UsageError
 
 _WS = re.compile(r"\s+")
 

@@ -25,10 +25,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import UsageError
-from contextware.memory import tombstones
-from contextware.memory.importing import import_memory
-from contextware.memory.memfile import (
+from contextware.core.errors import UsageError
+from contextware.core.redact import redact
+from contextware.core.system import write_atomic
+from contextware.core.text import iso
+from contextware.memory.records import collection_for_id
+from contextware.memory.team import tombstones
+from contextware.memory.team.importing import import_memory
+from contextware.memory.team.memfile import (
     DEFAULT_FILE,
     FIELDS,
     FORMAT,
@@ -39,11 +43,7 @@ from contextware.memory.memfile import (
     parse_export,
     render,
 )
-from contextware.memory.records import collection_for_id
-from contextware.redact import redact
 from contextware.storage.schemas import MEMORY_TABLES
-from contextware.system import write_atomic
-from contextware.text import iso
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

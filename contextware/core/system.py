@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from contextware.settings import Settings, current_settings
+from contextware.core.settings import Settings, current_settings
 
 KILL_GRACE_SECONDS = 3.0
 CANCEL_POLL_SECONDS = 0.2
@@ -168,7 +168,7 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 def read_limited(stream: BinaryIO, limit: int, what: str) -> bytes:
     """Read ``stream`` to its end, but never more than ``limit`` bytes (``/dev/zero`` has no end):
     more is a UsageError saying so, and nothing is kept."""
-    from contextware.errors import UsageError
+    from contextware.core.errors import UsageError
 
     chunks: list[bytes] = []
     size = 0

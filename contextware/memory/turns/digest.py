@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from contextware.text import cut_at_word, sql_str
+from contextware.core.text import cut_at_word, sql_str
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -78,7 +78,7 @@ def build_digest(turns: list[dict[str, Any]]) -> dict[str, str] | None:
 def session_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
     """The session's captured turns, oldest first (first chunks only: a digest reads openings),
     those retention archived included: a session resumed after it was folded keeps its beginning."""
-    from contextware.memory.archive import archived_turns
+    from contextware.memory.turns.archive import archived_turns
 
     rows = archived_turns(project, session_id)
     table = project.db.open_table("logs")
@@ -100,7 +100,7 @@ def refresh_digest(project: "Project", session_id: str, *, use_model: bool = Fal
         return None
     by = "local"
     if use_model:
-        from contextware.memory import gemini_digest
+        from contextware.memory.turns import gemini_digest
 
         written = gemini_digest.gemini_fields(project, turns) if gemini_digest.wanted(project) else None
         if written is not None:

@@ -27,12 +27,12 @@ import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from contextware.errors import ConfigError, FieldError, NotFoundError, StorageError, UsageError
-from contextware.redact import redact_json, refuse_secret_name
+from contextware.core.errors import ConfigError, FieldError, NotFoundError, StorageError, UsageError
+from contextware.core.redact import redact_json, refuse_secret_name
+from contextware.core.system import write_atomic
+from contextware.core.text import cut_at_word, iso, sql_str, utcnow
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import KV_TABLE
-from contextware.system import write_atomic
-from contextware.text import cut_at_word, iso, sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project

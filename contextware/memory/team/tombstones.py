@@ -17,8 +17,8 @@ import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from contextware.redact import redact
-from contextware.text import iso, strip_terminal_controls, utcnow
+from contextware.core.redact import redact
+from contextware.core.text import iso, strip_terminal_controls, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -92,7 +92,7 @@ def load(project: "Project") -> dict[str, dict[str, Any]]:
 
 def record(project: "Project", entries: list[dict[str, Any]]) -> int:
     """Keep ``entries`` (the later version of each id), drop expired ones; returns how many changed."""
-    from contextware.system import write_atomic
+    from contextware.core.system import write_atomic
 
     if not entries:
         return 0

@@ -521,7 +521,7 @@ def refuse_secret_name(value: str, what: str) -> str:
     change what is named; the shapes only, so an ordinary id is never taken for entropy."""
     _, found = redact(value, library=False)
     if found:
-        from contextware.errors import UsageError
+        from contextware.core.errors import UsageError
 
         kinds = ", ".join(sorted(found))
         raise UsageError(
