@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.core.errors import UsageError
+from contextware.core.errors import FieldError, UsageError
 from contextware.gemini.headless import MAX_STDIN_BYTES, escape_at
 
 if TYPE_CHECKING:
@@ -147,15 +147,17 @@ _REFUSED = {
 }
 
 
-def check_source(project: "Project", rules: Any, flag: str, raw: str, path: Path, is_dir: bool) -> None:
+def check_source(project: "Project", rules: Any, field: str, raw: str, path: Path, is_dir: bool) -> None:
     """Refuse (UsageError) a given file or folder that a crawl would not read: outside the project
     (by its real path), ignored, or secret.  Both the name as given and its real path are judged, so
-    a link named ``notes.txt`` to ``.env`` and one named ``x.env`` to a plain file are refused."""
+    a link named ``notes.txt`` to ``.env`` and one named ``x.env`` to a plain file are refused.
+    ``field`` names the input (``files``, ``include_dirs``), worded by each front end."""
     real = path.resolve()
     real_rel = rules.relative(real)
     if real_rel is None:
-        raise UsageError(
-            f"{flag}: {raw} is outside the project ({project.root}); an offload sends only the project's files.",
+        raise FieldError(
+            f"{{field}}: {raw} is outside the project ({project.root}); an offload sends only the project's files.",
+            field=field,
             code="outside_project",
         )
     given_rel = rules.relative(path)
@@ -163,7 +165,7 @@ def check_source(project: "Project", rules: Any, flag: str, raw: str, path: Path
         reason = rules.reason(rel, is_dir)
         if reason in _REFUSED:
             code, why = _REFUSED[reason]
-            raise UsageError(f"{flag}: {raw} {why}; it is never sent to Gemini.", code=code)
+            raise FieldError(f"{{field}}: {raw} {why}; it is never sent to Gemini.", field=field, code=code)
 
 
 def _rules(project: "Project") -> Any:
@@ -195,7 +197,7 @@ def resolve_sources(
         path = _locate(project, raw)
         if not path.exists():
             raise UsageError(f"--files: {raw} does not exist.", code="file_not_found")
-        check_source(project, rules, "--files", raw, path, False)
+        check_source(project, rules, "files", raw, path, False)
         if not path.is_file():
             raise UsageError(f"--files: {raw} is not a file (give folders with --include-dirs).", code="not_a_file")
         if not os.access(path, os.R_OK):
@@ -211,7 +213,7 @@ def resolve_sources(
             raise UsageError(f"--include-dirs: {raw} does not exist.", code="dir_not_found")
         if not path.is_dir():
             raise UsageError(f"--include-dirs: {raw} is not a folder (give files with --files).", code="not_a_dir")
-        check_source(project, rules, "--include-dirs", raw, path, True)
+        check_source(project, rules, "include_dirs", raw, path, True)
         path = path.resolve()
         shown = _show(project, path)
         if shown in sources.dirs:
@@ -223,9 +225,10 @@ def resolve_sources(
                 listed.add(f.path)
                 sources.dir_files.append(f)
         if len(sources.dir_files) > limit:
-            raise UsageError(
-                f"--include-dirs covers more than {limit} files; give narrower folders "
+            raise FieldError(
+                f"{{field}} covers more than {limit} files; give narrower folders "
                 "(or raise offload_max_source_files in config.json).",
+                field="include_dirs",
                 code="too_many_files",
             )
     return sources
@@ -310,9 +313,10 @@ def read_file_texts(sources: Sources) -> dict[str, str]:
     for f in sources.files:
         text, digest, reason = read_source(Candidate(f.path, f.abs_path, f.mtime, f.size), MAX_STDIN_BYTES)
         if reason == "too_large":
-            raise UsageError(
-                f"--files: {f.path} is larger than Gemini CLI's 8 MB input limit; give its folder "
-                "with --include-dirs instead.",
+            raise FieldError(
+                f"{{field}}: {f.path} is larger than Gemini CLI's 8 MB input limit; give its folder "
+                "as an included folder instead.",
+                field="files",
                 code="too_large",
             )
         if reason or text is None:
@@ -349,7 +353,7 @@ def build_stdin(sources: Sources, texts: dict[str, str], *, lead: str = "") -> s
     if len(stdin.encode("utf-8")) > MAX_STDIN_BYTES:
         raise UsageError(
             "The files and piped context exceed Gemini CLI's 8 MB input limit; give large folders "
-            "with --include-dirs so that Gemini reads them itself.",
+            "as included folders so that Gemini reads them itself.",
             code="too_large",
         )
     return stdin
