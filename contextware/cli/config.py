@@ -25,7 +25,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def handle(args: argparse.Namespace) -> dict:
     import json
 
-    from contextware.storage.config import DEFAULTS
+    from contextware.storage.config import SETTINGS
 
     project = open_project(args)
     path = project.data_dir / "config.json"
@@ -34,7 +34,11 @@ def handle(args: argparse.Namespace) -> dict:
     out = {"path": project.relpath(path), "exists": path.is_file(), "overridden": overridden}
     if args.action == "check":
         return {**out, "valid": True}
-    return {**out, "settings": {k: settings[k] for k in DEFAULTS}}
+    return {
+        **out,
+        "settings": {s.key: settings[s.key] for s in SETTINGS},
+        "help": {s.key: s.help for s in SETTINGS},
+    }
 
 
 def render_text(result: dict) -> str:
@@ -47,4 +51,9 @@ def render_text(result: dict) -> str:
         {"setting": k, "value": v, "from": "config.json" if k in result["overridden"] else "default"}
         for k, v in result["settings"].items()
     ]
-    return paint(where, "bold") + "\n" + table(rows, ["setting", "from", "value"])
+    return (
+        paint(where, "bold")
+        + "\n"
+        + table(rows, ["setting", "from", "value"])
+        + "\n(what each does: docs/settings.md, or the JSON output's help)"
+    )

@@ -1,87 +1,201 @@
-"""Project settings: defaults overridden by ``<data_dir>/config.json``."""
+"""Project settings: each declared once (``Setting``: default, help, choices, bounds), defaults
+overridden by ``<data_dir>/config.json`` and checked against their declarations when it is read."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contextware.core.errors import ConfigError, load_json
 
-DEFAULTS: dict[str, Any] = {
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of ``config.json``: its default (whose type is the setting's), what it does, and the
+    values it may take beyond its type: ``choices``; a ``floor`` it must reach (``above``: it must
+    pass it, for a duration of 0 that would never end); a ``ceiling``; ``nullable``.  Numbers are
+    finite (JSON's NaN and Infinity are refused).  ``config show``, ``config check`` and the README's
+    settings are built from these declarations."""
+
+    key: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    floor: float | None = None
+    above: bool = False
+    ceiling: float | None = None
+    nullable: bool = False
+
+    @property
+    def kind(self) -> type:
+        return type(self.default)
+
+
+DAY_LIMIT = 36_500.0  # a hundred years: more is a typo, and would overflow date arithmetic
+COUNT_LIMIT = 10**9  # far above any real count or size, far below what overflows a C integer
+
+SETTINGS: tuple[Setting, ...] = (
     # Memory
-    "max_fact_chars": 4000,
-    "max_episode_chars": 8000,
-    "log_chunk_chars": 1500,
-    "max_log_chars": 2_000_000,
-    # Captured turns of a session whose last turn is older than this many days are folded into the
-    # session's digest and archived under archive/logs/ (memory/retention.py). 0: keep every turn.
-    "log_retention_days": 0.0,
-    # Who writes the digest of a session that retention folds: local (extractive) | gemini (headless
-    # Gemini CLI, at most digest_daily_tokens tokens a UTC day, metered; memory/gemini_digest.py).
-    "digest_summarizer": "local",
-    "digest_daily_tokens": 200_000,
-    # A hook turn (prompt or answer) over this many characters is cut to it, the rest noted as cut:
-    # a 40 MB turn would otherwise be thousands of rows to embed on the hook's path.
-    "hook_turn_chars": 40_000,
-    "similar_threshold": 0.80,
+    Setting("max_fact_chars", 4000, "longest fact, in characters", floor=1, ceiling=COUNT_LIMIT),
+    Setting("max_episode_chars", 8000, "longest episode summary, in characters", floor=1, ceiling=COUNT_LIMIT),
+    Setting("log_chunk_chars", 1500, "characters per stored chunk of a long log", floor=1, ceiling=COUNT_LIMIT),
+    Setting("max_log_chars", 2_000_000, "longest log text, in characters", floor=1, ceiling=COUNT_LIMIT),
+    Setting(
+        "log_retention_days",
+        0.0,
+        "captured turns of a session idle longer than this are folded into its digest and archived; 0 keeps every turn",
+        floor=0,
+        ceiling=DAY_LIMIT,
+    ),
+    Setting(
+        "digest_summarizer",
+        "local",
+        "who writes the digest of a folded session: local (extractive) or gemini (headless, metered)",
+        choices=("local", "gemini"),
+    ),
+    Setting("digest_daily_tokens", 200_000, "Gemini tokens a UTC day for digests", floor=0, ceiling=COUNT_LIMIT),
+    Setting(
+        "hook_turn_chars",
+        40_000,
+        "a hook turn longer than this is cut to it (the rest noted as cut)",
+        floor=1,
+        ceiling=COUNT_LIMIT,
+    ),
+    Setting("similar_threshold", 0.80, "cosine at which a saved memory is listed as similar", floor=0, ceiling=1),
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
-    "recall_candidates": 30,
-    # Confidence (0-1) the best result must reach, else recall answers "answerable": false with no
-    # results (contextware/memory/confidence.py); the prompt hook, which injects unasked, is stricter.
-    "recall_min_confidence": 0.15,
-    "hook_min_confidence": 0.25,
+    Setting("recall_candidates", 30, "candidates each ranker gives the fusion", floor=1, ceiling=10_000),
+    Setting(
+        "recall_min_confidence",
+        0.15,
+        "confidence the best result must reach, else answerable: false",
+        floor=0,
+        ceiling=1,
+    ),
+    Setting("hook_min_confidence", 0.25, "the prompt hook's stricter gate", floor=0, ceiling=1),
     # Code index
-    "summarizer": "auto",  # auto | gemini | local
-    "max_file_bytes": 1_000_000,
-    "crawl_jobs": 0,  # 0: one per CPU (at most 8)
-    "secret_files": [],  # more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)
-    "secret_files_allowed": [],  # patterns of the default list to index anyway (their text is still redacted)
-    # Left out of the code index by default; true brings the class back: files marked
-    # linguist-generated / linguist-vendored in .gitattributes, minified files (.min.js, long lines).
-    "index_generated": False,
-    "index_vendored": False,
-    "index_minified": False,
+    Setting("summarizer", "auto", "who summarises files: auto, gemini or local", choices=("auto", "gemini", "local")),
+    Setting("max_file_bytes", 1_000_000, "largest file indexed, in bytes", floor=1, ceiling=COUNT_LIMIT),
+    Setting("crawl_jobs", 0, "files summarised in parallel; 0: one per CPU (at most 8)", floor=0, ceiling=256),
+    Setting("secret_files", [], "more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)"),
+    Setting("secret_files_allowed", [], "patterns of the default list to index anyway (their text is still redacted)"),
+    Setting("index_generated", False, "index files marked linguist-generated"),
+    Setting("index_vendored", False, "index files marked linguist-vendored"),
+    Setting("index_minified", False, "index minified files (.min.js, long lines)"),
     # Gemini CLI (code summaries and offloads)
-    "gemini_model": "gemini-2.5-flash",
-    "gemini_timeout_s": 180.0,
-    "gemini_requests_per_minute": 50,  # the free tier allows 60
-    "gemini_rate_limit_backoff_s": 10.0,  # a rate-limited call is retried twice, after this and twice this
-    "gemini_batch_files": 8,
-    "gemini_batch_chars": 60_000,
+    Setting("gemini_model", "gemini-2.5-flash", "model of file summaries"),
+    Setting("gemini_timeout_s", 180.0, "seconds a summary call may take", floor=0, above=True, ceiling=DAY_LIMIT),
+    Setting(
+        "gemini_requests_per_minute",
+        50,
+        "Gemini calls a minute (the free tier allows 60)",
+        floor=1,
+        ceiling=COUNT_LIMIT,
+    ),
+    Setting(
+        "gemini_rate_limit_backoff_s",
+        10.0,
+        "a rate-limited call is retried twice, after this and twice this",
+        floor=0,
+        ceiling=DAY_LIMIT,
+    ),
+    Setting("gemini_batch_files", 8, "files per summary call", floor=1, ceiling=COUNT_LIMIT),
+    Setting("gemini_batch_chars", 60_000, "characters per summary call", floor=1, ceiling=COUNT_LIMIT),
     # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary
-    "offload_model": "gemini-2.5-pro",  # the research call (1M-token context)
-    "offload_summary_model": "gemini-2.5-flash",  # a fast model for summaries
-    "offload_summarizer": "gemini",  # gemini (falls back to truncation) | truncate
-    "summary_max_tokens": 500,
-    "cache_ttl_days": 30.0,  # a cached answer older than this is re-queried; 0 or null: never
-    "offload_timeout_s": 600.0,
-    "offload_max_source_files": 5000,  # files tracked under --include-dirs
-    "offload_max_errors": 3,  # consecutive errors or timeouts before a session is dropped
-    "offload_retry_backoff_s": 10.0,  # wait error_count x this before a retry
-    "offload_session_max_tokens": 350_000,  # context (prompt tokens of the latest call) that starts a new session
-    "offload_recovery_days": 7.0,  # Gemini sessions this recent are considered when our state is lost
-    # Gemini CLI hooks: token budgets of the session briefing and of the memories added to a prompt
-    "hook_session_tokens": 1000,
-    "hook_prompt_tokens": 400,
-    # Team memory file: a deletion's tombstone is exported (and kept) this many days, then dropped;
-    # a clone that has not exchanged memory for longer may bring the memory back. 0: never dropped.
-    "tombstone_days": 90.0,
-    # Linked git worktrees use the main checkout's memory ("shared") or their own ("separate"); read from
-    # the main checkout's config.json (or $CONTEXTWARE_WORKTREES) by storage.layout.
-    "worktrees": "shared",
-    # Storage maintenance: compact when a table has this many small fragments.
-    "compact_after_fragments": 24,
-    # Session store (scripts/store.py): limits enforced by eviction on every save.
-    "store_max_bytes": 10 * 1024 * 1024,  # JSON bytes of all values in the project
-    "store_max_keys_per_namespace": 50,
-    "store_eviction": "lru",  # lru (least recently loaded or saved first) | oldest (saved longest ago first)
-    "store_eviction_by_namespace": {},  # per-namespace override, e.g. {"baselines": "oldest"}
-    # Resident service (contextware.resident): exits after this many minutes without a request.
-    "service_idle_minutes": 10.0,  # a number: fractions allowed
-}
+    Setting("offload_model", "gemini-2.5-pro", "the research call's model (1M-token context)"),
+    Setting("offload_summary_model", "gemini-2.5-flash", "a fast model for summaries"),
+    Setting(
+        "offload_summarizer",
+        "gemini",
+        "who shortens an answer: gemini (falls back to truncation) or truncate",
+        choices=("gemini", "truncate"),
+    ),
+    Setting("summary_max_tokens", 500, "longest offload summary, in tokens", floor=20, ceiling=COUNT_LIMIT),
+    Setting(
+        "cache_ttl_days",
+        30.0,
+        "a cached answer older than this is asked again; 0 or null: never",
+        floor=0,
+        ceiling=DAY_LIMIT,
+        nullable=True,
+    ),
+    Setting("offload_timeout_s", 600.0, "seconds a research call may take", floor=0, above=True, ceiling=DAY_LIMIT),
+    Setting("offload_max_source_files", 5000, "files tracked under --include-dirs", floor=1, ceiling=COUNT_LIMIT),
+    Setting(
+        "offload_max_errors",
+        3,
+        "consecutive errors or timeouts before a session is dropped",
+        floor=1,
+        ceiling=COUNT_LIMIT,
+    ),
+    Setting("offload_retry_backoff_s", 10.0, "wait error count x this before a retry", floor=0, ceiling=DAY_LIMIT),
+    Setting(
+        "offload_session_max_tokens",
+        350_000,
+        "context (prompt tokens of the latest call) that starts a new session",
+        floor=1,
+        ceiling=COUNT_LIMIT,
+    ),
+    Setting(
+        "offload_recovery_days",
+        7.0,
+        "Gemini sessions this recent are considered when our state is lost",
+        floor=0,
+        ceiling=DAY_LIMIT,
+    ),
+    # Hooks: token budgets of the session briefing and of the memories added to a prompt
+    Setting("hook_session_tokens", 1000, "tokens of the session briefing", floor=0, ceiling=COUNT_LIMIT),
+    Setting("hook_prompt_tokens", 400, "tokens of the memories added to a prompt", floor=0, ceiling=COUNT_LIMIT),
+    # Team memory file
+    Setting(
+        "tombstone_days",
+        90.0,
+        "a deletion's tombstone is exported and kept this many days; 0: never dropped",
+        floor=0,
+        ceiling=DAY_LIMIT,
+    ),
+    Setting(
+        "worktrees",
+        "shared",
+        "linked git worktrees use the main checkout's memory (shared) or their own (separate)",
+        choices=("shared", "separate"),
+    ),
+    # Storage maintenance
+    Setting(
+        "compact_after_fragments", 24, "compact a table with this many small fragments", floor=1, ceiling=COUNT_LIMIT
+    ),
+    # Session store (scripts/store.py): limits enforced by eviction on every save
+    Setting(
+        "store_max_bytes",
+        10 * 1024 * 1024,
+        "JSON bytes of all values in the project",
+        floor=1,
+        ceiling=COUNT_LIMIT * 1024,
+    ),
+    Setting("store_max_keys_per_namespace", 50, "keys per namespace", floor=1, ceiling=COUNT_LIMIT),
+    Setting(
+        "store_eviction",
+        "lru",
+        "lru (least recently loaded or saved first) or oldest (saved longest ago first)",
+        choices=("lru", "oldest"),
+    ),
+    Setting("store_eviction_by_namespace", {}, 'per-namespace eviction, e.g. {"baselines": "oldest"}'),
+    # Resident service
+    Setting(
+        "service_idle_minutes",
+        10.0,
+        "the resident service exits after this many idle minutes",
+        floor=0,
+        above=True,
+        ceiling=DAY_LIMIT * 24 * 60,
+    ),
+)
+BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
 
 
 MAX_CONFIG_BYTES = 1024 * 1024  # far above any real config.json
@@ -139,8 +253,6 @@ def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
             raise ConfigError(f"{path}: unknown setting {key!r}; {hint}", code="unknown_setting")
 
 
-# Settings that may also be null (see DEFAULTS' comments).
-NULLABLE = frozenset({"cache_ttl_days"})
 _TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", dict: "an object", list: "a list"}
 
 
@@ -148,12 +260,10 @@ def check_types(user: dict[str, Any], path: Path) -> None:
     """Each known setting must have the type of its default (a number where a number is expected:
     ``"500"`` is refused, not compared as text later).  Unknown keys are left to their own check."""
     for key, value in user.items():
-        if key not in DEFAULTS:
+        setting = BY_KEY.get(key)
+        if setting is None or (value is None and setting.nullable):
             continue
-        default = DEFAULTS[key]
-        if value is None and key in NULLABLE:
-            continue
-        kind = type(default)
+        kind = setting.kind
         if kind is float:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         elif kind is int:
@@ -161,52 +271,72 @@ def check_types(user: dict[str, Any], path: Path) -> None:
         else:
             ok = isinstance(value, kind)
         if not ok:
-            _bad_value(key, path, f"{_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(default)}", value)
-
-
-# The values each setting may take beyond its type: checked when the file is read, so a bad value
-# is the same error (exit 2) from every command, not only from the one that uses the setting.
-CHOICES: dict[str, tuple[str, ...]] = {
-    "summarizer": ("auto", "gemini", "local"),
-    "offload_summarizer": ("gemini", "truncate"),
-    "store_eviction": ("lru", "oldest"),
-    "worktrees": ("shared", "separate"),
-    "digest_summarizer": ("local", "gemini"),
-}
-AT_LEAST: dict[str, float] = {
-    "summary_max_tokens": 20,
-    **dict.fromkeys(("crawl_jobs", "hook_session_tokens", "hook_prompt_tokens", "tombstone_days"), 0),
-    **dict.fromkeys(("cache_ttl_days", "offload_retry_backoff_s", "gemini_rate_limit_backoff_s"), 0),
-    **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
-}
-FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
-STRING_LISTS = ("secret_files", "secret_files_allowed")
+            _bad_value(key, path, f"{_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(setting.default)}", value)
 
 
 def _bad_value(key: str, path: Path, rule: str, value: Any) -> None:
+    shown = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
     raise ConfigError(
-        f"{key} in {path} must be {rule}, not {json.dumps(value)}; fix it or remove the key to use the default.",
+        f"{key} in {path} must be {rule}, not {shown[:80]}; fix it or remove the key to use the default.",
         code="bad_config",
     )
 
 
 def check_values(user: dict[str, Any], path: Path) -> None:
-    """Each known setting of the right type (``check_types``) must also hold a value it can take:
-    one of its choices, a fraction, a list of patterns, or a number above its floor (at least 1,
-    or more than 0 for a duration, unless ``AT_LEAST`` says otherwise)."""
+    """Each known setting of the right type (``check_types``) must also hold a value it can take, as
+    its declaration says: one of its choices, a list of patterns, or a finite number within its floor
+    and ceiling.  Checked when the file is read, so a bad value is the same error (exit 2) from
+    every command, not only from the one that uses the setting."""
     for key, value in user.items():
-        if key not in DEFAULTS or value is None:
+        setting = BY_KEY.get(key)
+        if setting is None or value is None:
             continue
-        if key in CHOICES and value not in CHOICES[key]:
-            _bad_value(key, path, " or ".join(json.dumps(c) for c in CHOICES[key]), value)
-        elif key in FRACTIONS and not 0 <= value <= 1:
-            _bad_value(key, path, "a number from 0 to 1", value)
-        elif key in STRING_LISTS and not all(isinstance(v, str) and v for v in value):
+        if setting.choices and value not in setting.choices:
+            _bad_value(key, path, " or ".join(json.dumps(c) for c in setting.choices), value)
+        elif setting.kind is list and not all(isinstance(v, str) and v for v in value):
             _bad_value(key, path, 'a list of file patterns such as ["*.pem"]', value)
-        elif key == "store_eviction_by_namespace" and not all(v in CHOICES["store_eviction"] for v in value.values()):
+        elif key == "store_eviction_by_namespace" and not all(
+            v in (BY_KEY["store_eviction"].choices or ()) for v in value.values()
+        ):
             _bad_value(key, path, 'an object of "lru" or "oldest" per namespace', value)
-        elif isinstance(DEFAULTS[key], (int, float)) and not isinstance(DEFAULTS[key], bool):
-            floor = AT_LEAST.get(key, 1 if isinstance(DEFAULTS[key], int) else 0)
-            strict = key not in AT_LEAST and isinstance(DEFAULTS[key], float)  # a duration of 0 never ends
-            if value < floor or (strict and value <= floor):
-                _bad_value(key, path, f"{'more than' if strict else 'at least'} {floor}", value)
+        elif setting.kind in (int, float):
+            _check_number(setting, value, path)
+
+
+def _check_number(setting: Setting, value: float, path: Path) -> None:
+    floor, ceiling = setting.floor, setting.ceiling
+    if isinstance(value, float) and not math.isfinite(value):
+        _bad_value(setting.key, path, "a finite number", value)
+    if floor is not None and (value < floor or (setting.above and value <= floor)):
+        _bad_value(setting.key, path, f"{'more than' if setting.above else 'at least'} {floor:g}", value)
+    if ceiling is not None and value > ceiling:
+        _bad_value(setting.key, path, f"at most {ceiling:g}", value)
+
+
+def settings_markdown() -> str:
+    """docs/settings.md: every setting from its declaration (``python -m contextware.storage.config``
+    writes it; tests/unit/test_settings.py fails when it is stale)."""
+
+    def allowed(s: Setting) -> str:
+        if s.choices:
+            return " or ".join(f"`{c}`" for c in s.choices)
+        if s.kind in (int, float) and s.floor is not None:
+            low = f"{'>' if s.above else '≥'} {s.floor:g}"
+            return low + (f", ≤ {s.ceiling:g}" if s.ceiling is not None else "") + (", or null" if s.nullable else "")
+        return {list: "list of patterns", dict: "object", bool: "true or false"}.get(s.kind, "text")
+
+    rows = [f"| `{s.key}` | `{json.dumps(s.default)}` | {allowed(s)} | {s.help} |" for s in SETTINGS]
+    return (
+        "# Settings\n\n"
+        "Generated from the declarations in `contextware/storage/config.py` by "
+        "`uv run python -m contextware.storage.config`: do not edit.\n\n"
+        "Each key of `contextware_data/config.json`, its default, the values it may take, and what it does. "
+        "A key that is not a setting, or a value outside these, makes every command and tool exit 2.\n\n"
+        "| setting | default | allowed | what it does |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    target = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+    target.write_text(settings_markdown(), encoding="utf-8")
+    print(f"wrote {target}")

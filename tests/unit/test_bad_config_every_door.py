@@ -31,6 +31,11 @@ BAD = {
     "bad-worktrees": ('{"worktrees": "both"}', "bad_config", "worktrees"),
     "pattern-not-list": ('{"secret_files": "*.pem"}', "bad_config", "secret_files"),
     "bad-eviction-map": ('{"store_eviction_by_namespace": {"a": "fifo"}}', "bad_config", "store_eviction_by_namespace"),
+    # numbers JSON allows that no setting can use: they passed `config check`, then overflowed later
+    "nan": ('{"tombstone_days": NaN}', "bad_config", "tombstone_days"),
+    "infinity": ('{"log_retention_days": Infinity}', "bad_config", "log_retention_days"),
+    "huge-float": ('{"cache_ttl_days": 1e308}', "bad_config", "cache_ttl_days"),
+    "huge-int": ('{"store_max_bytes": 1000000000000000000000000000000}', "bad_config", "store_max_bytes"),
 }
 COMMANDS = [
     ("save", ["We ship on Mondays"]),

@@ -157,3 +157,13 @@ def test_settings_is_standard_library_only():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_settings_page_is_generated_from_the_declarations():
+    """Stale? Run ``uv run python -m contextware.storage.config``."""
+    from contextware.storage.config import SETTINGS, settings_markdown
+    from tests.support.repo import REPO
+
+    page = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert page == settings_markdown()
+    assert all(f"`{s.key}`" in page for s in SETTINGS)
