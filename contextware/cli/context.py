@@ -5,32 +5,22 @@ from __future__ import annotations
 import argparse
 
 from contextware.cli import add_common, new_parser, open_project
-from contextware.memory.briefing import DEFAULT_BUDGET
+from contextware.cli.declared_args import add_params
+from contextware.operations.context import CONTEXT
 
-DESCRIPTION = """Brief a fresh session in one call, within a token budget, most important first: the
-project, its active constraints, preferences, decisions, conventions and environment facts
-(verbatim), open failures and their lessons, recent work, code-index coverage and the most central
-files, offload sessions, and the session store's namespaces. Near-duplicates are shown once, as the
-newest. --format text gives markdown to paste into a prompt, fenced as reference data."""
+DESCRIPTION = CONTEXT.summary
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    p.add_argument(
-        "--budget-tokens",
-        type=int,
-        default=DEFAULT_BUDGET,
-        metavar="N",
-        help=f"most tokens the briefing may use (default {DEFAULT_BUDGET})",
-    )
+    add_params(p, CONTEXT)
     add_common(p)
     return p
 
 
 def handle(args: argparse.Namespace) -> dict:
-    from contextware.memory.briefing import session_context
-
-    return session_context(open_project(args), args.budget_tokens)
+    values = {p.name: getattr(args, p.name) for p in CONTEXT.cli_params}
+    return CONTEXT.run(open_project(args), CONTEXT.check(values), values)
 
 
 def render_text(result: dict) -> str:

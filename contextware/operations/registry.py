@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextware.operations.context import CONTEXT
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
 from contextware.operations.spec import Operation
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL)}
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, CONTEXT)}

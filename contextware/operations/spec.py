@@ -70,7 +70,8 @@ class Operation:
     loads) and ``run`` (project, request, values -> the typed result's dict).  Routing: ``embeds``
     (it loads the model), ``read_only`` (it changes nothing: safe to repeat), ``quick`` (the
     resident service answers it: ``service.client.QUICK``), ``in_process`` (long or it runs Gemini
-    CLI: the MCP front never sends it to the service).  The standard-library routing lists are
+    CLI: the MCP front never sends it to the service); ``tool_text``: the MCP tool's text content for
+    these values (default: the JSON result).  The standard-library routing lists are
     held to these by tests/unit/test_operations.py, since the warm path may not import this."""
 
     name: str
@@ -87,6 +88,7 @@ class Operation:
     read_only: bool = False
     quick: bool = False
     in_process: bool = False
+    tool_text: Callable[[Mapping[str, Any]], Callable[[dict[str, Any]], str] | None] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

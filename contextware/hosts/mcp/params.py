@@ -89,7 +89,8 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
 
     def tool(**arguments: Any) -> CallToolResult:
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
-        return call(lambda project: op.run(project, op.check(values), values), embeds=op.embeds)
+        text = op.tool_text(values) if op.tool_text else None
+        return call(lambda project: op.run(project, op.check(values), values), embeds=op.embeds, text=text)
 
     tool.__name__ = tool.__qualname__ = op.name
     tool.__doc__ = op.tool_summary
