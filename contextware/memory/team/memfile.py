@@ -192,7 +192,7 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     state, conflicted = "both", False
     expected = {"both": ("<<<<<<<",), "ours": ("|||||||", "======="), "base": ("=======",), "theirs": (">>>>>>>",)}
     following = {"<<<<<<<": "ours", "|||||||": "base", "=======": "theirs", ">>>>>>>": "both"}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(file_lines(text), start=1):
         marker = next((m for m in MARKERS if line.startswith(m)), None)
         if marker is not None:
             if marker not in expected[state]:
@@ -287,11 +287,25 @@ def parse_export(text: str) -> dict[str, list[dict[str, Any]]]:
     return by_collection
 
 
+# Characters that JSON leaves raw but that end a line for some readers (Python's ``str.splitlines``,
+# JavaScript, editors): written escaped, so that one memory is always one line of the file.
+_LINE_ENDS_JSON_KEEPS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def render(entries: Iterable[dict[str, Any]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
-    lines = [json.dumps(e, ensure_ascii=False) for e in sorted(entries, key=line_order)]
+    lines = [json.dumps(e, ensure_ascii=False).translate(_LINE_ENDS_JSON_KEEPS) for e in sorted(entries, key=line_order)]
     return "".join(line + "\n" for line in [header, *lines])
+
+
+def file_lines(text: str) -> list[str]:
+    """The file's lines: split at ``\n`` (``\r\n`` too) and nowhere else, so a U+2028 that an older
+    version wrote raw inside a memory's text stays inside its line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 # -- merging ----------------------------------------------------------------------------------------
@@ -327,25 +341,33 @@ def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
     from contextware.core.system import write_atomic
 
-    texts = []
-    for path in (base, ours, theirs):
-        try:
-            texts.append(path.read_bytes().decode("utf-8-sig") if path.is_file() else "")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"Cannot read {path}: {exc}.", code="bad_import") from None
+    texts = [_read_side(path, name) for path, name in ((base, "BASE"), (ours, "OURS"), (theirs, "THEIRS"))]
     merged = merge_texts(*texts)
     write_atomic(ours, merged)
     return {"merged": str(ours), "entries": merged.count("\n") - 1}
 
 
+def _read_side(path: Path, name: str) -> str:
+    """One version git hands the driver: a regular file (git writes each side to a temporary file,
+    an empty one for a missing side), bounded like an import.  A named pipe, a device, a folder or a
+    missing path is refused by its ``stat`` before anything is opened (``core.inputs``)."""
+    from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
+
+    raw = read_input_file(path, f"{name} ({path})", limit=MAX_IMPORT_BYTES, code="bad_import")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{name} ({path}) is not UTF-8 text; nothing was merged.", code="bad_import") from None
+
+
 def with_markers(ours: Path, theirs: Path) -> None:
-    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git)."""
+    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git); nothing
+    when either side cannot be read as a memory file would be (git then keeps its own result)."""
     from contextware.core.system import write_atomic
 
     try:
-        mine = ours.read_text(encoding="utf-8") if ours.is_file() else ""
-        other = theirs.read_text(encoding="utf-8") if theirs.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        mine, other = _read_side(ours, "OURS"), _read_side(theirs, "THEIRS")
+    except UsageError:
         return
     if mine == other:
         return
