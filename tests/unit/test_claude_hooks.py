@@ -104,3 +104,17 @@ def test_the_session_start_note_names_the_tools_of_this_host(project: Project):
         text = note(host)
         assert "mcp" not in text.lower() and "recall.py --query" in text and "save_fact.py" in text
     assert with_host("not json", "claude") == "not json"
+
+
+def test_a_line_nested_thousands_deep_in_the_transcript_loses_that_line_only(project: Project, tmp_path: Path):
+    """json.loads raises RecursionError (not ValueError) past its depth: one such line once lost the
+    turn's prompt and answer, and every later turn of the session."""
+    (project.root / ".git").mkdir()
+    path = write_transcript(tmp_path / "t.jsonl", "Can I deploy on Friday?", "No: Monday to Thursday.")
+    deep = "[" * 5000 + "]" * 5000
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:4], deep, *lines[4:]]) + "\n")
+    stop = event("Stop", project.root, transcript_path=str(path), last_assistant_message="No: Monday to Thursday.")
+    assert run_hook(stop) == ""
+    logs = records.list_records(project, "logs")["records"]
+    assert ("user", "Can I deploy on Friday?") in {(r["role"], r["text"]) for r in logs}

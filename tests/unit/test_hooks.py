@@ -136,3 +136,24 @@ def test_the_briefing_survives_a_captured_agent_turn(project: Project):
     from contextware.memory.briefing import session_context
 
     assert session_context(Project.open(project.root), 1500)["project"]["session_count"] == 1
+
+
+def test_a_gemini_transcript_line_nested_thousands_deep_loses_that_line_only(project: Project, tmp_path: Path):
+    project.ensure_data_dir()
+    transcript = tmp_path / "session.jsonl"
+    lines = [
+        json.dumps({"sessionId": "sess_1", "messages": []}),
+        "{" + '"a":{' * 5000 + "}" * 5001,
+        json.dumps({"id": "m1", "timestamp": "t", "type": "user", "content": [{"text": "add retries to the sender"}]}),
+        json.dumps({"id": "m2", "timestamp": "t", "type": "gemini", "content": "Added backoff to send_webhook."}),
+    ]
+    transcript.write_text("\n".join(lines) + "\n")
+    payload = json.dumps(
+        {**json.loads(event("PreCompress", project.root, trigger="auto")), "transcript_path": str(transcript)}
+    )
+    assert run_hook(payload) == ""
+    logs = records.list_records(Project.open(project.root), "logs")["records"]
+    assert sorted((r["role"], r["text"]) for r in logs) == [
+        ("agent", "Added backoff to send_webhook."),
+        ("user", "add retries to the sender"),
+    ]

@@ -52,8 +52,8 @@ def _lines(path: Path) -> list[dict]:
     for line in raw.splitlines():
         try:
             doc = json.loads(line)
-        except ValueError:
-            continue  # the first line of a tail, or one being written
+        except (ValueError, RecursionError):
+            continue  # the first line of a tail, one being written, or one nested past the parser's depth
         if isinstance(doc, dict):
             out.append(doc)
     return out

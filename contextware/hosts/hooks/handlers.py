@@ -263,12 +263,12 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     raw = read_tail(path, MAX_TRANSCRIPT_BYTES)
     try:
         docs: list[Any] = [json.loads(raw)]
-    except ValueError:
+    except (ValueError, RecursionError):  # a line nested thousands deep is one bad line, not the session's loss
         docs = []
         for line in raw.splitlines():
             try:
                 docs.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
     by_id: dict[Any, dict] = {}
     for doc in docs:
@@ -361,7 +361,7 @@ def with_host(stdin: str, host: str | None) -> str:
         return stdin
     try:
         payload = json.loads(stdin)
-    except ValueError:
+    except (ValueError, RecursionError):
         return stdin
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
