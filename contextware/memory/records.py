@@ -201,7 +201,10 @@ def _save_rows(
     ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
 
+    from contextware.memory.branches import stamp_learned
+
     project.ensure_data_dir()
+    stamp_learned(project, rows)  # the branch and commit it was learned on, read from .git
     db = project.db
     embedder = project.embedder
     active_only = collection == "facts"

@@ -72,6 +72,9 @@ DEFAULTS: dict[str, Any] = {
     # Linked git worktrees use the main checkout's memory ("shared") or their own ("separate"); read from
     # the main checkout's config.json (or $CONTEXTWARE_WORKTREES) by storage.layout.
     "worktrees": "shared",
+    # Memories learned on a branch not merged into the checkout's HEAD: left out of recall ("hide") or
+    # shown marked "from feature/x, not merged" ("show"); memory/branches.py has the rule.
+    "branch_memory": "hide",
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
     # Session store (scripts/store.py): limits enforced by eviction on every save.
@@ -171,6 +174,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "offload_summarizer": ("gemini", "truncate"),
     "store_eviction": ("lru", "oldest"),
     "worktrees": ("shared", "separate"),
+    "branch_memory": ("hide", "show"),
     "digest_summarizer": ("local", "gemini"),
 }
 AT_LEAST: dict[str, float] = {

@@ -58,6 +58,11 @@ PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
 # when the links were made (null: never linked, which ``memory repair`` does).
 CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
 
+# Where a fact, episode or log was learned (``memory.branches``): the git branch and HEAD commit it
+# was saved on (a detached HEAD: the commit only); null in rows saved before, which are everyone's.
+# Not in the checksum (like ``status``): ``memory promote --branch`` clears them in place.
+BRANCH_COLUMNS = [("branch", "string"), ("commit", "string")]
+
 # Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
 # ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
 # for columns of many values, BITMAP for a few.  Every table has a BTREE on ``id`` (``storage.database``).
@@ -85,6 +90,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("superseded_by", "string"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *BRANCH_COLUMNS,
         ]
     if name == "episodes":
         return [
@@ -98,6 +104,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *BRANCH_COLUMNS,
         ]
     if name == "logs":
         return [
@@ -112,6 +119,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
+            *BRANCH_COLUMNS,
         ]
     if name == CODE_TABLE:
         return [

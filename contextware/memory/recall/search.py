@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import DamagedDataError, EmbeddingError
+from contextware.memory.branches import recall_wheres
 from contextware.memory.recall.params import FusionParams
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.embedded_text import expand_query
@@ -116,6 +117,7 @@ def candidates(
     wide = expand_query(text)
     limit = max(int(project.config["recall_candidates"]), query.limit * 3)
     wheres = {name: query.filters.where(name, project.root) for name in present}
+    wheres = recall_wheres(project, query.filters.branch, wheres)  # memory.branches: what HEAD sees
 
     def lexical(name: str) -> list[Row]:
         # Code is searched with the plain question: the thesaurus matches too many files' words.

@@ -1,0 +1,189 @@
+"""Which branch and commit a checkout is on, and what its history holds, read from ``.git``.
+
+``head`` is on the hot path (every save, every prompt hook): it reads ``HEAD`` and the ref it
+names from the files git keeps (loose refs, then ``packed-refs``; a linked worktree's ``.git`` is a
+file ``gitdir: …`` whose ``commondir`` holds the shared refs) and never spawns git.  ``reflog``
+reads a branch's log the same way.  ``ancestors`` is the one place that runs git: one
+``git rev-list HEAD`` per HEAD commit, kept in memory per repository and commit, so a long-lived
+process (the resident service) answers every later recall on that HEAD from memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # sha1, or sha256 repositories
+HEADS = "refs/heads/"
+MAX_REF_BYTES = 4096  # a ref or HEAD file is one line; anything longer is not one
+MAX_REFLOG_BYTES = 8 * 1024 * 1024
+ANCESTRY_TIMEOUT_S = 30.0
+_MAX_CACHED = 8  # HEAD commits whose ancestry is kept (switching back and forth reuses them)
+
+
+@dataclass(frozen=True)
+class GitDirs:
+    """``git``: this checkout's git dir (HEAD lives here); ``common``: the shared one (refs, logs)."""
+
+    git: Path
+    common: Path
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a checkout is: ``branch`` (None when detached or not a repository) and ``commit``
+    (None on an unborn branch or outside a repository)."""
+
+    branch: str | None = None
+    commit: str | None = None
+    dirs: GitDirs | None = None
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_REF_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_REF_BYTES:
+        return None
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+
+
+def git_dirs(root: Path) -> GitDirs | None:
+    """The git dirs of the checkout at ``root``: ``.git`` itself, or the dir a ``.git`` file names."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return GitDirs(dot, dot)
+    text = _read_small(dot)
+    if not text or not text.startswith("gitdir:"):
+        return None
+    git = (root / text[len("gitdir:") :].strip()).resolve()
+    common_text = _read_small(git / "commondir")
+    common = (git / common_text).resolve() if common_text else git
+    return GitDirs(git, common) if git.is_dir() else None
+
+
+def resolve_ref(dirs: GitDirs, ref: str) -> str | None:
+    """The commit a full ref name points at: loose ref file, else ``packed-refs`` (symbolic refs
+    are followed a few steps)."""
+    for _ in range(5):
+        if not ref.startswith("refs/") or ".." in ref:
+            return None
+        # per-worktree refs (refs/bisect, refs/worktree) live in the worktree's own dir
+        text = _read_small(dirs.git / ref) if dirs.git != dirs.common else None
+        text = text or _read_small(dirs.common / ref)
+        if text is None:
+            return _packed(dirs.common, ref)
+        if text.startswith("ref:"):
+            ref = text[4:].strip()
+            continue
+        return text if SHA.match(text) else None
+    return None
+
+
+def _packed(common: Path, ref: str) -> str | None:
+    try:
+        with open(common / "packed-refs", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("#", "^")):
+                    continue
+                sha, _, name = line.strip().partition(" ")
+                if name == ref and SHA.match(sha):
+                    return sha
+    except OSError:
+        return None
+    return None
+
+
+def head(root: Path) -> Head:
+    """The branch and commit the checkout at ``root`` is on (``Head()`` outside a repository).
+
+    A detached HEAD has the commit only, except during a rebase, when the branch being rebased
+    (``rebase-merge/head-name``) is named: what is learned mid-rebase belongs to that branch."""
+    dirs = git_dirs(root)
+    if dirs is None:
+        return Head()
+    text = _read_small(dirs.git / "HEAD")
+    if not text:
+        return Head(dirs=dirs)
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        branch = ref[len(HEADS) :] if ref.startswith(HEADS) else None
+        return Head(branch, resolve_ref(dirs, ref), dirs)
+    commit = text if SHA.match(text) else None
+    for state in ("rebase-merge", "rebase-apply"):
+        name = _read_small(dirs.git / state / "head-name")
+        if name and name.startswith(HEADS):
+            return Head(name[len(HEADS) :], commit, dirs)
+    return Head(None, commit, dirs)
+
+
+def branch_tip(dirs: GitDirs, branch: str) -> str | None:
+    return resolve_ref(dirs, HEADS + branch)
+
+
+def reflog(dirs: GitDirs, branch: str) -> list[tuple[str, float]]:
+    """Every commit the branch pointed at, with when (seconds since the epoch), oldest first; empty
+    when git keeps no log of it (the branch was deleted, or never existed here)."""
+    if ".." in branch:
+        return []
+    path = dirs.common / "logs" / "refs" / "heads" / branch
+    try:
+        if path.stat().st_size > MAX_REFLOG_BYTES:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out: list[tuple[str, float]] = []
+    for line in text.splitlines():
+        meta = line.partition("\t")[0].split(" ")
+        # "<old> <new> Name <email> <seconds> <zone>": the name may hold spaces, the tail does not
+        if len(meta) >= 4 and SHA.match(meta[1]) and meta[-2].isdigit():
+            out.append((meta[1], float(meta[-2])))
+    return out
+
+
+_ancestry: dict[tuple[str, str], frozenset[str]] = {}
+_lock = threading.Lock()
+runs = 0  # git processes started by ``ancestors`` (tests check the cache)
+
+
+def ancestors(root: Path, dirs: GitDirs, commit: str) -> frozenset[str]:
+    """Every commit reachable from ``commit`` (itself included): one ``git rev-list``, cached per
+    repository and commit.  Empty when git cannot answer (no git, a shallow or damaged history)."""
+    global runs
+    key = (str(dirs.common), commit)
+    with _lock:
+        known = _ancestry.get(key)
+    if known is not None:
+        return known
+    import subprocess
+
+    env = {**os.environ, "GIT_DIR": str(dirs.git), "GIT_OPTIONAL_LOCKS": "0"}
+    env.pop("GIT_INDEX_FILE", None)
+    try:
+        runs += 1
+        done = subprocess.run(
+            ["git", "rev-list", commit],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=ANCESTRY_TIMEOUT_S,
+            check=False,
+        )
+        found = frozenset(done.stdout.split()) if done.returncode == 0 else frozenset()
+    except (OSError, subprocess.SubprocessError):
+        found = frozenset()
+    with _lock:
+        if len(_ancestry) >= _MAX_CACHED:
+            _ancestry.pop(next(iter(_ancestry)))
+        _ancestry[key] = found
+    return found
