@@ -155,6 +155,7 @@ class Pages:
         superseded = q.get("superseded") or None
         since = (q.get("since") or "").strip() or None
         stale = q.get("stale") in ("1", "on", "true", "yes")
+        branch = (q.get("branch") or "").strip() or None  # search only: current (default), any or a name
         try:
             number = int(q.get("page") or 0)
         except ValueError:
@@ -171,13 +172,14 @@ class Pages:
             + f'<label>since <input name=since value="{e(since)}" size=10 placeholder="7d or 2026-11-01"></label>'
             + select("superseded", ("show", "hide", "only"), superseded, "default")
             + f"<label><input type=checkbox name=stale value=1{' checked' if stale else ''}> may be stale</label>"
+            + f'<label>branch <input name=branch value="{e(branch)}" size=10 placeholder="current, any"></label>'
             + "<button>Apply</button></form>"
         )
         if text:
             return HTMLResponse(
                 page(
                     "Search",
-                    filters + await self.search(text, collection, kind, topic, since),
+                    filters + await self.search(text, collection, kind, topic, since, branch),
                     active="/memories",
                     query=text,
                 )
@@ -229,13 +231,26 @@ class Pages:
         return HTMLResponse(page("Memories", filters + shown + listing, active="/memories"))
 
     async def search(
-        self, text: str, collection: str | None, kind: str | None, topic: str | None, since: str | None
+        self,
+        text: str,
+        collection: str | None,
+        kind: str | None,
+        topic: str | None,
+        since: str | None,
+        branch: str | None = None,
     ) -> str:
         from contextware.memory.recall import parse_query, recall
 
         scope = collection or "all"
         query = parse_query(
-            text, scope=scope, limit=SEARCH_LIMIT, kind=kind, topic=topic, since=since, include_superseded=True
+            text,
+            scope=scope,
+            limit=SEARCH_LIMIT,
+            kind=kind,
+            topic=topic,
+            since=since,
+            include_superseded=True,
+            branch=branch,
         )
         result = (await self.work(recall, self.project, query)).to_dict()
         why = a(url("/explain", q=text, scope=scope), "Why these results?")
@@ -259,7 +274,7 @@ class Pages:
                 (
                     link,
                     e(r["collection"]),
-                    badge(r),
+                    badge(r) + (f" <span class=stale>{e(r['branch_note'])}</span>" if r.get("branch_note") else ""),
                     f"<span class=text>{e(short(body))}</span>",
                     e(f"{r['score']:.3f}"),
                     e(f"{r.get('confidence', 0):.2f}"),

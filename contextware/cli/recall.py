@@ -111,6 +111,7 @@ def render_explanation(why: dict) -> str:
             "fused": num(c["score"]),
             "confidence": num(c["confidence"]),
             "decided by": inline(c["decided_by"]),
+            "learned on": inline(c.get("learned_on") or "-"),
         }
         for c in why["candidates"]
     ]

@@ -9,10 +9,12 @@ at time t:
 
 - no branch and no commit: everyone's;
 - B is the view's branch: its own;
-- git keeps a log of B here: seen once B's work after the memory reached the view, i.e. some commit
-  B pointed at since t (other than C) is an ancestor of the view's tip.  A merge commit, a
-  fast-forward and a rebase followed by either all leave such a commit (a rebase writes the
-  rewritten tip into B's log); a squash merge does not (``memory promote --branch B``);
+- git keeps a log of B here (its reflog): seen once B's work after the memory reached the view,
+  i.e. some commit B pointed at after C (later in B's log) is an ancestor of the view's tip.  A
+  merge commit, a fast-forward and a rebase followed by either all leave such a commit (a rebase
+  writes the rewritten tip into B's log); a squash merge does not (``memory promote --branch B``).
+  When C is not in B's log (saved on a detached HEAD, or the log expired), the log's times stand in:
+  some commit other than C that B pointed at since t (to the second) is an ancestor of the tip;
 - otherwise (B was deleted, or learned in another clone, or a detached HEAD): seen when C is an
   ancestor of the view's tip.
 
@@ -96,12 +98,19 @@ class View:
         return self._logs[branch]
 
     def merged_until(self, branch: str, commit: str | None) -> float | None:
-        """The latest time (seconds) at which ``branch`` pointed at a commit other than ``commit``
-        that the view's tip contains; None when it never did (or git keeps no log of it)."""
+        """Up to when memories of ``branch`` at ``commit`` have reached the view: ``inf`` when
+        some commit the branch pointed at after ``commit`` (later in its log) is an ancestor of the
+        view's tip; when ``commit`` is not in the log (made on a detached HEAD, or the log was
+        expired), the latest time the branch pointed at such a commit other than ``commit`` (rows
+        saved before it, to the second the log keeps, are merged); None: not merged."""
         entries = self.log(branch)
         if not entries:
             return None
         anc = self.ancestry
+        shas = [sha for sha, _ in entries]
+        if commit is not None and commit in shas:
+            last = len(shas) - 1 - shas[::-1].index(commit)
+            return float("inf") if any(sha in anc for sha in shas[last + 1 :]) else None
         times = [ts for sha, ts in entries if sha != commit and sha in anc]
         return max(times) if times else None
 
@@ -219,7 +228,8 @@ def where(project: "Project", table_name: str, view: View | None) -> str | None:
             for until, cs in groups.items():
                 named = [c for c in cs if c is not None]
                 which = " OR ".join(([_in(named)] if named else []) + (["`commit` IS NULL"] if None in cs else []))
-                parts.append(f"(branch = {sql_str(b)} AND ({which}) AND created_at < {_stamp(until + 1)})")
+                when = "" if until == float("inf") else f" AND created_at < {_stamp(until + 1)}"
+                parts.append(f"(branch = {sql_str(b)} AND ({which}){when})")
             continue
         seen = [c for c in commits if c is not None and c in view.ancestry]
         if seen:
