@@ -10,7 +10,8 @@ at time t:
 - no branch and no commit: everyone's;
 - B is the view's branch: its own;
 - git keeps a log of B here (its reflog): seen once B's work after the memory reached the view,
-  i.e. some commit B pointed at after C (later in B's log) is an ancestor of the view's tip.  A
+  i.e. C (unless B was only made there: the fork point is not B's work) or a commit B pointed at
+  after C (later in B's log) is an ancestor of the view's tip.  A
   merge commit, a fast-forward and a rebase followed by either all leave such a commit (a rebase
   writes the rewritten tip into B's log); a squash merge does not (``memory promote --branch B``).
   When C is not in B's log (saved on a detached HEAD, or the log expired), the log's times stand in:
@@ -84,7 +85,7 @@ class View:
     dirs: gitstate.GitDirs
     branch: str | None
     commit: str | None
-    _logs: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    _logs: dict[str, list[gitstate.LogEntry]] = field(default_factory=dict)
 
     @property
     def ancestry(self) -> frozenset[str]:
@@ -92,26 +93,27 @@ class View:
             return frozenset()
         return gitstate.ancestors(self.root, self.dirs, self.commit)
 
-    def log(self, branch: str) -> list[tuple[str, float]]:
+    def log(self, branch: str) -> list[gitstate.LogEntry]:
         if branch not in self._logs:
             self._logs[branch] = gitstate.reflog(self.dirs, branch)
         return self._logs[branch]
 
     def merged_until(self, branch: str, commit: str | None) -> float | None:
         """Up to when memories of ``branch`` at ``commit`` have reached the view: ``inf`` when
-        some commit the branch pointed at after ``commit`` (later in its log) is an ancestor of the
-        view's tip; when ``commit`` is not in the log (made on a detached HEAD, or the log was
+        ``commit`` (unless the branch was only made there) or a commit the branch pointed at after
+        it (later in its log) is an ancestor of the view's tip; when ``commit`` is not in the log (made on a detached HEAD, or the log was
         expired), the latest time the branch pointed at such a commit other than ``commit`` (rows
         saved before it, to the second the log keeps, are merged); None: not merged."""
         entries = self.log(branch)
         if not entries:
             return None
         anc = self.ancestry
-        shas = [sha for sha, _ in entries]
+        shas = [e.commit for e in entries]
         if commit is not None and commit in shas:
             last = len(shas) - 1 - shas[::-1].index(commit)
-            return float("inf") if any(sha in anc for sha in shas[last + 1 :]) else None
-        times = [ts for sha, ts in entries if sha != commit and sha in anc]
+            start = last + 1 if entries[last].created else last  # the fork point is not the branch's work
+            return float("inf") if any(sha in anc for sha in shas[start:]) else None
+        times = [e.at for e in entries if e.commit != commit and e.commit in anc]
         return max(times) if times else None
 
     def sees(self, branch: str | None, commit: str | None, created_at: Any) -> bool:
@@ -224,11 +226,11 @@ def where(project: "Project", table_name: str, view: View | None) -> str | None:
             for c in commits:
                 until = view.merged_until(b, c)
                 if until is not None:
-                    groups.setdefault(until, []).append(c)
-            for until, cs in groups.items():
+                    groups.setdefault(until + 1, []).append(c)
+            for bound, cs in groups.items():
                 named = [c for c in cs if c is not None]
                 which = " OR ".join(([_in(named)] if named else []) + (["`commit` IS NULL"] if None in cs else []))
-                when = "" if until == float("inf") else f" AND created_at < {_stamp(until + 1)}"
+                when = "" if bound == float("inf") else f" AND created_at < {_stamp(bound)}"
                 parts.append(f"(branch = {sql_str(b)} AND ({which}){when})")
             continue
         seen = [c for c in commits if c is not None and c in view.ancestry]
@@ -269,7 +271,7 @@ def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -
         return int(table.count_rows(cond))
 
     def clear(tbl: Any) -> None:
-        tbl.update(where=cond, values_sql={"branch": "NULL", "`commit`": "NULL"})
+        tbl.update(where=cond, values_sql={"branch": "NULL", "commit": "NULL"})
 
     found = project.db.read(count)
     if found:

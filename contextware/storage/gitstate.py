@@ -15,6 +15,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # sha1, or sha256 repositories
 HEADS = "refs/heads/"
@@ -129,9 +130,21 @@ def branch_tip(dirs: GitDirs, branch: str) -> str | None:
     return resolve_ref(dirs, HEADS + branch)
 
 
-def reflog(dirs: GitDirs, branch: str) -> list[tuple[str, float]]:
-    """Every commit the branch pointed at, with when (seconds since the epoch), oldest first; empty
-    when git keeps no log of it (the branch was deleted, or never existed here)."""
+class LogEntry(NamedTuple):
+    """One line of a branch's reflog: the commit it pointed at from then, when (seconds since the
+    epoch), and whether this line made the branch (``branch: Created from …``) rather than moved it."""
+
+    commit: str
+    at: float
+    created: bool
+
+
+ZERO = "0" * 40
+
+
+def reflog(dirs: GitDirs, branch: str) -> list[LogEntry]:
+    """Every commit the branch pointed at, oldest first; empty when git keeps no log of it (the
+    branch was deleted, or never existed here)."""
     if ".." in branch:
         return []
     path = dirs.common / "logs" / "refs" / "heads" / branch
@@ -141,12 +154,14 @@ def reflog(dirs: GitDirs, branch: str) -> list[tuple[str, float]]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    out: list[tuple[str, float]] = []
+    out: list[LogEntry] = []
     for line in text.splitlines():
-        meta = line.partition("\t")[0].split(" ")
+        head_part, _, message = line.partition("\t")
+        meta = head_part.split(" ")
         # "<old> <new> Name <email> <seconds> <zone>": the name may hold spaces, the tail does not
         if len(meta) >= 4 and SHA.match(meta[1]) and meta[-2].isdigit():
-            out.append((meta[1], float(meta[-2])))
+            made = meta[0].strip("0") == "" and not message.startswith("commit")
+            out.append(LogEntry(meta[1], float(meta[-2]), made))
     return out
 
 

@@ -1,0 +1,192 @@
+"""Memory that knows the branch, with real git (no mocks): each memory records the branch and commit
+it was learned on, and recall on each side of a switch, a merge commit, a fast-forward, a rebase, a
+squash merge (then ``memory promote --branch``), a detached HEAD and a linked worktree returns exactly
+the memories it should.  The saves and recalls run in-process on the real store and model; the
+command line, the MCP server and the prompt hook are in ``test_branch_memory_processes``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contextware.memory.branches import promote
+from contextware.memory.recall.pipeline import ask
+from contextware.memory.records import save_fact
+from contextware.storage import gitstate
+from contextware.storage.project import Project
+
+QUESTION = "which port does the deploy script of each service listen on?"
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def commit(root: Path, name: str) -> None:
+    (root / name).write_text(f"{name}\n")
+    git(root, "add", name)
+    git(root, "commit", "-q", "-m", name)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "t")
+    git(root, "config", "user.email", "t@example.com")
+    commit(root, "README")
+    return root
+
+
+def fact(project: Project, service: str, port: int) -> str:
+    return save_fact(project, f"The deploy script of the {service} service listens on port {port}.")["id"]
+
+
+def seen(project: Project, branch: str = "current") -> set[str]:
+    out = ask(project, QUESTION, scope="memory", limit=50, min_confidence=0, branch=branch)
+    return {r["id"] for r in out["results"]}
+
+
+def test_head_is_read_from_git_files_without_git(repo: Path) -> None:
+    sha = git(repo, "rev-parse", "HEAD")
+    assert gitstate.head(repo) == gitstate.Head("main", sha, gitstate.git_dirs(repo))
+    git(repo, "pack-refs", "--all")  # the ref now lives in packed-refs only
+    assert not (repo / ".git/refs/heads/main").exists() and gitstate.head(repo).commit == sha
+    git(repo, "checkout", "-q", "--detach")
+    assert (gitstate.head(repo).branch, gitstate.head(repo).commit) == (None, sha)
+    assert gitstate.head(repo.parent).dirs is None  # not a repository
+
+
+def test_each_side_of_a_merge_sees_what_it_should(repo: Path) -> None:
+    project = Project.open(repo)
+    everyone = fact(project, "gateway", 7000)
+    main_sha = git(repo, "rev-parse", "HEAD")
+    row = project.db.open_table("facts").search().where(f"id = '{everyone}'").to_list()[0]
+    assert (row["branch"], row["commit"]) == ("main", main_sha)
+
+    # feature/ff: saved before its own first commit and after; merged by fast-forward
+    git(repo, "checkout", "-q", "-b", "feature/ff")
+    early = fact(project, "billing", 7001)
+    commit(repo, "ff1")
+    late = fact(project, "search", 7002)
+    # feature/merge: merged with a merge commit after main moved on
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature/merge")
+    commit(repo, "m1")
+    merged = fact(project, "ledger", 7003)
+    # feature/open: never merged, and a save right after it was made (its commit is main's)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature/open")
+    unmerged_early = fact(project, "mailer", 7004)
+    commit(repo, "o1")
+    unmerged = fact(project, "pager", 7005)
+
+    git(repo, "checkout", "-q", "main")
+    assert seen(project) == {everyone}
+    assert seen(project, "any") == {everyone, early, late, merged, unmerged_early, unmerged}
+    assert seen(project, "feature/open") == {everyone, unmerged_early, unmerged}
+
+    git(repo, "merge", "-q", "--ff-only", "feature/ff")
+    assert seen(project) == {everyone, early, late}
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "feature/merge")
+    assert seen(project) == {everyone, early, late, merged}
+    git(repo, "checkout", "-q", "feature/open")
+    assert seen(project) == {everyone, unmerged_early, unmerged}  # main's later merges are not its
+    git(repo, "checkout", "-q", "feature/merge")
+    assert seen(project) == {everyone, merged}
+
+    # a memory older than every branch (saved before this version) is everyone's
+    project.db.write(
+        "facts", lambda t: t.update(where=f"id = '{unmerged}'", values_sql={"branch": "NULL", "commit": "NULL"})
+    )
+    assert unmerged in seen(project)
+
+
+def test_rebase_squash_promote_and_detached_head(repo: Path) -> None:
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/rebased")
+    commit(repo, "r1")
+    rebased = fact(project, "catalog", 7010)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature/squashed")
+    commit(repo, "s1")
+    squashed = fact(project, "reports", 7011)
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "main2")
+    assert seen(project) == set()
+
+    # rebase onto main then fast-forward: the commit the memory names is gone from main's history,
+    # the branch's log still leads there
+    git(repo, "checkout", "-q", "feature/rebased")
+    git(repo, "rebase", "-q", "main")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "feature/rebased")
+    assert seen(project) == {rebased}
+
+    # squash merge: no ancestry; promote makes the branch's memories everyone's
+    git(repo, "merge", "-q", "--squash", "feature/squashed")
+    git(repo, "commit", "-q", "-m", "squashed")
+    assert seen(project) == {rebased}
+    out = promote(project, "feature/squashed")
+    assert out["promoted"]["facts"] == 1 and out["total"] == 1
+    assert seen(project) == {rebased, squashed}
+
+    # detached HEAD: the commit only; seen where that commit is in the history
+    git(repo, "checkout", "-q", "--detach")
+    detached = fact(project, "archive", 7012)
+    row = project.db.open_table("facts").search().where(f"id = '{detached}'").to_list()[0]
+    assert row["branch"] is None and row["commit"] == git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    assert detached in seen(project)
+    git(repo, "checkout", "-q", "feature/squashed")
+    assert detached not in seen(project)
+
+
+def test_a_linked_worktree_recalls_with_its_own_head(repo: Path, tmp_path: Path) -> None:
+    main = Project.open(repo)
+    ours = fact(main, "gateway", 7020)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature/wt")
+    wt = Project.open(tmp_path / "wt")
+    assert wt.data_dir == main.data_dir  # one store
+    commit(tmp_path / "wt", "w1")
+    theirs = fact(wt, "uploads", 7021)
+    row = wt.db.open_table("facts").search().where(f"id = '{theirs}'").to_list()[0]
+    assert (row["branch"], row["commit"]) == ("feature/wt", git(tmp_path / "wt", "rev-parse", "HEAD"))
+    assert seen(wt) == {ours, theirs}
+    assert seen(Project.open(repo)) == {ours}
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge wt", "feature/wt")
+    assert seen(Project.open(repo)) == {ours, theirs}
+
+
+def test_ancestry_is_one_git_process_per_head(repo: Path) -> None:
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    commit(repo, "x1")
+    fact(project, "alpha", 7030)
+    git(repo, "checkout", "-q", "main")
+    before = gitstate.runs
+    for _ in range(3):
+        seen(project)
+    assert gitstate.runs - before == 1  # cached per HEAD commit
+    commit(repo, "main2")
+    seen(project)
+    seen(project)
+    assert gitstate.runs - before == 2  # a new HEAD: one more
+
+
+def test_show_marks_memories_of_unmerged_branches(repo: Path) -> None:
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/jwt")
+    commit(repo, "j1")
+    fact(project, "auth", 7040)
+    git(repo, "checkout", "-q", "main")
+    project.ensure_data_dir()
+    (project.data_dir / "config.json").write_text('{"branch_memory": "show"}')
+    project = Project.open(repo)
+    out = ask(project, QUESTION, scope="memory", min_confidence=0)
+    assert [r.get("branch_note") for r in out["results"]] == ["from feature/jwt, not merged"]
