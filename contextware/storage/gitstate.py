@@ -10,7 +10,6 @@ process (the resident service) answers every later recall on that HEAD from memo
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -181,14 +180,11 @@ def ancestors(root: Path, dirs: GitDirs, commit: str) -> frozenset[str]:
         return known
     import subprocess
 
-    env = {**os.environ, "GIT_DIR": str(dirs.git), "GIT_OPTIONAL_LOCKS": "0"}
-    env.pop("GIT_INDEX_FILE", None)
     try:
         runs += 1
         done = subprocess.run(
-            ["git", "rev-list", commit],
+            ["git", "--git-dir", str(dirs.git), "rev-list", commit],
             cwd=root,
-            env=env,
             capture_output=True,
             text=True,
             timeout=ANCESTRY_TIMEOUT_S,

@@ -6,7 +6,6 @@ command line, the MCP server and the prompt hook are in ``test_branch_memory_pro
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,31 +15,14 @@ from contextware.memory.recall.pipeline import ask
 from contextware.memory.records import save_fact
 from contextware.storage import gitstate
 from contextware.storage.project import Project
+from tests.support.branch_git import commit, git, new_repo
 
 QUESTION = "which port does the deploy script of each service listen on?"
 
 
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def commit(root: Path, name: str) -> None:
-    (root / name).write_text(f"{name}\n")
-    git(root, "add", name)
-    git(root, "commit", "-q", "-m", name)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.com")
-    commit(root, "README")
-    return root
+    return new_repo(tmp_path / "repo")
 
 
 def fact(project: Project, service: str, port: int) -> str:

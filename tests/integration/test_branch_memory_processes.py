@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.test_branch_memory import commit, git
+from tests.support.branch_git import commit, git, new_repo
 from tests.support.hook_events import context_of, event
 from tests.support.mcp_client import call, run, serve
 from tests.support.repo import SCRIPTS
@@ -23,13 +23,7 @@ QUESTION = "How are sessions signed?"
 
 
 def _repo(tmp_path: Path) -> Path:
-    root = tmp_path / "app"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@example.com")
-    commit(root, "README")
-    return root
+    return new_repo(tmp_path / "app")
 
 
 def _recall(root: Path, *extra: str) -> list[str]:
