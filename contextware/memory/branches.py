@@ -59,6 +59,25 @@ def stamp_learned(project: "Project", rows: list[dict[str, Any]]) -> None:
             row.update(here)
 
 
+def learned_again(project: "Project", table_name: str, record_id: str, row: dict[str, Any]) -> None:
+    """The same memory saved again on another branch than the one it was learned on: it is known
+    on both lines of work, so it becomes everyone's (its branch and commit are cleared)."""
+    table = project.db.open_table(table_name)
+    if table is None or "branch" not in table.schema.names or (row.get("branch") is None and row.get("commit") is None):
+        return
+    cond = f"id = {sql_str(record_id)}"
+
+    def read() -> list[dict[str, Any]]:
+        return table.search().where(cond).select(["branch", "commit"]).limit(1).to_list()
+
+    found = project.db.read(read)
+    if not found or (found[0].get("branch") is None and found[0].get("commit") is None):
+        return
+    if found[0].get("branch") == row.get("branch") and row.get("branch") is not None:
+        return
+    _promote_table(project, table_name, table, cond)
+
+
 def check_branch(value: str | None) -> str:
     """``current`` (default), ``any`` or a branch name (as git allows it, roughly)."""
     if value is None or value == "":

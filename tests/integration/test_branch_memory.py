@@ -172,3 +172,17 @@ def test_show_marks_memories_of_unmerged_branches(repo: Path) -> None:
     project = Project.open(repo)
     out = ask(project, QUESTION, scope="memory", min_confidence=0)
     assert [r.get("branch_note") for r in out["results"]] == ["from feature/jwt, not merged"]
+
+
+def test_the_same_memory_saved_on_a_second_branch_becomes_everyones(repo: Path) -> None:
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/a")
+    commit(repo, "a1")
+    first = fact(project, "queue", 7050)
+    git(repo, "checkout", "-q", "main")
+    assert seen(project) == set()
+    again = save_fact(project, "The deploy script of the queue service listens on port 7050.")
+    assert again["duplicate_of"] == first
+    assert seen(project) == {first}
+    git(repo, "checkout", "-q", "-b", "feature/b")
+    assert seen(project) == {first}
