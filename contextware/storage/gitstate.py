@@ -148,8 +148,13 @@ def reflog(dirs: GitDirs, branch: str) -> list[LogEntry]:
         return []
     path = dirs.common / "logs" / "refs" / "heads" / branch
     try:
-        if path.stat().st_size > MAX_REFLOG_BYTES:
+        st = path.stat()
+        if st.st_size > MAX_REFLOG_BYTES:
             return []
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        known = _reflogs.get(str(path))
+        if known is not None and known[0] == stamp:
+            return known[1]  # unchanged since read: a log only grows (or is rewritten, a new inode)
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
@@ -161,7 +166,13 @@ def reflog(dirs: GitDirs, branch: str) -> list[LogEntry]:
         if len(meta) >= 4 and SHA.match(meta[1]) and meta[-2].isdigit():
             made = meta[0].strip("0") == "" and not message.startswith("commit")
             out.append(LogEntry(meta[1], float(meta[-2]), made))
+    if len(_reflogs) > 256:
+        _reflogs.clear()
+    _reflogs[str(path)] = (stamp, out)
     return out
+
+
+_reflogs: dict[str, tuple[tuple[int, int, int], list[LogEntry]]] = {}
 
 
 _ancestry: dict[tuple[str, str], frozenset[str]] = {}
