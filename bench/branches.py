@@ -125,18 +125,25 @@ def fill(project: Any, rows: int, commits: dict[str, list[str]] | None, seed: in
         project.db.compact(table)
 
 
-def timed(project: Any, questions: list[str], **inputs: Any) -> dict:
+def timed(projects: dict[str, Any], questions: list[str], **inputs: Any) -> dict[str, dict]:
+    """p50/p95 of ``ask`` per store, the stores asked in turn for each question (the machine's load
+    drifts: measuring one store after the other would time them under different loads)."""
     from contextware.memory.recall.pipeline import ask
 
-    for q in questions[:3]:
-        ask(project, q, **inputs)  # warm: snapshots, masks, ancestry
-    samples = []
+    for project in projects.values():
+        for q in questions[:3]:
+            ask(project, q, **inputs)  # warm: snapshots, masks, ancestry
+    samples: dict[str, list[float]] = {label: [] for label in projects}
     for q in questions:
-        t0 = time.perf_counter()
-        ask(project, q, **inputs)
-        samples.append((time.perf_counter() - t0) * 1000)
-    samples.sort()
-    return {"p50_ms": round(statistics.median(samples), 1), "p95_ms": round(samples[int(0.95 * (len(samples) - 1))], 1)}
+        for label, project in projects.items():
+            t0 = time.perf_counter()
+            ask(project, q, **inputs)
+            samples[label].append((time.perf_counter() - t0) * 1000)
+    out = {}
+    for label, got in samples.items():
+        got.sort()
+        out[label] = {"p50_ms": round(statistics.median(got), 1), "p95_ms": round(got[int(0.95 * (len(got) - 1))], 1)}
+    return out
 
 
 def main() -> None:
@@ -166,12 +173,11 @@ def main() -> None:
         for _ in range(args.queries)
     ]
     out: dict = {"rows": args.rows, "branches": BRANCHES, "queries": args.queries, "results": {}}
-    for label, project in stores.items():
-        print(f"measuring {label} ...", file=sys.stderr)
-        out["results"][label] = {
-            "recall": timed(project, questions),
-            "hook_recall": timed(project, questions, scope="all", without=("logs",), min_confidence=0.25, limit=3),
-        }
+    print("measuring ...", file=sys.stderr)
+    calls = {"recall": {}, "hook_recall": {"without": ("logs",), "min_confidence": 0.25, "limit": 3}}
+    for call, inputs in calls.items():
+        for label, numbers in timed(stores, questions, **inputs).items():
+            out["results"].setdefault(label, {})[call] = numbers
     base, other = out["results"]["without_branches"], out["results"]["on_20_branches"]
     out["ratio_p50"] = {k: round(other[k]["p50_ms"] / base[k]["p50_ms"], 2) for k in base}
     from contextware.storage import gitstate
