@@ -305,10 +305,13 @@ def showing(project: "Project") -> bool:
     return project.config.get("branch_memory") == "show"
 
 
-def recall_wheres(project: "Project", choice: str, wheres: dict[str, str | None]) -> dict[str, str | None]:
+def recall_wheres(
+    project: "Project", choice: str, wheres: dict[str, str | None], *, unasked: bool = False
+) -> dict[str, str | None]:
     """Recall's filters with the branch rule added to each memory table's (none with ``any``, or
-    with ``branch_memory: "show"``, where ``mark_unmerged`` labels what the rule would leave out)."""
-    if choice == "any" or (showing(project) and choice == "current"):
+    with ``branch_memory: "show"``, where ``mark_unmerged`` labels what the rule would leave out).
+    ``unasked``: the prompt hook's recall, which injects what nobody asked for: never shown there."""
+    if choice == "any" or (showing(project) and choice == "current" and not unasked):
         return wheres
     view = view_of(project, choice)
     out = dict(wheres)

@@ -186,3 +186,22 @@ def test_the_same_memory_saved_on_a_second_branch_becomes_everyones(repo: Path) 
     assert seen(project) == {first}
     git(repo, "checkout", "-q", "-b", "feature/b")
     assert seen(project) == {first}
+
+
+def test_the_prompt_hook_never_shows_unmerged_memories(repo: Path) -> None:
+    """``branch_memory: "show"`` marks them in recall; the hook's recall (a margin: it injects
+    unasked) still leaves them out."""
+    from contextware.memory.recall import parse_query, recall
+
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/jwt")
+    commit(repo, "j1")
+    fact(project, "auth", 7060)
+    git(repo, "checkout", "-q", "main")
+    project.ensure_data_dir()
+    (project.data_dir / "config.json").write_text('{"branch_memory": "show"}')
+    project = Project.open(repo)
+    asked = parse_query(QUESTION, scope="memory", min_confidence=0)
+    hooked = parse_query(QUESTION, scope="memory", min_confidence=0, margin=0.5)
+    assert len(recall(project, asked).results) == 1
+    assert list(recall(project, hooked).results) == []

@@ -117,7 +117,8 @@ def candidates(
     wide = expand_query(text)
     limit = max(int(project.config["recall_candidates"]), query.limit * 3)
     wheres = {name: query.filters.where(name, project.root) for name in present}
-    wheres = recall_wheres(project, query.filters.branch, wheres)  # memory.branches: what HEAD sees
+    # memory.branches: what HEAD sees; a query with a margin is the prompt hook's (it injects unasked)
+    wheres = recall_wheres(project, query.filters.branch, wheres, unasked=query.margin is not None)
 
     def lexical(name: str) -> list[Row]:
         # Code is searched with the plain question: the thesaurus matches too many files' words.
