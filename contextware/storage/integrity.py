@@ -47,6 +47,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
         "response_file",
     ),
     "kv": ("id", "namespace", "key", "data", "size"),
+    "code_summaries": ("id", "language", "summary", "symbols", "questions", "summarizer"),
 }
 
 

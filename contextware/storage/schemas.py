@@ -50,8 +50,12 @@ CHECKSUM_COLUMN = "checksum"
 # when a file a memory names went away.  A path indexed again is judged by its ``code_index`` row.
 CODE_REMOVED_TABLE = "code_removed"
 
+# Summaries kept per file content (``codeindex.by_content``): one row per content hash (id), so a
+# checkout back to content summarised before re-uses its summary instead of asking a summariser.
+SUMMARIES_TABLE = "code_summaries"
+
 # Tables without a vector column: created without an embedding model, never re-embedded.
-PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
+PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE, SUMMARIES_TABLE)
 
 # Columns of facts and episodes that tie a memory to the code it names (``memory.code_links``):
 # the linked project-relative paths, the content hash each had in the code index when linked, and
@@ -156,6 +160,15 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
             ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
+        ]
+    if name == SUMMARIES_TABLE:
+        return [
+            ("language", "string"),
+            ("summary", "string"),
+            ("symbols", "list<string>"),
+            ("questions", "list<string>"),
+            ("summarizer", "string"),
+            ("stored_at", "timestamp"),
         ]
     if name == CODE_REMOVED_TABLE:
         return [

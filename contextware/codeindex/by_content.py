@@ -1,0 +1,88 @@
+"""Summaries kept per file content: a checkout re-uses what was made for the same bytes.
+
+The code index keeps one row per path; switching branches changes some files' content, and coming
+back changes it again.  Each summary made (by Gemini or locally) is also kept here under the
+content's hash (``schemas.SUMMARIES_TABLE``), so a file whose content was summarised before, on any
+branch or under any path, gets that summary back without a summariser call; only its vectors are
+computed again (locally).  A summary is re-used when it is Gemini's, or when the crawl did not
+ask for Gemini (``--summarizer gemini`` re-summarises what was summarised locally).  Nothing is
+pruned yet: a row is a summary's few hundred bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from contextware.storage.integrity import stamp, verify_rows
+from contextware.storage.schemas import SUMMARIES_TABLE
+from contextware.text import sql_str, utcnow
+
+if TYPE_CHECKING:
+    from contextware.codeindex.local_summary import LocalSummary
+    from contextware.storage.project import Project
+
+_BATCH = 500  # ids asked at once
+
+
+def known(project: "Project", digests: Sequence[str], summarizer: str) -> dict[str, tuple["LocalSummary", str]]:
+    """The kept summary (and who made it) of each content hash of ``digests`` that has one usable
+    for a crawl asking for ``summarizer``."""
+    from contextware.codeindex.local_summary import LocalSummary
+
+    table = project.db.open_table(SUMMARIES_TABLE)
+    wanted = sorted({d for d in digests if d})
+    if table is None or not wanted:
+        return {}
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(wanted), _BATCH):
+        ids = ", ".join(sql_str(d) for d in wanted[start : start + _BATCH])
+
+        def read(ids: str = ids) -> list[dict[str, Any]]:
+            return table.search().where(f"id IN ({ids})").limit(None).to_list()
+
+        rows += project.db.read(read)
+    verify_rows(SUMMARIES_TABLE, rows)
+    out: dict[str, tuple[LocalSummary, str]] = {}
+    for row in rows:
+        made_by = str(row.get("summarizer") or "local")
+        if summarizer == "gemini" and made_by != "gemini":
+            continue
+        summary = LocalSummary(
+            language=row.get("language"),
+            summary=row.get("summary") or "",
+            symbols=list(row.get("symbols") or []),
+            questions=list(row.get("questions") or []),
+        )
+        out[row["id"]] = (summary, made_by)
+    return out
+
+
+def remember(project: "Project", rows: Sequence[dict[str, Any]]) -> None:
+    """Keep the summaries of freshly indexed code rows under their content hashes."""
+    import pyarrow as pa
+
+    now = utcnow()
+    kept = {
+        r["content_hash"]: {
+            "id": r["content_hash"],
+            "language": r.get("language"),
+            "summary": r.get("summary"),
+            "symbols": list(r.get("symbols") or []),
+            "questions": list(r.get("questions") or []),
+            "summarizer": r.get("summarizer"),
+            "stored_at": now,
+        }
+        for r in rows
+        if r.get("content_hash")
+    }
+    if not kept:
+        return
+    batch = list(kept.values())
+    stamp(SUMMARIES_TABLE, batch)
+
+    def write(tbl: Any) -> None:
+        data = pa.Table.from_pylist(batch, schema=tbl.schema)
+        tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    project.db.write(SUMMARIES_TABLE, write)

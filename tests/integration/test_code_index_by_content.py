@@ -1,0 +1,59 @@
+"""The code index keyed by content, with real git: after main and a feature branch that differs in
+some files were each crawled once, switching back and forth summarises nothing again (the summaries
+kept per content hash come back; only vectors are computed), and the index matches the checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextware.codeindex.indexer import crawl
+from contextware.storage.project import Project
+from tests.support.branch_git import git, new_repo
+
+FILES = 40
+CHANGED = 6
+
+
+def _module(i: int, flavour: str) -> str:
+    return (
+        f'"""Module {i} ({flavour}): helpers for the {flavour} side of part {i}."""\n\n\n'
+        f"def handle_{flavour}_{i}(value):\n"
+        f'    """Handle one {flavour} value for part {i}."""\n'
+        f"    return value * {i + 1}\n"
+    )
+
+
+def test_switching_branches_resummarises_nothing_the_second_time(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "repo")
+    (root / "pkg").mkdir()
+    for i in range(FILES):
+        (root / "pkg" / f"m{i}.py").write_text(_module(i, "main"))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "modules")
+    git(root, "checkout", "-q", "-b", "feature/x")
+    for i in range(CHANGED):
+        (root / "pkg" / f"m{i}.py").write_text(_module(i, "feature"))
+    git(root, "commit", "-q", "-am", "feature side")
+    git(root, "checkout", "-q", "main")
+
+    project = Project.open(root)
+    first = crawl(project, summarizer="local")
+    assert first["summarizers"] == {"local": FILES + 1}  # the modules and README
+    git(root, "checkout", "-q", "feature/x")
+    feature = crawl(project, summarizer="local")
+    assert feature["summarizers"] == {"local": CHANGED} and "reused_summaries" not in feature
+
+    for branch, flavour in (("main", "main"), ("feature/x", "feature"), ("main", "main")):
+        git(root, "checkout", "-q", branch)
+        again = crawl(project, summarizer="local")
+        assert again["summarizers"] == {} and again["reused_summaries"] == CHANGED, again
+        assert sorted(again["indexed_files"]) == [f"pkg/m{i}.py" for i in sorted(range(CHANGED), key=str)]
+        rows = project.db.open_table("code_index").search().where("id = 'pkg/m0.py'").to_list()
+        assert f"handle_{flavour}_0" in rows[0]["symbols"], rows[0]["symbols"]
+
+    # asking for Gemini does not take a local summary as one
+    from contextware.codeindex.by_content import known
+
+    digests = [r["content_hash"] for r in project.db.open_table("code_index").search().limit(None).to_list()]
+    assert len(known(project, digests, "local")) == len(digests)
+    assert known(project, digests, "gemini") == {}
