@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     from contextware.storage.database import Database
 
-FTS_WIDEN = 4  # a filtered full-text search over a snapshot reads this many times its limit, unfiltered
 MAX_MASKS = 16  # filters kept per snapshot (``--since`` makes a new one per call)
 LOAD_ATTEMPTS = 3  # a snapshot is re-read when a write landed while it was being read
 # Larger tables are searched in LanceDB: their snapshot would hold ~1.5 KB a row in memory for good.
@@ -84,18 +83,13 @@ def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | Non
     snap = _snapshot(db, name, table)
     cols = ["id"] if snap is not None else columns(db, table)
 
-    def run(filtered: bool = True, count: int = limit) -> "pa.Table":
-        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(cols).limit(count)
-        if where and filtered:
+    def run() -> "pa.Table":
+        q = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).select(cols).limit(limit)
+        if where:
             q = q.where(where, prefilter=True)
         return q.to_arrow()
 
-    if snap is not None and where:
-        found = _fts_masked(db, table, snap, where, limit, lambda: run(False, limit * FTS_WIDEN))
-        if found is None:
-            found = db.read(run)
-    else:
-        found = db.read(run)
+    found = db.read(run)
     if snap is None:
         return found.to_pylist()
     scores = dict(zip(found.column("id").to_pylist(), found.column("_score").to_pylist(), strict=True))
@@ -103,28 +97,6 @@ def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | Non
     for row in rows:
         row["_score"] = scores[row["id"]]
     return rows
-
-
-def _fts_masked(
-    db: "Database", table: Any, snap: "Snapshot", where: str, limit: int, unfiltered: Any
-) -> "pa.Table | None":
-    """The filtered BM25 ids from an unfiltered search ``FTS_WIDEN`` times as long, kept by the
-    snapshot's cached row mask of ``where`` (LanceDB's prefilter evaluates the filter over the whole
-    table on every search: a branch filter doubled a recall); None when too few pass, and the
-    caller asks LanceDB with the filter."""
-    import numpy as np
-
-    if snap.usable.size != snap.n:
-        return None  # the masks hold rows with a vector only: rows without one are found by BM25 alone
-    allowed = snap.allowed(db, table, where)
-    wide = db.read(unfiltered)
-    mask = np.zeros(snap.n, dtype=bool)
-    mask[allowed] = True
-    at = [snap.index.get(rid) for rid in wide.column("id").to_pylist()]
-    keep = [i for i, pos in enumerate(at) if pos is not None and pos < snap.n and mask[pos]]
-    if len(keep) < limit and wide.num_rows >= limit * FTS_WIDEN:
-        return None  # the filter may hold more matches further down the ranking
-    return wide.take(keep[:limit])
 
 
 def vector_rows(
