@@ -106,3 +106,31 @@ def test_squash_merge_then_promote_and_the_memory_file(tmp_path: Path) -> None:
     run_script("export", cwd=root)
     line = json.loads((root / ".contextware/memory.jsonl").read_text().splitlines()[1])
     assert "branch" not in line and "commit" not in line  # everyone's: the line as before branches
+
+
+def test_the_warm_service_follows_each_checkout(project_dir: Path, services: None) -> None:
+    """The hot path: the prompt hook answered by the resident service, which keeps the project,
+    its table snapshots and the ancestry warm, still answers for the HEAD of each turn."""
+    from tests.support.service_helpers import hook as served_hook
+    from tests.support.service_helpers import status
+
+    root = new_repo(project_dir)
+    git(root, "checkout", "-q", "-b", "feature/jwt")
+    commit(root, "jwt.py")
+    assert run_script("save_fact", JWT, "--kind", "decision", cwd=root).json["ok"]
+    payload = event("BeforeAgent", root, prompt=QUESTION)
+
+    def context() -> str:
+        out = served_hook(payload, root)
+        assert out.returncode == 0 and out.stderr == "", out.stderr
+        return context_of(out.stdout, "BeforeAgent") if out.stdout.strip() else ""
+
+    assert "AUTH_KEY" in context()
+    assert status(root)["running"] is True
+    git(root, "checkout", "-q", "main")
+    assert "AUTH_KEY" not in context()
+    git(root, "merge", "-q", "--no-ff", "-m", "merge jwt", "feature/jwt")
+    assert "AUTH_KEY" in context()
+    git(root, "checkout", "-q", "-b", "before", "HEAD~1")  # main before the merge
+    assert "AUTH_KEY" not in context()
+    assert status(root)["requests"] >= 4

@@ -20,7 +20,7 @@ def commit(root: Path, name: str) -> None:
 
 def new_repo(root: Path) -> Path:
     """A repository on ``main`` with one commit."""
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "t")
     git(root, "config", "user.email", "t@example.com")
