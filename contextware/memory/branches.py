@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.errors import FieldError
 from contextware.storage import gitstate
-from contextware.text import sql_str
+from contextware.text import sql_str, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -292,7 +292,8 @@ def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -
         return int(table.count_rows(cond))
 
     def clear(tbl: Any) -> None:
-        tbl.update(where=cond, values_sql={"branch": "NULL", "commit": "NULL"})
+        # a change like any other: later than the copies in teammates' memory files, so it wins there
+        tbl.update(where=cond, values={"branch": None, "commit": None, "updated_at": utcnow()})
 
     found = project.db.read(count)
     if found:

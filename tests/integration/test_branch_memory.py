@@ -6,6 +6,7 @@ command line, the MCP server and the prompt hook are in ``test_branch_memory_pro
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,26 @@ def test_the_prompt_hook_never_shows_unmerged_memories(repo: Path) -> None:
     hooked = parse_query(QUESTION, scope="memory", min_confidence=0, margin=0.5)
     assert len(recall(project, asked).results) == 1
     assert list(recall(project, hooked).results) == []
+
+
+def test_a_promotion_travels_through_the_memory_file(repo: Path, tmp_path: Path) -> None:
+    """Promoted on one clone, the memory is everyone's on a clone that imports the file, also when
+    that clone's own copy still names the branch (the promotion is the later change)."""
+    from contextware.memory.exchange import export_memory, import_memory
+
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/sq")
+    commit(repo, "s1")
+    rid = fact(project, "exports", 7070)
+    file = tmp_path / "memory.jsonl"
+    export_memory(project, file)
+    other = Project.open(new_repo(tmp_path / "other"))
+    import_memory(other, file.read_text(), source="memory.jsonl")
+    row = other.db.open_table("facts").search().where(f"id = '{rid}'").to_list()[0]
+    assert row["branch"] == "feature/sq"
+    time.sleep(1.1)  # the file keeps seconds
+    promote(project, "feature/sq")
+    export_memory(project, file)
+    import_memory(other, file.read_text(), source="memory.jsonl")
+    row = other.db.open_table("facts").search().where(f"id = '{rid}'").to_list()[0]
+    assert row["branch"] is None and row["commit"] is None
