@@ -57,3 +57,35 @@ def test_switching_branches_resummarises_nothing_the_second_time(tmp_path: Path)
     digests = [r["content_hash"] for r in project.db.open_table("code_index").search().limit(None).to_list()]
     assert len(known(project, digests, "local")) == len(digests)
     assert known(project, digests, "gemini") == {}
+
+
+def test_a_linked_memory_is_stale_only_while_its_file_differs(tmp_path: Path) -> None:
+    """Code links compare content hashes: a fact tied to a file reads "may be stale" on the branch
+    where the file differs, and not once the checkout is back on the content it was linked to."""
+    from contextware.memory.recall.pipeline import ask
+    from contextware.memory.records import save_fact
+
+    root = new_repo(tmp_path / "repo")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "m0.py").write_text(_module(0, "main"))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "m0")
+    git(root, "checkout", "-q", "-b", "feature/x")
+    (root / "pkg" / "m0.py").write_text(_module(0, "feature"))
+    git(root, "commit", "-q", "-am", "feature m0")
+    git(root, "checkout", "-q", "main")
+    project = Project.open(root)
+    crawl(project, summarizer="local")
+    save_fact(project, "Values of part 0 are doubled by `pkg/m0.py` before they are stored.")
+
+    def flag() -> str | None:
+        out = ask(project, "where are values of part 0 doubled?", scope="memory", min_confidence=0, branch="any")
+        return out["results"][0].get("may_be_stale")
+
+    assert flag() is None
+    git(root, "checkout", "-q", "feature/x")
+    crawl(project, summarizer="local")
+    assert flag() is not None and "pkg/m0.py" in (flag() or "")
+    git(root, "checkout", "-q", "main")
+    crawl(project, summarizer="local")
+    assert flag() is None
