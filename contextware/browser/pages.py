@@ -102,6 +102,7 @@ class Pages:
             Route("/memory/{id}/confirm", guarded(self.confirm), methods=["POST"]),
             Route("/review", guarded(self.review)),
             Route("/review/keep/{id}", guarded(self.keep), methods=["POST"]),
+            Route("/review/promote", guarded(self.promote), methods=["POST"]),
             Route("/sessions", guarded(self.sessions)),
             Route("/sessions/{sid:path}", guarded(self.timeline)),
             Route("/turns", guarded(self.turns)),
@@ -439,7 +440,10 @@ class Pages:
 
     # -- review queues -----------------------------------------------------------------------------
     async def review(self, request: Request) -> Response:
+        from contextware.memory.branches import gone_branches
+
         q = await self.work(views.review, self.project)
+        gone = await self.work(gone_branches, self.project)
 
         def still_holds(rid: str) -> str:
             action = f"/memory/{rid}/confirm"
@@ -488,8 +492,29 @@ class Pages:
             + (table(["cosine", "older", "newer", ""], dups) if dups else "<p>None.</p>")
             + f"<h2>Turns worth keeping ({q['keep_total']})</h2><p class=muted>What a user said that reads like a convention or a decision, not yet a fact.</p>"
             + (table(["id", "turn", ""], keep) if keep else "<p>None.</p>")
+            + f"<h2>Branches deleted without merging ({len(gone)})</h2><p class=muted>Their memories are hidden "
+            + "from every checkout; promote them to make them everyone's (branch_memory_days old or more).</p>"
+            + (
+                table(["branch", "memories", "newest", ""], [self._gone_row(g) for g in gone])
+                if gone
+                else "<p>None.</p>"
+            )
         )
         return HTMLResponse(page("Review", body, active="/review"))
+
+    def _gone_row(self, g: dict) -> tuple[str, ...]:
+        button = (
+            f'<form method=post action="/review/promote">{hidden(self.token)}'
+            f'<input type=hidden name=branch value="{e(g["branch"])}"><button>Promote to everyone\'s</button></form>'
+        )
+        return (e(g["branch"]), e(str(g["memories"])), e(str(g["newest"])[:16].replace("T", " ")), button)
+
+    async def promote(self, request: Request) -> Response:
+        from contextware.memory.branches import promote
+
+        form = await self.form(request)
+        await self.work(promote, self.project, form.get("branch") or "")
+        return RedirectResponse("/review", status_code=303)
 
     async def keep(self, request: Request) -> Response:
         from contextware.memory import records

@@ -301,6 +301,50 @@ def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -
     return found
 
 
+def gone_branches(project: "Project", days: float | None = None) -> list[dict[str, Any]]:
+    """Branches deleted without being merged (no ref, no log here, and none of their memories'
+    commits in HEAD's history) whose newest memory is at least ``days`` old (default: the
+    ``branch_memory_days`` setting): their memories stay hidden; the review queue offers to promote
+    them.  Each: ``{"branch", "memories", "newest"}``, newest first."""
+    from datetime import timedelta
+
+    view = view_of(project, "current")
+    if view is None:
+        return []
+    age = float(project.config["branch_memory_days"] if days is None else days)
+    candidates: dict[str, bool] = {}
+    for name in BRANCH_TABLES:
+        for b, c in learned_pairs(project, name):
+            if b is None or b == view.branch:
+                continue
+            if b not in candidates:
+                candidates[b] = gitstate.branch_tip(view.dirs, b) is None and not view.log(b)
+            if candidates[b] and c is not None and c in view.ancestry:
+                candidates[b] = False  # its work reached HEAD: merged, then deleted
+    gone = sorted(b for b, is_gone in candidates.items() if is_gone)
+    if not gone:
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for name in BRANCH_TABLES:
+        table = project.db.open_table(name)
+        if table is None:
+            continue
+        cond = f"branch IN ({', '.join(sql_str(b) for b in gone)})"
+
+        def read(t: Any = table, c: str = cond) -> list[dict[str, Any]]:
+            return t.search().where(c).select(["branch", "created_at"]).limit(None).to_list()
+
+        for row in project.db.read(read):
+            entry = found.setdefault(row["branch"], {"branch": row["branch"], "memories": 0, "newest": None})
+            entry["memories"] += 1
+            if entry["newest"] is None or row["created_at"] > entry["newest"]:
+                entry["newest"] = row["created_at"]
+    cutoff = datetime.now(timezone.utc) - timedelta(days=age)
+    out = [e for e in found.values() if e["newest"] is not None and e["newest"] <= cutoff]
+    out.sort(key=lambda e: e["newest"], reverse=True)
+    return [{**e, "newest": e["newest"].isoformat()} for e in out]
+
+
 # -- recall's use -----------------------------------------------------------------------------------
 def showing(project: "Project") -> bool:
     return project.config.get("branch_memory") == "show"

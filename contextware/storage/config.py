@@ -75,6 +75,9 @@ DEFAULTS: dict[str, Any] = {
     # Memories learned on a branch not merged into the checkout's HEAD: left out of recall ("hide") or
     # shown marked "from feature/x, not merged" ("show"); memory/branches.py has the rule.
     "branch_memory": "hide",
+    # Memories of a branch deleted without being merged stay hidden; after this many days the browser's
+    # review queue lists the branch, to promote its memories (everyone's) or leave them.
+    "branch_memory_days": 30.0,
     # Storage maintenance: compact when a table has this many small fragments.
     "compact_after_fragments": 24,
     # Session store (scripts/store.py): limits enforced by eviction on every save.
@@ -182,6 +185,7 @@ AT_LEAST: dict[str, float] = {
     **dict.fromkeys(("crawl_jobs", "hook_session_tokens", "hook_prompt_tokens", "tombstone_days"), 0),
     **dict.fromkeys(("cache_ttl_days", "offload_retry_backoff_s", "gemini_rate_limit_backoff_s"), 0),
     **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
+    "branch_memory_days": 0,
 }
 FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
 STRING_LISTS = ("secret_files", "secret_files_allowed")

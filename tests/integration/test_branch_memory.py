@@ -229,3 +229,44 @@ def test_a_promotion_travels_through_the_memory_file(repo: Path, tmp_path: Path)
     import_memory(other, file.read_text(), source="memory.jsonl")
     row = other.db.open_table("facts").search().where(f"id = '{rid}'").to_list()[0]
     assert row["branch"] is None and row["commit"] is None
+
+
+def test_a_branch_deleted_without_merging_waits_in_the_review_queue(repo: Path) -> None:
+    """Its memories stay hidden; once ``branch_memory_days`` old the browser's review queue lists
+    the branch, and its Promote button makes them everyone's.  A branch merged then deleted is not
+    listed (its memories reached HEAD)."""
+    from contextware.memory.branches import gone_branches
+    from tests.support.browser import form_token, request, served_browser
+
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/dead")
+    commit(repo, "d1")
+    dead = fact(project, "legacy", 7080)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature/done")
+    commit(repo, "f1")
+    done = fact(project, "ledger", 7081)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge done", "feature/done")
+    git(repo, "branch", "-q", "-D", "feature/dead")
+    git(repo, "branch", "-q", "-d", "feature/done")
+    assert seen(project) == {done}
+    assert gone_branches(project) == []  # newer than branch_memory_days (30)
+    listed = gone_branches(project, days=0)
+    assert [(g["branch"], g["memories"]) for g in listed] == [("feature/dead", 1)]
+
+    (project.data_dir / "config.json").write_text('{"branch_memory_days": 0}')
+    project = Project.open(repo)
+    with served_browser(project) as served:
+        page = request(served.port, "/review", token=served.token).text
+        assert "Branches deleted without merging (1)" in page and "feature/dead" in page
+        sent = request(
+            served.port,
+            "/review/promote",
+            method="POST",
+            token=served.token,
+            form={"token": form_token(page), "branch": "feature/dead"},
+        )
+        assert sent.status == 303
+        assert "Branches deleted without merging (0)" in request(served.port, "/review", token=served.token).text
+    assert seen(project) == {done, dead}
