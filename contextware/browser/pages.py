@@ -507,7 +507,10 @@ class Pages:
             f'<form method=post action="/review/promote">{hidden(self.token)}'
             f'<input type=hidden name=branch value="{e(g["branch"])}"><button>Promote to everyone\'s</button></form>'
         )
-        return (e(g["branch"]), e(str(g["memories"])), e(str(g["newest"])[:16].replace("T", " ")), button)
+        name = e(g["branch"]) + (
+            " <span class=fresh>squash-merged: its changes are in HEAD</span>" if g.get("squashed") else ""
+        )
+        return (name, e(str(g["memories"])), e(str(g["newest"])[:16].replace("T", " ")), button)
 
     async def promote(self, request: Request) -> Response:
         from contextware.memory.branches import promote

@@ -304,8 +304,9 @@ def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -
 def gone_branches(project: "Project", days: float | None = None) -> list[dict[str, Any]]:
     """Branches deleted without being merged (no ref, no log here, and none of their memories'
     commits in HEAD's history) whose newest memory is at least ``days`` old (default: the
-    ``branch_memory_days`` setting): their memories stay hidden; the review queue offers to promote
-    them.  Each: ``{"branch", "memories", "newest"}``, newest first."""
+    ``branch_memory_days`` setting), or at any age when their changes are in HEAD (a squash merge,
+    ``gitstate.squashed_into``): their memories stay hidden; the review queue offers to promote
+    them.  Each: ``{"branch", "memories", "newest", "squashed"}``, newest first."""
     from datetime import timedelta
 
     view = view_of(project, "current")
@@ -331,16 +332,19 @@ def gone_branches(project: "Project", days: float | None = None) -> list[dict[st
             continue
         cond = f"branch IN ({', '.join(sql_str(b) for b in gone)})"
 
-        def read(t: Any = table, c: str = cond) -> list[dict[str, Any]]:
-            return t.search().where(c).select(["branch", "created_at"]).limit(None).to_list()
+        def read_newest(t: Any = table, c: str = cond) -> list[dict[str, Any]]:
+            return t.search().where(c).select(["branch", "commit", "created_at"]).limit(None).to_list()
 
-        for row in project.db.read(read):
+        for row in project.db.read(read_newest):
             entry = found.setdefault(row["branch"], {"branch": row["branch"], "memories": 0, "newest": None})
             entry["memories"] += 1
             if entry["newest"] is None or row["created_at"] > entry["newest"]:
-                entry["newest"] = row["created_at"]
+                entry["newest"], entry["commit"] = row["created_at"], row.get("commit")
     cutoff = datetime.now(timezone.utc) - timedelta(days=age)
-    out = [e for e in found.values() if e["newest"] is not None and e["newest"] <= cutoff]
+    for e in found.values():
+        tip = e.pop("commit", None)
+        e["squashed"] = bool(tip and view.commit and gitstate.squashed_into(view.root, view.dirs, tip, view.commit))
+    out = [e for e in found.values() if e["newest"] is not None and (e["squashed"] or e["newest"] <= cutoff)]
     out.sort(key=lambda e: e["newest"], reverse=True)
     return [{**e, "newest": e["newest"].isoformat()} for e in out]
 

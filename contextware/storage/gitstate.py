@@ -209,3 +209,35 @@ def ancestors(root: Path, dirs: GitDirs, commit: str) -> frozenset[str]:
             _ancestry.pop(next(iter(_ancestry)))
         _ancestry[key] = found
     return found
+
+
+def squashed_into(root: Path, dirs: GitDirs, commit: str, head: str) -> bool:
+    """Whether the changes ``commit`` made since it forked from ``head``'s history are all in
+    ``head`` (every file it changed has, in ``head``, the content it has in ``commit``): the mark a
+    squash merge leaves.  Three git processes; False whenever git cannot tell (the commit was
+    garbage-collected, no common history, no file changed).  Conservative: a file changed again
+    after the squash hides it."""
+    import subprocess
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "--git-dir", str(dirs.git), *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=ANCESTRY_TIMEOUT_S,
+            check=False,
+        )
+
+    try:
+        base = run("merge-base", commit, head)
+        if base.returncode != 0 or not base.stdout.strip():
+            return False
+        changed = run("diff", "--name-only", "-z", base.stdout.strip(), commit)
+        files = [f for f in changed.stdout.split("\0") if f]
+        if changed.returncode != 0 or not files:
+            return False
+        same = run("diff", "--quiet", commit, head, "--", *files)
+        return same.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

@@ -270,3 +270,32 @@ def test_a_branch_deleted_without_merging_waits_in_the_review_queue(repo: Path) 
         assert sent.status == 303
         assert "Branches deleted without merging (0)" in request(served.port, "/review", token=served.token).text
     assert seen(project) == {done, dead}
+
+
+def test_a_squash_merged_branch_deleted_afterwards_is_detected(repo: Path) -> None:
+    """The common squash case: the branch is deleted after a squash merge of its changes.  Its
+    changes are in HEAD, so the review queue lists it at once, marked squashed; a deleted branch
+    whose changes are not in HEAD waits for branch_memory_days."""
+    from contextware.memory.branches import gone_branches
+
+    project = Project.open(repo)
+    git(repo, "checkout", "-q", "-b", "feature/sq")
+    commit(repo, "s1")
+    commit(repo, "s2")
+    fact(project, "exports", 7090)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature/dropped")
+    commit(repo, "x1")
+    fact(project, "imports", 7091)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--squash", "feature/sq")
+    git(repo, "commit", "-q", "-m", "sq (squashed)")
+    git(repo, "branch", "-q", "-D", "feature/sq")
+    git(repo, "branch", "-q", "-D", "feature/dropped")
+    assert seen(project) == set()
+    listed = gone_branches(project)
+    assert [(g["branch"], g["squashed"]) for g in listed] == [("feature/sq", True)]
+    assert {g["branch"]: g["squashed"] for g in gone_branches(project, days=0)} == {
+        "feature/sq": True,
+        "feature/dropped": False,
+    }
