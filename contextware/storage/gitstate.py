@@ -10,7 +10,9 @@ process (the resident service) answers every later recall on that HEAD from memo
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,13 +44,36 @@ class Head:
     dirs: GitDirs | None = None
 
 
-def _read_small(path: Path) -> str | None:
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file of at most ``limit`` bytes, else None.  Opened without blocking
+    and judged by its stat first: a named pipe planted as ``HEAD`` or a ref would otherwise hang
+    every save and prompt hook."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_REF_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    if len(data) > MAX_REF_BYTES:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, limit + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
+        return None if len(data) > limit else data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_small(path: Path) -> str | None:
+    data = _read_regular(path, MAX_REF_BYTES)
+    if data is None:
         return None
     try:
         return data.decode("utf-8").strip()
@@ -89,17 +114,31 @@ def resolve_ref(dirs: GitDirs, ref: str) -> str | None:
 
 
 def _packed(common: Path, ref: str) -> str | None:
+    """``ref``'s commit in ``packed-refs``, parsed once per version of the file (it can hold
+    thousands of refs, and ``head`` runs on every prompt)."""
+    path = common / "packed-refs"
     try:
-        with open(common / "packed-refs", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("#", "^")):
-                    continue
-                sha, _, name = line.strip().partition(" ")
-                if name == ref and SHA.match(sha):
-                    return sha
+        st = os.stat(path)
     except OSError:
         return None
-    return None
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    known = _packed_refs.get(str(path))
+    if known is None or known[0] != key:
+        data = _read_regular(path, MAX_REFLOG_BYTES)
+        refs: dict[str, str] = {}
+        for line in (data or b"").decode("utf-8", "replace").splitlines():
+            if line.startswith(("#", "^")):
+                continue
+            sha, _, name = line.strip().partition(" ")
+            if SHA.match(sha):
+                refs[name] = sha
+        if len(_packed_refs) > 64:
+            _packed_refs.clear()
+        known = _packed_refs[str(path)] = (key, refs)
+    return known[1].get(ref)
+
+
+_packed_refs: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}
 
 
 def head(root: Path) -> Head:
@@ -144,20 +183,21 @@ ZERO = "0" * 40
 def reflog(dirs: GitDirs, branch: str) -> list[LogEntry]:
     """Every commit the branch pointed at, oldest first; empty when git keeps no log of it (the
     branch was deleted, or never existed here)."""
-    if ".." in branch:
+    if ".." in branch or branch.startswith("/") or "\0" in branch:
         return []
     path = dirs.common / "logs" / "refs" / "heads" / branch
     try:
         st = path.stat()
-        if st.st_size > MAX_REFLOG_BYTES:
-            return []
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        known = _reflogs.get(str(path))
-        if known is not None and known[0] == stamp:
-            return known[1]  # unchanged since read: a log only grows (or is rewritten, a new inode)
-        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    known = _reflogs.get(str(path))
+    if known is not None and known[0] == stamp:
+        return known[1]  # unchanged since read: a log only grows (or is rewritten, a new inode)
+    data = _read_regular(path, MAX_REFLOG_BYTES)
+    if data is None:
+        return []
+    text = data.decode("utf-8", "replace")
     out: list[LogEntry] = []
     for line in text.splitlines():
         head_part, _, message = line.partition("\t")

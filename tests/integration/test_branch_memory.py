@@ -6,6 +6,7 @@ command line, the MCP server and the prompt hook are in ``test_branch_memory_pro
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -299,3 +300,35 @@ def test_a_squash_merged_branch_deleted_afterwards_is_detected(repo: Path) -> No
         "feature/sq": True,
         "feature/dropped": False,
     }
+
+
+def test_a_named_pipe_in_git_files_never_hangs_a_save(repo: Path) -> None:
+    """A FIFO planted as ``.git/HEAD``, a loose ref or a branch's log: reading where a memory was
+    learned gives up on it at once (no branch) instead of blocking every save and prompt hook."""
+    import threading
+
+    git(repo, "checkout", "-q", "-b", "feature/p")
+    commit(repo, "p1")
+    git(repo, "pack-refs", "--all")
+    logs = repo / ".git/logs/refs/heads/feature/p"
+    logs.unlink()
+    os.mkfifo(logs)
+    answers: list[object] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(gitstate.reflog(gitstate.git_dirs(repo), "feature/p")), daemon=True
+    )
+    worker.start()
+    worker.join(5)
+    assert answers == [[]], "reading a FIFO as a reflog blocked"
+
+    head = repo / ".git/HEAD"
+    head.unlink()
+    os.mkfifo(head)
+    worker = threading.Thread(target=lambda: answers.append(gitstate.head(repo)), daemon=True)
+    worker.start()
+    worker.join(5)
+    assert len(answers) == 2 and answers[1] == gitstate.Head(dirs=gitstate.git_dirs(repo)), answers
+    project = Project.open(repo)
+    rid = fact(project, "pipes", 7100)
+    row = project.db.open_table("facts").search().where(f"id = '{rid}'").to_list()[0]
+    assert row["branch"] is None and row["commit"] is None
