@@ -4,7 +4,7 @@ The code index keeps one row per path; switching branches changes some files' co
 back changes it again.  Each summary made (by Gemini or locally) is also kept here under the
 content's hash (``schemas.SUMMARIES_TABLE``), so a file whose content was summarised before, on any
 branch or under any path, gets that summary back without a summariser call; only its vectors are
-computed again (locally).  A summary is re-used when it is Gemini's, or when the crawl did not
+computed again only when no vector of the same text by the same model was kept with it.  A summary is re-used when it is Gemini's, or when the crawl did not
 ask for Gemini (``--summarizer gemini`` re-summarises what was summarised locally).  Nothing is
 pruned yet: a row is a summary's few hundred bytes.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import SUMMARIES_TABLE
-from contextware.text import sql_str, utcnow
+from contextware.text import sql_str, text_hash, utcnow
 
 if TYPE_CHECKING:
     from contextware.codeindex.local_summary import LocalSummary
@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 _BATCH = 500  # ids asked at once
 
 
-def known(project: "Project", digests: Sequence[str], summarizer: str) -> dict[str, tuple["LocalSummary", str]]:
-    """The kept summary (and who made it) of each content hash of ``digests`` that has one usable
-    for a crawl asking for ``summarizer``."""
+def known(
+    project: "Project", digests: Sequence[str], summarizer: str, model_id: str
+) -> dict[str, tuple["LocalSummary", str, dict[str, list[float]]]]:
+    """The kept summary, who made it and its vectors (text hash -> vector, when made by
+    ``model_id``) of each content hash of ``digests`` that has one usable for a crawl asking for
+    ``summarizer``."""
     from contextware.codeindex.local_summary import LocalSummary
 
     table = project.db.open_table(SUMMARIES_TABLE)
@@ -43,7 +46,7 @@ def known(project: "Project", digests: Sequence[str], summarizer: str) -> dict[s
 
         rows += project.db.read(read)
     verify_rows(SUMMARIES_TABLE, rows)
-    out: dict[str, tuple[LocalSummary, str]] = {}
+    out: dict[str, tuple[LocalSummary, str, dict[str, list[float]]]] = {}
     for row in rows:
         made_by = str(row.get("summarizer") or "local")
         if summarizer == "gemini" and made_by != "gemini":
@@ -54,14 +57,35 @@ def known(project: "Project", digests: Sequence[str], summarizer: str) -> dict[s
             symbols=list(row.get("symbols") or []),
             questions=list(row.get("questions") or []),
         )
-        out[row["id"]] = (summary, made_by)
+        vectors: dict[str, list[float]] = {}
+        if row.get("model") == model_id:
+            for key, vec in zip(row.get("vector_texts") or [], row.get("vectors") or [], strict=False):
+                if vec is not None:
+                    vectors[key] = [float(x) for x in vec]
+        out[row["id"]] = (summary, made_by, vectors)
     return out
 
 
-def remember(project: "Project", rows: Sequence[dict[str, Any]]) -> None:
-    """Keep the summaries of freshly indexed code rows under their content hashes."""
+def reuse_vector(row: dict[str, Any], text: str, kept: dict[str, list[float]]) -> bool:
+    """Give ``row`` the kept vector of its embedded ``text`` if there is one (True), else False."""
+    vec = kept.get(text_hash(text)) if kept else None
+    if vec is None:
+        return False
+    row["vector"] = vec
+    return True
+
+
+def remember(
+    project: "Project", rows: Sequence[dict[str, Any]], embedded: Sequence[tuple[dict[str, Any], str]], model_id: str
+) -> None:
+    """Keep the summaries of freshly indexed code rows under their content hashes, with the vectors
+    of the file's and its definitions' embedded texts (``embedded``: (row, text) of this write)."""
     import pyarrow as pa
 
+    by_path: dict[str, list[tuple[str, Any]]] = {}
+    for row, text in embedded:
+        if row.get("vector") is not None:
+            by_path.setdefault(str(row.get("file_path")), []).append((text_hash(text), row["vector"]))
     now = utcnow()
     kept = {
         r["content_hash"]: {
@@ -72,6 +96,9 @@ def remember(project: "Project", rows: Sequence[dict[str, Any]]) -> None:
             "questions": list(r.get("questions") or []),
             "summarizer": r.get("summarizer"),
             "stored_at": now,
+            "model": model_id,
+            "vector_texts": [k for k, _ in by_path.get(str(r.get("file_path")), [])],
+            "vectors": [[float(x) for x in v] for _, v in by_path.get(str(r.get("file_path")), [])],
         }
         for r in rows
         if r.get("content_hash")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.codeindex.by_content import known, remember
+from contextware.codeindex.by_content import known, remember, reuse_vector
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
 from contextware.errors import ContextwareError, EmbeddingError, UsageError
@@ -137,8 +137,12 @@ class _Writer:
         self.removals: list[str] = []
         self.chunk_rows: list[dict] = []  # of the files in ``rows``: they replace those files' chunks
         self.fresh: list[dict] = []  # rows of new summaries, kept per content hash after the write
+        self.kept_vectors: dict[str, list[float]] = {}  # of re-used summaries: text hash -> vector
 
-    def add(self, w: Work, summary: "LocalSummary", summarizer: str, reused: bool = False) -> None:
+    def add(
+        self, w: Work, summary: "LocalSummary", summarizer: str, reused: bool = False, vectors: dict | None = None
+    ) -> None:
+        """``vectors``: text hash -> vector kept with a re-used summary (``by_content``)."""
         c = w.candidate
         row = {
             "id": c.path,
@@ -162,6 +166,7 @@ class _Writer:
         self.report.indexed_files.append(c.path)
         if reused:
             self.report.reused += 1
+            self.kept_vectors.update(vectors or {})
         else:
             self.report.summarizers[summarizer] += 1
             self.fresh.append(row)
@@ -174,11 +179,12 @@ class _Writer:
             return
         self.rows, self.touched, self.removals, self.chunk_rows = [], [], [], []
         embedder = self.project.embedder
+        kept, self.kept_vectors = self.kept_vectors, {}
+        texts = [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
         if rows:
+            need = [(r, t) for r, t in zip([*rows, *chunks], texts, strict=True) if not reuse_vector(r, t, kept)]
             try:
-                embed_rows(
-                    embedder, [*rows, *chunks], [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
-                )
+                embed_rows(embedder, [r for r, _ in need], [t for _, t in need])
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in [*rows, *chunks]:
@@ -218,7 +224,8 @@ class _Writer:
             )
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
         fresh, self.fresh = self.fresh, []
-        remember(self.project, fresh)  # after the index: a crash before it only costs a summary later
+        # after the index: a crash before it only costs a summary later
+        remember(self.project, fresh, list(zip([*rows, *chunks], texts, strict=True)), embedder.model_id)
 
 
 def record_removals(project: "Project", paths: Sequence[str]) -> None:
@@ -329,9 +336,10 @@ def _run(
         todo.append(Work(c, redact_text(text or ""), digest or ""))
 
     if todo and not force and not upgrade:  # content summarised before, on any branch: no summariser call
-        kept = known(project, [w.digest for w in todo], summarizer)
+        kept = known(project, [w.digest for w in todo], summarizer, project.embedder.model_id)
         for w in [w for w in todo if w.digest in kept]:
-            writer.add(w, *kept[w.digest], reused=True)
+            summary, made_by, vectors = kept[w.digest]
+            writer.add(w, summary, made_by, reused=True, vectors=vectors)
         todo = [w for w in todo if w.digest not in kept]
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
     workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))

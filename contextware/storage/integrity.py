@@ -66,7 +66,10 @@ def _digest(data: bytes) -> str:
 
 
 # Columns added to a table later: in the digest only when set, so older rows' checksums still hold.
-GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {"logs": ("prompt",)}
+GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {
+    "logs": ("prompt",),
+    "code_summaries": ("model", "vector_texts", "vectors"),
+}
 
 
 def hashed_columns(name: str) -> tuple[str, ...]:

@@ -169,6 +169,9 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("questions", "list<string>"),
             ("summarizer", "string"),
             ("stored_at", "timestamp"),
+            ("model", "string"),  # the embedding model of ``vectors``
+            ("vector_texts", "list<string>"),  # text_hash of each embedded text (the file's, its definitions')
+            ("vectors", "list<list<float32>>"),  # their vectors, in that order
         ]
     if name == CODE_REMOVED_TABLE:
         return [
@@ -209,6 +212,7 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
         "int32": pa.int32(),
         "int64": pa.int64(),
         "float64": pa.float64(),
+        "list<list<float32>>": pa.list_(pa.list_(pa.float32())),
     }
     # The unenforced primary key is declared in the schema the table is created with, so that no
     # version of a table exists without it: a writer on another machine may merge_insert into a

@@ -43,9 +43,13 @@ def test_switching_branches_resummarises_nothing_the_second_time(tmp_path: Path)
     feature = crawl(project, summarizer="local")
     assert feature["summarizers"] == {"local": CHANGED} and "reused_summaries" not in feature
 
+    embedded: list[int] = []  # texts the real model embeds (counted, not replaced)
+    model_embed = project.embedder.embed
+    project.embedder.embed = lambda texts: embedded.append(len(texts)) or model_embed(texts)
     for branch, flavour in (("main", "main"), ("feature/x", "feature"), ("main", "main")):
         git(root, "checkout", "-q", branch)
         again = crawl(project, summarizer="local")
+        assert sum(embedded) == 0, embedded  # the vectors were kept with the summaries too
         assert again["summarizers"] == {} and again["reused_summaries"] == CHANGED, again
         assert sorted(again["indexed_files"]) == [f"pkg/m{i}.py" for i in sorted(range(CHANGED), key=str)]
         rows = project.db.open_table("code_index").search().where("id = 'pkg/m0.py'").to_list()
@@ -55,8 +59,11 @@ def test_switching_branches_resummarises_nothing_the_second_time(tmp_path: Path)
     from contextware.codeindex.by_content import known
 
     digests = [r["content_hash"] for r in project.db.open_table("code_index").search().limit(None).to_list()]
-    assert len(known(project, digests, "local")) == len(digests)
-    assert known(project, digests, "gemini") == {}
+    model = project.embedder.model_id
+    assert len(known(project, digests, "local", model)) == len(digests)
+    assert all(vectors for _, _, vectors in known(project, digests, "local", model).values())
+    assert all(not vectors for _, _, vectors in known(project, digests, "local", "another-model").values())
+    assert known(project, digests, "gemini", model) == {}
 
 
 def test_a_linked_memory_is_stale_only_while_its_file_differs(tmp_path: Path) -> None:
