@@ -332,3 +332,13 @@ def test_a_named_pipe_in_git_files_never_hangs_a_save(repo: Path) -> None:
     rid = fact(project, "pipes", 7100)
     row = project.db.open_table("facts").search().where(f"id = '{rid}'").to_list()[0]
     assert row["branch"] is None and row["commit"] is None
+
+
+def test_recall_text_says_where_a_memory_was_learned() -> None:
+    from contextware.cli.recall import render_hit
+
+    hit = {"collection": "facts", "id": "fact-000000000001", "score": 0.5, "kind": "note", "text": "x"}
+    assert "[on feature/x]" in render_hit({**hit, "branch": "feature/x"})
+    noted = render_hit({**hit, "branch": "feature/x", "branch_note": "from feature/x, not merged"})
+    assert "(from feature/x, not merged)" in noted and "[on" not in noted
+    assert "[on" not in render_hit(hit)  # everyone's
