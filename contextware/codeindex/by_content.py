@@ -5,8 +5,9 @@ back changes it again.  Each summary made (by Gemini or locally) is also kept he
 content's hash (``schemas.SUMMARIES_TABLE``), so a file whose content was summarised before, on any
 branch or under any path, gets that summary back without a summariser call; only its vectors are
 computed again only when no vector of the same text by the same model was kept with it.  A summary is re-used when it is Gemini's, or when the crawl did not
-ask for Gemini (``--summarizer gemini`` re-summarises what was summarised locally).  Nothing is
-pruned yet: a row is a summary's few hundred bytes.
+ask for Gemini (``--summarizer gemini`` re-summarises what was summarised locally).  A full crawl
+prunes the kept summaries no indexed file has now and that were stored more than
+``code_index_keep_days`` (30) days ago (0: never).
 """
 
 from __future__ import annotations
@@ -113,3 +114,37 @@ def remember(
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
     project.db.write(SUMMARIES_TABLE, write)
+
+
+def prune(project: "Project", days: float) -> int:
+    """Drop the kept summaries stored over ``days`` days ago whose content no indexed file has now
+    (a full crawl calls this); how many went.  ``days`` 0 keeps everything."""
+    from datetime import timedelta
+
+    from contextware.storage.schemas import CODE_TABLE
+
+    table = project.db.open_table(SUMMARIES_TABLE)
+    code = project.db.open_table(CODE_TABLE)
+    if days <= 0 or table is None or code is None:
+        return 0
+    cutoff = (utcnow() - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
+    old = f"stored_at < timestamp '{cutoff}'"
+
+    def read() -> tuple[list[str], set[str]]:
+        ids = table.search().where(old).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
+        if not ids:
+            return [], set()
+        live = code.search().select(["content_hash"]).limit(None).to_arrow().column("content_hash").to_pylist()
+        return ids, set(live)
+
+    ids, live = project.db.read(read)
+    doomed = [i for i in ids if i not in live]
+    if not doomed:
+        return 0
+
+    def drop(tbl: Any) -> None:
+        for start in range(0, len(doomed), _BATCH):
+            tbl.delete(f"id IN ({', '.join(sql_str(d) for d in doomed[start : start + _BATCH])})")
+
+    project.db.write(SUMMARIES_TABLE, drop)
+    return len(doomed)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.codeindex.by_content import known, remember, reuse_vector
+from contextware.codeindex.by_content import known, prune, remember, reuse_vector
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
 from contextware.errors import ContextwareError, EmbeddingError, UsageError
@@ -491,7 +491,10 @@ def crawl(
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
         project.db.compact(CHUNKS_TABLE)
-    return report.to_dict(started)
+    out = report.to_dict(started)
+    if not paths and (pruned := prune(project, float(project.config["code_index_keep_days"]))):
+        out["pruned_summaries"] = pruned
+    return out
 
 
 def index_files(

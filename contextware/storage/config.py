@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "index_generated": False,
     "index_vendored": False,
     "index_minified": False,
+    # Summaries kept per file content (codeindex/by_content.py) that no indexed file has now are pruned
+    # by a full crawl once stored this many days ago (0: never).
+    "code_index_keep_days": 30.0,
     # Gemini CLI (code summaries and offloads)
     "gemini_model": "gemini-2.5-flash",
     "gemini_timeout_s": 180.0,
@@ -186,6 +189,7 @@ AT_LEAST: dict[str, float] = {
     **dict.fromkeys(("cache_ttl_days", "offload_retry_backoff_s", "gemini_rate_limit_backoff_s"), 0),
     **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
     "branch_memory_days": 0,
+    "code_index_keep_days": 0,
 }
 FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
 STRING_LISTS = ("secret_files", "secret_files_allowed")

@@ -96,3 +96,26 @@ def test_a_linked_memory_is_stale_only_while_its_file_differs(tmp_path: Path) ->
     git(root, "checkout", "-q", "main")
     crawl(project, summarizer="local")
     assert flag() is None
+
+
+def test_summaries_no_file_has_are_pruned_after_code_index_keep_days(tmp_path: Path) -> None:
+    import time
+
+    root = new_repo(tmp_path / "repo")
+    (root / "a.py").write_text(_module(1, "main"))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a")
+    git(root, "checkout", "-q", "-b", "feature/x")
+    (root / "a.py").write_text(_module(1, "feature"))
+    git(root, "commit", "-q", "-am", "feature")
+    project = Project.open(root)
+    crawl(project, summarizer="local")  # feature's a.py
+    git(root, "checkout", "-q", "main")
+    kept = crawl(project, summarizer="local")  # main's: feature's summary is kept (30 days by default)
+    assert "pruned_summaries" not in kept
+    (project.data_dir / "config.json").write_text('{"code_index_keep_days": 0.00001}')  # under a second
+    project = Project.open(root)
+    time.sleep(1.2)
+    assert crawl(project, summarizer="local")["pruned_summaries"] == 1  # feature's a.py: no file has it
+    git(root, "checkout", "-q", "feature/x")
+    assert crawl(project, summarizer="local")["summarizers"] == {"local": 1}  # summarised again
