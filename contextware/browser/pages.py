@@ -102,6 +102,7 @@ class Pages:
             Route("/memory/{id}/confirm", guarded(self.confirm), methods=["POST"]),
             Route("/review", guarded(self.review)),
             Route("/review/keep/{id}", guarded(self.keep), methods=["POST"]),
+            Route("/review/promote", guarded(self.promote), methods=["POST"]),
             Route("/sessions", guarded(self.sessions)),
             Route("/sessions/{sid:path}", guarded(self.timeline)),
             Route("/turns", guarded(self.turns)),
@@ -155,6 +156,7 @@ class Pages:
         superseded = q.get("superseded") or None
         since = (q.get("since") or "").strip() or None
         stale = q.get("stale") in ("1", "on", "true", "yes")
+        branch = (q.get("branch") or "").strip() or None  # search only: current (default), any or a name
         try:
             number = int(q.get("page") or 0)
         except ValueError:
@@ -171,13 +173,14 @@ class Pages:
             + f'<label>since <input name=since value="{e(since)}" size=10 placeholder="7d or 2026-11-01"></label>'
             + select("superseded", ("show", "hide", "only"), superseded, "default")
             + f"<label><input type=checkbox name=stale value=1{' checked' if stale else ''}> may be stale</label>"
+            + f'<label>branch <input name=branch value="{e(branch)}" size=10 placeholder="current, any"></label>'
             + "<button>Apply</button></form>"
         )
         if text:
             return HTMLResponse(
                 page(
                     "Search",
-                    filters + await self.search(text, collection, kind, topic, since),
+                    filters + await self.search(text, collection, kind, topic, since, branch),
                     active="/memories",
                     query=text,
                 )
@@ -229,13 +232,26 @@ class Pages:
         return HTMLResponse(page("Memories", filters + shown + listing, active="/memories"))
 
     async def search(
-        self, text: str, collection: str | None, kind: str | None, topic: str | None, since: str | None
+        self,
+        text: str,
+        collection: str | None,
+        kind: str | None,
+        topic: str | None,
+        since: str | None,
+        branch: str | None = None,
     ) -> str:
         from contextware.memory.recall import parse_query, recall
 
         scope = collection or "all"
         query = parse_query(
-            text, scope=scope, limit=SEARCH_LIMIT, kind=kind, topic=topic, since=since, include_superseded=True
+            text,
+            scope=scope,
+            limit=SEARCH_LIMIT,
+            kind=kind,
+            topic=topic,
+            since=since,
+            include_superseded=True,
+            branch=branch,
         )
         result = (await self.work(recall, self.project, query)).to_dict()
         why = a(url("/explain", q=text, scope=scope), "Why these results?")
@@ -259,7 +275,7 @@ class Pages:
                 (
                     link,
                     e(r["collection"]),
-                    badge(r),
+                    badge(r) + (f" <span class=stale>{e(r['branch_note'])}</span>" if r.get("branch_note") else ""),
                     f"<span class=text>{e(short(body))}</span>",
                     e(f"{r['score']:.3f}"),
                     e(f"{r.get('confidence', 0):.2f}"),
@@ -424,7 +440,10 @@ class Pages:
 
     # -- review queues -----------------------------------------------------------------------------
     async def review(self, request: Request) -> Response:
+        from contextware.memory.branches import gone_branches
+
         q = await self.work(views.review, self.project)
+        gone = await self.work(gone_branches, self.project)
 
         def still_holds(rid: str) -> str:
             action = f"/memory/{rid}/confirm"
@@ -473,8 +492,32 @@ class Pages:
             + (table(["cosine", "older", "newer", ""], dups) if dups else "<p>None.</p>")
             + f"<h2>Turns worth keeping ({q['keep_total']})</h2><p class=muted>What a user said that reads like a convention or a decision, not yet a fact.</p>"
             + (table(["id", "turn", ""], keep) if keep else "<p>None.</p>")
+            + f"<h2>Branches deleted without merging ({len(gone)})</h2><p class=muted>Their memories are hidden "
+            + "from every checkout; promote them to make them everyone's (branch_memory_days old or more).</p>"
+            + (
+                table(["branch", "memories", "newest", ""], [self._gone_row(g) for g in gone])
+                if gone
+                else "<p>None.</p>"
+            )
         )
         return HTMLResponse(page("Review", body, active="/review"))
+
+    def _gone_row(self, g: dict) -> tuple[str, ...]:
+        button = (
+            f'<form method=post action="/review/promote">{hidden(self.token)}'
+            f'<input type=hidden name=branch value="{e(g["branch"])}"><button>Promote to everyone\'s</button></form>'
+        )
+        name = e(g["branch"]) + (
+            " <span class=fresh>squash-merged: its changes are in HEAD</span>" if g.get("squashed") else ""
+        )
+        return (name, e(str(g["memories"])), e(str(g["newest"])[:16].replace("T", " ")), button)
+
+    async def promote(self, request: Request) -> Response:
+        from contextware.memory.branches import promote
+
+        form = await self.form(request)
+        await self.work(promote, self.project, form.get("branch") or "")
+        return RedirectResponse("/review", status_code=303)
 
     async def keep(self, request: Request) -> Response:
         from contextware.memory import records

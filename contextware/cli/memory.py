@@ -56,6 +56,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     h = sub.add_parser("history", help="the chain of facts that superseded one another, oldest first")
     h.add_argument("id")
     sub.add_parser("stats", help="rows, disk size, model, last write and versions per table")
+    pr = sub.add_parser("promote", help="make a branch's memories everyone's (after a squash merge)")
+    pr.add_argument("--branch", required=True, metavar="NAME", help="the branch whose memories every checkout sees")
     r = sub.add_parser("reembed", help="compute missing vectors, or all of them for a new model")
     r.add_argument("--all", action="store_true", help="re-embed every row, not only the missing ones")
     sub.add_parser("compact", help="compact every table and drop old versions")
@@ -108,6 +110,10 @@ def handle(args: argparse.Namespace) -> dict:
         return history(project, args.id)
     if action == "stats":
         return maintenance.stats(project)
+    if action == "promote":
+        from contextware.memory.branches import promote
+
+        return promote(project, args.branch)
     if action == "reembed":
         return maintenance.reembed(project, all_rows=args.all)
     if action == "compact":

@@ -68,6 +68,10 @@ def render_hit(hit: dict) -> str:
         line = inline(str({k: v for k, v in hit.items() if k not in ("collection", "id", "score")}))
     if hit.get("may_be_stale"):  # the code it names changed since it was saved (memory.code_links)
         line += f" (may be stale: {inline(hit['may_be_stale'])})"
+    if hit.get("branch_note"):  # branch_memory: "show" (memory.branches)
+        line += f" ({inline(hit['branch_note'])})"
+    elif hit.get("branch") and hit.get("collection") in ("facts", "episodes", "logs"):
+        line += f" [on {inline(hit['branch'])}]"
     project = f" [{inline(hit['project'])}]" if hit.get("project") and hit.get("collection") != "offloads" else ""
     conf = f", confidence {hit['confidence']:.2f}" if hit.get("confidence") is not None else ""
     return f"- {line}  ({hit['id']}, {hit['score']:.2f}{conf}){project}"
@@ -111,6 +115,7 @@ def render_explanation(why: dict) -> str:
             "fused": num(c["score"]),
             "confidence": num(c["confidence"]),
             "decided by": inline(c["decided_by"]),
+            "learned on": inline(c.get("learned_on") or "-"),
         }
         for c in why["candidates"]
     ]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextware.codeindex.by_content import known, prune, remember, reuse_vector
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
 from contextware.core.errors import ContextwareError, EmbeddingError, UsageError
@@ -64,6 +65,7 @@ class Report:
     excluded: Counter = field(default_factory=Counter)  # files the listing left out by rule, per reason
     failed: list[dict] = field(default_factory=list)
     summarizers: Counter = field(default_factory=Counter)
+    reused: int = 0  # files whose content was summarised before (codeindex.by_content): no summariser call
     fallbacks: int = 0
     gemini_error: str | None = None
     degraded: str | None = None
@@ -86,6 +88,8 @@ class Report:
             "summarizers": dict(self.summarizers),
             "elapsed_s": round(time.monotonic() - started, 3),
         }
+        if self.reused:
+            out["reused_summaries"] = self.reused
         if self.fallbacks:
             out["gemini_fallbacks"] = self.fallbacks
         if self.gemini_error:
@@ -132,8 +136,13 @@ class _Writer:
         self.touched: list["Candidate"] = []  # same bytes, new stat: only mtime and size change
         self.removals: list[str] = []
         self.chunk_rows: list[dict] = []  # of the files in ``rows``: they replace those files' chunks
+        self.fresh: list[dict] = []  # rows of new summaries, kept per content hash after the write
+        self.kept_vectors: dict[str, list[float]] = {}  # of re-used summaries: text hash -> vector
 
-    def add(self, w: Work, summary: "LocalSummary", summarizer: str) -> None:
+    def add(
+        self, w: Work, summary: "LocalSummary", summarizer: str, reused: bool = False, vectors: dict | None = None
+    ) -> None:
+        """``vectors``: text hash -> vector kept with a re-used summary (``by_content``)."""
         c = w.candidate
         row = {
             "id": c.path,
@@ -155,7 +164,12 @@ class _Writer:
         )
         self.rows.append(row)
         self.report.indexed_files.append(c.path)
-        self.report.summarizers[summarizer] += 1
+        if reused:
+            self.report.reused += 1
+            self.kept_vectors.update(vectors or {})
+        else:
+            self.report.summarizers[summarizer] += 1
+            self.fresh.append(row)
         if len(self.rows) >= WRITE_BATCH:
             self.flush()
 
@@ -165,11 +179,12 @@ class _Writer:
             return
         self.rows, self.touched, self.removals, self.chunk_rows = [], [], [], []
         embedder = self.project.embedder
+        kept, self.kept_vectors = self.kept_vectors, {}
+        texts = [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
         if rows:
+            need = [(r, t) for r, t in zip([*rows, *chunks], texts, strict=True) if not reuse_vector(r, t, kept)]
             try:
-                embed_rows(
-                    embedder, [*rows, *chunks], [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
-                )
+                embed_rows(embedder, [r for r, _ in need], [t for _, t in need])
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
                 for row in [*rows, *chunks]:
@@ -208,6 +223,9 @@ class _Writer:
                 model_id=embedder.model_id,
             )
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
+        fresh, self.fresh = self.fresh, []
+        # after the index: a crash before it only costs a summary later
+        remember(self.project, fresh, list(zip([*rows, *chunks], texts, strict=True)), embedder.model_id)
 
 
 def record_removals(project: "Project", paths: Sequence[str]) -> None:
@@ -317,6 +335,12 @@ def _run(
         # Secrets in a file never reach a summariser (Gemini), a summary, a symbol or the search text.
         todo.append(Work(c, redact_text(text or ""), digest or ""))
 
+    if todo and not force and not upgrade:  # content summarised before, on any branch: no summariser call
+        kept = known(project, [w.digest for w in todo], summarizer, project.embedder.model_id)
+        for w in [w for w in todo if w.digest in kept]:
+            summary, made_by, vectors = kept[w.digest]
+            writer.add(w, summary, made_by, reused=True, vectors=vectors)
+        todo = [w for w in todo if w.digest not in kept]
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
     workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))
 
@@ -467,7 +491,10 @@ def crawl(
         # Fold the new rows into the full-text index (unindexed rows are scanned on every search).
         project.db.compact(CODE_TABLE)
         project.db.compact(CHUNKS_TABLE)
-    return report.to_dict(started)
+    out = report.to_dict(started)
+    if not paths and (pruned := prune(project, float(project.config["code_index_keep_days"]))):
+        out["pruned_summaries"] = pruned
+    return out
 
 
 def index_files(

@@ -65,8 +65,15 @@ def watch(
     started = time.monotonic()
     last_compact, dirty = time.monotonic(), False
 
+    from contextware.storage import gitstate
+
+    dirs = gitstate.git_dirs(root)
+    head_file = dirs.git / "HEAD" if dirs is not None and root in dirs.git.parents else None  # not a worktree's
+
     def wanted(_change: object, path: str) -> bool:
         p = Path(path)
+        if head_file is not None and p == head_file:
+            return True  # a checkout: the branch changed
         if p == data_dir or data_dir in p.parents:
             return False
         try:
@@ -94,6 +101,14 @@ def watch(
             yield_on_timeout=True,
             rust_timeout=1000,
         ):
+            if changes and head_file is not None and any(Path(p) == head_file for _, p in changes):
+                # A checkout: the files it changed arrive as events too, but a large one can outrun
+                # them; crawl the whole project (unchanged files cost a stat, content summarised on
+                # any branch before is re-used: codeindex.by_content).
+                now = gitstate.head(root)
+                log(f"checked out {now.branch or (now.commit or '')[:12] or 'an unborn branch'}")
+                dirty |= _recrawl(project, summarizer, totals, log, stop, checkout=True)
+                changes = set()
             if changes:
                 if any(Path(p).name in IGNORE_FILES for _, p in changes):
                     # New rules change which files belong in the index, not only the changed ones.
@@ -164,8 +179,9 @@ def _recrawl(
     log: Callable[[str], None],
     stop: threading.Event,
     folders: list[str] | None = None,
+    checkout: bool = False,
 ) -> bool:
-    """The whole project when ignore rules changed, else the given folders."""
+    """The whole project when ignore rules changed or a checkout moved HEAD, else the given folders."""
     from contextware.codeindex.indexer import CrawlInterrupted, crawl
     from contextware.core.errors import ContextwareError
 
@@ -180,6 +196,11 @@ def _recrawl(
     if folders:
         for path in report["indexed_files"]:
             log(f"indexed {path}")
+    elif checkout:
+        reused = report.get("reused_summaries", 0)
+        log(
+            f"re-crawled after the checkout: {report['indexed']} indexed ({reused} summaries re-used), {report['removed']} removed"
+        )
     else:
         log(f"ignore rules changed: re-crawled, {report['indexed']} indexed, {report['removed']} removed")
     totals["indexed"] += report["indexed"]

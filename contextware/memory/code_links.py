@@ -272,11 +272,15 @@ def stale_note(project: "Project", collection: str, row: dict[str, Any]) -> str 
         return None
     hashes = list(row.get("code_hashes") or [])
     notes = []
+    elsewhere_learned = _learned_elsewhere(project, row)
     for path, old in zip(links, hashes + [None] * (len(links) - len(hashes)), strict=True):
         now = files.current.get(path)
         if now is not None:
             if old is not None and now[0] != old:
-                notes.append(f"{path} changed on {_day(now[1])}")
+                # learned on another branch: the file is another branch's version, not a change
+                notes.append(
+                    f"{path} differs on this branch" if elsewhere_learned else f"{path} changed on {_day(now[1])}"
+                )
             continue
         removed = files.removed.get(path)
         elsewhere = [p for p in files.by_hash.get(old or "", []) if p not in links]
@@ -286,6 +290,16 @@ def stale_note(project: "Project", collection: str, row: dict[str, Any]) -> str 
             gone = "was deleted" if not (project.root / path).exists() else "left the code index"
             notes.append(f"{path} {gone} on {_day(removed)}")
     return "; ".join(notes) or None
+
+
+def _learned_elsewhere(project: "Project", row: dict[str, Any]) -> bool:
+    """Whether the memory was learned on another branch than the one checked out (memory.branches)."""
+    branch = row.get("branch")
+    if not branch:
+        return False
+    from contextware.storage.gitstate import head
+
+    return head(project.root).branch != branch
 
 
 def stale_flag(project: "Project", collection: str, row: dict[str, Any]) -> dict[str, str]:

@@ -201,7 +201,10 @@ def _save_rows(
     ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
 
+    from contextware.memory.branches import learned_again, stamp_learned
+
     project.ensure_data_dir()
+    stamp_learned(project, rows)  # the branch and commit it was learned on, read from .git
     db = project.db
     embedder = project.embedder
     active_only = collection == "facts"
@@ -214,6 +217,7 @@ def _save_rows(
         db.check_model(collection, table, embedder.model_id, embedder.dim)
         existing = db.read(lambda: _find_by_hash(table, dedup_hash, active_only))
         if existing and supersedes is None:
+            learned_again(project, collection, existing["id"], rows[0])  # on a second branch: everyone's
             return {**result, "id": existing["id"], "duplicate_of": existing["id"], "written": 0}
 
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in rows])

@@ -128,6 +128,14 @@ PARAMS = (
         mcp_help="Only offloads of this named or feature session.",
     ),
     Param(
+        "branch",
+        str,
+        "whose memories: current (default: this checkout's branch, everyone's, and branches merged into it), any, or a branch's as seen from that branch",
+        default="current",
+        metavar="current|any|NAME",
+        mcp_help="Whose memories: current (default: this checkout's branch, everyone's, and branches merged into it), any (every branch), or a branch name (as seen from that branch).",
+    ),
+    Param(
         "all_projects",
         bool,
         "search every project registered on this machine; each result names its project",

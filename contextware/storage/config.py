@@ -86,6 +86,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("index_generated", False, "index files marked linguist-generated"),
     Setting("index_vendored", False, "index files marked linguist-vendored"),
     Setting("index_minified", False, "index minified files (.min.js, long lines)"),
+    Setting(
+        "code_index_keep_days",
+        30.0,
+        "summaries kept per file content that no indexed file has now are pruned by a full crawl after this many days; 0: never",
+        floor=0,
+        ceiling=DAY_LIMIT,
+    ),
     # Gemini CLI (code summaries and offloads)
     Setting("gemini_model", "gemini-2.5-flash", "model of file summaries"),
     Setting("gemini_timeout_s", 180.0, "seconds a summary call may take", floor=0, above=True, ceiling=DAY_LIMIT),
@@ -163,6 +170,19 @@ SETTINGS: tuple[Setting, ...] = (
         "shared",
         "linked git worktrees use the main checkout's memory (shared) or their own (separate)",
         choices=("shared", "separate"),
+    ),
+    Setting(
+        "branch_memory",
+        "hide",
+        'memories of a branch not merged into HEAD: left out of recall ("hide") or shown marked "not merged" ("show")',
+        choices=("hide", "show"),
+    ),
+    Setting(
+        "branch_memory_days",
+        30.0,
+        "a branch deleted without being merged is listed in the review queue after this many days",
+        floor=0,
+        ceiling=DAY_LIMIT,
     ),
     # Storage maintenance
     Setting(

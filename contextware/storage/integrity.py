@@ -47,6 +47,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
         "response_file",
     ),
     "kv": ("id", "namespace", "key", "data", "size"),
+    "code_summaries": ("id", "language", "summary", "symbols", "questions", "summarizer"),
 }
 
 
@@ -65,7 +66,10 @@ def _digest(data: bytes) -> str:
 
 
 # Columns added to a table later: in the digest only when set, so older rows' checksums still hold.
-GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {"logs": ("prompt",)}
+GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {
+    "logs": ("prompt",),
+    "code_summaries": ("model", "vector_texts", "vectors"),
+}
 
 
 def hashed_columns(name: str) -> tuple[str, ...]:

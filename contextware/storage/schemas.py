@@ -50,13 +50,22 @@ CHECKSUM_COLUMN = "checksum"
 # when a file a memory names went away.  A path indexed again is judged by its ``code_index`` row.
 CODE_REMOVED_TABLE = "code_removed"
 
+# Summaries kept per file content (``codeindex.by_content``): one row per content hash (id), so a
+# checkout back to content summarised before re-uses its summary instead of asking a summariser.
+SUMMARIES_TABLE = "code_summaries"
+
 # Tables without a vector column: created without an embedding model, never re-embedded.
-PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
+PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE, SUMMARIES_TABLE)
 
 # Columns of facts and episodes that tie a memory to the code it names (``memory.code_links``):
 # the linked project-relative paths, the content hash each had in the code index when linked, and
 # when the links were made (null: never linked, which ``memory repair`` does).
 CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
+
+# Where a fact, episode or log was learned (``memory.branches``): the git branch and HEAD commit it
+# was saved on (a detached HEAD: the commit only); null in rows saved before, which are everyone's.
+# Not in the checksum (like ``status``): ``memory promote --branch`` clears them in place.
+BRANCH_COLUMNS = [("branch", "string"), ("commit", "string")]
 
 # Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
 # ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
@@ -85,6 +94,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("superseded_by", "string"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *BRANCH_COLUMNS,
         ]
     if name == "episodes":
         return [
@@ -98,6 +108,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *BRANCH_COLUMNS,
         ]
     if name == "logs":
         return [
@@ -112,6 +123,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
+            *BRANCH_COLUMNS,
         ]
     if name == CODE_TABLE:
         return [
@@ -148,6 +160,18 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("created_at", "timestamp"),
             ("updated_at", "timestamp"),
             ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
+        ]
+    if name == SUMMARIES_TABLE:
+        return [
+            ("language", "string"),
+            ("summary", "string"),
+            ("symbols", "list<string>"),
+            ("questions", "list<string>"),
+            ("summarizer", "string"),
+            ("stored_at", "timestamp"),
+            ("model", "string"),  # the embedding model of ``vectors``
+            ("vector_texts", "list<string>"),  # text_hash of each embedded text (the file's, its definitions')
+            ("vectors", "list<list<float32>>"),  # their vectors, in that order
         ]
     if name == CODE_REMOVED_TABLE:
         return [
@@ -188,6 +212,7 @@ def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":
         "int32": pa.int32(),
         "int64": pa.int64(),
         "float64": pa.float64(),
+        "list<list<float32>>": pa.list_(pa.list_(pa.float32())),
     }
     # The unenforced primary key is declared in the schema the table is created with, so that no
     # version of a table exists without it: a writer on another machine may merge_insert into a

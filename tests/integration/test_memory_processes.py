@@ -19,8 +19,11 @@ from contextware.memory import records
         (lambda p: records.save(p, "memo", "ok"), "Unknown type"),
         (lambda p: records.save(p, "fact", "ok", goal="g"), "does not apply"),
         (lambda p: records.save_episode(p, "did it", goal="g", result="meh"), "Unknown result"),
-        (lambda p: records.save_episode(p, "did it", goal=None, result="success"), "--goal"),
-        (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "--session"),
+        (
+            lambda p: records.save_episode(p, "did it", goal=None, result="success"),
+            "needs a goal",
+        ),  # the input, not a CLI flag (issue 31)
+        (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "needs a session"),
         (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown role"),
         (lambda p: records.get(p, "fact-nothere"), "No memory"),
         (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),

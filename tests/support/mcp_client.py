@@ -59,6 +59,7 @@ CONTRACT: dict[str, tuple[dict[str, tuple[Any, Any, Any]], list[str]]] = {
             "include_superseded": (B, None, False),
             "source": (S, None, _),
             "session": (S, None, _),
+            "branch": (S, None, "current"),
             "all_projects": (B, None, False),
             "min_confidence": ("number", None, _),
             "explain": (B, None, False),

@@ -3,9 +3,7 @@ built from the declaration, and the declaration agrees with the library function
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -19,7 +17,7 @@ from contextware.memory.recall import parse_query
 from contextware.operations.recall import RECALL, RUN_OPTIONS
 from contextware.operations.registry import OPERATIONS
 from contextware.operations.save import SAVE
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation
 
 
 def _parser(op: Any) -> ArgumentParser:
@@ -54,29 +52,27 @@ def test_a_cli_only_input_stays_off_the_mcp_tool_and_a_list_is_one_argument():
     assert _schema(SAVE)["properties"]["topics"]["type"] == "array"
 
 
-def test_adding_an_input_touches_the_declaration_and_the_function_only():
-    """The issue's yardstick: a ``--branch`` filter added to recall's declaration (and its check)
-    appears on the command line and in the MCP schema, and reaches the function, with no other edit."""
-    seen: dict[str, Any] = {}
-
-    def check(values: Mapping[str, Any]) -> Any:
-        seen.update(values)
-        return RECALL.check({k: v for k, v in values.items() if k != "branch"})
-
-    branch = Param("branch", str, "only memories learned on this branch (current, any or a name)", default="current")
-    op = dataclasses.replace(RECALL, params=(*RECALL.params, branch), check=check)
-
-    args = _parser(op).parse_args(["where is the config?", "--branch", "feature/jwt"])
-    values = values_of(args, op)
+def test_the_branch_input_is_declared_once_and_reaches_every_door():
+    """The issue's yardstick, now real: recall's ``--branch`` is one ``Param`` of the declaration
+    (and its check): it appears on the command line and in the MCP schema, and reaches the query."""
+    args = _parser(RECALL).parse_args(["where is the config?", "--branch", "feature/jwt"])
+    values = values_of(args, RECALL)
     assert values["branch"] == "feature/jwt" and values["query"] == "where is the config?"
-    op.check(values)
-    assert seen["branch"] == "feature/jwt"
+    assert RECALL.check(values).filters.branch == "feature/jwt"
 
-    schema = _schema(op)
+    schema = _schema(RECALL)
     assert schema["properties"]["branch"]["default"] == "current"
-    assert schema["properties"]["branch"]["description"].startswith("only memories learned on this branch")
-    called = tool_function(op, lambda work, **_: work)(query="where is the config?", branch="main")
+    assert schema["properties"]["branch"]["description"].startswith("Whose memories")
+    called = tool_function(RECALL, lambda work, **_: work)(query="where is the config?", branch="main")
     assert callable(called)  # the call is handed to the project runner with the values bound
+    from contextware.core.errors import FieldError
+
+    try:
+        RECALL.check({**RECALL.defaults(), "query": "q", "branch": "a..b"})
+    except FieldError as exc:
+        assert exc.field == "branch"
+    else:
+        raise AssertionError("a..b was accepted as a branch")
 
 
 def test_a_declared_choice_and_bound_are_published_to_mcp_and_checked_by_the_function():

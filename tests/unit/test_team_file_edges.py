@@ -65,6 +65,8 @@ def sides(tmp_path: Path, project: Project) -> dict[str, Path]:
 @pytest.mark.parametrize("which", ["base", "ours", "theirs"])
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder", "missing"])
 def test_the_merge_driver_refuses_what_is_not_a_file_with_one_error(sides, tmp_path, which, kind):
+    if kind == "device" and which == "ours":
+        pytest.skip("OURS is written: a driver that wrongly accepted /dev/zero would replace the device node")
     bad = tmp_path / f"bad-{kind}"
     if kind == "fifo":
         os.mkfifo(bad)  # nobody ever writes to it: an open would block for good

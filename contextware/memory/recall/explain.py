@@ -60,6 +60,7 @@ def explain(judged: Sequence[Hit], gated: Gated, min_confidence: float, floor: f
                 signals=h.signals,
                 shown=position,
                 decided_by=why,
+                learned_on=h.row.get("branch") or (str(h.row["commit"])[:12] if h.row.get("commit") else None),
             )
         )
     out.sort(key=lambda c: (c.shown is None, c.shown or 0, -c.score))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextware.memory.branches import mark_unmerged
 from contextware.memory.recall.fusion import decide, judge
 from contextware.memory.recall.params import DEFAULT_PARAMS, RecallParams
 from contextware.memory.recall.present import present
@@ -68,6 +69,7 @@ def recall(
     )
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
+    mark_unmerged(project, query.filters.branch, [h.row for h in hits], results)
     why = None
     if explain:
         from contextware.memory.recall.explain import explain as explanation

@@ -12,6 +12,7 @@ from typing import Any
 
 from contextware.core.errors import FieldError, UsageError
 from contextware.core.text import check_unicode, parse_since, parse_topics, sql_str
+from contextware.memory.branches import check_branch
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug
 from contextware.storage.schemas import CODE_TABLE, MEMORY_TABLES, OFFLOADS_TABLE
 
@@ -40,6 +41,7 @@ class RecallFilters:
     include_superseded: bool = False
     source: str | None = None  # offloads whose sources include this path
     session: str | None = None  # offloads of this session
+    branch: str = "current"  # whose memories: current (HEAD's view), any, or a branch's (memory.branches)
 
     def narrow(self, tables: tuple[str, ...]) -> tuple[str, ...]:
         if self.kind:
@@ -122,6 +124,7 @@ def parse_query(
     without: tuple[str, ...] = (),
     min_confidence: float | None = None,
     margin: float | None = None,
+    branch: str | None = None,
 ) -> RecallQuery:
     """Check every input once; a bad one is a ``FieldError`` naming it (exit 2, nothing read)."""
     if text is None or not text.strip():
@@ -145,6 +148,7 @@ def parse_query(
         include_superseded=include_superseded,
         source=source.strip() if source and source.strip() else None,
         session=session.strip() if session and session.strip() else None,
+        branch=check_branch(branch),
     )
     _check_applies(filters, scope)
     return RecallQuery(

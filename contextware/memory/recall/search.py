@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import DamagedDataError, EmbeddingError
+from contextware.memory.branches import recall_wheres
 from contextware.memory.recall.params import FusionParams
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.embedded_text import expand_query
@@ -116,6 +117,8 @@ def candidates(
     wide = expand_query(text)
     limit = max(int(project.config["recall_candidates"]), query.limit * 3)
     wheres = {name: query.filters.where(name, project.root) for name in present}
+    # memory.branches: what HEAD sees; a query with a margin is the prompt hook's (it injects unasked)
+    wheres = recall_wheres(project, query.filters.branch, wheres, unasked=query.margin is not None)
 
     def lexical(name: str) -> list[Row]:
         # Code is searched with the plain question: the thesaurus matches too many files' words.

@@ -84,6 +84,7 @@ class Considered:
     signals: Signals | None
     shown: int | None
     decided_by: str
+    learned_on: str | None = None  # the branch (or commit) it was learned on; None: everyone's
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "signals"}

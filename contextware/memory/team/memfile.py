@@ -32,6 +32,9 @@ FORMAT = "contextware-memory"
 VERSION = 2  # 2: tombstones, lines sorted by (created_at, id), a log's optional speaker
 DEFAULT_FILE = ".contextware/memory.jsonl"
 
+# Where a memory was learned (``memory.branches``): written only when set, so the lines of memories
+# saved before (everyone's) keep their bytes.
+LEARNED = ("branch", "commit")
 # The exported fields of each collection, in the order they are written (id first).
 FIELDS: dict[str, tuple[str, ...]] = {
     "facts": (
@@ -45,8 +48,20 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "created_at",
         "updated_at",
+        *LEARNED,
     ),
-    "episodes": ("id", "goal", "result", "category", "summary", "topics", "source", "created_at", "updated_at"),
+    "episodes": (
+        "id",
+        "goal",
+        "result",
+        "category",
+        "summary",
+        "topics",
+        "source",
+        "created_at",
+        "updated_at",
+        *LEARNED,
+    ),
     "logs": (
         "id",
         "session_id",
@@ -59,6 +74,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "created_at",
         "updated_at",
+        *LEARNED,
     ),
 }
 TOMBSTONE_FIELDS = ("id", "created_at", "deleted_at", "deleted_by")
@@ -115,6 +131,7 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
+    _check_learned(row)
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
             raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
@@ -142,6 +159,17 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     return collection, row
 
 
+def _check_learned(row: dict[str, Any]) -> None:
+    from contextware.memory.branches import check_branch
+    from contextware.storage.gitstate import SHA
+
+    branch, commit = row.get("branch"), row.get("commit")
+    if branch is not None and (not isinstance(branch, str) or check_branch(branch) in ("current", "any")):
+        raise _bad("branch", "branch must be a git branch name or null.")
+    if commit is not None and (not isinstance(commit, str) or not SHA.match(commit)):
+        raise _bad("commit", "commit must be a full git commit id (40 hex digits) or null.")
+
+
 def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
     """A tombstone line (it has ``deleted_at``) in its written form, or a UsageError."""
     _check_id(raw)
@@ -157,7 +185,11 @@ def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
 
 def written_form(collection: str, row: dict[str, Any]) -> dict[str, Any]:
     """A stored row as its line in the file: the exported fields in order, times in ISO 8601 UTC to the second."""
-    return {k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k) for k in FIELDS[collection]}
+    return {
+        k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k)
+        for k in FIELDS[collection]
+        if k not in LEARNED or row.get(k) is not None
+    }
 
 
 def line_order(entry: dict[str, Any]) -> tuple[str, str]:
@@ -295,7 +327,9 @@ _LINE_ENDS_JSON_KEEPS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "
 def render(entries: Iterable[dict[str, Any]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
-    lines = [json.dumps(e, ensure_ascii=False).translate(_LINE_ENDS_JSON_KEEPS) for e in sorted(entries, key=line_order)]
+    lines = [
+        json.dumps(e, ensure_ascii=False).translate(_LINE_ENDS_JSON_KEEPS) for e in sorted(entries, key=line_order)
+    ]
     return "".join(line + "\n" for line in [header, *lines])
 
 

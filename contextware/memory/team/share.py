@@ -36,6 +36,7 @@ from contextware.memory.team.memfile import (
     DEFAULT_FILE,
     FIELDS,
     FORMAT,
+    LEARNED,
     TEXT_FIELDS,
     TIME_FIELDS,
     VERSION,
@@ -73,6 +74,8 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
             record: dict[str, Any] = {}
             for key in FIELDS[name]:
                 value = row.get(key)
+                if key in LEARNED and value is None:
+                    continue  # everyone's: the line as before branches were recorded
                 if key in TIME_FIELDS:
                     value = iso(value)
                 elif key in (*TEXT_FIELDS, "session_id") and isinstance(value, str):
