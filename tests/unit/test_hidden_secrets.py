@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,6 @@ from contextware.memory.recall import ask
 from contextware.offload.run import offload
 from contextware.redact import redact
 from contextware.storage.project import Project
-from contextware.text import INVISIBLE, plain_text
 from tests.support import secret_corpus as sc
 from tests.support.offload_helpers import TEST_CONFIG
 
@@ -34,7 +34,7 @@ HIDDEN: list[tuple[str, str, str]] = [
     ("ansi-github", f"build ok, token \x1b[1;31m{GITHUB}\x1b[0m in the log", GITHUB),
     ("ansi-inside-github", f"token {GITHUB[:12]}\x1b[0m{GITHUB[12:]} end", GITHUB),
     ("osc-github", f"\x1b]0;title\x07{GITHUB}", GITHUB),
-    ("zwsp-github", f"the token is {GITHUB[:10]}\u200b{GITHUB[10:]}", GITHUB),
+    ("zwsp-github", f"see {GITHUB[:10]}\u200b{GITHUB[10:]} in ci", GITHUB),
     ("zwj-github", f"token {GITHUB[:6]}\u200d{GITHUB[6:20]}\u2060{GITHUB[20:]}", GITHUB),
     ("soft-hyphen-github", f"token {GITHUB[:15]}\u00ad{GITHUB[15:]}", GITHUB),
     ("bidi-aws", f"key AKIA\u202e{AWS[4:]}\u202c here", AWS),
@@ -73,6 +73,20 @@ KEPT = [
     "pass  # nothing to do",
     "the token is expired.",
 ]
+
+
+# What a reader does not see (the test's own list, wider than a detector needs) and terminal escapes.
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff\U000e0000-\U000e007f]"
+)
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def plain_text(text: str) -> str:
+    """``text`` as a terminal or a model reads it."""
+    return unicodedata.normalize("NFKC", _ESCAPES.sub("", INVISIBLE.sub("", text)))
 
 
 def _found(secret: str, text: str) -> bool:
