@@ -111,7 +111,7 @@ def _said_secret(value: str) -> bool:
 
 
 def _generated(value: str) -> bool:
-    """A value named by no verb ("password Pw9xQ2mZ7vK3!"): it must look generated, a digit with a
+    """A value named by no verb ("password" then the value): it must look generated, a digit with a
     symbol or with both cases, so "password sha256" or "password PostgreSQL" stay."""
     if not _said_secret(value):
         return False

@@ -117,17 +117,16 @@ def test_text_without_a_secret_comes_back_unchanged_whatever_it_holds():
     assert redact(text) == (text, {})
 
 
-def test_this_repositorys_own_source_gets_no_new_false_redaction():
-    """The detectors over our own package (1.5 MB of Python and docs): only the examples this file's
-    own patterns document are masked, nothing else (before this change: 0 in contextware/)."""
+def test_this_repositorys_own_source_gets_no_false_redaction():
+    """The detectors over our own package (1.5 MB of Python): nothing is masked, as before this change
+    (bench/redact_cost.py measures the standard-library corpus: 1 false redaction before and after)."""
     repo = Path(__file__).resolve().parents[2]
     masked = {}
     for path in sorted((repo / "contextware").rglob("*.py")):
         _, found = redact(path.read_text(encoding="utf-8"))
         if found:
             masked[path.relative_to(repo).as_posix()] = found
-    assert set(masked) <= {"contextware/redact.py"}, masked
-    assert sum(masked.get("contextware/redact.py", {}).values()) <= 3
+    assert masked == {}
 
 
 @pytest.fixture

@@ -62,7 +62,7 @@ LAYERS: dict[str, float] = {
     "system": 1,
     "text": 1,
     "words": 1,
-    "redact": 1,
+    "redact": 1.2,  # reads text.plain_text, the normal form it detects on
     "private": 1,  # file modes: private by default
     "inputs": 1.5,  # the bounded reader of user-named files (uses system.read_limited)
     "fence": 2,
