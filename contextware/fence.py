@@ -119,7 +119,7 @@ def clean(text: str) -> str:
     text = plain_text(printable(text))
     for _ in range(5):  # a defanged tag cannot form a new one: the last round is the check
         view = _view(text)
-        tags = [(m.start(), m.end(1), m.start(2), m.end()) for m in _TAG_RE.finditer(view)]
+        tags: list[_Span] = [(m.start(), m.end(1), m.start(2), m.end()) for m in _TAG_RE.finditer(view)]
         if not tags:  # then the opening bracket of a tag-shaped run with no end on its line
             tags = [(m.start(), m.end(1), None, None) for m in _TAG_LOOSE.finditer(view)]
             if not tags:
@@ -128,7 +128,10 @@ def clean(text: str) -> str:
     return text.replace("<", "‹").replace(">", "›")  # not reached by any text we know of; still safe
 
 
-def _respell(text: str, spans: list[tuple[int, int, int | None, int | None]]) -> str:
+_Span = tuple[int, int, int | None, int | None]  # tag start, opening bracket's end, closing bracket's start, end
+
+
+def _respell(text: str, spans: list[_Span]) -> str:
     """``text`` with each span's opening bracket (``start:open_end``) made ``‹`` and its closing one
     (``close_start:end``, when given) made ``›``; spans in order, not overlapping."""
     out, last = [], 0
