@@ -27,3 +27,6 @@ __version__ = "0.1.0"
 # ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ and makes DNS lookups from native threads.  Only this
 # variable, set before onnxruntime is imported, stops it; every process enters through this package.
 _os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+# The other native libraries send nothing (docs/security.md, "What runs on this machine"); Hugging Face's
+# hub client, used only when CONTEXTWARE_EMBED_MODEL names a fastembed model to download, is told the same.
+_os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -300,6 +300,11 @@ SECRET_FILE_PATTERNS: tuple[str, ...] = (
     ".dockercfg",
     ".composer/auth.json",
     ".vault-token",
+    ".s3cfg",
+    ".passwd-s3fs",
+    "rclone.conf",
+    "gh/hosts.yml",
+    ".config/hub",
     # cloud credentials
     ".aws/credentials",
     ".aws/config",
@@ -309,6 +314,8 @@ SECRET_FILE_PATTERNS: tuple[str, ...] = (
     "client_secret*.json",
     "service-account*.json",
     "service_account*.json",
+    "*firebase-adminsdk*.json",
+    ".boto",
     "credentials.json",
     "secrets.json",
     "secrets.yml",
@@ -337,7 +344,9 @@ _NAME_HINT = re.compile(r"[A-Za-z0-9_\-]{20,}|pass|secret|token|pwd", re.IGNOREC
 
 def secret_in_name(rel: str) -> bool:
     """Whether a project-relative path holds a secret by its shape (``redact``, shapes only)."""
-    if not _NAME_HINT.search(rel):
+    from contextware.core.text import plain_text
+
+    if not _NAME_HINT.search(plain_text(rel)):  # a token split by an invisible character counts too
         return False
     from contextware.core.redact import redact
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextware.core.text import strip_terminal_controls
+from contextware.core.text import INVISIBLE, plain_text, strip_terminal_controls
 
 TAG = "contextware-memory"
 FENCE_OPEN = f"<{TAG}>"
@@ -39,14 +39,57 @@ CUT_NOTE = "\n[... cut: the rest did not fit the host's limit]"
 _COLOUR = re.compile(r"\x1b\[(?:[012]|3[1-46])(?:;(?:[012]|3[1-46]))*m")  # the styles cli.render.paint uses
 _HELD = re.compile("[\ue000\ue001]")
 _HELD_AT = re.compile("\ue000([0-9]+)\ue001")
-# Zero-width characters and bidi overrides: they hide or reorder what a reader sees.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-# Our tag in any case, spacing or escaping: <contextware-memory>, </ Contextware_Memory >, &lt;/contextware-memory&gt;
-_LT = r"(?:<|&lt;|&#0*60;|&#x0*3c;)"
-_GT = r"(?:>|&gt;|&#0*62;|&#x0*3e;)"
-_TAG_RE = re.compile(_LT + r"\s*/?\s*contextware[\s_\-]*memory\b[^<>\n]{0,200}?" + _GT, re.IGNORECASE)
-_TAG_LOOSE = re.compile(_LT + r"(\s*/?\s*contextware[\s_\-]*memory)", re.IGNORECASE)
-_EDGES = re.compile(r"^" + _LT + r"|" + _GT + r"$", re.IGNORECASE)
+# Our tag in any case, spacing or escaping: <contextware-memory>, </ Contextware_Memory >, &lt;/contextware-memory&gt;,
+# &lt/contextware-memory&gt (HTML reads a bare "&lt" as "<"), &amp;lt;... (escaped twice).  Matched on the folded
+# view below, where every dash, bracket, slash and look-alike letter a model could read as ours is the ASCII one.
+_LT = r"(?:<|&(?:amp;)?lt;?|&(?:amp;)?#0*60;?|&(?:amp;)?#x0*3c;?)"
+_GT = r"(?:>|&(?:amp;)?gt;?|&(?:amp;)?#0*62;?|&(?:amp;)?#x0*3e;?)"
+_NAME = r"\s*/?\s*contextware[\s_\-]*memory"
+_TAG_RE = re.compile(r"(" + _LT + r")" + _NAME + r"\b[^<>\n]{0,200}?(" + _GT + r")", re.IGNORECASE)
+_TAG_LOOSE = re.compile(r"(" + _LT + r")" + _NAME, re.IGNORECASE)
+
+
+def _fold_table() -> dict[int, str]:
+    """One character for one character (positions in the view are positions in the text): the dashes
+    and hyphens, angle brackets, slashes and the Cyrillic and Greek letters that look like ours."""
+    pairs = {
+        "-": "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e17\u2e1a\u2e3a\u2e3b"
+        "\u2e40\u301c\u3030\u30a0\ufe31\ufe32\ufe58\ufe63\uff0d",
+        "<": "\u02c2\u1438\u2329\u276e\u27e8\u29fc\u3008\u300a\ufe64\uff1c",
+        ">": "\u02c3\u1433\u232a\u276f\u27e9\u29fd\u3009\u300b\ufe65\uff1e",
+        "/": "\u2044\u2215\u2571\u29f8\u3033\uff0f",
+        "a": "\u0430\u03b1\u0251",
+        "c": "\u0441\u03f2\u217d",
+        "e": "\u0435\u0454",
+        "m": "\u043c\u217f",
+        "n": "\u0578",
+        "o": "\u043e\u03bf\u0585\u0ce6",
+        "r": "\u0433",
+        "t": "\u0442\u03c4",
+        "w": "\u0461\u051d\u03c9",
+        "x": "\u0445\u03c7\u2179",
+        "y": "\u0443\u03b3",
+        "A": "\u0410\u0391",
+        "C": "\u0421\u216d",
+        "E": "\u0415\u0395",
+        "M": "\u041c\u039c\u216f",
+        "N": "\u039d",
+        "O": "\u041e\u039f",
+        "R": "\u0420",
+        "T": "\u0422\u03a4",
+        "W": "\u051c",
+        "X": "\u0425\u03a7\u2169",
+        "Y": "\u04ae\u03a5",
+    }
+    return {ord(c): ascii_char for ascii_char, chars in pairs.items() for c in chars}
+
+
+_FOLD = _fold_table()
+
+
+def _view(text: str) -> str:
+    """What a model would read our tag as, position for position (``text`` is already in normal form)."""
+    return text.translate(_FOLD)
 
 
 def printable(text: str, keep_colour: bool = False) -> str:
@@ -64,17 +107,43 @@ def printable(text: str, keep_colour: bool = False) -> str:
 
         text = _COLOUR.sub(hold, text)
     text = strip_terminal_controls(text.replace("\r\n", "\n")).replace("\r", "\ufffd")
-    text = _INVISIBLE.sub("", text)
+    text = INVISIBLE.sub("", text)
     return _HELD_AT.sub(lambda m: kept[int(m.group(1))], text) if kept else text
 
 
 def clean(text: str) -> str:
-    """``printable`` text with every fence-shaped tag defanged (its brackets become ``‹ ›``)."""
-    text = printable(text)
-    # The brackets of a tag-shaped run (raw or as HTML entities, which is how Gemini CLI delivers our
-    # own tags) become "‹" and "›": the model still reads what was stored, but no tag.
-    text = _TAG_RE.sub(lambda m: "‹" + _EDGES.sub("", m.group(0)) + "›", text)
-    return _TAG_LOOSE.sub(lambda m: "‹" + m.group(1), text)
+    """``printable`` text in normal form (``text.plain_text``: NFKC) with every fence-shaped tag
+    defanged (its brackets become ``‹ ›``): found on the folded view, so a soft hyphen, a Unicode
+    dash, full-width or mathematical brackets, ``&lt`` without its ``;`` or a Cyrillic letter
+    cannot make a tag a model would read as ours.  Checked again until none is left."""
+    text = plain_text(printable(text))
+    for _ in range(5):  # a defanged tag cannot form a new one: the last round is the check
+        view = _view(text)
+        tags: list[_Span] = [(m.start(), m.end(1), m.start(2), m.end()) for m in _TAG_RE.finditer(view)]
+        if not tags:  # then the opening bracket of a tag-shaped run with no end on its line
+            tags = [(m.start(), m.end(1), None, None) for m in _TAG_LOOSE.finditer(view)]
+            if not tags:
+                return text
+        text = _respell(text, tags)
+    return text.replace("<", "‹").replace(">", "›")  # not reached by any text we know of; still safe
+
+
+_Span = tuple[int, int, int | None, int | None]  # tag start, opening bracket's end, closing bracket's start, end
+
+
+def _respell(text: str, spans: list[_Span]) -> str:
+    """``text`` with each span's opening bracket (``start:open_end``) made ``‹`` and its closing one
+    (``close_start:end``, when given) made ``›``; spans in order, not overlapping."""
+    out, last = [], 0
+    for start, open_end, close_start, end in spans:
+        out += [text[last:start], "‹"]
+        if close_start is None or end is None:
+            last = open_end
+        else:
+            out += [text[open_end:close_start], "›"]
+            last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def inline(text: str | None) -> str:
@@ -149,5 +218,5 @@ def strip_injected(text: str) -> str:
 
 
 def has_injected(text: str) -> bool:
-    """Whether a stored text still carries one of our blocks (any case, spacing or escaping)."""
-    return bool(_TAG_RE.search(text or ""))
+    """Whether a stored text still carries one of our blocks (any case, spacing, escaping or look-alike)."""
+    return bool(_TAG_RE.search(_view(plain_text(text or ""))))

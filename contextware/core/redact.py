@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from contextware.core.text import plain_text
+
 MASK = "[REDACTED]"
 _MASK_RE = re.compile(r"\[REDACTED(?::[a-z_]+)?\]")
 
@@ -106,6 +108,47 @@ def _said_secret(value: str) -> bool:
         or any(c in _SAID_SYMBOLS for c in value)
         or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value))
     )
+
+
+def _generated(value: str) -> bool:
+    """A value named by no verb ("password" then the value): it must look generated, a digit with a
+    symbol or with both cases, so "password sha256" or "password PostgreSQL" stay."""
+    if not _said_secret(value):
+        return False
+    value = value.rstrip(".!?:")
+    digit = any(c.isdigit() for c in value)
+    return digit and (
+        any(c in _SAID_SYMBOLS for c in value) or (any(c.isupper() for c in value) and any(c.islower() for c in value))
+    )
+
+
+# A value on a command line: quoted, or a bare word that is not the next option.
+_CLI_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`\-][^\s\"'`,;)]*)"
+_METAVAR = re.compile(r"^[A-Z][A-Z_]*$")
+
+
+def _cli_secret(value: str) -> bool:
+    """A password given on a command line (``-pS3cret``), not a variable or a placeholder."""
+    value = value.strip("\"'").rstrip(".:")
+    return len(value) >= 4 and not _PLACEHOLDER.match(value) and "$" not in value
+
+
+def _cli_flag_secret(value: str) -> bool:
+    """``--password VALUE``: also not a usage string's metavar (``--password TEXT``)."""
+    return _cli_secret(value) and not _METAVAR.match(value.strip("\"'").rstrip(".:"))
+
+
+# "password X": the keyword, what it is for, then the value (the verbs of said_secret excluded).
+_SAID_PASSWORD = (
+    r"(?:pass(?:word|phrase|code)|passwd|pwd)s?(?:\s+(?:for|of|on|to|in|at)\s+(?:the\s+)?[\w.@:/\-]+)?[ \t]+"
+    r"(?!(?:is|was|are|were|will|has|became|becomes|reads|for|of|on|to|in|at)\b)"
+    r"[\"'`]?([^\s\"'`,;()\[\]{}<>=]{5,}[^\s\"'`,;()\[\]{}<>.?:=])(?=[.!?:]*(?:[\s\"'`,;)\]}>]|$))"
+)
+_VERB = (
+    r"(?i)\b(?:use|using|used|with|enter|entered|type|typed|try|tried|set|login|log\s+in|sign\s+in)\s+"
+    r"(?:(?:with|the|a|this|my|our|your|its|admin|root|db|database|new|old|temporary|temp|default|wifi|"
+    r"account|user|ssh|sudo|master)\s+){0,3}"
+)
 
 
 def _p(
@@ -230,10 +273,44 @@ _PATTERNS: list[_Pattern] = [
         r"credentials?)(?:\s+(?:for|of|on|to|in|at)\s+(?:the\s+)?[\w.@:/\-]+)?"
         r"\s*(?:\b(?:is|was|are|were|will\s+be|has\s+been|became|becomes|reads)\b|:)"
         r"(?:\s*:)?\s*(?:(?:now|still|just|actually|simply|set\s+to|changed\s+to)\s+)?"
-        r"[\"'`]?([^\s\"'`,;()\[\]{}<>]{5,}[^\s\"'`,;()\[\]{}<>.!?:])(?=[.!?:]*(?:[\s\"'`,;)\]}>]|$))",
+        r"[\"'`]?([^\s\"'`,;()\[\]{}<>]{5,}[^\s\"'`,;()\[\]{}<>.?:])(?=[.!?:]*(?:[\s\"'`,;)\]}>]|$))",
         1,
         _said_secret,
         ("pass", "pwd", "pin code", "secret", "api key", "api_key", "api-key", "access key", "token", "credential"),
+    ),
+    # said after a verb ("use password X", "log in with the root password X"), or bare ("password X",
+    # where the value must look generated: a digit with a symbol or with both cases)
+    _p("said_secret", _VERB + _SAID_PASSWORD, 1, _said_secret, ("pass", "pwd")),
+    _p("said_secret", r"(?i)\b" + _SAID_PASSWORD, 1, _generated, ("pass", "pwd")),
+    # on a command line: mysql -u root -pSECRET (the value glued to -p), sshpass -p SECRET,
+    # redis-cli -a SECRET, any --password SECRET / --pass SECRET
+    _p(
+        "cli_password",
+        r"\b(?i:mysql\w*|mariadb\w*|mycli)\b[^\n|;&]*?[ \t]-p" + _CLI_VALUE,
+        1,
+        _cli_secret,
+        ("mysql", "mariadb", "mycli"),
+    ),
+    _p(
+        "cli_password",
+        r"\b(?i:sshpass)\b[^\n|;&]*?[ \t]-p[ \t]*" + _CLI_VALUE,
+        1,
+        _cli_secret,
+        ("sshpass",),
+    ),
+    _p(
+        "cli_password",
+        r"\b(?i:redis-cli)\b[^\n|;&]*?[ \t]-a[ \t]+" + _CLI_VALUE,
+        1,
+        _cli_secret,
+        ("redis-cli",),
+    ),
+    _p(
+        "cli_password",
+        r"(?i)(?<![\w\-])--pass(?:word)?[ \t]+" + _CLI_VALUE,
+        1,
+        _cli_flag_secret,
+        ("--pass",),
     ),
     # NAME=value, name = "value", name: value; `_` before the keyword is a boundary (DB_PASSWORD=)
     _p(
@@ -505,14 +582,20 @@ def _apply_detect_secrets(text: str, found: Counter[str]) -> str:
 def redact(text: str, library: bool = True) -> tuple[str, dict[str, int]]:
     """The text with secrets masked, and how many of each kind were masked.  ``library=False`` runs
     the shapes only (no detect-secrets, whose first load costs ~0.2-0.3 s): for a hook's warm path,
-    over texts that were fully redacted when they were stored."""
+    over texts that were fully redacted when they were stored.
+
+    The detectors read the text's normal form (``text.plain_text``: no terminal escapes, no invisible
+    or bidi characters, NFKC), as a terminal or a model would: a token coloured by ANSI codes or split
+    by U+200B is found.  A text holding a secret comes back in that normal form, masked, so nothing
+    can put the secret together again; a text holding none comes back unchanged."""
     found: Counter[str] = Counter()
     if not text:
         return text, {}
-    text = _apply_patterns(text, found)
+    seen = plain_text(text)
+    out = _apply_patterns(seen, found)
     if library:
-        text = _apply_detect_secrets(text, found)
-    return text, dict(found)
+        out = _apply_detect_secrets(out, found)
+    return (out, dict(found)) if found else (text, {})
 
 
 def refuse_secret_name(value: str, what: str) -> str:

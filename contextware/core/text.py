@@ -88,11 +88,34 @@ _TERMINAL_CONTROLS = re.compile(
     r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 
+_ANY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # one class: a fast scan for the rest
+
 
 def strip_terminal_controls(text: str) -> str:
     """Text without the escape sequences and control characters a terminal would act on (stored
     colour codes replayed by ``--format text`` could retitle, move or clear the user's terminal)."""
-    return _TERMINAL_CONTROLS.sub("", text) if ("\x1b" in text or _TERMINAL_CONTROLS.search(text)) else text
+    return _TERMINAL_CONTROLS.sub("", text) if _ANY_CONTROL.search(text) else text
+
+
+# Characters a reader does not see that can split or reorder what is shown: soft hyphen, combining
+# grapheme joiner, Arabic letter mark, Hangul fillers, Khmer inherent vowels, Mongolian separators,
+# zero-width spaces and joiners, LRM/RLM, bidi embeddings, overrides and isolates, word joiner and
+# invisible operators, variation selectors, the BOM and the tag characters (hidden ASCII).
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]"
+)
+
+
+def plain_text(text: str) -> str:
+    """The one normal form that redaction and the fence read: invisible and bidi characters removed,
+    terminal escapes and control characters removed (tab, newline and CR kept), compatibility forms
+    folded (NFKC: full-width letters, ligatures, ``＜``).  So ``gh\u200bp_…``, an ANSI-coloured token
+    or ``ＡＫＩＡ…`` reads as what a terminal or a model would make of it.  ASCII text costs one scan."""
+    if text.isascii():
+        return strip_terminal_controls(text)
+    text = strip_terminal_controls(INVISIBLE.sub("", text))
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
 def check_unicode(text: str, what: str) -> str:

@@ -63,7 +63,7 @@ LAYERS: dict[str, float] = {
     "core.system": 1,
     "core.text": 1,
     "core.words": 1,
-    "core.redact": 1,
+    "core.redact": 1.2,  # reads text.plain_text, the normal form it detects on
     "core.private": 1,  # file modes: private by default
     "core.inputs": 1.5,  # the bounded reader of user-named files (uses system.read_limited)
     "core.fence": 2,

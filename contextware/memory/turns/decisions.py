@@ -2,7 +2,8 @@
 ask "why did the agent not know X in that turn?" (the memory browser's Turns page).
 
 One JSON line per prompt in ``<data_dir>/hook_decisions.jsonl`` (private like every file there):
-when, the session, the start of the prompt (secrets masked), the gate's verdict, what was injected
+when, the session, the start of the prompt (redacted as a table's row is: every detector, over
+the text's normal form), the gate's verdict, what was injected
 and the best candidates held back, each with the number that decided it.  Only ids, scores and
 verdicts are kept, never a memory's text.  At ``MAX_BYTES`` the file is cut to its newest
 ``KEEP`` lines (written atomically; a line appended by another process during that rewrite may be
@@ -11,7 +12,7 @@ lost: this is a diagnostic record, not memory).  Writing never fails a turn."""
 from __future__ import annotations
 
 import json
-import sys
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,9 @@ FILE_NAME = "hook_decisions.jsonl"
 KEEP = 200  # decisions kept after a cut
 MAX_BYTES = 256_000  # the file is cut back to KEEP lines past this
 PROMPT_CHARS = 160
+PROMPT_SOURCE_CHARS = 65_536  # of the prompt read for the preview
+_BLANKS = re.compile(r"[ \t\f\v]+")
+_BLANK_LINES = re.compile(r"\s*\n\s*")
 HELD_SHOWN = 3  # best candidates held back, per turn
 
 
@@ -31,16 +35,19 @@ def entry(payload: dict[str, Any], prompt: str, result: RecallResult, injected: 
     from contextware.core.redact import redact_text
     from contextware.core.text import cut_at_word
 
-    # The full detector set when this process has it loaded (the resident service does after its
-    # first capture); its first load would cost a hook 0.2-0.3 s, so otherwise the fast shapes.
-    preview = redact_text(prompt[: PROMPT_CHARS * 3], library="detect_secrets" in sys.modules)
+    # Redacted like a table's row: the full detector set over the normal form, before the cut.  The
+    # window is taken after blank runs are squeezed, so whitespace cannot bring a secret cut at the
+    # window's edge into the kept start (a secret crossing the edge would have to be > 300 characters).
+    squeezed = _BLANKS.sub(" ", _BLANK_LINES.sub("\n", prompt[:PROMPT_SOURCE_CHARS]))
+    preview = redact_text(squeezed[: PROMPT_CHARS * 3])
+    session = redact_text(str(payload.get("session_id") or "")[:128], library=False) or None
     why = result.explanation
     shown = {r["id"]: r for r in result.results}
     held = [c for c in (why.candidates if why is not None else ()) if c.id not in injected][:HELD_SHOWN]
     return {
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "event": str(payload.get("hook_event_name") or "BeforeAgent"),
-        "session": str(payload.get("session_id") or "")[:128] or None,
+        "session": session,
         "prompt": cut_at_word(" ".join(preview.split()), PROMPT_CHARS),
         "verdict": why.verdict if why is not None else None,
         "gate": result.min_confidence,
