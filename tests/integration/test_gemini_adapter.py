@@ -97,6 +97,18 @@ def test_success_sums_tokens_and_sends_stdin(run, fake_gemini_api: FakeGeminiAPI
     assert fake_gemini_api.utility_requests(), "the router call was expected without -m"
 
 
+@pytest.mark.parametrize("prompt", ["--yolo", "-m evil-model", "--approval-mode=yolo now"])
+def test_a_prompt_that_looks_like_an_option_reaches_the_model_as_text(run, fake_gemini_api, prompt):
+    """Passed as ``-p PROMPT``, "--yolo" was the next option (approval of every tool) and the CLI had no
+    prompt; as one ``--prompt=VALUE`` argument the real CLI reads it as the prompt, nothing else."""
+    fake_gemini_api.push(Reply(text=["Noted, a literal prompt."]))
+    result = run(prompt, model=MODEL)
+    assert result.response == "Noted, a literal prompt."
+    chat = fake_gemini_api.chat_requests()
+    assert len(chat) == 1 and chat[0].model == MODEL
+    assert "\n".join(chat[0].texts()).rstrip().endswith(prompt)
+
+
 def test_model_flag_sessions_resume_list_and_delete(run, fake_gemini_api, gemini_bin, gemini_cli_env, project):
     fake_gemini_api.push("first answer", "second answer")
     sid = "cw_test1"  # no '-' in the first 8 characters: --delete-session cannot delete those
@@ -269,7 +281,7 @@ def test_text_before_json_and_arguments(fake_bin):
     call = fake_bin.calls()[0]
     assert call["stdin"] == "CONTENT"
     argv = call["argv"]
-    assert argv[:3] == ["-o", "json", "--skip-trust"] and argv[-2:] == ["-p", "hi"]
+    assert argv[:3] == ["-o", "json", "--skip-trust"] and argv[-1:] == ["--prompt=hi"]
     assert argv[argv.index("-m") + 1] == "m1"
     assert argv[argv.index("--include-directories") + 1] == "a,b"
 
