@@ -199,3 +199,27 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
     assert fact in [r["id"] for r in recall(project, query).results][:3]
     before = replace(DEFAULT_PARAMS, fusion=replace(DEFAULT_PARAMS.fusion, log_baseline=0.0, log_bm25_weight=1.0))
     assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
+
+
+@pytest.mark.parametrize(
+    "asked_again",
+    [
+        "again, what do we push built images to",
+        "remind me where built images get pushed",
+        "so what was the image registry",
+    ],
+)
+def test_a_question_asked_again_without_a_question_mark_is_an_echo(project, asked_again):
+    """Issue 30: "again, what do we push built images to" ranked first, confidence 0.92, above the
+    fact that answers it (only "?" and a leading question word made a turn an echo)."""
+    fact = records.save_fact(
+        project, "CI pushes every built container image to ghcr.io/acme, tagged with the commit sha.", kind="convention"
+    )["id"]
+    for text in NOISE:
+        records.save_fact(project, text, kind="decision")
+    for i in range(3):
+        records.save_log(project, asked_again, session_id=f"s{i}", role="user")
+    out = ask(project, asked_again, limit=8, min_confidence=0.0)
+    assert out["results"][0]["id"] == fact
+    kinds = [r["collection"] for r in out["results"]]
+    assert kinds == sorted(kinds, key=lambda c: c == "logs")  # the echo after every memory that may answer

@@ -28,6 +28,36 @@ _ASKING = re.compile(
 )
 
 
+# What a question asked again starts with, before its own words ("again, what do we push built
+# images to", "remind me where ...", "so what was ...", "quick reminder: ..."): stripped, repeatedly,
+# before the asking word is looked for.
+_ASKED_AGAIN = re.compile(
+    r"^\W*(?:again|once more|one more time|so|ok(?:ay)?|hey|sorry|quick(?:ly)?|and|but|also|then|wait|"
+    r"quick (?:question|reminder)|reminder|remind me(?: again)?(?: of)?|tell me(?: again)?|"
+    r"(?:can|could) you (?:remind me|tell me)(?: again)?|i forgot|i forget|what was it again)\b[\s,:;.!-]*",
+    re.I,
+)
+_LOOKUP = re.compile(
+    r"^\W*(?:remind me|tell me|(?:quick )?reminder|i forg[eo]t|what's|whats|where's|wheres|how's|who's)\b", re.I
+)
+
+
+def asks(text: str) -> bool:
+    """Does a short user turn ask rather than tell?  With or without "?", with or without a
+    leading question word: "again, what do we push built images to", "remind me of the registry"."""
+    text = text.strip()
+    if text.endswith("?") or _ASKING.match(text) or _LOOKUP.match(text):
+        return True
+    for _ in range(4):  # "so, again, what was ..."
+        rest = _ASKED_AGAIN.sub("", text, count=1)
+        if rest == text:
+            return False
+        text = rest
+        if _ASKING.match(text) or _LOOKUP.match(text):
+            return True
+    return False
+
+
 def is_echo(c: Candidate, f: FusionParams) -> bool:
     """A captured user turn that asks rather than tells: a question (the one asked now, said again,
     or another).  It shows what was asked, never what the answer is, so asking the same thing five
@@ -36,7 +66,7 @@ def is_echo(c: Candidate, f: FusionParams) -> bool:
     if c.collection != "logs" or c.row.get("role") != "user":
         return False
     text = str(c.row.get("text") or "").strip()
-    return len(text) <= f.question_chars and (text.endswith("?") or bool(_ASKING.match(text)))
+    return len(text) <= f.question_chars and asks(text)
 
 
 def fuse_one(c: Candidate, params: RecallParams) -> float:
