@@ -400,7 +400,7 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
             f"Unlinked supersession: the newer fact above the older in {s['newer_above_older']} of {s['pairs']} "
             f"pairs; the older still in the top 5 in {s['older_in_top5']} of {s['pairs']}.",
         ]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_report(results: dict[str, Any], split: str) -> str:

@@ -148,9 +148,10 @@ def identifiers(text: str) -> frozenset[str]:
         call = "(" in token
         name = token.split("(")[0].rstrip(".-:/")
         mixed = any(c.isupper() for c in name[1:]) and any(c.islower() for c in name)  # DataFrame, not CI
-        if len(name.lstrip("-")) < 3 or not (call or mixed or any(ch in name.lstrip("-") for ch in "._-/:")):
-            if not (name.startswith("--") and len(name) > 4):
-                continue
+        bare = name.lstrip("-")
+        named = call or mixed or any(ch in bare for ch in "._-/:") or (name.startswith("--") and len(bare) > 2)
+        if len(bare) < 3 or not named:
+            continue
         name = name.lower()
         out.add(name)
         last = re.split(r"[.:/]", name)[-1]
