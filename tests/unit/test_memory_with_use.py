@@ -147,7 +147,8 @@ def test_the_question_an_answer_carries_is_cleaned_and_redacted(project):
 
 def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(project):
     """Saved without --supersedes (the agent did not know of the old fact), the replacing fact still
-    ranks above the one it restates; the old one stays, below it.  Unrelated facts keep their order."""
+    ranks above the one it restates; the old one leaves the default list and stays, below it, with
+    include_superseded (issue 30).  Unrelated facts keep their order."""
     old = records.save_fact(project, "Outgoing HTTP calls from the backend use requests with a 10 s timeout.")["id"]
     records.save_fact(project, "Deploys go through fly deploy from the main branch.")
     new = records.save_fact(
@@ -156,8 +157,10 @@ def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(proj
         "connect and 30 s read timeout; requests was removed from the dependencies.",
     )["id"]
     for question in ("which library do we use for outgoing HTTP calls?", "what timeout do backend HTTP requests use?"):
+        every = [r["id"] for r in ask(project, question, min_confidence=0.0, include_superseded=True)["results"]]
+        assert every.index(new) < every.index(old), (question, every)
         got = [r["id"] for r in ask(project, question, min_confidence=0.0)["results"]]
-        assert got.index(new) < got.index(old), (question, got)
+        assert new in got and old not in got, (question, got)
     got = [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
     assert old not in got[:1] and new not in got[:1]
 
