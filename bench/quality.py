@@ -182,7 +182,7 @@ def score_questions(
 
     vecs = np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
     bm = BM25(ids, texts)
-    qvecs = project.embedder.embed([q["q"] for q in questions]) if questions else []
+    qvecs: Any = project.embedder.embed([q["q"] for q in questions]) if questions else []
     per = []
     ms: list[float] = []
     for q, qv in zip(questions, qvecs, strict=True):

@@ -198,7 +198,9 @@ def _restatements(hits: Sequence[Hit], alike: float) -> dict[str, str]:
     return out
 
 
-def order(hits: list[Hit], tie: float, restated: float = 2.0, held: dict | None = None) -> list[Hit]:
+def order(
+    hits: list[Hit], tie: float, restated: float = 2.0, held: "dict[tuple[str, str, str], str] | None" = None
+) -> list[Hit]:
     """Best score first; recency breaks ties; a superseding fact always precedes what it replaced,
     and so does a newer fact that restates an older one (``_restatements``).  With ``held`` (a
     dict), the older facts restated leave the list, each with its reason there (recall's default
