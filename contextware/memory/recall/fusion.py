@@ -4,6 +4,7 @@ and the parameters: the benchmarks call them with their own ``RecallParams``."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -139,6 +140,7 @@ NAMED_ALIKE = 0.45  # ... or this alike when both name the same identifier (``--
 _IDENTIFIER = re.compile(r"(?<![\w.-])(?:--?)?[A-Za-z_][\w-]*(?:[.:/][A-Za-z_][\w-]*)*(?:\([^()\s]*\))?")
 
 
+@functools.lru_cache(maxsize=4096)
 def identifiers(text: str) -> frozenset[str]:
     """What a text names as code: flags, dotted or hyphenated names, calls (``--production``,
     ``docker-compose``, ``df.append(other)``, ``tool.uv.dev-dependencies``), lower case, each also
