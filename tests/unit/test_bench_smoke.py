@@ -24,3 +24,22 @@ def test_recall_quality_smoke_runs_and_reports_every_method(tmp_path):
     for method in ("hybrid", "hybrid_hook", "hybrid_ungated", "vector", "bm25"):
         assert 0.0 <= report[method]["recall@3"] <= 1.0
     assert report["fusion"]["bm25_weight"] > 0
+
+
+def test_quality_smoke_runs_both_public_set_layouts_beside_the_baselines(tmp_path):
+    """bench/quality.py on its tiny sets: the engineering layout and a conversation in LoCoMo's
+    layout (the real LoCoMo is never in the repository), recall beside BM25, cosine and RRF."""
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "quality.py"), "--smoke", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    for name in ("engineering", "locomo"):
+        for method in ("recall", "bm25", "cosine", "rrf"):
+            assert 0.0 <= report[name]["methods"][method]["R@3"] <= 1.0
+    assert report["engineering"]["hook"]["items_mean"] >= 0
+    assert report["engineering"]["supersession"]["pairs"] == 2

@@ -147,7 +147,8 @@ def test_the_question_an_answer_carries_is_cleaned_and_redacted(project):
 
 def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(project):
     """Saved without --supersedes (the agent did not know of the old fact), the replacing fact still
-    ranks above the one it restates; the old one stays, below it.  Unrelated facts keep their order."""
+    ranks above the one it restates; the old one leaves the default list and stays, below it, with
+    include_superseded (issue 30).  Unrelated facts keep their order."""
     old = records.save_fact(project, "Outgoing HTTP calls from the backend use requests with a 10 s timeout.")["id"]
     records.save_fact(project, "Deploys go through fly deploy from the main branch.")
     new = records.save_fact(
@@ -156,8 +157,10 @@ def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(proj
         "connect and 30 s read timeout; requests was removed from the dependencies.",
     )["id"]
     for question in ("which library do we use for outgoing HTTP calls?", "what timeout do backend HTTP requests use?"):
+        every = [r["id"] for r in ask(project, question, min_confidence=0.0, include_superseded=True)["results"]]
+        assert every.index(new) < every.index(old), (question, every)
         got = [r["id"] for r in ask(project, question, min_confidence=0.0)["results"]]
-        assert got.index(new) < got.index(old), (question, got)
+        assert new in got and old not in got, (question, got)
     got = [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
     assert old not in got[:1] and new not in got[:1]
 
@@ -199,3 +202,27 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
     assert fact in [r["id"] for r in recall(project, query).results][:3]
     before = replace(DEFAULT_PARAMS, fusion=replace(DEFAULT_PARAMS.fusion, log_baseline=0.0, log_bm25_weight=1.0))
     assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
+
+
+@pytest.mark.parametrize(
+    "asked_again",
+    [
+        "again, what do we push built images to",
+        "remind me where built images get pushed",
+        "so what was the image registry",
+    ],
+)
+def test_a_question_asked_again_without_a_question_mark_is_an_echo(project, asked_again):
+    """Issue 30: "again, what do we push built images to" ranked first, confidence 0.92, above the
+    fact that answers it (only "?" and a leading question word made a turn an echo)."""
+    fact = records.save_fact(
+        project, "CI pushes every built container image to ghcr.io/acme, tagged with the commit sha.", kind="convention"
+    )["id"]
+    for text in NOISE:
+        records.save_fact(project, text, kind="decision")
+    for i in range(3):
+        records.save_log(project, asked_again, session_id=f"s{i}", role="user")
+    out = ask(project, asked_again, limit=8, min_confidence=0.0)
+    assert out["results"][0]["id"] == fact
+    kinds = [r["collection"] for r in out["results"]]
+    assert kinds == sorted(kinds, key=lambda c: c == "logs")  # the echo after every memory that may answer

@@ -127,3 +127,48 @@ def test_explain_names_ranks_scores_and_the_side_of_the_gate(project):
     assert nothing["results"] == [] and nothing["explanation"]["verdict"].startswith("Nothing answered")
     best_held = nothing["explanation"]["candidates"][0]
     assert best_held["shown"] is None and any(ch.isdigit() for ch in best_held["decided_by"])
+
+
+def test_an_unlinked_newer_fact_that_restates_an_older_one_replaces_it_in_the_list(project, tmp_path):
+    """Issue 30: saved later without naming the fact it replaces, a deprecation note ranked below
+    the older fact or beside it; now it takes the older one's place, which leaves the default list
+    and stays reachable with include_superseded.  Their cosine is low (~0.55): the flag they both
+    name (``--production``) ties them."""
+    from contextware.memory.exchange import import_memory
+    from contextware.memory.memfile import render
+
+    rows = [
+        {
+            "id": "fact-00000000000a",
+            "kind": "convention",
+            "text": "The deploy image installs with npm install --production.",
+            "created_at": "2020-01-15T12:00:00Z",
+        },
+        {
+            "id": "fact-00000000000b",
+            "kind": "convention",
+            "text": "npm 7 introduced --omit=dev; --production is deprecated and only kept as an alias.",
+            "created_at": "2020-10-13T12:00:00Z",
+        },
+        {
+            "id": "fact-00000000000c",
+            "kind": "note",
+            "text": "npm ci installs exactly the lockfile and wipes node_modules first.",
+            "created_at": "2024-07-01T12:00:00Z",
+        },
+        {
+            "id": "fact-00000000000d",
+            "kind": "note",
+            "text": "pytest 7.0 deprecated pytest.warns(None); use warnings.catch_warnings.",
+            "created_at": "2022-02-03T12:00:00Z",
+        },
+    ]
+    import_memory(project, render(rows), source=str(tmp_path / "m.jsonl"))
+    question = "how do we leave out devDependencies in the deploy image?"
+    ids = [r["id"] for r in ask(project, question, scope="facts", min_confidence=0.0)["results"]]
+    assert ids[0] == "fact-00000000000b" and "fact-00000000000a" not in ids
+    assert "fact-00000000000d" in ids  # a deprecation note about something else stays
+    every = [
+        r["id"] for r in ask(project, question, scope="facts", min_confidence=0.0, include_superseded=True)["results"]
+    ]
+    assert every.index("fact-00000000000b") < every.index("fact-00000000000a")

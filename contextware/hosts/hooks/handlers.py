@@ -108,7 +108,7 @@ def without_hook_context(text: str) -> str:
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
-    from contextware.memory.recall import DEFAULT_PARAMS, parse_query, recall
+    from contextware.memory.recall.prompt import for_prompt
 
     prompt = typed_prompt(payload)
     if len(prompt) < 3:
@@ -118,10 +118,7 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
         from contextware.storage.embeddings import preload_in_background
 
         preload_in_background(project.embedder)
-    gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
-    margin = DEFAULT_PARAMS.fusion.margin  # only memories close to the best: it injects unasked
-    query = parse_query(prompt[:2000], scope="all", limit=8, without=("logs",), min_confidence=gate, margin=margin)
-    result = recall(project, query, explain=True)  # the explanation feeds the turn's record
+    result = for_prompt(project, prompt)  # memory/recall/prompt.py; its explanation feeds the turn's record
     hits = result.results
     lines: list[str] = []
     injected: list[str] = []

@@ -4,6 +4,7 @@ and the parameters: the benchmarks call them with their own ``RecallParams``."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -28,6 +29,36 @@ _ASKING = re.compile(
 )
 
 
+# What a question asked again starts with, before its own words ("again, what do we push built
+# images to", "remind me where ...", "so what was ...", "quick reminder: ..."): stripped, repeatedly,
+# before the asking word is looked for.
+_ASKED_AGAIN = re.compile(
+    r"^\W*(?:again|once more|one more time|so|ok(?:ay)?|hey|sorry|quick(?:ly)?|and|but|also|then|wait|"
+    r"quick (?:question|reminder)|reminder|remind me(?: again)?(?: of)?|tell me(?: again)?|"
+    r"(?:can|could) you (?:remind me|tell me)(?: again)?|i forgot|i forget|what was it again)\b[\s,:;.!-]*",
+    re.I,
+)
+_LOOKUP = re.compile(
+    r"^\W*(?:remind me|tell me|(?:quick )?reminder|i forg[eo]t|what's|whats|where's|wheres|how's|who's)\b", re.I
+)
+
+
+def asks(text: str) -> bool:
+    """Does a short user turn ask rather than tell?  With or without "?", with or without a
+    leading question word: "again, what do we push built images to", "remind me of the registry"."""
+    text = text.strip()
+    if text.endswith("?") or _ASKING.match(text) or _LOOKUP.match(text):
+        return True
+    for _ in range(4):  # "so, again, what was ..."
+        rest = _ASKED_AGAIN.sub("", text, count=1)
+        if rest == text:
+            return False
+        text = rest
+        if _ASKING.match(text) or _LOOKUP.match(text):
+            return True
+    return False
+
+
 def is_echo(c: Candidate, f: FusionParams) -> bool:
     """A captured user turn that asks rather than tells: a question (the one asked now, said again,
     or another).  It shows what was asked, never what the answer is, so asking the same thing five
@@ -36,7 +67,7 @@ def is_echo(c: Candidate, f: FusionParams) -> bool:
     if c.collection != "logs" or c.row.get("role") != "user":
         return False
     text = str(c.row.get("text") or "").strip()
-    return len(text) <= f.question_chars and (text.endswith("?") or bool(_ASKING.match(text)))
+    return len(text) <= f.question_chars and asks(text)
 
 
 def fuse_one(c: Candidate, params: RecallParams) -> float:
@@ -99,11 +130,36 @@ def _created(h: Hit) -> float:
 # on 8003") are as alike, and neither restates the other.
 REPLACING = re.compile(
     r"\b(?:no longer|instead|replac(?:ed|es|ing)|remov(?:ed|es)|dropp(?:ed|s)|moved|migrat(?:ed|es)|"
-    r"switch(?:ed|es)|deprecated|retired|now|anymore|rather than)\b",
+    r"switch(?:ed|es)|deprecat(?:ed|es|ion)|retired|now|anymore|rather than|end[- ]of[- ]life|obsolete|"
+    r"supersed(?:ed|es)|in favou?r of|successor)\b",
     re.I,
 )
 REPLACING_SLACK = 0.1  # a little less alike (cosine) when the newer fact repeats the older one's words
 REPEATED_WORDS = 0.5  # ... at least this share of the older fact's content words
+NAMED_ALIKE = 0.45  # ... or this alike when both name the same identifier (``--production``, ``url()``)
+_IDENTIFIER = re.compile(r"(?<![\w.-])(?:--?)?[A-Za-z_][\w-]*(?:[.:/][A-Za-z_][\w-]*)*(?:\([^()\s]*\))?")
+
+
+@functools.lru_cache(maxsize=4096)
+def identifiers(text: str) -> frozenset[str]:
+    """What a text names as code: flags, dotted or hyphenated names, calls (``--production``,
+    ``docker-compose``, ``df.append(other)``, ``tool.uv.dev-dependencies``), lower case, each also
+    by its last dotted part (``df.append`` and ``DataFrame.append`` both name ``append``)."""
+    out: set[str] = set()
+    for token in _IDENTIFIER.findall(text):
+        call = "(" in token
+        name = token.split("(")[0].rstrip(".-:/")
+        mixed = any(c.isupper() for c in name[1:]) and any(c.islower() for c in name)  # DataFrame, not CI
+        bare = name.lstrip("-")
+        named = call or mixed or any(ch in bare for ch in "._-/:") or (name.startswith("--") and len(bare) > 2)
+        if len(bare) < 3 or not named:
+            continue
+        name = name.lower()
+        out.add(name)
+        last = re.split(r"[.:/]", name)[-1]
+        if last and (call or last != name):
+            out.add(last)
+    return frozenset(out)
 
 
 def _repeats_words(newer: str, older: str) -> bool:
@@ -131,20 +187,26 @@ def _restatements(hits: Sequence[Hit], alike: float) -> dict[str, str]:
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     sims = np.triu(vectors @ vectors.T, k=1)
     out: dict[str, str] = {}
-    for i, j in np.argwhere(sims >= alike - REPLACING_SLACK):
+    for i, j in np.argwhere(sims >= min(alike - REPLACING_SLACK, NAMED_ALIKE)):
         older, newer = sorted((facts[i], facts[j]), key=_created)
-        text = str(newer.row.get("text"))
+        text, old_text = str(newer.row.get("text")), str(older.row.get("text"))
         replacing = REPLACING.search(text) is not None and (
-            sims[i, j] >= alike or _repeats_words(text, str(older.row.get("text")))
+            sims[i, j] >= alike
+            or (sims[i, j] >= alike - REPLACING_SLACK and _repeats_words(text, old_text))
+            or not identifiers(text).isdisjoint(identifiers(old_text))
         )
         if _created(newer) > _created(older) and replacing:
             out.setdefault(newer.id, older.id)
     return out
 
 
-def order(hits: list[Hit], tie: float, restated: float = 2.0) -> list[Hit]:
+def order(
+    hits: list[Hit], tie: float, restated: float = 2.0, held: "dict[tuple[str, str, str], str] | None" = None
+) -> list[Hit]:
     """Best score first; recency breaks ties; a superseding fact always precedes what it replaced,
-    and so does a newer fact that restates an older one (``_restatements``)."""
+    and so does a newer fact that restates an older one (``_restatements``).  With ``held`` (a
+    dict), the older facts restated leave the list, each with its reason there (recall's default
+    list: ``--include-superseded`` keeps them)."""
     hits.sort(key=lambda h: (-math.floor(h.score / tie), -_created(h), -h.score))  # code: no created_at
     follows = _restatements(hits, restated) if restated <= 1.0 else {}
     position = {h.id: i for i, h in enumerate(hits)}
@@ -154,6 +216,12 @@ def order(hits: list[Hit], tie: float, restated: float = 2.0) -> list[Hit]:
                 hits.remove(h)
                 hits.insert(hits.index(next(x for x in hits if x.id == old)), h)
                 position = {x.id: i for i, x in enumerate(hits)}
+    if held is not None and follows:  # the newer took the older's place above; the older leaves
+        gone = {old: new for new, old in follows.items()}
+        for h in hits:
+            if h.id in gone:
+                held[hit_key(h)] = f"restated by the newer fact {gone[h.id]} (--include-superseded shows it)"
+        hits = [h for h in hits if h.id not in gone]
     return hits
 
 
@@ -192,6 +260,7 @@ def decide(
     code_gate: bool,
     min_confidence: float,
     margin: float | None = None,
+    hide_restated: bool = False,
 ) -> Gated:
     """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
     is about the question, nothing answers unless a memory clears the floor and some hit reaches
@@ -241,7 +310,7 @@ def decide(
             if h.score < f.lexical_floor:
                 held[hit_key(h)] = "no full-text match (vectors unavailable)"
         hits = [h for h in hits if h.score >= f.lexical_floor]
-    ordered = order(hits, f.tie, f.restated)
+    ordered = order(hits, f.tie, f.restated, held if hide_restated else None)
     # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
     ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
     collapsed = _collapse_repeats(ordered)

@@ -66,6 +66,7 @@ def recall(
         code_gate=query.tables != (CODE_TABLE,),  # --scope code ranks files; mixed, they must be about it
         min_confidence=gate,
         margin=query.margin,
+        hide_restated=not query.filters.include_superseded,  # an older fact a newer one restates leaves the list
     )
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
