@@ -46,9 +46,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from contextware.memory.exchange import import_memory  # noqa: E402
-from contextware.memory.memfile import render  # noqa: E402
 from contextware.memory.recall import ask  # noqa: E402
+from contextware.memory.team.memfile import render  # noqa: E402
+from contextware.memory.team.share import import_memory  # noqa: E402
 from contextware.storage.project import Project  # noqa: E402
 
 DATA = Path(__file__).parent / "data"

@@ -134,8 +134,8 @@ def test_an_unlinked_newer_fact_that_restates_an_older_one_replaces_it_in_the_li
     the older fact or beside it; now it takes the older one's place, which leaves the default list
     and stays reachable with include_superseded.  Their cosine is low (~0.55): the flag they both
     name (``--production``) ties them."""
-    from contextware.memory.exchange import import_memory
-    from contextware.memory.memfile import render
+    from contextware.memory.team.memfile import render
+    from contextware.memory.team.share import import_memory
 
     rows = [
         {
