@@ -152,8 +152,8 @@ class Service:
 
         try:
             count = spool.drain(self.data_dir, lambda entry: replay(entry, self.settings))
-        except OSError as exc:
-            log(f"cannot drain the hook spool: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a start or a drain never dies on the spool
+            log(f"cannot drain the hook spool: {type(exc).__name__}: {str(exc)[:200]}")
             return
         if count:
             log(f"saved {count} spooled hook event(s)")
