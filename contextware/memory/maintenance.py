@@ -46,7 +46,11 @@ def stats(project: "Project") -> dict[str, Any]:
             continue
         if table is None:
             continue
-        versions = table.list_versions()
+        try:
+            versions = db.read(table.list_versions)
+        except DamagedDataError as exc:  # an older manifest unreadable (NUL bytes): shown, not a crash
+            tables[name] = {"damaged": exc.message}
+            continue
         latest = max((v["timestamp"] for v in versions), default=None)
         info: dict[str, Any] = {
             "rows": table.count_rows(),
