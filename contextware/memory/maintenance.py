@@ -181,6 +181,11 @@ def repair(project: "Project") -> dict[str, Any]:
         raise StorageError(
             "repair works on a local database only; restore object-store data with your provider's tools."
         )
+    if project.data_dir.is_dir() and not os.access(project.data_dir, os.W_OK | os.X_OK):
+        raise StorageError(
+            f"repair must write in {project.relpath(project.data_dir)}, which is read-only for you; "
+            "nothing was changed: make it writable and run repair again."
+        )
     db = project.db
     root = project.db_uri
     damaged_dir = project.data_dir / "damaged"

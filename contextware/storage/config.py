@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -100,11 +101,18 @@ def load_config(data_dir: Path) -> dict[str, Any]:
                 "use the defaults.",
                 code="damaged_config",
             )
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return config
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (saved as UTF-16?); save it as UTF-8 or delete it to use the defaults.",
+            code="damaged_config",
+        ) from None
     user = load_json(
         text,
         lambda exc: ConfigError(
@@ -179,6 +187,10 @@ AT_LEAST: dict[str, float] = {
     **dict.fromkeys(("cache_ttl_days", "offload_retry_backoff_s", "gemini_rate_limit_backoff_s"), 0),
     **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
 }
+# Upper bounds: NaN, Infinity, 1e308 or 10**30 passed the floors and then overflowed a timedelta,
+# a timeout or an int conversion in the command that used them (internal_error).
+MAX_NUMBER = 10**9
+MAX_DAYS = 36_500  # a century
 FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
 STRING_LISTS = ("secret_files", "secret_files_allowed")
 
@@ -206,6 +218,9 @@ def check_values(user: dict[str, Any], path: Path) -> None:
         elif key == "store_eviction_by_namespace" and not all(v in CHOICES["store_eviction"] for v in value.values()):
             _bad_value(key, path, 'an object of "lru" or "oldest" per namespace', value)
         elif isinstance(DEFAULTS[key], (int, float)) and not isinstance(DEFAULTS[key], bool):
+            ceiling = MAX_DAYS if key.endswith("_days") else MAX_NUMBER
+            if not math.isfinite(value) or value > ceiling:
+                _bad_value(key, path, f"a finite number of at most {ceiling:,}", value)
             floor = AT_LEAST.get(key, 1 if isinstance(DEFAULTS[key], int) else 0)
             strict = key not in AT_LEAST and isinstance(DEFAULTS[key], float)  # a duration of 0 never ends
             if value < floor or (strict and value <= floor):

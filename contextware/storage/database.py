@@ -208,12 +208,17 @@ class Database:
             raise StorageError(f"Cannot create the write-lock folder {lock_dir}: permission denied.") from None
         lock = FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S)
         try:
-            with lock:
-                yield
+            lock.acquire()
         except Timeout:
             raise StorageError(
                 f"Timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the write lock on {name}.", code="lock_timeout"
             ) from None
+        except OSError as exc:  # a read-only data dir: its lock file cannot be opened for writing
+            raise StorageError(f"Cannot take the write lock on {name} in {lock_dir}: {exc.strerror}.") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     # -- tables ---------------------------------------------------------------------------------
     def open_table(self, name: str) -> Any | None:
