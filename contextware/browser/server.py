@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.browser.guard import Guard
+from contextware.browser.guard import Guard, run_prefix
 
 if TYPE_CHECKING:
     from contextware.browser.pages import Pages
@@ -30,7 +30,8 @@ class Served:
 
     @property
     def base(self) -> str:
-        return f"http://{HOST}:{self.port}/"
+        """This run's pages: under a secret prefix, the only path its cookie is sent to (``guard``)."""
+        return f"http://{HOST}:{self.port}{run_prefix(self.token)}/"
 
     @property
     def url(self) -> str:

@@ -18,7 +18,6 @@ import pytest
 from contextware.errors import DamagedDataError, DiskFullError
 from contextware.memory import maintenance, records
 from contextware.memory.recall import ask
-from contextware.storage import table_files
 from contextware.storage.project import Project
 from tests.support.hook_events import event
 from tests.support.repo import SCRIPTS
@@ -116,6 +115,8 @@ def test_repair_never_follows_a_data_file_symlinked_to_dev_zero(tmp_path: Path):
 
 
 def test_copy_aside_copies_regular_files_only_and_checks_the_room_first(tmp_path: Path, monkeypatch):
+    from contextware.storage import table_files
+
     folder = tmp_path / "t.lance"
     (folder / "data").mkdir(parents=True)
     (folder / "data" / "a.lance").write_bytes(b"x" * 1000)
