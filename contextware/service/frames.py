@@ -9,6 +9,7 @@ A frame that fails is answered with ``bad_request`` and its caller works in-proc
 
 from __future__ import annotations
 
+import base64
 import binascii
 from typing import Any
 
@@ -37,7 +38,7 @@ def _base64(value: object) -> bool:
     if not isinstance(value, str) or not value.isascii():
         return False
     try:
-        binascii.a2b_base64(value, strict_mode=True)
+        base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         return False
     return True
