@@ -57,7 +57,10 @@ def append(data_dir: Path, entry: dict[str, Any]) -> None:
     """Add one entry with a single ``O_APPEND`` write (lines of concurrent writers never mix), on disk
     before this returns (fsync, ~3 ms): the hook then exits and the turn exists nowhere else.
     Raises OSError (a read-only data dir, say)."""
-    line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (non-UTF-8 bytes in a path or variable): escaped
+        line = (json.dumps(entry) + "\n").encode("ascii")
     fd = os.open(data_dir / SPOOL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line)

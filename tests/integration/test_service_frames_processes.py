@@ -199,3 +199,25 @@ def test_base64_stdin_still_travels(project_dir, services):
     out = run("save_fact", "-", cwd=project_dir, input="Read from standard input")
     assert out.returncode == 0 and out.json["written"] == 1
     assert status(project_dir)["requests"] >= 1
+
+
+def test_a_fifo_planted_under_a_running_service_is_damage_never_a_hang(project_dir, services):
+    import os
+
+    from tests.support.service_helpers import hook
+
+    run("save_fact", "We deploy on Fridays", cwd=project_dir, env=OFF)
+    pid = run("service", "start", cwd=project_dir).json["pid"]
+    assert run("recall", "--query", "deploy", cwd=project_dir).json["results"]  # tables open in the service
+    data = project_dir / "contextware_data" / "lancedb" / "facts.lance" / "data"
+    victim = next(data.iterdir())
+    victim.unlink()
+    os.mkfifo(victim)
+    began = time.monotonic()
+    out = run("recall", "--query", "when do we deploy", cwd=project_dir)
+    assert (
+        out.returncode == 1 and out.json["error"]["code"] == "damaged_data" and "FIFO" in out.json["error"]["message"]
+    )
+    turn = json.dumps({"hook_event_name": "BeforeAgent", "prompt": "when do we deploy", "session_id": "s1"})
+    assert hook(turn, project_dir).returncode == 0
+    assert time.monotonic() - began < 30 and alive(pid) and status(project_dir)["pid"] == pid
