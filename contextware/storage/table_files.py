@@ -21,7 +21,7 @@ from contextware.errors import DamagedDataError, DiskFullError
 
 SUBFOLDERS = ("data", "_versions", "_deletions", "_transactions", "_indices")
 SPARE_BYTES = 64 << 20  # room left on the disk after a copy, for the rewrite that follows it
-_checked: dict[str, tuple[int, ...]] = {}
+_checked: dict[str, tuple[tuple[int, ...], list[str], tuple[int, ...]]] = {}
 
 
 def _kind(mode: int) -> str:
@@ -36,15 +36,21 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _folders(folder: str) -> list[str]:
-    """The table's folders whose entries Lance reads: its own, the known subfolders, each index's."""
-    found = [folder, *(os.path.join(folder, sub) for sub in SUBFOLDERS)]
+def _base_folders(folder: str) -> list[str]:
+    return [folder, *(os.path.join(folder, sub) for sub in SUBFOLDERS)]
+
+
+def _index_folders(folder: str) -> list[str]:
     try:
         with os.scandir(os.path.join(folder, "_indices")) as entries:
-            found += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+            return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
-        pass
-    return found
+        return []
+
+
+def _folders(folder: str) -> list[str]:
+    """The table's folders whose entries Lance reads: its own, the known subfolders, each index's."""
+    return [*_base_folders(folder), *_index_folders(folder)]
 
 
 def _state(folders: list[str]) -> tuple[int, ...]:
@@ -52,9 +58,9 @@ def _state(folders: list[str]) -> tuple[int, ...]:
     for path in folders:
         try:
             st = os.lstat(path)
-            state += [st.st_mode, st.st_ino, st.st_mtime_ns]
+            state += [st.st_mode, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size]
         except OSError:
-            state += [0, 0, 0]
+            state += [0, 0, 0, 0, 0]
     return tuple(state)
 
 
@@ -87,17 +93,18 @@ def check(folder: str | Path, name: str, hint: str) -> None:
     """Raise ``damaged_data`` (naming ``hint``, the repair command) when an entry of the table folder
     is not a regular file; nothing is opened.  Cached until one of its folders changes."""
     folder = str(folder)
-    folders = _folders(folder)
-    state = _state(folders)
-    if _checked.get(folder) == state:
-        return
+    base = _state(_base_folders(folder))
+    cached = _checked.get(folder)
+    if cached is not None and cached[0] == base and _state(cached[1]) == cached[2]:
+        return  # no entry added, removed or replaced since the last check (~10 stat calls)
     bad = irregular(folder)
     if bad:
         rel, what = bad[0]
         raise DamagedDataError(
             f"The {name} table's file {rel} is {what}, not a file Lance wrote; it is not opened; {hint}."
         )
-    _checked[folder] = state
+    indexes = _index_folders(folder)
+    _checked[folder] = (base, indexes, _state(indexes))
 
 
 def move_irregular(folder: Path, aside: Path) -> list[str]:
