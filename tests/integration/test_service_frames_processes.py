@@ -110,7 +110,8 @@ def test_a_thousand_malformed_frames_then_a_recall_answered_at_once(project_dir,
     from contextware.service import client
 
     began = time.monotonic()
-    message = {"op": "run", "command": "recall", "argv": ["--query", "deploys"], "prog": "recall", "cwd": "/"}
+    message = {"op": "run", "command": "recall", "argv": ["--query", "deploys"], "prog": "recall"}
+    message["cwd"] = str(project_dir)
     message |= {"env": {}, "stdin": None, "id": "t"}
     answer = client.exchange(_endpoint(project_dir), message, timeout=30, first_byte=1.0)
     assert answer["ok"] is True and answer["exit"] == 0 and time.monotonic() - began < 1.0
