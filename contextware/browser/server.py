@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.browser.guard import Guard
+from contextware.browser.guard import Guard, run_prefix
 
 if TYPE_CHECKING:
     from contextware.browser.pages import Pages
@@ -29,8 +29,14 @@ class Served:
     token: str
 
     @property
-    def base(self) -> str:
+    def address(self) -> str:
+        """The server's address without its secret path: what the CLI prints when it stops."""
         return f"http://{HOST}:{self.port}/"
+
+    @property
+    def base(self) -> str:
+        """This run's pages: under a secret prefix, the only path its cookie is sent to (``guard``)."""
+        return f"http://{HOST}:{self.port}{run_prefix(self.token)}/"
 
     @property
     def url(self) -> str:
@@ -164,4 +170,4 @@ def serve(
         sock.close()
         if warming.is_alive():  # never exit under a thread inside LanceDB's native code
             warming.join(60)
-    return {"url": served.base, "served_s": round(time.monotonic() - started, 1), "stopped": True}
+    return {"url": served.address, "served_s": round(time.monotonic() - started, 1), "stopped": True}

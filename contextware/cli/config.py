@@ -30,7 +30,7 @@ def handle(args: argparse.Namespace) -> dict:
     project = open_project(args)
     path = project.data_dir / "config.json"
     settings = project.config  # raises on unknown keys and wrong types
-    overridden = sorted(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else []
+    overridden = sorted(json.loads(path.read_bytes().decode("utf-8-sig"))) if path.is_file() else []
     out = {"path": project.relpath(path), "exists": path.is_file(), "overridden": overridden}
     if args.action == "check":
         return {**out, "valid": True}

@@ -46,7 +46,11 @@ def stats(project: "Project") -> dict[str, Any]:
             continue
         if table is None:
             continue
-        versions = table.list_versions()
+        try:
+            versions = db.read(table.list_versions)
+        except DamagedDataError as exc:  # an older manifest unreadable (NUL bytes): shown, not a crash
+            tables[name] = {"damaged": exc.message}
+            continue
         latest = max((v["timestamp"] for v in versions), default=None)
         info: dict[str, Any] = {
             "rows": table.count_rows(),
@@ -176,6 +180,11 @@ def repair(project: "Project") -> dict[str, Any]:
     if not is_local_uri(project.db_uri):
         raise StorageError(
             "repair works on a local database only; restore object-store data with your provider's tools."
+        )
+    if project.data_dir.is_dir() and not os.access(project.data_dir, os.W_OK | os.X_OK):
+        raise StorageError(
+            f"repair must write in {project.relpath(project.data_dir)}, which is read-only for you; "
+            "nothing was changed: make it writable and run repair again."
         )
     db = project.db
     root = project.db_uri

@@ -35,7 +35,17 @@ from contextware.core.system import fewer_heaps
 from contextware.service import spool
 from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
-from contextware.service.protocol import Endpoint, ProtocolError, check_folder, code_version, endpoint, receive, send
+from contextware.service.frames import problem
+from contextware.service.protocol import (
+    FRAME_DEADLINE_S,
+    Endpoint,
+    ProtocolError,
+    check_folder,
+    code_version,
+    endpoint,
+    receive,
+    send,
+)
 from contextware.storage.table_search import release_unused
 
 ACCEPT_POLL_S = 0.5
@@ -142,8 +152,8 @@ class Service:
 
         try:
             count = spool.drain(self.data_dir, lambda entry: replay(entry, self.settings))
-        except OSError as exc:
-            log(f"cannot drain the hook spool: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a start or a drain never dies on the spool
+            log(f"cannot drain the hook spool: {type(exc).__name__}: {str(exc)[:200]}")
             return
         if count:
             log(f"saved {count} spooled hook event(s)")
@@ -188,7 +198,7 @@ class Service:
                 log(f"accept failed: {exc}")
                 continue
             with conn:
-                self.handle(conn)
+                self.handle_safely(conn)
             release_unused()  # the caller has its answer: what the request left cached goes back
             if self.code_changed():
                 log("the package's files changed on disk: exiting (the next caller starts the new code)")
@@ -200,16 +210,34 @@ class Service:
                 self._db = None
 
     # -- requests ------------------------------------------------------------------------------------
-    def handle(self, conn: socket.socket) -> None:
-        conn.settimeout(READ_TIMEOUT_S)
+    def handle_safely(self, conn: socket.socket) -> None:
+        """One connection, whatever it sends: a frame that breaks a request is answered with an
+        error frame (its caller works in-process), never the end of the service."""
         try:
-            request = receive(conn)
+            self.handle(conn)
+        except Exception as exc:  # noqa: BLE001 - one caller's frame must not stop the service
+            log(f"request failed: {type(exc).__name__}: {str(exc)[:200]}")
+            message = "The service could not answer this request; run it in-process."
+            self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": message}})
+
+    def handle(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(b" ")  # accepted: the caller's short first-byte wait is over (JSON allows it)
+        try:
+            request = receive(conn, deadline=time.monotonic() + FRAME_DEADLINE_S)
         except (OSError, ProtocolError) as exc:
             if "closed before" not in str(exc):  # a caller checking that we listen
                 log(f"bad request: {exc}")
+                if isinstance(exc, ProtocolError):
+                    self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Bad frame: {exc}."}})
             return
         op = request.get("op")
         self.last_request = time.monotonic()
+        why = problem(request)
+        if why is not None:
+            log(f"bad request: {why}")
+            self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": why}})
+            return
         if op in VERSIONED_OPS and request.get("version") != self.version:
             self._reply(conn, {"ok": False, "error": {"code": "version_mismatch"}, **self.status()})
             return
@@ -225,13 +253,13 @@ class Service:
             conn.close()  # the hook that poked us is gone already
             self.drain_spool()
         elif op == "run":
-            log(f"run {request.get('command')} {request.get('id')}")
+            log(f"run {request.get('command')} {request.get('id')!s:.40}")
             self._reply(conn, self.run(request))
-            log(f"done {request.get('id')} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+            log(f"done {request.get('id')!s:.40} in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "mcp":
-            log(f"mcp {request.get('tool')} {request.get('id')}")
+            log(f"mcp {request.get('tool')!s:.60} {request.get('id')!s:.40}")
             self._reply(conn, self.mcp(request))
-            log(f"mcp {request.get('tool')} answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
+            log(f"mcp {request.get('tool')!s:.60} answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")
         elif op == "hook":
             self._reply(conn, self.hook(request))
             log(f"hook answered in {(time.monotonic() - self.last_request) * 1000:.0f} ms")

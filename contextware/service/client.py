@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import io
+import json
 import os
 import signal
 import socket
@@ -37,11 +38,11 @@ from contextware.service.protocol import (
     code_version,
     endpoint,
     receive,
-    send,
     supersedes,
 )
 
 CONNECT_TIMEOUT_S = 0.1
+FIRST_BYTE_S = 3.0  # a service acknowledges a connection when it takes it; one that does not is busy or wedged
 START_WAIT_S = 10.0  # a cold start binds its socket in ~50 ms; the first answer waits for the warm-up
 COMMAND_TIMEOUT_S = 300.0  # writes wait up to 120 s for the table lock
 STATUS_TIMEOUT_S = 60.0  # a service answers once warmed up (seconds on a busy machine)
@@ -67,6 +68,11 @@ class VersionMismatch(Unavailable):
 
 class DiedMidRequest(Unavailable):
     pass
+
+
+class Busy(Unavailable):
+    """The service took no notice of the connection in time (busy with a long request, or wedged):
+    the caller works in-process rather than wait."""
 
 
 def mode(settings: Settings | None = None) -> str:
@@ -134,29 +140,52 @@ def _connect(ep: Endpoint) -> socket.socket:
     return sock
 
 
-def exchange(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Send one request and read its answer.  DiedMidRequest when the service goes away after the
-    request was sent; VersionMismatch when it runs other code."""
+def _frame(message: dict[str, Any]) -> bytes:
+    """The request's bytes; Unavailable when it holds text that is not UTF-8 (a non-UTF-8 argument,
+    working directory or variable): the in-process path reports it in the command's own words."""
+    try:
+        return (json.dumps({"version": code_version(), **message}, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unavailable("the request holds text that is not UTF-8") from None
+
+
+def exchange(ep: Endpoint, message: dict[str, Any], timeout: float, first_byte: float | None = None) -> dict[str, Any]:
+    """Send one request and read its answer.  Busy when the service does not acknowledge the
+    connection within ``first_byte`` seconds (``call`` waits ``FIRST_BYTE_S`` for a running service;
+    by default, ``timeout``); DiedMidRequest when it goes away after taking the
+    request; VersionMismatch when it runs other code."""
+    data = _frame(message)
     sock = _connect(ep)
     try:
-        sock.settimeout(timeout)
         try:
-            send(sock, {"version": code_version(), **message})
-            answer = receive(sock)
+            sock.sendall(data)
+            wait = timeout if first_byte is None else min(first_byte, timeout)
+            sock.settimeout(wait)
+            first = sock.recv(1 << 16)
+        except TimeoutError:
+            raise Busy(f"the service did not take the request within {wait:.1f} s") from None
+        except OSError as exc:
+            raise DiedMidRequest(str(exc)) from None
+        try:
+            if not first:
+                raise ProtocolError("the connection closed before a whole message arrived")
+            answer = receive(sock, deadline=time.monotonic() + timeout, first=first)
         except (OSError, ProtocolError) as exc:
             raise DiedMidRequest(str(exc)) from None
     finally:
         sock.close()
-    if answer.get("error", {}).get("code") == "version_mismatch":
+    error = answer.get("error")
+    if isinstance(error, dict) and error.get("code") == "version_mismatch":
         raise VersionMismatch(answer)
     return answer
 
 
 def notify(ep: Endpoint, message: dict[str, Any]) -> None:
     """Send a request without waiting for its answer (Unavailable when nobody listens)."""
+    data = _frame(message)
     sock = _connect(ep)
     try:
-        send(sock, {"version": code_version(), **message})
+        sock.sendall(data)
     except OSError as exc:
         raise Unavailable(str(exc)) from None
     finally:
@@ -375,15 +404,15 @@ def call(data_dir: Path, message: dict[str, Any], timeout: float, settings: Sett
     try:
         try:
             try:
-                return exchange(ep, message, timeout)
+                return exchange(ep, message, timeout, first_byte=FIRST_BYTE_S)
             except VersionMismatch as exc:
                 replace_older(ep, exc)  # or Unavailable: a newer service is left running
-            except DiedMidRequest:
+            except (DiedMidRequest, Busy):
                 raise
             except Unavailable:
                 pass  # nothing listens, or a stale socket (its service was killed)
             ensure_running(ep)
-            return exchange(ep, message, timeout)
+            return exchange(ep, message, timeout)  # a fresh service answers once warmed up
         except DiedMidRequest:
             replace_dead(ep)  # the caller retries in-process; the next one finds a service again
             raise

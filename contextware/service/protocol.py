@@ -172,25 +172,77 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
 
 
-def receive(sock: socket.socket) -> dict[str, Any]:
-    """One JSON object ending with a newline; ProtocolError on EOF, garbage or an oversized message."""
-    chunks: list[bytes] = []
-    size = 0
+MAX_DEPTH = 32  # our frames nest 3 deep; an MCP tool's arguments a few more
+MAX_BRACKETS = 200_000  # brackets and quotes in one frame: far above a real one (stdin is base64)
+FRAME_DEADLINE_S = 5.0  # a whole request frame, however it trickles in (a caller sends it at once)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON ``data`` nests deeper than ``limit``, found by scanning its brackets outside
+    strings, never by parsing: ``json.loads`` recurses once per level and a frame 100,000 deep
+    raises RecursionError inside it.  Escapes go first (``\\\\`` then ``\\"``); every other piece
+    between quotes is then outside a string.  A frame with more than ``MAX_BRACKETS`` brackets,
+    backslashes or quotes counts as too deep: no caller sends one (it works in-process when refused), and the
+    scan stays a few C-speed passes whatever the frame holds."""
+    opening = data.count(b"[") + data.count(b"{")
+    if opening <= limit:
+        return False
+    if opening > MAX_BRACKETS or data.count(b"\\") > MAX_BRACKETS:
+        return True
+    plain = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    if plain.count(b'"') > MAX_BRACKETS:
+        return True
+    brackets = b"".join(plain.split(b'"')[::2]).translate(None, _NOT_BRACKETS)
+    depth = 0
+    for byte in brackets:
+        depth += 1 if byte in b"[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def parse(data: bytes) -> dict[str, Any]:
+    """One JSON object from a frame's bytes; ProtocolError for anything else (too deep, not JSON,
+    not UTF-8, not an object)."""
+    if too_deep(data):
+        raise ProtocolError(f"the message nests deeper than {MAX_DEPTH} levels")
+    try:
+        message = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ProtocolError("the message is not JSON") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("the message is not a JSON object")
+    return message
+
+
+def receive(sock: socket.socket, deadline: float | None = None, first: bytes = b"") -> dict[str, Any]:
+    """One JSON object ending with a newline; ProtocolError on EOF, garbage, an oversized or too deep
+    message.  ``deadline`` (``time.monotonic()``) bounds the whole message, however slowly its bytes
+    come (a per-read timeout alone lets a sender hold us one byte at a time); TimeoutError past it.
+    ``first``: bytes already read (the service's acknowledgement)."""
+    import time
+
+    chunks: list[bytes] = [first.lstrip()] if first.strip() else []
+    size = len(first)
+    if first.endswith(b"\n") and chunks:
+        return parse(b"".join(chunks))
     while True:
-        chunk = sock.recv(1 << 16)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the message did not arrive in time")
+            sock.settimeout(left)
+        try:
+            chunk = sock.recv(1 << 16)
+        except TimeoutError:
+            raise TimeoutError("the message did not arrive in time") from None
         if not chunk:
             raise ProtocolError("the connection closed before a whole message arrived")
         size += len(chunk)
         if size > MAX_MESSAGE:
             raise ProtocolError("the message is too large")
-        if chunk.endswith(b"\n"):
-            chunks.append(chunk)
-            break
         chunks.append(chunk)
-    try:
-        message = json.loads(b"".join(chunks))
-    except ValueError:
-        raise ProtocolError("the message is not JSON") from None
-    if not isinstance(message, dict):
-        raise ProtocolError("the message is not a JSON object")
-    return message
+        if chunk.endswith(b"\n"):
+            break
+    return parse(b"".join(chunks))

@@ -4,7 +4,10 @@ A capture hook (AfterAgent, PreCompress) appends its event here and returns at o
 service drains the file when poked and when it starts, and an in-process hook drains it too.  A
 drainer takes the spool's lock, moves the file aside and replays every line; a drainer that dies
 half-way leaves the moved file for the next one, and replaying a line twice writes nothing twice
-(saves are keyed by their content).  Standard library only.
+(saves are keyed by their content).  A line that cannot be replayed (not JSON, nested too deep
+for the parser, or failing in its replay) is moved to ``hook-spool.bad.jsonl`` (kept for a person,
+up to ``MAX_QUARANTINE`` bytes) and the rest are saved: one poisoned line never stops a drain or a
+service start.
 """
 
 from __future__ import annotations
@@ -18,13 +21,46 @@ from typing import Any
 
 SPOOL = "hook-spool.jsonl"
 DRAINING = "hook-spool.draining.jsonl"
+QUARANTINE = "hook-spool.bad.jsonl"
+MAX_QUARANTINE = 16 << 20
+
+
+def quarantine(data_dir: Path, line: bytes) -> None:
+    """Keep a line that could not be replayed aside, for a person to look at (never replayed)."""
+    path = data_dir / QUARANTINE
+    try:
+        if path.exists() and path.stat().st_size + len(line) > MAX_QUARANTINE:
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.rstrip(b"\n") + b"\n")
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _entry(line: bytes) -> dict[str, Any] | None:
+    """The entry a line holds, or None (not JSON, too deep to parse safely, not an object)."""
+    from contextware.service.protocol import too_deep
+
+    if too_deep(line):
+        return None
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None
 
 
 def append(data_dir: Path, entry: dict[str, Any]) -> None:
     """Add one entry with a single ``O_APPEND`` write (lines of concurrent writers never mix), on disk
     before this returns (fsync, ~3 ms): the hook then exits and the turn exists nowhere else.
     Raises OSError (a read-only data dir, say)."""
-    line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (non-UTF-8 bytes in a path or variable): escaped
+        line = (json.dumps(entry) + "\n").encode("ascii")
     fd = os.open(data_dir / SPOOL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line)
@@ -56,13 +92,18 @@ def drain(data_dir: Path, replay: Callable[[dict[str, Any]], None]) -> int:
                 except FileNotFoundError:
                     break
             for line in draining.read_bytes().splitlines():
+                if not line.strip():
+                    continue
+                entry = _entry(line)  # None also for a torn line (a writer killed mid-write)
+                if entry is None:
+                    quarantine(data_dir, line)
+                    continue
                 try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue  # a torn line (a writer killed mid-write): nothing to replay
-                if isinstance(entry, dict):
                     replay(entry)
-                    done += 1
+                except Exception:  # noqa: BLE001 - one bad entry must not cost the others their save
+                    quarantine(data_dir, line)
+                    continue
+                done += 1
             draining.unlink()
         return done
     finally:

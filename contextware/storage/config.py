@@ -234,11 +234,18 @@ def load_config(data_dir: Path) -> dict[str, Any]:
                 "use the defaults.",
                 code="damaged_config",
             )
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return config
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (saved as UTF-16?); save it as UTF-8 or delete it to use the defaults.",
+            code="damaged_config",
+        ) from None
     user = load_json(
         text,
         lambda exc: ConfigError(
@@ -326,7 +333,8 @@ def check_values(user: dict[str, Any], path: Path) -> None:
 def _check_number(setting: Setting, value: float, path: Path) -> None:
     floor, ceiling = setting.floor, setting.ceiling
     if isinstance(value, float) and not math.isfinite(value):
-        _bad_value(setting.key, path, "a finite number", value)
+        bound = f" of at most {ceiling:g}" if ceiling is not None else ""
+        _bad_value(setting.key, path, f"a finite number{bound}", value)
     if floor is not None and (value < floor or (setting.above and value <= floor)):
         _bad_value(setting.key, path, f"{'more than' if setting.above else 'at least'} {floor:g}", value)
     if ceiling is not None and value > ceiling:

@@ -215,17 +215,27 @@ class Database:
             raise StorageError(f"Cannot create the write-lock folder {lock_dir}: permission denied.") from None
         lock = FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S)
         try:
-            with lock:
-                yield
+            lock.acquire()
         except Timeout:
             raise StorageError(
                 f"Timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the write lock on {name}.", code="lock_timeout"
             ) from None
+        except OSError as exc:  # a read-only data dir: its lock file cannot be opened for writing
+            raise StorageError(f"Cannot take the write lock on {name} in {lock_dir}: {exc.strerror}.") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     # -- tables ---------------------------------------------------------------------------------
     def open_table(self, name: str) -> Any | None:
         """The table, or None when it was never created.  Adds columns that a newer version of the
-        schema has (schema evolution)."""
+        schema has (schema evolution).  A local table's files are checked by type first
+        (``table_files.check``): a FIFO or a symlink where a data file belongs is damage, never opened."""
+        if is_local_uri(self.uri) and not self._absent():
+            from contextware.storage.table_files import check
+
+            check(os.path.join(self.uri, f"{name}.lance"), name, RECOVERY_HINT)
         if name in self._tables:
             return self._tables[name]
         if self._absent() or self._never_created(name):
@@ -248,6 +258,10 @@ class Database:
                     f"The {name} table has data files but no readable manifest (its version history is gone); {RECOVERY_HINT}."
                 ) from None
             raise DamagedDataError(f"The {name} table is damaged ({first_line(exc)}); {RECOVERY_HINT}.") from None
+        if describes_nothing(table):
+            raise DamagedDataError(
+                f"The {name} table's newest manifest is unreadable (it describes no columns); {RECOVERY_HINT}."
+            )
         self._evolve(name, table)
         self._tables[name] = table
         return table
@@ -462,6 +476,16 @@ class Database:
                     time.sleep(0.05)
                     return fn()
                 raise
+
+
+def describes_nothing(table: Any) -> bool:
+    """A manifest overwritten with NUL bytes reads as a version-0 table with no columns: every table
+    of ours has columns, so that is damage (adding the missing columns to it failed as an internal
+    error in every door)."""
+    try:
+        return len(table.schema) == 0
+    except Exception:  # noqa: BLE001 - a schema that cannot be read is the same damage
+        return True
 
 
 def is_unreachable(exc: BaseException) -> bool:

@@ -32,17 +32,62 @@ def resolve_project_root(explicit: str | os.PathLike[str] | None = None, setting
         )
     raw = explicit or (settings or current_settings()).project_root
     if raw:
-        root = Path(raw).expanduser()
-        if not root.exists():
-            raise UsageError(f"Project root {raw} does not exist.", code="bad_project_root")
-        if not root.is_dir():
-            raise UsageError(f"Project root {raw} is not a directory.", code="bad_project_root")
-        return root.resolve()
+        shown = _shown(raw)
+        try:
+            root = Path(raw).expanduser()
+            if not root.exists():
+                raise UsageError(f"Project root {shown} does not exist.", code="bad_project_root")
+            if not root.is_dir():
+                raise UsageError(f"Project root {shown} is not a directory.", code="bad_project_root")
+            return _not_the_file_system_root(root.resolve())
+        except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop (RuntimeError on 3.11)
+            raise UsageError(
+                f"Project root {shown} cannot be used ({getattr(exc, 'strerror', None) or exc}).",
+                code="bad_project_root",
+            ) from None
     try:
         cwd = Path.cwd().resolve()
+        return _not_the_file_system_root(find_git_root(cwd) or cwd)
     except FileNotFoundError:
         raise UsageError("The working directory no longer exists.", code="bad_project_root") from None
-    return find_git_root(cwd) or cwd
+    except (OSError, RuntimeError) as exc:
+        raise UsageError(
+            f"The working directory cannot be used ({getattr(exc, 'strerror', None) or exc}).", code="bad_project_root"
+        ) from None
+
+
+def _shown(raw: object) -> str:
+    """A path as an error shows it: at most 200 characters (a 5,000-character root is not repeated)."""
+    text = os.fsdecode(raw) if isinstance(raw, (str, bytes, os.PathLike)) else str(raw)
+    return text if len(text) <= 200 else f"{text[:120]}...{text[-60:]} ({len(text):,} characters)"
+
+
+def utf8_path(path: Path, what: str) -> Path:
+    """``path``, unless it holds bytes that are not UTF-8 (read from argv, the working directory or
+    a variable as lone surrogates): LanceDB cannot open such a path, and a folder named so would be
+    created before it failed.  Bad input: exit 2."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{what} {_shown(str(path).encode('utf-8', 'surrogateescape').decode('utf-8', 'replace'))} holds bytes "
+            "that are not UTF-8; use a folder whose name is UTF-8 text.",
+            code="bad_encoding",
+        ) from None
+    return path
+
+
+def _not_the_file_system_root(root: Path) -> Path:
+    """The file system's root is no project: its memory would be written at ``/contextware_data``;
+    a root whose name is not UTF-8 text is refused too (``utf8_path``)."""
+    utf8_path(root, "The project root")
+    if root == Path(root.anchor):
+        raise UsageError(
+            f"{root} is the root of the file system, not a project; give the project's folder with --project-root "
+            "or run from inside it.",
+            code="bad_project_root",
+        )
+    return root
 
 
 def main_worktree(root: Path) -> Path | None:
@@ -92,7 +137,13 @@ def resolve_data_dir(project_root: Path, settings: Settings | None = None) -> Pa
     settings = settings or current_settings()
     raw = settings.data_dir
     if raw:
-        return Path(raw).expanduser().resolve()
+        try:
+            return utf8_path(Path(raw).expanduser().resolve(), "CONTEXTWARE_DATA_DIR")
+        except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+            raise UsageError(
+                f"CONTEXTWARE_DATA_DIR={_shown(raw)} cannot be used ({getattr(exc, 'strerror', None) or exc}).",
+                code="bad_data_dir",
+            ) from None
     main = main_worktree(project_root)
     if main is not None and worktrees_mode(main, settings) == "shared":
         return inside(main, main / DATA_DIR_NAME)
@@ -118,7 +169,11 @@ DB_DIR_NAME = "lancedb"  # the data dir's own database, under its write lock
 
 
 def resolve_db_uri(data_dir: Path, settings: Settings | None = None) -> str:
-    return (settings or current_settings()).db_uri or str(data_dir / DB_DIR_NAME)
+    uri = (settings or current_settings()).db_uri
+    if not uri:
+        return str(data_dir / DB_DIR_NAME)
+    utf8_path(Path(uri), "CONTEXTWARE_DB_URI")
+    return uri
 
 
 def is_local_uri(uri: str) -> bool:

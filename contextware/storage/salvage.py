@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import DamagedDataError, disk_full, first_line, is_disk_full
-from contextware.storage.database import is_damage
+from contextware.storage.database import describes_nothing, is_damage
 from contextware.storage.integrity import VECTOR_COLUMN, row_problem
 from contextware.storage.schemas import FTS_COLUMN
+from contextware.storage.table_files import copy_aside, move_irregular
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database
@@ -117,6 +118,18 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
     aside = damaged_dir / f"{name}-{stamp}"
     report: dict[str, Any] = {"status": "ok", "kept": 0, "recovered": 0, "lost": 0}
 
+    if folder.is_symlink():  # the whole table elsewhere: never followed, its link moved aside
+        target = aside.with_suffix(".lance")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, target)
+        db._tables.pop(name, None)
+        return {**report, "status": "moved", "lost": None, "moved_to": str(target), "reason": "a symlink, not a table"}
+
+    # 0. Files that are not regular files (a FIFO, a device, a symlink) are moved aside unopened.
+    irregular = move_irregular(folder, aside) if folder.is_dir() and not folder.is_symlink() else []
+    if irregular:
+        report.update(status="repaired", irregular_moved_aside=irregular, moved_to=str(aside))
+
     # 1. Roll back past unreadable manifests.
     dropped: list[int] = []
     table = None
@@ -137,8 +150,11 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
             }
         try:
             table = _open(db, name)
+            if describes_nothing(table):  # a manifest of NUL bytes opens as a table without columns
+                table = None
+                raise DamagedDataError("the newest manifest describes no columns")
         except Exception as exc:
-            if not (is_damage(exc) or isinstance(exc, (ValueError, FileNotFoundError))):
+            if not (is_damage(exc) or isinstance(exc, (ValueError, FileNotFoundError, DamagedDataError))):
                 raise
             version, path = manifests[0]
             _move_aside(path, aside / "_versions" / path.name)
@@ -174,12 +190,12 @@ def repair_table(db: "Database", name: str, damaged_dir: Path) -> dict[str, Any]
     index_broken = not _index_works(table)
     if index_broken:
         report["index_rebuilt"] = True
-    if not (unreadable or bad or recovered or index_broken):
+    if not (unreadable or bad or recovered or index_broken or irregular):
         return report
 
     # 3. Keep a copy of everything, then replace the table with what was salvaged.
     backup = aside.with_suffix(".lance")
-    shutil.copytree(folder, backup, dirs_exist_ok=True)
+    report["backup_bytes"] = copy_aside(folder, backup)  # regular files only, bounded by their sizes
     data = pa.Table.from_pylist(kept, schema=table.schema)
     try:
         fresh = db.replace_table(name, data)

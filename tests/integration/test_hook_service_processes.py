@@ -155,3 +155,40 @@ def test_warm_path_imports_only_the_standard_library(project_dir, services, scri
     assert "Never deploy on Fridays" in out.stdout
     assert out.stderr.split("HEAVY=")[-1].strip() == ""
     assert status(project_dir)["requests"] >= 1
+
+
+def _poisoned_spool(project_dir: Path) -> Path:
+    """Two real turns in the spool with a 200,000-deep JSON line and a line of the wrong shape
+    between them: the first crashed json.loads with RecursionError in every drain."""
+    run("save_fact", "seed", cwd=project_dir, env={"CONTEXTWARE_SERVICE": "off"})
+    data_dir = _data_dir(project_dir)
+    first = event("AfterAgent", project_dir, prompt="before the poison", prompt_response="kept one")
+    spool.append(data_dir, {"id": "p1", "stdin": first, "cwd": str(project_dir), "env": {}})
+    with open(data_dir / spool.SPOOL, "ab") as f:
+        f.write(b"[" * 200_000 + b"]" * 200_000 + b"\n")
+        f.write(json.dumps({"id": "p2", "stdin": "x", "cwd": ["not", "a", "path"], "env": {}}).encode() + b"\n")
+    later = event("AfterAgent", project_dir, prompt="after the poison", prompt_response="kept two")
+    spool.append(data_dir, {"id": "p3", "stdin": later, "cwd": str(project_dir), "env": {}})
+    return data_dir
+
+
+def test_a_poisoned_spool_line_is_quarantined_and_the_rest_saved_in_process(project_dir):
+    data_dir = _poisoned_spool(project_dir)
+    now = event("AfterAgent", project_dir, prompt="this turn", prompt_response="saved now")
+    assert hook(now, project_dir, env={"CONTEXTWARE_SERVICE": "off"}).returncode == 0
+    texts = {r["text"] for r in rows(project_dir, "logs")}
+    assert {"before the poison", "kept one", "after the poison", "kept two", "this turn"} <= texts
+    assert not spool.pending(data_dir)
+    bad = (data_dir / spool.QUARANTINE).read_bytes().splitlines()
+    assert len(bad) == 2 and bad[0].startswith(b"[[[[") and b'"p2"' in bad[1]
+
+
+def test_a_service_starts_and_drains_past_a_poisoned_spool_line(project_dir, services):
+    data_dir = _poisoned_spool(project_dir)
+    started = run("service", "start", cwd=project_dir)
+    assert started.returncode == 0 and started.json["running"] is True
+    wait_for(lambda: not spool.pending(data_dir), timeout=60)
+    assert status(project_dir)["pid"] == started.json["pid"]
+    texts = {r["text"] for r in rows(project_dir, "logs")}
+    assert {"before the poison", "kept one", "after the poison", "kept two"} <= texts
+    assert (data_dir / spool.QUARANTINE).exists()

@@ -47,6 +47,18 @@ def saved_memories(project: Any) -> dict[str, str]:
     return ids
 
 
+# Each server's secret path prefix (``guard.run_prefix``), by port: ``request`` sends its paths
+# under it and shows its answers without it, as a person sees the pages at the URL they opened;
+# ``raw=True`` sends and shows exactly what travels.
+PREFIXES: dict[int, str] = {}
+
+
+def run_prefix(token: str) -> str:
+    from contextware.browser.guard import run_prefix as prefix_of
+
+    return prefix_of(token)
+
+
 @dataclass
 class Answer:
     status: int
@@ -66,6 +78,7 @@ def served_browser(project: Any) -> Iterator[Any]:
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.started, "the browser's server did not start"
+    PREFIXES[served.port] = run_prefix(served.token)
     try:
         yield served
     finally:
@@ -84,8 +97,11 @@ def request(
     origin: str | None = None,
     form: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
+    raw: bool = False,
 ) -> Answer:
     """One request; ``token`` goes in the cookie the server sets (as a browser sends it back)."""
+    prefix = "" if raw else PREFIXES.get(port, "")
+    path = prefix + path if path.startswith("/") else path
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     sent = {"Host": f"127.0.0.1:{port}" if host is None else host, **(headers or {})}
     if token is not None:
@@ -105,6 +121,10 @@ def request(
     resp = conn.getresponse()
     answer = Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode("utf-8", "replace"))
     conn.close()
+    if prefix:
+        if answer.headers.get("location", "").startswith(prefix + "/"):
+            answer.headers["location"] = answer.headers["location"][len(prefix) :]
+        answer.text = re.sub(rf'(href|action|src)="{re.escape(prefix)}/', r'\1="/', answer.text)
     return answer
 
 
@@ -145,8 +165,9 @@ def ui_process(
             line = proc.stderr.readline()
             if not line:
                 break
-            if m := re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", line):
+            if m := re.search(r"http://127\.0\.0\.1:(\d+)(/cw-[0-9a-f]{16})?/\?token=\S+", line):
                 url = m.group(0)
+                PREFIXES[int(m.group(1))] = m.group(2) or ""
                 break
         assert url, f"ui.py printed no URL (exit {proc.poll()})"
         yield proc, url

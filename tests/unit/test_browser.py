@@ -338,3 +338,48 @@ def test_the_browser_is_opened_without_the_token_on_a_command_line(monkeypatch):
     page = Path(urlparse(opened[0]).path)
     assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
     assert f'content="0;url={served.url}"' in page.read_text()
+
+
+def test_the_cookie_is_bound_to_this_servers_secret_path(browser):
+    """Cookies are not isolated by port: one with ``Path=/`` went to every server on 127.0.0.1.
+    Every page lives under this run's secret prefix, the cookie's only path."""
+    from contextware.browser.guard import run_prefix
+
+    port, token = browser.port, browser.token
+    prefix = run_prefix(token)
+    assert browser.base == f"http://127.0.0.1:{port}{prefix}/" and len(prefix) == 20
+    first = request(port, f"{prefix}/?token={token}", raw=True)
+    assert first.status == 303 and first.headers["location"] == f"{prefix}/"
+    assert f"Path={prefix}" in first.headers["set-cookie"] and "Path=/;" not in first.headers["set-cookie"]
+    assert request(port, "/", token=token, raw=True).status == 403  # outside the prefix: no page
+    assert request(port, "/memories", token=token, raw=True).status == 403
+    page = request(port, f"{prefix}/", token=token, raw=True)
+    assert page.status == 200 and "Dashboard" in page.text
+    links = re.findall(r'(?:href|action|src)="(/[^"]*)"', page.text)
+    assert links and all(link.startswith(prefix + "/") for link in links), links
+    assert int(page.headers["content-length"]) == len(page.text.encode())
+
+
+@pytest.mark.parametrize("evil", ["//evil.example/", "/\\evil.example/", "///evil.example/x", "/\\/evil.example"])
+def test_the_token_stripping_redirect_stays_on_this_server(browser, evil):
+    from contextware.browser.guard import run_prefix
+
+    port, token = browser.port, browser.token
+    prefix = run_prefix(token)
+    answer = request(port, f"{prefix}{evil}?token={token}", raw=True)
+    assert answer.status == 303
+    location = answer.headers["location"]
+    assert location.startswith(prefix + "/") and "//" not in location and "\\" not in location, location
+    assert request(port, f"{evil}?token={token}", raw=True).status == 403  # outside the prefix
+
+
+def test_a_pages_own_redirect_keeps_the_prefix(browser, memories):
+    from contextware.browser.guard import run_prefix
+
+    port, token = browser.port, browser.token
+    prefix = run_prefix(token)
+    rid = memories["tests"]
+    page = request(port, f"{prefix}/memory/{rid}/edit", token=token, raw=True)
+    form = {"token": form_token(page.text), "text": "We run the tests with pytest -n 4.", "kind": "convention"}
+    saved = request(port, f"{prefix}/memory/{rid}/edit", token=token, method="POST", form=form, raw=True)
+    assert saved.status == 303 and saved.headers["location"].startswith(f"{prefix}/memory/"), saved.headers

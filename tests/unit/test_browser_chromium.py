@@ -175,3 +175,38 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
             chromium.get(served.base + path)
             assert words in chromium.find_element(By.TAG_NAME, "main").text, path
             assert _drawn(chromium), path
+
+
+def test_another_server_on_127_0_0_1_is_never_sent_the_token(project, chromium):
+    """Cookies are not isolated by port: the token's cookie, once set with ``Path=/``, went to every
+    server on 127.0.0.1 the user opened.  Bound to this run's secret path, it goes to none."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Cookie") or "")
+            body = b"<!doctype html><title>other</title>another local server"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        saved_memories(project)
+        with served_browser(project) as served:
+            chromium.get(served.url)
+            assert chromium.title.startswith("Dashboard")
+            for path in ("/", "/memories", "/static/ui.css"):
+                chromium.get(f"http://127.0.0.1:{other.server_address[1]}{path}")
+            assert len(seen) >= 3 and not any(served.token in cookie for cookie in seen), seen
+    finally:
+        other.shutdown()

@@ -148,3 +148,46 @@ def test_a_runtime_dir_too_long_for_a_socket_gives_way_to_tmp(tmp_path, monkeypa
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
     ep = endpoint(tmp_path / "data")
     assert str(ep.folder).startswith("/tmp/contextware-") and len(os.fsencode(str(ep.socket))) < 108
+
+
+def test_spool_keeps_a_turn_from_a_non_utf8_folder_and_quarantines_a_failing_replay(tmp_path):
+    spool.append(tmp_path, {"id": "odd", "cwd": "/tmp/d\udce9"})  # raised UnicodeEncodeError: turn lost
+    spool.append(tmp_path, {"id": "boom"})
+    spool.append(tmp_path, {"id": "fine"})
+    seen: list[str] = []
+
+    def replay(entry: dict) -> None:
+        if entry["id"] == "boom":
+            raise RuntimeError("a replay that fails")
+        seen.append(entry["id"])
+
+    assert spool.drain(tmp_path, replay) == 2 and seen == ["odd", "fine"]
+    assert b'"boom"' in (tmp_path / spool.QUARANTINE).read_bytes() and not spool.pending(tmp_path)
+
+
+def test_frames_are_checked_before_the_service_acts():
+    from contextware.service.frames import problem
+    from contextware.service.protocol import too_deep
+
+    assert too_deep(b"[" * 100_000 + b"]" * 100_000) and too_deep(b"[" * 33 + b"]" * 33)
+    assert not too_deep(b"[" * 32 + b"]" * 32)
+    assert not too_deep(b'{"argv": ["' + b"[" * 5_000 + b'"]}')  # brackets inside a string do not count
+    assert not too_deep(b'{"a": "\\\\", "b": "\\"' + b"[" * 50 + b'"}')
+    ok = {"op": "run", "command": "recall", "argv": ["--query", "x"], "cwd": "/", "env": {}, "stdin": None}
+    assert problem(ok) is None
+    for bad in (
+        {**ok, "op": ["run"]},
+        {**ok, "cwd": ["/"]},
+        {**ok, "cwd": {"a": 1}},
+        {**ok, "stdin": 42},
+        {**ok, "stdin": "!!!"},
+        {**ok, "argv": ["--query", 7]},
+        {**ok, "argv": ["--query", "caf\udce9"]},
+        {**ok, "env": {"CONTEXTWARE_X": 1}},
+        {**ok, "command": "watch", "argv": []},
+        {**ok, "command": "ui", "argv": []},
+        {**ok, "command": "memory", "argv": ["repair"]},
+        {"op": "hook", "stdin": {"a": 1}},
+        {"op": "mcp", "tool": "recall", "arguments": []},
+    ):
+        assert problem(bad), bad

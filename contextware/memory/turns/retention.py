@@ -98,11 +98,16 @@ def _write_ledger(project: "Project", ledger: dict[str, Any]) -> None:
     write_atomic(project.data_dir / LEDGER, json.dumps(ledger, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+MAX_OLDER_THAN_DAYS = 36_500  # a century
+
+
 def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_model: bool = False) -> dict[str, Any]:
     """Retain the sessions whose last turn is over ``older_than`` days old; ``dry_run`` lists them
     and changes nothing; ``use_model``: digests by Gemini where configured (``gemini_digest``)."""
-    if not older_than > 0:
-        raise FieldError("{field} must be a number of days above 0.", field="older_than")
+    if not 0 < older_than <= MAX_OLDER_THAN_DAYS:  # NaN, inf and 1e308 too (a timedelta overflows)
+        raise FieldError(
+            f"{{field}} must be a number of days above 0 and at most {MAX_OLDER_THAN_DAYS:,}.", field="older_than"
+        )
     cutoff = utcnow() - timedelta(days=older_than)
     sessions = old_sessions(project, cutoff)
     report: dict[str, Any] = {
