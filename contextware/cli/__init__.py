@@ -128,6 +128,10 @@ def run(
             sys.stdout.write(raw)
             sys.stdout.flush()
             return 0
+        failure = getattr(module, "failure", lambda _result: None)(result)
+        if failure is not None:  # a report that is itself the bad news (doctor: unhealthy), exit 1
+            emit({"ok": False, "error": failure, **result}, fmt, getattr(module, "render_text", None))
+            return 1
         emit({"ok": True, **result}, fmt, getattr(module, "render_text", None))
         return 0
     except ContextwareError as exc:

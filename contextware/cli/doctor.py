@@ -8,14 +8,19 @@ from contextware.cli import add_common, new_parser
 
 DESCRIPTION = """Check an install end to end, for this project and this user, and say what to do.
 
-  command   `contextware` is on PATH (what files a project commits call)
-  hook      every installed hook command (and this install's own) answers a SessionStart event
-  mcp       every installed MCP server (and this install's own) answers initialize and tools/list
-  service   the project's resident service starts and answers
-  data      every table of the project's memory is readable
+  command    `contextware` is on the PATH a host will have (this environment's own bin/ left out)
+  hook       every installed hook command (and this install's own) answers a SessionStart event
+  loop       each installed host's hooks run a session start, a prompt and a turn end against this
+             project's memory (the sample turn is removed after); says what the model would receive
+  duplicate  one host installed in both project and user scope
+  hooks_log  hook failures of the last day in hooks.log (hooks fail open: a failure shows only there)
+  mcp        every installed MCP server (and this install's own) answers initialize and tools/list
+  service    the project's resident service starts and answers
+  data       every table of the project's memory is readable
+  briefing   the session briefing reads, as `contextware context` reads it
 
-Each check says ok or the problem and its fix; "healthy" is true when all are ok (exit code 0 either
-way: the answer is the report)."""
+Each check says ok or the problem and its fix; "healthy" is true when all are ok. Exit 0 when
+healthy, 1 when not (the report is printed either way, with an "unhealthy" error)."""
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -28,6 +33,15 @@ def handle(args: argparse.Namespace) -> dict:
     from contextware.hosts.install.doctor import doctor
 
     return doctor(args.project_root)
+
+
+def failure(result: dict) -> dict | None:
+    """The error of an unhealthy report (exit 1): its first problem."""
+    if result["healthy"]:
+        return None
+    first = next(c for c in result["checks"] if not c["ok"])
+    message = f"{result['problems']} problem(s); first, {first['name']}: {first['detail']}"
+    return {"code": "unhealthy", "message": message}
 
 
 def render_text(result: dict) -> str:

@@ -22,7 +22,8 @@ DESCRIPTION = """Install Contextware into an agent host, or remove it again.
                       only the MCP server, in HOST's own file: cursor (.cursor/mcp.json,
                       ~/.cursor/mcp.json), vscode (.vscode/mcp.json, the user profile's mcp.json),
                       claude-desktop (claude_desktop_config.json, --user only), or print (print
-                      the snippet for any other host; writes nothing)
+                      the snippet for any other host, with this project's root as its cwd
+                      and CONTEXTWARE_PROJECT_ROOT, and where to put it; writes nothing)
   uninstall [gemini|claude|mcp] [--host HOST] [--user|--project]
                       remove exactly what install added (recorded in
                       $CONTEXTWARE_HOME/install-manifest.json); untouched files get their original

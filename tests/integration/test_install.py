@@ -258,7 +258,8 @@ def test_end_to_end_project_hooks_inject_memory_into_real_gemini_cli(
     trusted = Path(gemini_cli_env["GEMINI_CLI_HOME"]) / ".gemini" / "trustedFolders.json"
     trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
     again = install_script("gemini", "--project", cwd=root, env=env).json
-    assert again["changed"] is False and again["warnings"] == []
+    # The test environment's own bin/ is not on the PATH a host started elsewhere has: warned, still runs here.
+    assert again["changed"] is False and all("not on PATH" in w for w in again["warnings"])
     _assert_memory_round_trip(remembering_project, _ask_gemini(gemini_bin, root, env), fake_gemini_api)
 
 

@@ -100,5 +100,15 @@ def test_claude_desktop_and_cursor_user_configs_start_a_working_server(project_d
 
 def test_print_writes_nothing_and_shows_the_generic_snippet(project_dir: Path):
     out = run_script("install", "mcp", "--host", "print", "--project", "--format", "text", cwd=project_dir)
-    assert json.loads(out.stdout) == {"mcpServers": {"contextware": {"command": "contextware", "args": ["mcp"]}}}
+    root = str(project_dir)
+    entry = {"command": "contextware", "args": ["mcp"], "cwd": root, "env": {"CONTEXTWARE_PROJECT_ROOT": root}}
+    assert json.loads(out.stdout) == {"mcpServers": {"contextware": entry}}
     assert list(project_dir.iterdir()) == []
+
+
+def test_print_names_the_project_so_the_entry_works_from_any_folder(project_dir: Path, tmp_path: Path):
+    """A host starts the server from its own folder: the printed entry still serves this project."""
+    out = run_script("install", "mcp", "--host", "print", "--project", cwd=project_dir).json
+    entry = out["config"]["mcpServers"]["contextware"]
+    assert entry["cwd"] == str(project_dir) and entry["env"]["CONTEXTWARE_PROJECT_ROOT"] == str(project_dir)
+    assert "mcpServers" in out["next"] and str(project_dir) in out["next"]

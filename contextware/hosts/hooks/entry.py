@@ -88,6 +88,10 @@ def answer(data: str, settings: Settings | None = None) -> str:
     event = str(payload.get("hook_event_name") or "")
     if event not in handlers.HANDLERS:
         return ""
+    from contextware.hosts.hooks.once import first_answer
+
+    if not first_answer(data, event):
+        return ""  # a second install of this host runs us for the same event: answered once already
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and os.path.isdir(cwd):
         os.chdir(cwd)  # the project is resolved from here, as a command run there would

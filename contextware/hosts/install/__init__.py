@@ -6,7 +6,8 @@
 - ``shared``: how hooks and the server are started (from a clone or an installed package), the
   skill, the manifest; ``installed_files``: each file an install writes and its exact undo;
   ``settings_merge``: the one JSON settings merger (``jsonc``: files with comments, edited as
-  text); ``doctor``: an install checked end to end.
+  text); ``doctor``: an install checked end to end; ``loop``: doctor's run of each installed
+  host's hooks (sample events, duplicate installs, ``hooks.log``).
 - ``git_merge``: the memory file's git merge driver (``.gitattributes``, the repository's config).
 
 May import storage (layout), ``gemini`` (linking the extension) and the shared helpers; not

@@ -26,14 +26,13 @@ from typing import Any
 
 from contextware import __version__
 from contextware.core.errors import ContextwareError
-from contextware.hosts.install import settings_merge
+from contextware.hosts.install import loop, settings_merge
 from contextware.hosts.install.shared import (
     NAME,
     PORTABLE_COMMAND,
     choose_runner,
-    environment_python,
     fix_path_command,
-    in_clone,
+    host_which,
     mcp_server,
     missing_paths,
 )
@@ -80,6 +79,19 @@ def _files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return hooks, servers
 
 
+def files_with_our_hooks(root: Path) -> list[str]:
+    """Every hosts' file that holds a hook of ours (one host in two of them is a duplicate install)."""
+    found = []
+    for path in _files(root)[0]:
+        for definitions in (_read_json(path).get("hooks") or {}).values() if path.is_file() else []:
+            if any(
+                settings_merge.is_our_hook_definition(d) for d in (definitions if isinstance(definitions, list) else [])
+            ):
+                found.append(str(path))
+                break
+    return found
+
+
 def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
     """(hook command -> the file it was found in, MCP server key -> {"server", "file"}) for every
     install of Contextware this project and this user have."""
@@ -104,11 +116,11 @@ def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
 def check_command(needed: bool) -> dict:
     """``needed``: some installed file calls the command from PATH."""
     found = shutil.which(PORTABLE_COMMAND)
-    if found and in_clone() and Path(found).parent.parent == environment_python().parent.parent:
+    if found and not host_which(PORTABLE_COMMAND):
         return _check(  # a problem when installed files call it: a host started elsewhere will not find it
             "command",
             not needed,
-            f"`{PORTABLE_COMMAND}` is on PATH here as the clone's own {found}, which is on PATH only inside "
+            f"`{PORTABLE_COMMAND}` is on PATH here only as this environment's own {found}, which is on PATH only inside "
             "`uv run` or an activated environment: hosts started from another shell do not find it.",
             f"`{fix_path_command()}`",
         )
@@ -286,6 +298,21 @@ def check_data(root: Path) -> dict:
     return _check("data", True, f"{len(tables)} tables readable, {rows} rows.")
 
 
+def check_briefing(root: Path) -> dict:
+    """The session briefing, read in this process as ``contextware context`` reads it."""
+    from contextware.memory.briefing import session_context
+    from contextware.storage.layout import resolve_data_dir
+    from contextware.storage.project import Project
+
+    if not resolve_data_dir(root).is_dir():
+        return _check("briefing", True, f"No memory in {root} yet.")
+    try:
+        out = session_context(Project.open(str(root)))
+    except ContextwareError as exc:
+        return _check("briefing", False, f"The session briefing fails: {exc.message}", "`contextware memory repair`")
+    return _check("briefing", True, f"The session briefing reads ({len(json.dumps(out))} characters of JSON).")
+
+
 def doctor(project_root: str | None = None) -> dict:
     """Run every check for the project at ``project_root`` (default: as every command resolves it)."""
     root = resolve_project_root(project_root)
@@ -301,9 +328,17 @@ def doctor(project_root: str | None = None) -> dict:
         )
     except ContextwareError as exc:
         checks.append(_check("install", False, exc.message, REINSTALL))
-    checks += [check_hook(command, source, root) for command, source in hooks.items()]
+    hook_checks = [check_hook(command, source, root) for command, source in hooks.items()]
+    checks += hook_checks
+    runs = [  # the loop, for every hook a host's file installs (and that starts at all)
+        loop.run_loop(command, source, root)
+        for (command, source), check in zip(hooks.items(), hook_checks, strict=True)
+        if check["ok"] and loop.host_and_scope(source, root)
+    ]
+    checks += [*runs, *loop.duplicates(files_with_our_hooks(root), root)]
+    checks.append(loop.check_log(root, bool(runs) and all(c["ok"] for c in runs)))
     checks += [check_mcp(entry["server"], entry["file"], root) for entry in servers.values()]
-    checks += [check_service(root), check_data(root)]
+    checks += [check_service(root), check_data(root), check_briefing(root)]
     problems = [c for c in checks if not c["ok"]]
     return {
         "healthy": not problems,

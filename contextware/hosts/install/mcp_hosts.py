@@ -113,12 +113,19 @@ def install(host: str, scope: str, root: Path, *, python: str | None, replace: b
                 "run `uv sync` in the Contextware clone (or install it with `uv tool install`) and try again.",
                 code="not_installed",
             )
+        # The project named twice (a host starts servers from its own folder): the entry works from anywhere.
+        entry = {**server, "cwd": str(root), "env": {"CONTEXTWARE_PROJECT_ROOT": str(root)}}
         return install_result(
             "mcp",
             "print",
             scope,
             host=host,
-            config={"mcpServers": {NAME: server}},
+            project_root=str(root),
+            config={"mcpServers": {NAME: entry}},
+            next=(
+                f"Put the {NAME!r} entry under your host's MCP servers (its mcpServers or servers map, in the "
+                f"host's own MCP config file); it serves the memory of {root} from any folder the host starts in."
+            ),
             runner=runner.kind,
             warnings=warnings,
         )

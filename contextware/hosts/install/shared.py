@@ -175,9 +175,32 @@ class Runner:
         return f"{run} {skill}/scripts/{script}"
 
 
+def own_bin_dirs() -> set[str]:
+    """The running environment's own ``bin/`` folders (``sys.prefix``, ``VIRTUAL_ENV``, the skill's
+    ``.venv``): ``uv run`` and an activated environment put them first on PATH, a host started from
+    another shell does not have them."""
+    dirs = {Path(sys.prefix) / "bin", environment_python().parent}
+    if os.environ.get("VIRTUAL_ENV"):
+        dirs.add(Path(os.environ["VIRTUAL_ENV"]) / "bin")
+    return {os.path.realpath(d) for d in dirs}
+
+
+def host_path() -> str:
+    """PATH as a host started outside this environment will have it: this one's minus its own ``bin/``."""
+    own = own_bin_dirs()
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(p for p in parts if p and os.path.realpath(p) not in own)
+
+
+def host_which(command: str) -> str | None:
+    """``command`` looked up on the PATH the host will have (see ``host_path``)."""
+    return shutil.which(command, path=host_path())
+
+
 def portable_runner() -> tuple[Runner, list[str]]:
-    """The runner for files a project commits, with a warning when ``contextware`` is not on PATH here."""
-    if shutil.which(PORTABLE_COMMAND):
+    """The runner for files a project commits, with a warning when ``contextware`` is not on the PATH
+    the host will have (this environment's own ``bin/`` left out)."""
+    if host_which(PORTABLE_COMMAND):
         return Runner("command", PORTABLE_COMMAND), []
     return Runner("command", PORTABLE_COMMAND), [path_warning()]
 
@@ -300,7 +323,7 @@ def mcp_server(runner: Runner) -> dict:
 def missing_paths(argv: list[str]) -> list[str]:
     """The absolute paths in a command line that do not exist (a command on PATH is looked up)."""
     missing = [a for a in argv if os.path.isabs(a) and not os.path.exists(a)]
-    if argv and not os.path.isabs(argv[0]) and shutil.which(argv[0]) is None:
+    if argv and not os.path.isabs(argv[0]) and host_which(argv[0]) is None:
         missing.insert(0, argv[0])
     return missing
 
