@@ -91,10 +91,10 @@ def _clean(collection: str, row: dict[str, Any], redacted: dict[str, int] | None
 
 
 class Lines:
-    """The file's lines by index, as ``str.splitlines`` numbers them, read from the text itself: the
-    offsets where each starts and ends (16 bytes a line), not a second copy of the file."""
+    """The file's lines by index, as ``memfile.file_lines`` numbers them (split on "\\n" only), read from
+    the text itself: the offsets where each starts and ends (16 bytes a line), not a second copy of the file."""
 
-    _BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+    _BREAK = re.compile("\r?\n")
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from contextware.errors import UsageError
+from contextware.memory import tombstones
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.tombstones import entry_key, is_tombstone, later
 from contextware.redact import refuse_secret_name, refuse_secret_topics
 from contextware.storage.schemas import MEMORY_TABLES
-from contextware.text import iso, parse_topics
+from contextware.text import iso, parse_topics, utcnow
 
 FORMAT = "contextware-memory"
 VERSION = 2  # 2: tombstones, lines sorted by (created_at, id), a log's optional speaker
@@ -67,6 +68,17 @@ TEXT_FIELDS = ("text", "goal", "summary", "prompt")
 TIME_FIELDS = ("created_at", "updated_at")
 MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 
+# The same bounds as ``save`` (``max_fact_chars``' default): a teammate's file cannot store more, and a
+# line longer than any valid one is refused before it is parsed (a 60 MB line reached 17 GB).
+MAX_TEXT_CHARS = 4000
+MAX_TOPICS = 50  # topics on one memory
+MAX_FIELD_CHARS = 200  # source, category, session_id, deleted_by
+MAX_LINE_CHARS = 64 * 1024  # every field at its bound, escaped (a \uXXXX is 6 characters)
+# Clock skew allowed to a teammate's clock: a time later than now plus this is refused (a line dated
+# 2099 would outrank every later edit for ever, a tombstone dated 9999 would delete the memory again
+# after every re-save).
+CLOCK_SKEW = tombstones.CLOCK_SKEW
+
 
 # -- one line ---------------------------------------------------------------------------------------
 def _bad(field: str | None, why: str) -> UsageError:
@@ -81,7 +93,15 @@ def _time(value: Any, key: str) -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise _bad(key, f"{key} {value!r} is not an ISO 8601 time.") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    try:
+        when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise _bad(key, f"{key} {value!r} is out of range.") from None
+    if when > utcnow() + CLOCK_SKEW:
+        raise _bad(
+            key, f"{key} {iso(when)} is later than now (a clock set ahead, or a file written to outrank every edit)."
+        )
+    return when
 
 
 def _valid_id(record_id: str) -> bool:
@@ -93,8 +113,9 @@ def _valid_id(record_id: str) -> bool:
 def _check_id(raw: dict[str, Any]) -> tuple[str, str]:
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
-    if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
-        raise _bad("id", f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).")
+    if collection is None or not isinstance(record_id, str) or len(record_id) > 64 or not _valid_id(record_id):
+        shown = repr(record_id)[:80] if isinstance(record_id, str) else type(record_id).__name__
+        raise _bad("id", f"id {shown} is not a memory id (fact-…, episode-… or log-…).")
     return record_id, collection
 
 
@@ -112,9 +133,14 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _bad(key, f"{key} is missing or empty.")
     row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
+    for key in TEXT_FIELDS:
+        if isinstance(row.get(key), str) and len(row[key]) > MAX_TEXT_CHARS:
+            raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {MAX_TEXT_CHARS:,} save allows.")
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
+        if row.get(key) is not None and len(row[key]) > MAX_FIELD_CHARS:
+            raise _bad(key, f"{key} is longer than {MAX_FIELD_CHARS} characters.")
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
             raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
@@ -124,6 +150,10 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     row["updated_at"] = _time(row["updated_at"], "updated_at") if row.get("updated_at") else row["created_at"]
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
+            raise _bad("topics", "topics must be a list of strings.")
+        if len(row["topics"] or []) > MAX_TOPICS:
+            raise _bad("topics", f"{len(row['topics']):,} topics, over the {MAX_TOPICS} one memory may have.")
+        if any(not isinstance(t, str) for t in row["topics"] or []):
             raise _bad("topics", "topics must be a list of strings.")
         row["topics"] = parse_topics(refuse_secret_topics(row["topics"] or []))
     if collection == "facts":
@@ -150,6 +180,8 @@ def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
         raise _bad(unknown[0], f"unknown field {', '.join(unknown)} for a tombstone.")
     if raw.get("deleted_by") is not None and not isinstance(raw["deleted_by"], str):
         raise _bad("deleted_by", "deleted_by must be a string or null.")
+    if isinstance(raw.get("deleted_by"), str) and len(raw["deleted_by"]) > MAX_FIELD_CHARS:
+        raise _bad("deleted_by", f"deleted_by is longer than {MAX_FIELD_CHARS} characters.")
     deleted = iso(_time(raw["deleted_at"], "deleted_at"))
     created = iso(_time(raw["created_at"], "created_at")) if raw.get("created_at") is not None else None
     return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
@@ -184,6 +216,17 @@ def _refuse(problems: list[dict[str, Any]]) -> UsageError:
     )
 
 
+def file_lines(text: str) -> Iterator[str]:
+    """The file's lines, split on "\\n" only (a trailing "\\r" dropped): never on U+2028, U+2029 or the
+    other breaks ``str.splitlines`` knows, which older exports left raw inside a JSON string."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop
+        yield text[start : stop - 1] if stop > start and text[stop - 1] == "\r" else text[start:stop]
+        start = stop + 1
+
+
 def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     """The file's numbered lines, one list per side: one side for a clean file, ``[ours, theirs]``
     for a file git left with conflict markers (the common ancestor's lines of a diff3 conflict are dropped)."""
@@ -192,7 +235,7 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     state, conflicted = "both", False
     expected = {"both": ("<<<<<<<",), "ours": ("|||||||", "======="), "base": ("=======",), "theirs": (">>>>>>>",)}
     following = {"<<<<<<<": "ours", "|||||||": "base", "=======": "theirs", ">>>>>>>": "both"}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(file_lines(text), start=1):
         marker = next((m for m in MARKERS if line.startswith(m)), None)
         if marker is not None:
             if marker not in expected[state]:
@@ -219,6 +262,15 @@ def checked_lines(
     seen: dict[str, int] = {}
     problems: list[dict[str, Any]] = []
     for number, line in lines:
+        if len(line) > MAX_LINE_CHARS:  # before parsing: a huge line never becomes a huge object
+            problems.append(
+                {
+                    "line": number,
+                    "field": None,
+                    "why": f"is {len(line):,} characters, over the {MAX_LINE_CHARS:,} a memory's line can be",
+                }
+            )
+            continue
         if not line.strip():
             continue
         try:
@@ -287,10 +339,17 @@ def parse_export(text: str) -> dict[str, list[dict[str, Any]]]:
     return by_collection
 
 
+def escape_breaks(line: str) -> str:
+    """U+2028 and U+2029 escaped: ``json.dumps(ensure_ascii=False)`` leaves them raw, and readers that
+    split on every Unicode line break (``str.splitlines``, editors, JavaScript) cut the line there.
+    Outside strings JSON never holds them, so the escape is always inside one."""
+    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def render(entries: Iterable[dict[str, Any]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
-    lines = [json.dumps(e, ensure_ascii=False) for e in sorted(entries, key=line_order)]
+    lines = [escape_breaks(json.dumps(e, ensure_ascii=False)) for e in sorted(entries, key=line_order)]
     return "".join(line + "\n" for line in [header, *lines])
 
 
@@ -323,29 +382,41 @@ def merge_texts(base: str, ours: str, theirs: str) -> str:
     return render(merge3(read_entries(base), read_entries(ours), read_entries(theirs)).values())
 
 
+def _read_side(path: Path, label: str) -> str:
+    """One version git hands the driver: a regular file only (a FIFO is never opened, ``/dev/zero``
+    never read), at most the import's size limit; anything else is one UsageError naming it."""
+    from contextware.inputs import MAX_IMPORT_BYTES, read_input_file
+
+    what = f"{label} ({path})"
+    try:
+        data = read_input_file(path, what, limit=MAX_IMPORT_BYTES, code="bad_merge_input")
+    except UsageError as exc:
+        exc.message = exc.message.replace("nothing was saved", "nothing was merged")
+        raise
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} is not UTF-8 text; nothing was merged.", code="bad_merge_input") from None
+
+
 def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
     from contextware.system import write_atomic
 
-    texts = []
-    for path in (base, ours, theirs):
-        try:
-            texts.append(path.read_bytes().decode("utf-8-sig") if path.is_file() else "")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"Cannot read {path}: {exc}.", code="bad_import") from None
+    texts = [_read_side(path, label) for path, label in ((base, "BASE"), (ours, "OURS"), (theirs, "THEIRS"))]
     merged = merge_texts(*texts)
     write_atomic(ours, merged)
     return {"merged": str(ours), "entries": merged.count("\n") - 1}
 
 
 def with_markers(ours: Path, theirs: Path) -> None:
-    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git)."""
+    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git); when
+    either side cannot be read as text, ``ours`` is left as it is (git's own conflict)."""
     from contextware.system import write_atomic
 
     try:
-        mine = ours.read_text(encoding="utf-8") if ours.is_file() else ""
-        other = theirs.read_text(encoding="utf-8") if theirs.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        mine, other = _read_side(ours, "OURS"), _read_side(theirs, "THEIRS")
+    except UsageError:
         return
     if mine == other:
         return

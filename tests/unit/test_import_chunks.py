@@ -110,7 +110,12 @@ def test_an_import_killed_between_chunks_loses_nothing_and_finishes_when_run_aga
     assert len(lines) == 8
 
 
-def test_lines_are_read_from_the_text_as_splitlines_numbers_them():
+def test_lines_are_read_from_the_text_as_the_file_splitter_numbers_them():
+    """Split on "\\n" only (U+2028 and the other Unicode breaks stay inside their line), like ``file_lines``."""
+    from contextware.memory.memfile import file_lines
+
     text = "a\nb\r\nc\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j\n\nk"
     lines = importing.Lines(text)
-    assert [lines[k] for k in range(len(text.splitlines()))] == text.splitlines()
+    expected = list(file_lines(text))
+    assert expected == ["a", "b", "c\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j", "", "k"]
+    assert [lines[k] for k in range(len(expected))] == expected
