@@ -49,7 +49,8 @@ def build_command(
         cmd += ["--session-id", session_id]
     if resume:
         cmd += ["--resume", resume]
-    return [*cmd, "-p", prompt]
+    # One argument: a prompt that starts with "-" is never read as an option (``-p --yolo`` was).
+    return [*cmd, f"--prompt={prompt}"]
 
 
 def run_gemini(

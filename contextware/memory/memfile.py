@@ -151,9 +151,10 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
             raise _bad("topics", "topics must be a list of strings.")
-        if len(row["topics"] or []) > MAX_TOPICS:
-            raise _bad("topics", f"{len(row['topics']):,} topics, over the {MAX_TOPICS} one memory may have.")
-        if any(not isinstance(t, str) for t in row["topics"] or []):
+        given: list[Any] = row["topics"] or []
+        if len(given) > MAX_TOPICS:
+            raise _bad("topics", f"{len(given):,} topics, over the {MAX_TOPICS} one memory may have.")
+        if any(not isinstance(t, str) for t in given):
             raise _bad("topics", "topics must be a list of strings.")
         row["topics"] = parse_topics(refuse_secret_topics(row["topics"] or []))
     if collection == "facts":

@@ -269,7 +269,7 @@ def test_text_before_json_and_arguments(fake_bin):
     call = fake_bin.calls()[0]
     assert call["stdin"] == "CONTENT"
     argv = call["argv"]
-    assert argv[:3] == ["-o", "json", "--skip-trust"] and argv[-2:] == ["-p", "hi"]
+    assert argv[:3] == ["-o", "json", "--skip-trust"] and argv[-1:] == ["--prompt=hi"]
     assert argv[argv.index("-m") + 1] == "m1"
     assert argv[argv.index("--include-directories") + 1] == "a,b"
 

@@ -27,7 +27,7 @@ argv = sys.argv[1:]
 stdin = sys.stdin.read()
 def opt(name):
     return argv[argv.index(name) + 1] if name in argv else None
-prompt = opt("-p") or ""
+prompt = next((a[len("--prompt="):] for a in argv if a.startswith("--prompt=")), None) or opt("-p") or ""
 with open(os.environ["FAKE_GEMINI_LOG"], "a") as f:
     f.write(json.dumps({{"argv": argv, "stdin": stdin, "cwd": os.getcwd(), "t": time.time()}}) + "\\n")
 time.sleep(float(os.environ.get("FAKE_GEMINI_DELAY") or 0))
