@@ -32,9 +32,5 @@ def test_a_prompt_like_an_option_reaches_the_model_as_text(
     assert result.response == "An answer."
     chat = fake_gemini_api.chat_requests()[-1]
     assert chat.texts()[-1] == prompt  # the literal text, as the user's turn
-    offered = {
-        d.get("name")
-        for tool in chat.body.get("tools") or []
-        for d in tool.get("functionDeclarations") or []
-    }
+    offered = {d.get("name") for tool in chat.body.get("tools") or [] for d in tool.get("functionDeclarations") or []}
     assert not offered & APPROVAL_ONLY_TOOLS, json.dumps(sorted(offered))  # approval mode stayed default

@@ -49,11 +49,11 @@ def read_tail(path: Path, limit: int = MAX_BYTES) -> str:
 def _lines(path: Path) -> list[dict]:
     raw = read_tail(path)
     out = []
-    for line in raw.splitlines():
+    for line in raw.split("\n"):  # "\n" only: a message may hold U+2028 raw
         try:
             doc = json.loads(line)
-        except ValueError:
-            continue  # the first line of a tail, or one being written
+        except (ValueError, RecursionError):
+            continue  # the first line of a tail, one being written, or one nested past the parser's stack
         if isinstance(doc, dict):
             out.append(doc)
     return out

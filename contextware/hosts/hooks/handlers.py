@@ -263,12 +263,12 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     raw = read_tail(path, MAX_TRANSCRIPT_BYTES)
     try:
         docs: list[Any] = [json.loads(raw)]
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's stack
         docs = []
-        for line in raw.splitlines():
+        for line in raw.split("\n"):  # "\n" only: a message may hold U+2028 raw
             try:
                 docs.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):  # that line only: the turns after it still count
                 continue
     by_id: dict[Any, dict] = {}
     for doc in docs:
