@@ -68,12 +68,13 @@ TEXT_FIELDS = ("text", "goal", "summary", "prompt")
 TIME_FIELDS = ("created_at", "updated_at")
 MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 
-# The same bounds as ``save`` (``max_fact_chars``' default): a teammate's file cannot store more, and a
-# line longer than any valid one is refused before it is parsed (a 60 MB line reached 17 GB).
-MAX_TEXT_CHARS = 4000
+# The same bounds as ``save`` (``max_fact_chars``' default for a fact's text; an episode's and a log's
+# texts, which save does not cut, at a bound far above real ones): a teammate's file cannot store more,
+# and a line longer than any valid one is refused before it is parsed (a 60 MB line reached 17 GB).
+MAX_TEXT_CHARS = {"facts": 4000, "episodes": 100_000, "logs": 100_000}
 MAX_TOPICS = 50  # topics on one memory
 MAX_FIELD_CHARS = 200  # source, category, session_id, deleted_by
-MAX_LINE_CHARS = 64 * 1024  # every field at its bound, escaped (a \uXXXX is 6 characters)
+MAX_LINE_CHARS = 1_000_000  # every field at its bound, escaped
 # Clock skew allowed to a teammate's clock: a time later than now plus this is refused (a line dated
 # 2099 would outrank every later edit for ever, a tombstone dated 9999 would delete the memory again
 # after every re-save).
@@ -134,8 +135,8 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
             raise _bad(key, f"{key} is missing or empty.")
     row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
     for key in TEXT_FIELDS:
-        if isinstance(row.get(key), str) and len(row[key]) > MAX_TEXT_CHARS:
-            raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {MAX_TEXT_CHARS:,} save allows.")
+        if isinstance(row.get(key), str) and len(row[key]) > (cap := MAX_TEXT_CHARS[collection]):
+            raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {cap:,} allowed.")
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
