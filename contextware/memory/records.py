@@ -182,8 +182,8 @@ def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
     from contextware.memory.team import tombstones
 
     stone = tombstones.load(project).get(row["id"]) if project.data_dir.exists() else None
-    deleted = parse_iso(stone["deleted_at"]) if stone else None
-    if deleted is not None and row["updated_at"] < deleted + timedelta(seconds=1):
+    deleted = parse_iso(stone["deleted_at"]) if stone else None  # ``load`` drops a stone dated in the future
+    if deleted is not None and row["updated_at"] < deleted + timedelta(seconds=1) <= utcnow() + tombstones.CLOCK_SKEW:
         row["created_at"] = row["updated_at"] = deleted + timedelta(seconds=1)
 
 

@@ -90,7 +90,7 @@ def test_export_is_deterministic_and_import_is_idempotent(project, tmp_path):
 
 
 def test_dry_run_lists_the_changes_and_writes_nothing(project):
-    newer = {**GOOD, "updated_at": "2030-01-01T00:00:00Z"}
+    newer = {**GOOD, "updated_at": "2026-02-01T00:00:00Z"}
     other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
     preview = import_memory(project, HEADER + json.dumps(GOOD) + "\n", source="x", dry_run=True)
     assert preview["changes"] == [{"id": GOOD["id"], "change": "add"}] and not project.data_dir.exists()

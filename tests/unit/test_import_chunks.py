@@ -110,11 +110,12 @@ def test_an_import_killed_between_chunks_loses_nothing_and_finishes_when_run_aga
     assert len(lines) == 8
 
 
-def test_lines_are_read_from_the_text_as_the_file_numbers_them():
-    """At newlines alone (memfile.file_lines): a U+2028 inside a memory's text is not a line end."""
+def test_lines_are_read_from_the_text_as_the_file_splitter_numbers_them():
+    """Split on "\\n" only (U+2028 and the other Unicode breaks stay inside their line), like ``file_lines``."""
     from contextware.memory.team.memfile import file_lines
 
     text = "a\nb\r\nc\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j\n\nk"
     lines = importing.Lines(text)
-    assert [lines[k] for k in range(len(file_lines(text)))] == file_lines(text)
-    assert file_lines(text) == ["a", "b", "c\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j", "", "k"]
+    expected = list(file_lines(text))
+    assert expected == ["a", "b", "c\rd\x0be\x0cf\x1cg\x85h\u2028i\u2029j", "", "k"]
+    assert [lines[k] for k in range(len(expected))] == expected

@@ -79,7 +79,7 @@ def test_the_merge_driver_refuses_what_is_not_a_file_with_one_error(sides, tmp_p
     done = _driver(str(paths["base"]), str(paths["ours"]), str(paths["theirs"]))
     assert done.returncode == 2, done
     error = json.loads(done.stdout)["error"]
-    assert error["code"] in ("bad_import", "file_not_found") and "Traceback" not in done.stderr
+    assert error["code"] in ("bad_merge_input", "file_not_found") and "Traceback" not in done.stderr
     if which != "ours":
         assert sides["ours"].read_text() == before  # nothing merged into OURS
 

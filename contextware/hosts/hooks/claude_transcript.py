@@ -49,7 +49,7 @@ def read_tail(path: Path, limit: int = MAX_BYTES) -> str:
 def _lines(path: Path) -> list[dict]:
     raw = read_tail(path)
     out = []
-    for line in raw.splitlines():
+    for line in raw.split("\n"):  # "\n" only: a message may hold U+2028 raw
         try:
             doc = json.loads(line)
         except (ValueError, RecursionError):

@@ -262,7 +262,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
         docs: list[Any] = [json.loads(raw)]
     except (ValueError, RecursionError):  # a line nested thousands deep is one bad line, not the session's loss
         docs = []
-        for line in raw.splitlines():
+        for line in raw.split("\n"):  # "\n" only: a message may hold U+2028 raw
             try:
                 docs.append(json.loads(line))
             except (ValueError, RecursionError):

@@ -4,9 +4,10 @@
   mcp``); answers discovery from ``declared`` and sends quick calls to the resident service;
 - ``server``: the SDK server behind it (``call_tool``), whose declaration ``declared`` freezes;
 - ``tools`` and ``memory_tools``: one thin adapter per tool over the function the CLI calls, with the
-  parameter types and annotations of ``params``; ``calls``: how a call runs on a warm project.
+  parameter types and annotations of ``params``; ``calls``: how a call runs on a warm project;
+- ``bounds``: every call's arguments bounded (sizes, lists, no ``true`` for a number) before a tool runs.
 
 May import memory, offload, codeindex, storage, the service client, the shared helpers, the MCP SDK
-and pydantic; ``front`` only the standard library at module level (``server`` lazily, for a call it
+and pydantic; ``front`` and ``bounds`` only the standard library at module level (``server`` lazily, for a call it
 runs itself).  Not ``hosts.hooks`` or ``hosts.install``.
 """

@@ -21,12 +21,13 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from contextware import __version__
 from contextware.core.errors import internal_error
 from contextware.core.settings import Settings, current_settings
+from contextware.hosts.mcp.bounds import MAX_MESSAGE_BYTES, argument_error
 from contextware.hosts.mcp.declared import DECLARED
 
 # Long, or they run Gemini CLI with this process's environment: never sent to the service.
@@ -211,6 +212,10 @@ class Front:
         if not isinstance(name, str) or not isinstance(arguments, (dict, type(None))):
             self.fail(id_, INVALID_PARAMS, "Invalid params: tools/call needs a name and an arguments object.")
             return
+        refused = argument_error(name, arguments or {})
+        if refused is not None:  # before any thread, service or tool sees it
+            self.reply(id_, error_result(*refused))
+            return
 
         def run() -> None:
             try:
@@ -229,10 +234,32 @@ class Front:
         thread.start()
 
     def serve(self, lines: IO[bytes]) -> None:
-        for line in lines:
-            self.handle(line)
+        for line in bounded_lines(lines):
+            if line is None:
+                self.fail(
+                    None, INVALID_REQUEST, f"Invalid Request: the message is over the {MAX_MESSAGE_BYTES:,}-byte limit."
+                )
+            else:
+                self.handle(line)
         for thread in self._calls:
             thread.join()
+
+
+def bounded_lines(stream: IO[bytes], limit: int = MAX_MESSAGE_BYTES) -> Iterator[bytes | None]:
+    """Each line of ``stream``, or None for a line over ``limit`` bytes, which is read past in pieces
+    and never held whole (a 300 MB line costs ``limit`` bytes of memory, not 300 MB)."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while not line.endswith(b"\n"):  # skip the rest of the long line
+            line = stream.readline(1024 * 1024)
+            if not line:
+                break
+        yield None
 
 
 USAGE = """usage: mcp_server.py [--help] [--version]   (also: contextware mcp)

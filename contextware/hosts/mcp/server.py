@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from contextware import __version__
 from contextware.core.settings import Settings, current_settings
+from contextware.hosts.mcp.bounds import argument_error
 from contextware.hosts.mcp.calls import call_settings, error_result
 from contextware.hosts.mcp.memory_tools import TOOLS as MEMORY_TOOLS
 from contextware.hosts.mcp.tools import TOOLS as WORK_TOOLS
@@ -105,6 +106,9 @@ class ContextwareMCPServer(MCPServer):
                     "message": (f"{name} has no argument {', '.join(unknown)}: use {', '.join(sorted(known))}."),
                 }
             )
+        refused = argument_error(name, arguments)
+        if refused is not None:
+            return error_result({"code": refused[0], "message": refused[1]})
         own = self.contextware_settings
         token = call_settings.set(own) if own is not None else None
         try:

@@ -23,8 +23,9 @@ from typing import Any
 
 from contextware.core.errors import UsageError
 from contextware.core.redact import refuse_secret_name, refuse_secret_topics
-from contextware.core.text import iso, parse_topics
+from contextware.core.text import iso, parse_topics, utcnow
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
+from contextware.memory.team import tombstones
 from contextware.memory.team.tombstones import entry_key, is_tombstone, later
 from contextware.storage.schemas import MEMORY_TABLES
 
@@ -83,6 +84,18 @@ TEXT_FIELDS = ("text", "goal", "summary", "prompt")
 TIME_FIELDS = ("created_at", "updated_at")
 MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 
+# The same bounds as ``save`` (``max_fact_chars``' default for a fact's text; an episode's and a log's
+# texts, which save does not cut, at a bound far above real ones): a teammate's file cannot store more,
+# and a line longer than any valid one is refused before it is parsed (a 60 MB line reached 17 GB).
+MAX_TEXT_CHARS = {"facts": 4000, "episodes": 100_000, "logs": 100_000}
+MAX_TOPICS = 50  # topics on one memory
+MAX_FIELD_CHARS = 200  # source, category, session_id, deleted_by
+MAX_LINE_CHARS = 1_000_000  # every field at its bound, escaped
+# Clock skew allowed to a teammate's clock: a time later than now plus this is refused (a line dated
+# 2099 would outrank every later edit for ever, a tombstone dated 9999 would delete the memory again
+# after every re-save).
+CLOCK_SKEW = tombstones.CLOCK_SKEW
+
 
 # -- one line ---------------------------------------------------------------------------------------
 def _bad(field: str | None, why: str) -> UsageError:
@@ -97,7 +110,15 @@ def _time(value: Any, key: str) -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise _bad(key, f"{key} {value!r} is not an ISO 8601 time.") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    try:
+        when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise _bad(key, f"{key} {value!r} is out of range.") from None
+    if when > utcnow() + CLOCK_SKEW:
+        raise _bad(
+            key, f"{key} {iso(when)} is later than now (a clock set ahead, or a file written to outrank every edit)."
+        )
+    return when
 
 
 def _valid_id(record_id: str) -> bool:
@@ -109,8 +130,9 @@ def _valid_id(record_id: str) -> bool:
 def _check_id(raw: dict[str, Any]) -> tuple[str, str]:
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
-    if collection is None or not isinstance(record_id, str) or not _valid_id(record_id):
-        raise _bad("id", f"id {record_id!r} is not a memory id (fact-…, episode-… or log-…).")
+    if collection is None or not isinstance(record_id, str) or len(record_id) > 64 or not _valid_id(record_id):
+        shown = repr(record_id)[:80] if isinstance(record_id, str) else type(record_id).__name__
+        raise _bad("id", f"id {shown} is not a memory id (fact-…, episode-… or log-…).")
     return record_id, collection
 
 
@@ -128,9 +150,14 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _bad(key, f"{key} is missing or empty.")
     row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
+    for key in TEXT_FIELDS:
+        if isinstance(row.get(key), str) and len(row[key]) > (cap := MAX_TEXT_CHARS[collection]):
+            raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {cap:,} allowed.")
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
+        if row.get(key) is not None and len(row[key]) > MAX_FIELD_CHARS:
+            raise _bad(key, f"{key} is longer than {MAX_FIELD_CHARS} characters.")
     _check_learned(row)
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
@@ -141,6 +168,11 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     row["updated_at"] = _time(row["updated_at"], "updated_at") if row.get("updated_at") else row["created_at"]
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
+            raise _bad("topics", "topics must be a list of strings.")
+        given: list[Any] = row["topics"] or []
+        if len(given) > MAX_TOPICS:
+            raise _bad("topics", f"{len(given):,} topics, over the {MAX_TOPICS} one memory may have.")
+        if any(not isinstance(t, str) for t in given):
             raise _bad("topics", "topics must be a list of strings.")
         row["topics"] = parse_topics(refuse_secret_topics(row["topics"] or []))
     if collection == "facts":
@@ -178,6 +210,8 @@ def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
         raise _bad(unknown[0], f"unknown field {', '.join(unknown)} for a tombstone.")
     if raw.get("deleted_by") is not None and not isinstance(raw["deleted_by"], str):
         raise _bad("deleted_by", "deleted_by must be a string or null.")
+    if isinstance(raw.get("deleted_by"), str) and len(raw["deleted_by"]) > MAX_FIELD_CHARS:
+        raise _bad("deleted_by", f"deleted_by is longer than {MAX_FIELD_CHARS} characters.")
     deleted = iso(_time(raw["deleted_at"], "deleted_at"))
     created = iso(_time(raw["created_at"], "created_at")) if raw.get("created_at") is not None else None
     return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
@@ -216,6 +250,17 @@ def _refuse(problems: list[dict[str, Any]]) -> UsageError:
     )
 
 
+def file_lines(text: str) -> Iterator[str]:
+    """The file's lines, split on "\\n" only (a trailing "\\r" dropped): never on U+2028, U+2029 or the
+    other breaks ``str.splitlines`` knows, which older exports left raw inside a JSON string."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop
+        yield text[start : stop - 1] if stop > start and text[stop - 1] == "\r" else text[start:stop]
+        start = stop + 1
+
+
 def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
     """The file's numbered lines, one list per side: one side for a clean file, ``[ours, theirs]``
     for a file git left with conflict markers (the common ancestor's lines of a diff3 conflict are dropped)."""
@@ -251,6 +296,15 @@ def checked_lines(
     seen: dict[str, int] = {}
     problems: list[dict[str, Any]] = []
     for number, line in lines:
+        if len(line) > MAX_LINE_CHARS:  # before parsing: a huge line never becomes a huge object
+            problems.append(
+                {
+                    "line": number,
+                    "field": None,
+                    "why": f"is {len(line):,} characters, over the {MAX_LINE_CHARS:,} a memory's line can be",
+                }
+            )
+            continue
         if not line.strip():
             continue
         try:
@@ -319,27 +373,18 @@ def parse_export(text: str) -> dict[str, list[dict[str, Any]]]:
     return by_collection
 
 
-# Characters that JSON leaves raw but that end a line for some readers (Python's ``str.splitlines``,
-# JavaScript, editors): written escaped, so that one memory is always one line of the file.
-_LINE_ENDS_JSON_KEEPS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+def escape_breaks(line: str) -> str:
+    """U+2028 and U+2029 escaped: ``json.dumps(ensure_ascii=False)`` leaves them raw, and readers that
+    split on every Unicode line break (``str.splitlines``, editors, JavaScript) cut the line there.
+    Outside strings JSON never holds them, so the escape is always inside one."""
+    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def render(entries: Iterable[dict[str, Any]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
-    lines = [
-        json.dumps(e, ensure_ascii=False).translate(_LINE_ENDS_JSON_KEEPS) for e in sorted(entries, key=line_order)
-    ]
+    lines = [escape_breaks(json.dumps(e, ensure_ascii=False)) for e in sorted(entries, key=line_order)]
     return "".join(line + "\n" for line in [header, *lines])
-
-
-def file_lines(text: str) -> list[str]:
-    """The file's lines: split at ``\n`` (``\r\n`` too) and nowhere else, so a U+2028 that an older
-    version wrote raw inside a memory's text stays inside its line."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 # -- merging ----------------------------------------------------------------------------------------
@@ -371,32 +416,36 @@ def merge_texts(base: str, ours: str, theirs: str) -> str:
     return render(merge3(read_entries(base), read_entries(ours), read_entries(theirs)).values())
 
 
+def _read_side(path: Path, label: str) -> str:
+    """One version git hands the driver: a regular file only (a FIFO is never opened, ``/dev/zero``
+    never read), at most the import's size limit; anything else is one UsageError naming it."""
+    from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
+
+    what = f"{label} ({path})"
+    try:
+        data = read_input_file(path, what, limit=MAX_IMPORT_BYTES, code="bad_merge_input")
+    except UsageError as exc:
+        exc.message = exc.message.replace("nothing was saved", "nothing was merged")
+        raise
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} is not UTF-8 text; nothing was merged.", code="bad_merge_input") from None
+
+
 def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
     from contextware.core.system import write_atomic
 
-    texts = [_read_side(path, name) for path, name in ((base, "BASE"), (ours, "OURS"), (theirs, "THEIRS"))]
+    texts = [_read_side(path, label) for path, label in ((base, "BASE"), (ours, "OURS"), (theirs, "THEIRS"))]
     merged = merge_texts(*texts)
     write_atomic(ours, merged)
     return {"merged": str(ours), "entries": merged.count("\n") - 1}
 
 
-def _read_side(path: Path, name: str) -> str:
-    """One version git hands the driver: a regular file (git writes each side to a temporary file,
-    an empty one for a missing side), bounded like an import.  A named pipe, a device, a folder or a
-    missing path is refused by its ``stat`` before anything is opened (``core.inputs``)."""
-    from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
-
-    raw = read_input_file(path, f"{name} ({path})", limit=MAX_IMPORT_BYTES, code="bad_import")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UsageError(f"{name} ({path}) is not UTF-8 text; nothing was merged.", code="bad_import") from None
-
-
 def with_markers(ours: Path, theirs: Path) -> None:
-    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git); nothing
-    when either side cannot be read as a memory file would be (git then keeps its own result)."""
+    """Leave ``ours`` as a conflict of both sides (what a failed driver hands back to git); when
+    either side cannot be read as text, ``ours`` is left as it is (git's own conflict)."""
     from contextware.core.system import write_atomic
 
     try:

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from contextware.storage.project import Project
 
 FILE_NAME = "tombstones.json"
+# A teammate's clock may run this far ahead; a later time is refused on import (``memfile``) and a
+# stored tombstone dated later is ignored, so no date from the future outranks the edits to come.
+CLOCK_SKEW = timedelta(days=1)
 LOCK_NAME = "tombstones"
 
 
@@ -50,6 +53,8 @@ def changed_after(previous: Any) -> Any:
     if previous is None:
         return now
     previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
+    if previous > now + CLOCK_SKEW:  # a version dated in the future is never followed into it
+        return now
     return max(now, previous.replace(microsecond=0) + timedelta(seconds=1))
 
 
@@ -82,7 +87,12 @@ def _read(project: "Project") -> dict[str, dict[str, Any]]:
     stones = data.get("tombstones") if isinstance(data, dict) else None
     if not isinstance(stones, dict):
         return {}
-    return {k: v for k, v in stones.items() if isinstance(v, dict) and isinstance(v.get("deleted_at"), str)}
+    ahead = iso(utcnow() + CLOCK_SKEW) or ""
+    return {
+        k: v
+        for k, v in stones.items()
+        if isinstance(v, dict) and isinstance(v.get("deleted_at"), str) and v["deleted_at"] <= ahead
+    }
 
 
 def load(project: "Project") -> dict[str, dict[str, Any]]:
