@@ -32,6 +32,9 @@ FORMAT = "contextware-memory"
 VERSION = 2  # 2: tombstones, lines sorted by (created_at, id), a log's optional speaker
 DEFAULT_FILE = ".contextware/memory.jsonl"
 
+# Who wrote a memory, from where (``memory.provenance``): optional, kept as written by an import.
+PROVENANCE = ("origin", "author", "host", "session")
+
 # The exported fields of each collection, in the order they are written (id first).
 FIELDS: dict[str, tuple[str, ...]] = {
     "facts": (
@@ -45,8 +48,20 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "created_at",
         "updated_at",
+        *PROVENANCE,
     ),
-    "episodes": ("id", "goal", "result", "category", "summary", "topics", "source", "created_at", "updated_at"),
+    "episodes": (
+        "id",
+        "goal",
+        "result",
+        "category",
+        "summary",
+        "topics",
+        "source",
+        "created_at",
+        "updated_at",
+        *PROVENANCE,
+    ),
     "logs": (
         "id",
         "session_id",
@@ -59,6 +74,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "created_at",
         "updated_at",
+        *PROVENANCE,
     ),
 }
 TOMBSTONE_FIELDS = ("id", "created_at", "deleted_at", "deleted_by")
@@ -112,9 +128,12 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _bad(key, f"{key} is missing or empty.")
     row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
-    for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
+    for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker", *PROVENANCE):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
+    for key in PROVENANCE:
+        if row.get(key) is not None:
+            row[key] = row[key].strip()[:200] or None
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
             raise _bad(key, f"{key} {row[key]!r} is not a fact id.")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextware.errors import DamagedDataError, FieldError, NotFoundError, UsageError
+from contextware.memory import provenance
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.memory.tombstones import changed_after
 from contextware.redact import redact, refuse_secret_name, refuse_secret_topics
@@ -220,6 +221,7 @@ def _save_rows(
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
+    provenance.fill(rows, str(project.root))
     stamp(collection, rows)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())

@@ -33,6 +33,12 @@ DEFAULTS: dict[str, Any] = {
     # results (contextware/memory/confidence.py); the prompt hook, which injects unasked, is stricter.
     "recall_min_confidence": 0.15,
     "hook_min_confidence": 0.25,
+    # Shared memory (memory/trust.py): imported memories of these authors (git user.email or name)
+    # are injected by the hooks like your own; true trusts every imported author.  The others are
+    # recalled on request only.  An imported memory that reads as an instruction is quarantined
+    # (never injected) whatever these say, until `memory accept ID`.
+    "trusted_authors": [],
+    "trust_imported": False,
     # Code index
     "summarizer": "auto",  # auto | gemini | local
     "max_file_bytes": 1_000_000,
@@ -180,7 +186,7 @@ AT_LEAST: dict[str, float] = {
     **dict.fromkeys(("offload_recovery_days", "log_retention_days", "digest_daily_tokens"), 0),
 }
 FRACTIONS = ("similar_threshold", "recall_min_confidence", "hook_min_confidence")
-STRING_LISTS = ("secret_files", "secret_files_allowed")
+STRING_LISTS = ("secret_files", "secret_files_allowed", "trusted_authors")
 
 
 def _bad_value(key: str, path: Path, rule: str, value: Any) -> None:

@@ -58,6 +58,18 @@ PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE)
 # when the links were made (null: never linked, which ``memory repair`` does).
 CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
 
+# Provenance of facts, episodes and logs (``memory.provenance``): the door, the person, the agent
+# host and its session; ``imported_at`` marks a memory that came from a team file and ``quarantine``
+# says why an imported memory is held back from the hooks until a person accepts it (null: not held).
+PROVENANCE_COLUMNS = [
+    ("origin", "string"),
+    ("author", "string"),
+    ("host", "string"),
+    ("session", "string"),
+    ("imported_at", "timestamp"),
+    ("quarantine", "string"),
+]
+
 # Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
 # ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
 # for columns of many values, BITMAP for a few.  Every table has a BTREE on ``id`` (``storage.database``).
@@ -85,6 +97,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("superseded_by", "string"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *PROVENANCE_COLUMNS,
         ]
     if name == "episodes":
         return [
@@ -98,6 +111,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             *CODE_LINK_COLUMNS,
+            *PROVENANCE_COLUMNS,
         ]
     if name == "logs":
         return [
@@ -112,6 +126,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             ("updated_at", "timestamp"),
             *common_tail,
             ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
+            *PROVENANCE_COLUMNS,
         ]
     if name == CODE_TABLE:
         return [
