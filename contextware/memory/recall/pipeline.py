@@ -68,6 +68,9 @@ def recall(
     )
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
+    from contextware.memory.trust import annotate
+
+    annotate(project, list(results))  # whose memory, when not the user's own; quarantined ones say why
     why = None
     if explain:
         from contextware.memory.recall.explain import explain as explanation
