@@ -16,7 +16,6 @@ from __future__ import annotations
 import configparser
 import contextlib
 import getpass
-import os
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -100,9 +99,11 @@ def author(root: str | None) -> str | None:
     paths: list[Path] = []
     if root and (git := _git_dir(Path(root))) is not None:
         paths.append(git / "config")
-    home = Path(os.environ.get("HOME") or Path.home())
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    paths += [home / ".gitconfig", xdg / "git" / "config"]
+    try:
+        home = Path.home()
+        paths += [home / ".gitconfig", home / ".config" / "git" / "config"]
+    except RuntimeError:  # no home to resolve
+        pass
     for path in paths:
         if found := _user_of(path):
             return found[:200]
