@@ -12,6 +12,8 @@ DESCRIPTION = """Inspect and fix the project's memory.
   list --stale                        facts and episodes whose code changed since
   get ID                              one memory
   confirm ID                          it still holds: clear its may-be-stale flag
+  review                              imported memories quarantined, with the reason
+  accept ID                           release a quarantined memory (hooks may inject it)
   update ID [--text ...] [...]        change fields (re-embeds)
   delete ID                           remove one memory
   history ID                          a fact's supersession chain, oldest first
@@ -40,6 +42,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     g.add_argument("id")
     c = sub.add_parser("confirm", help="confirm a memory still holds although code it names changed")
     c.add_argument("id")
+    sub.add_parser("review", help="list the quarantined imported memories with the reason")
+    ac = sub.add_parser("accept", help="release a quarantined imported memory after reading it")
+    ac.add_argument("id")
     u = sub.add_parser("update", help="change fields of one memory (re-embeds it)")
     u.add_argument("id")
     u.add_argument("--text", help="new text (facts, logs); - reads standard input")
@@ -88,6 +93,13 @@ def handle(args: argparse.Namespace) -> dict:
         return records.get(project, args.id)
     if action == "confirm":
         return records.confirm(project, args.id)
+    if action in ("review", "accept"):
+        from contextware.memory import trust
+
+        if action == "accept":
+            return trust.accept(project, records.check_id(args.id))
+        queue = trust.review_queue(project)
+        return {"quarantined": queue, "count": len(queue)}
     if action == "update":
         return records.update(
             project,
@@ -183,6 +195,12 @@ def render_text(result: dict) -> str:
         return "\n".join(lines)
     if "repaired" in result and "message" in result:
         return result["message"]
+    if "quarantined" in result:
+        rows = [{k: q[k] for k in ("id", "reason", "author", "text")} for q in result["quarantined"]]
+        head = paint(f"{result['count']} quarantined memories (accept with: memory accept ID)", "bold")
+        return head + ("\n" + table(rows, ["id", "reason", "author", "text"]) if rows else "")
+    if result.get("accepted"):
+        return f"Accepted {result['id']} (it was quarantined: {result['was']})."
     if result.get("confirmed"):
         linked = ", ".join(result["code_links"]) or "no indexed file"
         return f"Confirmed {result['id']}; it is tied to {linked} as the code is now."

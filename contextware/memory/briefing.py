@@ -70,6 +70,10 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
+    if table in ("facts", "episodes"):  # what the hooks may inject unasked (memory.trust)
+        from contextware.memory.trust import only_trusted
+
+        where = only_trusted(project, tbl, where)
     # Rows whose content is shown are checked against their checksum (which needs every guarded
     # column); metadata-only reads (session ids and times) are not.
     guarded = hashed_columns(table)

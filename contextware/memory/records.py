@@ -24,6 +24,7 @@ from contextware.core.text import (
     text_hash,
     utcnow,
 )
+from contextware.memory import provenance
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
 from contextware.memory.team.tombstones import changed_after
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -224,6 +225,7 @@ def _save_rows(
     for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
+    provenance.fill(rows, str(project.root))
     stamp(collection, rows)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())

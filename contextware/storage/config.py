@@ -77,6 +77,16 @@ SETTINGS: tuple[Setting, ...] = (
         ceiling=1,
     ),
     Setting("hook_min_confidence", 0.25, "the prompt hook's stricter gate", floor=0, ceiling=1),
+    Setting(
+        "trusted_authors",
+        [],
+        "authors (git user.email or name) whose imported memories the hooks inject like your own",
+    ),
+    Setting(
+        "trust_imported",
+        False,
+        "inject every imported memory unasked (an instruction-like one stays quarantined until `memory accept`)",
+    ),
     # Code index
     Setting("summarizer", "auto", "who summarises files: auto, gemini or local", choices=("auto", "gemini", "local")),
     Setting("max_file_bytes", 1_000_000, "largest file indexed, in bytes", floor=1, ceiling=COUNT_LIMIT),

@@ -66,8 +66,13 @@ def _digest(data: bytes) -> str:
 
 
 # Columns added to a table later: in the digest only when set, so older rows' checksums still hold.
+# Provenance is guarded too: whose memory it is and whether it is quarantined decide what the hooks
+# inject, so a row edited behind our back to look trusted fails its check like an edited text.
+_PROVENANCE = ("origin", "author", "host", "session", "quarantine")  # imported_at: a time, not hashed
 GUARDED_WHEN_SET: dict[str, tuple[str, ...]] = {
-    "logs": ("prompt",),
+    "facts": _PROVENANCE,
+    "episodes": _PROVENANCE,
+    "logs": ("prompt", *_PROVENANCE),
     "code_summaries": ("model", "vector_texts", "vectors"),
 }
 

@@ -66,6 +66,17 @@ CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<strin
 # was saved on (a detached HEAD: the commit only); null in rows saved before, which are everyone's.
 # Not in the checksum (like ``status``): ``memory promote --branch`` clears them in place.
 BRANCH_COLUMNS = [("branch", "string"), ("commit", "string")]
+# Provenance of facts, episodes and logs (``memory.provenance``): the door, the person, the agent
+# host and its session; ``imported_at`` marks a memory that came from a team file and ``quarantine``
+# says why an imported memory is held back from the hooks until a person accepts it (null: not held).
+PROVENANCE_COLUMNS = [
+    ("origin", "string"),
+    ("author", "string"),
+    ("host", "string"),
+    ("session", "string"),
+    ("imported_at", "timestamp"),
+    ("quarantine", "string"),
+]
 
 # Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
 # ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
@@ -95,6 +106,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             *common_tail,
             *CODE_LINK_COLUMNS,
             *BRANCH_COLUMNS,
+            *PROVENANCE_COLUMNS,
         ]
     if name == "episodes":
         return [
@@ -109,6 +121,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             *common_tail,
             *CODE_LINK_COLUMNS,
             *BRANCH_COLUMNS,
+            *PROVENANCE_COLUMNS,
         ]
     if name == "logs":
         return [
@@ -124,6 +137,7 @@ def _columns(name: str) -> list[tuple[str, str]]:
             *common_tail,
             ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
             *BRANCH_COLUMNS,
+            *PROVENANCE_COLUMNS,
         ]
     if name == CODE_TABLE:
         return [

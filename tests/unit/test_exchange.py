@@ -84,6 +84,10 @@ def test_export_is_deterministic_and_import_is_idempotent(project, tmp_path):
         "source",
         "created_at",
         "updated_at",
+        "origin",
+        "author",
+        "host",
+        "session",
     ]
     report = import_memory(project, first, source="x")
     assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 1)

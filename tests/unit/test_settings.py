@@ -41,6 +41,7 @@ OTHERS: dict[str, str] = {
     "contextware/hosts/install/mcp_hosts.py": "installer: APPDATA, XDG_CONFIG_HOME, where MCP hosts keep their files",
     "contextware/cli/render.py": "NO_COLOR, beside the terminal check (stdout is never a terminal in the service)",
     "contextware/hosts/install/doctor.py": "the environment of the hook and MCP server processes it runs to check them",
+    "contextware/hosts/install/loop.py": "doctor's loop: the environment of the installed hook commands it runs",
 }
 
 

@@ -70,6 +70,7 @@ def _line(hit: dict) -> str:
 
     c = hit["collection"]
     stale = f" (may be stale: {inline(hit['may_be_stale'])})" if hit.get("may_be_stale") else ""
+    stale += f" ({inline(hit['from'])})" if hit.get("from") else ""  # not the user's own (memory.trust)
     if c == "facts":
         return f"- [{(hit.get('kind') or 'note').upper()}] {inline(hit['text'])}{stale}"
     if c == "episodes":
@@ -119,7 +120,9 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 
         preload_in_background(project.embedder)
     result = for_prompt(project, prompt)  # memory/recall/prompt.py; its explanation feeds the turn's record
-    hits = result.results
+    from contextware.memory.trust import for_hooks
+
+    hits = for_hooks(project, result.results)  # quarantined and untrusted imported memories: on request only
     lines: list[str] = []
     injected: list[str] = []
     files = 0
@@ -363,6 +366,14 @@ def with_host(stdin: str, host: str | None) -> str:
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
+def _host(payload: dict) -> str:
+    """The agent host of an event: named by ``--host``, else told by the event's name."""
+    named = str(payload.get(HOST_KEY) or "")
+    if named:
+        return "claude" if named.startswith("claude") else named[:40]
+    return "gemini" if str(payload.get("hook_event_name")) in ("BeforeAgent", "AfterAgent", "PreCompress") else "claude"
+
+
 def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
     """The hook's stdout for one event (empty when there is nothing to add), with the caller's
     ``settings`` (by default this process's).  Never raises."""
@@ -383,7 +394,10 @@ def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
         if isinstance(cwd, str) and os.path.isdir(cwd):
             os.chdir(cwd)  # resolve the project as a command run there would (git top level, ...)
         project = Project.open(None, settings)
-        out = handler(project, payload)
+        from contextware.memory import provenance
+
+        with provenance.use("hook", host=_host(payload), session=str(payload.get("session_id") or "") or None):
+            out = handler(project, payload)
         return json.dumps(out, ensure_ascii=False) if out else ""
     except BaseException as exc:  # noqa: BLE001 - a memory hook must never break the turn
         _log_failure(event, exc, project, settings)

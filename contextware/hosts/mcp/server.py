@@ -32,6 +32,7 @@ from contextware.hosts.mcp.bounds import argument_error
 from contextware.hosts.mcp.calls import call_settings, error_result
 from contextware.hosts.mcp.memory_tools import TOOLS as MEMORY_TOOLS
 from contextware.hosts.mcp.tools import TOOLS as WORK_TOOLS
+from contextware.memory import provenance
 
 TOOLS = {**WORK_TOOLS, **MEMORY_TOOLS}
 log = logging.getLogger("contextware.mcp")
@@ -112,7 +113,8 @@ class ContextwareMCPServer(MCPServer):
         own = self.contextware_settings
         token = call_settings.set(own) if own is not None else None
         try:
-            return await super().call_tool(name, arguments, context)
+            with provenance.use("mcp", host=_client_name(context)):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 return error_result(_argument_error(name, exc.__cause__))
@@ -120,6 +122,19 @@ class ContextwareMCPServer(MCPServer):
         finally:
             if token is not None:
                 call_settings.reset(token)
+
+
+def _client_name(context: Any) -> str | None:
+    """The MCP client's name from its ``initialize`` (``clientInfo.name``), when the SDK kept it."""
+    try:
+        info = context.request_context.session.client_params.clientInfo
+        name = str(info.name or "").strip().lower()
+    except Exception:  # noqa: BLE001 - no context outside a request, or an SDK without it
+        return None
+    for known in ("claude", "gemini", "cursor", "codex", "windsurf", "zed", "vscode", "copilot"):
+        if known in name:
+            return known
+    return name[:40] or None
 
 
 def build_server(settings: Settings | None = None) -> ContextwareMCPServer:

@@ -71,6 +71,9 @@ def recall(
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
     mark_unmerged(project, query.filters.branch, [h.row for h in hits], results)
+    from contextware.memory.trust import annotate
+
+    annotate(project, list(results))  # whose memory, when not the user's own; quarantined ones say why
     why = None
     if explain:
         from contextware.memory.recall.explain import explain as explanation

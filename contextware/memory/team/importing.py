@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextware.core.redact import redact
 from contextware.core.text import sql_str, text_hash
+from contextware.memory import quarantine
 from contextware.memory.code_links import link_rows
 from contextware.memory.records import collection_for_id
 from contextware.memory.team import tombstones
@@ -65,6 +67,15 @@ class Plan(NamedTuple):
     known: set[str]  # ids of ``todo`` that exist here
     deletes: list[str]  # local ids a tombstone removes
     folds: dict[str, str]  # local id -> the smaller id of the same text that replaces it
+
+
+def _mark_imported(rows: list[dict[str, Any]]) -> None:
+    """Each row marked as come from a team file (its provenance kept as written) and, when it reads
+    as an instruction to the agent, quarantined with the reason (``memory.quarantine``)."""
+    now = datetime.now(timezone.utc)
+    for row in rows:
+        row["imported_at"] = now
+        row["quarantine"] = quarantine.reason(row)
 
 
 def _when(entry: dict[str, Any]) -> str:
@@ -402,6 +413,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 degraded = degraded or why
                 for k, row in enumerate(ordered):
                     row["vector"] = vectors[k] if vectors else None
+                _mark_imported(rows)
                 stamp(collection, rows)
 
                 def write(tbl: Any, c: str = collection, r: list[dict[str, Any]] = rows) -> dict[str, Any]:

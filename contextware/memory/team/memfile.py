@@ -36,6 +36,9 @@ DEFAULT_FILE = ".contextware/memory.jsonl"
 # Where a memory was learned (``memory.branches``): written only when set, so the lines of memories
 # saved before (everyone's) keep their bytes.
 LEARNED = ("branch", "commit")
+# Who wrote a memory, from where (``memory.provenance``): optional, kept as written by an import.
+PROVENANCE = ("origin", "author", "host", "session")
+
 # The exported fields of each collection, in the order they are written (id first).
 FIELDS: dict[str, tuple[str, ...]] = {
     "facts": (
@@ -50,6 +53,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "created_at",
         "updated_at",
         *LEARNED,
+        *PROVENANCE,
     ),
     "episodes": (
         "id",
@@ -62,6 +66,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "created_at",
         "updated_at",
         *LEARNED,
+        *PROVENANCE,
     ),
     "logs": (
         "id",
@@ -76,6 +81,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "created_at",
         "updated_at",
         *LEARNED,
+        *PROVENANCE,
     ),
 }
 TOMBSTONE_FIELDS = ("id", "created_at", "deleted_at", "deleted_by")
@@ -153,12 +159,15 @@ def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
     for key in TEXT_FIELDS:
         if isinstance(row.get(key), str) and len(row[key]) > (cap := MAX_TEXT_CHARS[collection]):
             raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {cap:,} allowed.")
-    for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker"):
+    for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker", *PROVENANCE):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
         if row.get(key) is not None and len(row[key]) > MAX_FIELD_CHARS:
             raise _bad(key, f"{key} is longer than {MAX_FIELD_CHARS} characters.")
     _check_learned(row)
+    for key in PROVENANCE:
+        if row.get(key) is not None:
+            row[key] = row[key].strip()[:200] or None
     for key in ("supersedes", "superseded_by"):
         if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
             raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
@@ -222,7 +231,7 @@ def written_form(collection: str, row: dict[str, Any]) -> dict[str, Any]:
     return {
         k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k)
         for k in FIELDS[collection]
-        if k not in LEARNED or row.get(k) is not None
+        if (k not in LEARNED and k not in PROVENANCE) or row.get(k) is not None  # optional: written when set
     }
 
 

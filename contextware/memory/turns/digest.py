@@ -105,7 +105,10 @@ def refresh_digest(project: "Project", session_id: str, *, use_model: bool = Fal
         written = gemini_digest.gemini_fields(project, turns) if gemini_digest.wanted(project) else None
         if written is not None:
             fields, by = written, "gemini"
-    return {**_store(project, session_id, fields), "by": by}
+    from contextware.memory import provenance
+
+    with provenance.use("gemini_digest" if by == "gemini" else "digest", session=session_id):
+        return {**_store(project, session_id, fields), "by": by}
 
 
 def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[str, Any]:

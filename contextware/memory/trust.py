@@ -1,0 +1,153 @@
+"""Which memories the hooks may inject unasked: the user's own, and imported ones of trusted authors.
+
+An imported memory (``imported_at`` set, ``memory.provenance``) is injected by the hooks only when
+its author is the user, is in ``trusted_authors`` or ``trust_imported`` is true; otherwise it is
+recalled on request only.  A quarantined one (``memory.quarantine``) is never injected, whatever the
+settings, until a person accepts it (``accept``).  Recall results carry ``from`` for a memory that is
+not the user's own, so that every reader sees whose memory it is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from contextware.core.text import sql_str
+from contextware.memory import provenance
+from contextware.storage.schemas import MEMORY_TABLES
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
+
+COLUMNS = ("id", "origin", "author", "host", "session", "imported_at", "quarantine")
+
+
+def _read(project: "Project", table: Any, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
+    def query() -> list[dict[str, Any]]:
+        return list(table.search().where(where).select(columns).limit(limit).to_list())
+
+    return list(project.db.read(query))
+
+
+def rows_of(project: "Project", ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The provenance of the memories ``ids`` (one read per table; rows without the columns: none)."""
+    from contextware.memory.records import collection_for_id
+
+    wanted: dict[str, list[str]] = {}
+    for record_id in ids:
+        collection = collection_for_id(record_id)
+        if collection in MEMORY_TABLES:
+            wanted.setdefault(collection, []).append(record_id)
+    found: dict[str, dict[str, Any]] = {}
+    for collection, some in wanted.items():
+        table = project.db.open_table(collection)
+        if table is None or "quarantine" not in table.schema.names:
+            continue
+        where = f"id IN ({', '.join(sql_str(i) for i in some)})"
+        for row in _read(project, table, where, list(COLUMNS), len(some)):
+            found[row["id"]] = {k: row.get(k) for k in COLUMNS}
+    return found
+
+
+def _trusted(project: "Project") -> tuple[bool, set[str]]:
+    config = project.config
+    authors = config.get("trusted_authors") or []
+    return bool(config.get("trust_imported")), {str(a).strip().lower() for a in authors}
+
+
+def held_back(project: "Project", row: dict[str, Any]) -> str | None:
+    """Why the hooks must not inject this memory, or None."""
+    if row.get("quarantine"):
+        return f"quarantined: {row['quarantine']}"
+    root = str(project.root)
+    if provenance.is_own(row, root):
+        return None
+    everyone, authors = _trusted(project)
+    if everyone or str(row.get("author") or "").strip().lower() in authors:
+        return None
+    return f"imported from {row.get('author') or 'an unknown author'}, not a trusted author"
+
+
+def only_trusted(project: "Project", table: Any, where: str | None) -> str | None:
+    """``where`` narrowed to the rows the hooks may inject (the briefing's filter), in SQL."""
+    if "quarantine" not in table.schema.names:
+        return where
+    everyone, authors = _trusted(project)
+    me = provenance.author(str(project.root))
+    keep = "quarantine IS NULL"
+    if not everyone:
+        names = sorted({*authors, *([me.lower()] if me else [])})
+        allowed = f" OR lower(author) IN ({', '.join(sql_str(a) for a in names)})" if names else ""
+        keep += f" AND (imported_at IS NULL{allowed})"
+    return f"({where}) AND {keep}" if where else keep
+
+
+def annotate(project: "Project", hits: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Add ``from`` ("from alice@example.com, imported") and ``quarantine`` to the hits that are not
+    the user's own; the provenance read, by id."""
+    rows = rows_of(project, [str(h.get("id")) for h in hits if h.get("id")])
+    root = str(project.root)
+    for hit in hits:
+        row = rows.get(str(hit.get("id")))
+        if row is None:
+            continue
+        if whose := provenance.whose(row, root):
+            hit["from"] = whose
+        if row.get("quarantine"):
+            hit["quarantine"] = row["quarantine"]
+    return rows
+
+
+def for_hooks(project: "Project", hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hits a hook may inject unasked: quarantined and untrusted imported memories left out."""
+    rows = annotate(project, hits)
+    return [h for h in hits if (row := rows.get(str(h.get("id")))) is None or held_back(project, row) is None]
+
+
+def review_queue(project: "Project", limit: int = 500) -> list[dict[str, Any]]:
+    """The quarantined memories, with their reason, for a person to accept or delete."""
+    out: list[dict[str, Any]] = []
+    for collection in MEMORY_TABLES:
+        table = project.db.open_table(collection)
+        if table is None or "quarantine" not in table.schema.names:
+            continue
+        text = {"facts": "text", "episodes": "summary", "logs": "text"}[collection]
+        rows = _read(project, table, "quarantine IS NOT NULL", [*COLUMNS, text], limit)
+        for row in rows:
+            out.append(
+                {
+                    "id": row["id"],
+                    "collection": collection,
+                    "reason": row["quarantine"],
+                    "author": row.get("author"),
+                    "origin": row.get("origin"),
+                    "text": str(row.get(text) or "")[:300],
+                }
+            )
+    return out
+
+
+def accept(project: "Project", record_id: str) -> dict[str, Any]:
+    """A person's word that a quarantined memory is fine: it is released (the hooks may inject it
+    again by the trust settings)."""
+    import pyarrow as pa
+
+    from contextware.core.errors import NotFoundError, UsageError
+    from contextware.memory.records import _locate
+    from contextware.storage.integrity import stamp
+
+    collection, _table, row = _locate(project, record_id)
+    was = row.get("quarantine")
+    if not was:
+        raise UsageError(f"{record_id} is not quarantined: nothing to accept.", code="not_quarantined")
+
+    def write(tbl: Any) -> None:
+        found = tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list()
+        if not found:
+            raise NotFoundError(f"No memory has the id {record_id}.")
+        fresh = {k: v for k, v in found[0].items() if not k.startswith("_")}
+        fresh["quarantine"] = None
+        stamp(collection, [fresh])
+        tbl.merge_insert("id").when_matched_update_all().execute(pa.Table.from_pylist([fresh], schema=tbl.schema))
+
+    project.db.write(collection, write)
+    return {"id": record_id, "collection": collection, "accepted": True, "was": was}
