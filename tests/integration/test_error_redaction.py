@@ -40,8 +40,9 @@ def test_internal_and_storage_errors_are_redacted_in_json_and_text(tmp_path: Pat
         _assert_clean(out.stdout + out.stderr)
         assert "[REDACTED" in out.stdout and "Traceback" not in out.stdout + out.stderr
         if not fmt:
-            assert out.json["error"]["code"] == "internal_error", out.stdout
-            assert out.json["error"]["message"].startswith("Unexpected IsADirectoryError")
+            # a lock that is a folder is a clear storage error now (issue 35), still quoting the path
+            assert out.json["error"]["code"] == "storage_error", out.stdout
+            assert "Is a directory" in out.json["error"]["message"]
 
     db_file = tmp_path / TOKEN / "lancedb"
     db_file.parent.mkdir()
@@ -55,7 +56,7 @@ def test_errors_answered_by_the_service_are_redacted(tmp_path: Path, project_dir
     env = {**_broken_data_dir(tmp_path), "CONTEXTWARE_SERVICE": "auto"}
     for _ in range(2):  # answered by the service or, when it cannot start here, in-process: redacted both ways
         out = run_script("save_fact", "The nightly backup runs at 02:00.", cwd=project_dir, env=env)
-        assert out.returncode == 1 and out.json["error"]["code"] == "internal_error", out.stdout
+        assert out.returncode == 1 and out.json["error"]["code"] == "storage_error", out.stdout
         _assert_clean(out.stdout + out.stderr)
 
 
@@ -83,11 +84,11 @@ def test_mcp_error_answers_and_the_logged_traceback_are_redacted(tmp_path: Path,
             proc.kill()
             proc.wait()
     result = answer["result"]
-    assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "internal_error"
+    assert result["isError"] is True and result["structuredContent"]["error"]["code"] == "storage_error"
     assert "[REDACTED" in result["structuredContent"]["error"]["message"]
     _assert_clean(json.dumps(answer))
     stderr = err.decode()
-    assert "Traceback" in stderr and "IsADirectoryError" in stderr and "[REDACTED" in stderr, stderr[-3000:]
+    assert "Is a directory" in stderr and "[REDACTED" in stderr, stderr[-3000:]  # what the server logs
     _assert_clean(stderr)
 
 
