@@ -52,7 +52,13 @@ def _output(event: str, body: str, note: str = "") -> dict:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
-def session_start(project: "Project", payload: dict) -> dict | None:
+def _is_gemini(payload: dict) -> bool:
+    """Gemini CLI's hooks are installed without ``--host``; Claude Code's name their host."""
+    return not str(payload.get(HOST_KEY) or "").startswith("claude")
+
+
+def _briefing(project: "Project", payload: dict, event: str) -> dict | None:
+    """The session briefing as a hook answer for ``event``, or None when nothing is remembered yet."""
     from contextware.fence import inline_all
     from contextware.hosts.hooks.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
@@ -61,7 +67,42 @@ def session_start(project: "Project", payload: dict) -> dict | None:
     if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
         return None
     usage = how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
-    return _output("SessionStart", render_markdown(inline_all(ctx)), usage)
+    return _output(event, render_markdown(inline_all(ctx)), usage)
+
+
+def session_start(project: "Project", payload: dict) -> dict | None:
+    """Claude Code: the briefing.  Gemini CLI: nothing; the briefing rides on the session's first
+    BeforeAgent (see ``briefed``), where a resumed session keeps it."""
+    if _is_gemini(payload):
+        return None
+    return _briefing(project, payload, "SessionStart")
+
+
+def _first_turn_briefing(project: "Project", payload: dict) -> str:
+    """Gemini CLI: the briefing's text on the session's first BeforeAgent, else ''."""
+    from contextware.hosts.hooks import briefed
+
+    session = str(payload.get("session_id") or "")
+    if not _is_gemini(payload) or not session or not project.data_dir.is_dir():
+        return ""
+    if briefed.was_briefed(project.data_dir, session):
+        return ""
+    out = _briefing(project, payload, "BeforeAgent")
+    briefed.mark_briefed(project.data_dir, session)
+    return out["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def before_agent(project: "Project", payload: dict) -> dict | None:
+    """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first."""
+    event = str(payload.get("hook_event_name") or "BeforeAgent")
+    briefing = _first_turn_briefing(project, payload)
+    recalled = _recalled(project, payload)
+    parts = [briefing] if briefing else []
+    if recalled:
+        parts.append(recalled["hookSpecificOutput"]["additionalContext"])
+    if not parts:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "\n\n".join(parts)}}
 
 
 def _line(hit: dict) -> str:
@@ -107,7 +148,7 @@ def without_hook_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def before_agent(project: "Project", payload: dict) -> dict | None:
+def _recalled(project: "Project", payload: dict) -> dict | None:
     from contextware.memory.recall import DEFAULT_PARAMS, parse_query, recall
 
     prompt = typed_prompt(payload)
