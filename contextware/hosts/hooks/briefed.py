@@ -42,7 +42,7 @@ def mark_briefed(data_dir: Path, session_id: str) -> None:
     if not key or not data_dir.is_dir():
         return
     path = data_dir / FILE
-    lines = [x for x in _read(path) if x and x != key][-(KEEP - 1) :] + [key]
+    lines = [*[x for x in _read(path) if x and x != key][-(KEEP - 1) :], key]
     tmp = path.with_name(f".{FILE}.{os.getpid()}")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.replace(tmp, path)
