@@ -108,11 +108,14 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
 def _line(hit: dict) -> str:
     from contextware.fence import inline
     from contextware.memory.briefing import first_sentence
+    from contextware.memory.digest import digest_label, is_digest
 
     c = hit["collection"]
     stale = f" (may be stale: {inline(hit['may_be_stale'])})" if hit.get("may_be_stale") else ""
     if c == "facts":
         return f"- [{(hit.get('kind') or 'note').upper()}] {inline(hit['text'])}{stale}"
+    if c == "episodes" and is_digest(hit):  # a summary of a session: neither a success nor a failure
+        return f"- [{digest_label(hit.get('created_at')).upper()}] {inline(hit['summary'])}{stale}"
     if c == "episodes":
         return f"- [PAST {hit['result'].upper()}] {inline(hit['goal'])}: {inline(hit['summary'])}{stale}"
     if c == "code_index":
@@ -212,10 +215,29 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
             if text.strip():
                 # The answer carries the question it answers: one row holds the whole exchange.
                 text = fit_log(project, text, cut)
-                save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
+                saved = save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
+                if role == "user":
+                    _save_instructions(project, text, saved)
                 asked = text if role == "user" else None
     _refresh_digest(project, session)
     return None
+
+
+def _save_instructions(project: "Project", text: str, saved: dict) -> None:
+    """A user turn that asks to remember something ("please remember: …", "from now on …") adds it
+    as a fact, its source the turn's log row (``memory.remember``).  Only for a turn seen the first
+    time: a fact deleted in the browser does not come back when the same turn is captured again.
+    A failure is logged: the turn is saved."""
+    from contextware.memory.records import save_fact
+    from contextware.memory.remember import instructions
+
+    if "duplicate_of" in saved or not saved.get("ids"):
+        return
+    for found in instructions(text):
+        try:
+            save_fact(project, found.text, kind=found.kind, source=f"turn:{saved['ids'][0]}")
+        except Exception as exc:  # noqa: BLE001 - a fact too long or refused: the turn itself is kept
+            _log_failure("remember", exc, project)
 
 
 def _refresh_digest(project: "Project", session: str) -> None:
@@ -353,7 +375,9 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
             text = fit_log(project, text, cut)
             prompt = asked if role == "agent" else None  # an answer carries the question before it
-            save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
+            saved = save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
+            if role == "user":
+                _save_instructions(project, text, saved)
             asked = text if role == "user" else asked
     _refresh_digest(project, session)
     return None
