@@ -13,6 +13,7 @@ from contextware.memory.briefing import render_markdown, session_context
 from contextware.memory.digest import build_digest
 from contextware.memory.remember import instruction, instructions
 from contextware.storage.project import Project
+from tests.support.browser import form_token, request, served_browser
 from tests.support.hook_events import event
 
 RULE = "Please remember: release notes go in CHANGELOG.md under Unreleased"
@@ -88,9 +89,19 @@ def test_a_remember_turn_is_a_fact_with_its_turn_as_source_recalled_whole_next_s
     for out in (claude, gemini):
         ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert f"## Conventions\n- {FACT}" in ctx
-    # Deleted (in the browser, say), it stays deleted when the same turn is captured again.
-    records.delete(Project.open(project.root), facts[0]["id"])
-    _turn(project, RULE)
+    # An ordinary fact in the browser: listed, shown with its source, deleted there for good.
+    fid = facts[0]["id"]
+    with served_browser(Project.open(project.root)) as served:
+        port, token = served.port, served.token
+        listing = request(port, "/memories?kind=convention", token=token).text
+        assert fid in listing and "CHANGELOG.md under Unreleased" in listing
+        shown = request(port, f"/memory/{fid}", token=token).text
+        assert source in shown and "/edit" in shown and "/delete" in shown
+        ask = request(port, f"/memory/{fid}/delete", token=token).text
+        form = {"token": form_token(ask), "confirm": "yes"}
+        done = request(port, f"/memory/{fid}/delete", method="POST", token=token, form=form)
+        assert done.status == 200 and f"Deleted {fid}" in done.text
+    _turn(project, RULE)  # the same turn captured again (PreCompress, say) does not bring it back
     assert records.list_records(Project.open(project.root), "facts", limit=10)["records"] == []
 
 
