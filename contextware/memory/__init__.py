@@ -6,7 +6,8 @@ key-value session store (``kvstore``) and maintenance (stats, compact, repair: `
 the team memory file (``memfile``: its format and merges, ``exchange``: export and import,
 ``tombstones``: deletions that travel); captured conversation folded with use (``digest``: a
 session's digest episode, ``gemini_digest``: one by Gemini under a daily token budget,
-``retention``: old sessions' turns folded into their digests, ``archive``: where those turns go);
+``retention``: old sessions' turns folded into their digests, ``archive``: where those turns go,
+``remember``: a user turn's "remember …" lines found as facts);
 the prompt hook's bounded record of what it injected and held back (``decisions``).
 
 Recall and the briefing read every table, code index and offloads included, so this package sits
