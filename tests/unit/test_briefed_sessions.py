@@ -42,3 +42,14 @@ def test_the_briefed_list_stays_bounded_and_odd_ids_are_harmless(project: Projec
     assert not briefed.was_briefed(data, "") and not briefed.was_briefed(data, "\n")
     briefed.mark_briefed(data, "a\nb c")  # whitespace cannot split a line into two ids
     assert briefed.was_briefed(data, "abc") and not briefed.was_briefed(data, "a")
+
+
+def test_the_note_names_the_command_the_hooks_use(monkeypatch):
+    from contextware.hosts.hooks import instructions
+
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/local/bin/contextware")
+    assert instructions.script_command("recall.py", "recall") == "contextware recall"
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    assert instructions.script_command("recall.py", "recall").endswith("scripts/recall.py")  # a clone
+    monkeypatch.setattr(instructions, "__file__", "/nowhere/site-packages/contextware/hosts/hooks/instructions.py")
+    assert instructions.script_command("recall.py", "recall").endswith(" -I -m contextware.cli recall")  # a package

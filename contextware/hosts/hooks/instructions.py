@@ -27,8 +27,10 @@ def script_command(script: str, command: str) -> str:
     environment's Python on the skill's script (never a long interpreter path when a short name works)."""
     if Path(sys.argv[0]).name == "contextware" or shutil.which("contextware"):
         return f"contextware {command}"
-    skill = Path(__file__).resolve().parents[3]
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(skill / 'scripts' / script))}"
+    path = Path(__file__).resolve().parents[3] / "scripts" / script
+    if not path.is_file():  # an installed package has no scripts/: its module runs the command
+        return f"{shlex.quote(sys.executable)} -I -m contextware.cli {command}"
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
 
 def how_to_reach_memory(host: str) -> str:
