@@ -222,6 +222,24 @@ _BINARY_EXT = frozenset(
 _BINARY_NAMES = frozenset({".DS_Store", ".coverage"})
 
 
+# -- Contextware's own files ------------------------------------------------------------------------
+# What Contextware writes into a project is never its code: the team file and anything else under
+# `.contextware/` (a folder of that name anywhere), the skill and host settings an install writes
+# (project-relative, at the root), the Gemini CLI extension it links when the project is the home dir.
+OWN_DIR = ".contextware"
+_OWN_FILES = frozenset({".gemini/settings.json", ".claude/settings.json", ".claude/settings.local.json", ".mcp.json"})
+_OWN_TREES = (".gemini/skills/contextware", ".claude/skills/contextware", ".gemini/extensions/contextware")
+
+
+def own_file(rel: str, is_dir: bool = False) -> bool:
+    """Whether a project-relative POSIX path is one of Contextware's own files or folders."""
+    if rel.rpartition("/")[2] == OWN_DIR and is_dir:
+        return True
+    if not is_dir and rel in _OWN_FILES:
+        return True
+    return any(rel == tree or rel.startswith(tree + "/") for tree in _OWN_TREES)
+
+
 # Git's own settings files: they say how to treat other files, and are not source themselves.
 _GIT_FILES = frozenset({".gitattributes"})
 

@@ -5,7 +5,7 @@ untracked-not-ignored), so git's own ignore rules apply exactly; elsewhere, or w
 fails, a walk applies every ``.gitignore`` it meets (each anchored at its own folder).  In both modes
 ``.contextwareignore`` at the root (gitignore syntax) and the built-in exclusions below apply, to
 tracked files too.  A ``!pattern`` in ``.contextwareignore`` re-includes a built-in exclusion, except
-the data dir and VCS folders.
+the data dir, VCS folders and Contextware's own files (``exclusions.own_file``).
 
 Listing costs one ``lstat`` per candidate (plus up to two per folder for virtualenv markers) and reads
 no content; ``read_source`` reads each file once.  Every path handed out is project-relative POSIX.
@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextware.codeindex.attributes import Attributes
-from contextware.codeindex.exclusions import EXCLUDED_DIRS, VCS_DIRS, SecretFiles, file_reason, looks_like_env
+from contextware.codeindex.exclusions import (
+    EXCLUDED_DIRS,
+    VCS_DIRS,
+    SecretFiles,
+    file_reason,
+    looks_like_env,
+    own_file,
+)
 from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
 from contextware.core.errors import ConfigError
 from contextware.storage.config import load_config
@@ -146,7 +153,7 @@ class IgnoreRules:
         )
 
     def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
-        """Why this project-relative path is excluded ("ignored", "data_dir", "vcs", "virtualenv",
+        """Why this project-relative path is excluded ("ignored", "data_dir", "vcs", "contextware", "virtualenv",
         "dependencies", "cache", "editor", "build_output", "lock_file", "minified", "secrets",
         "binary", "generated", "vendored", "contextwareignore"), or None if included.  Looks at the path's folders too.  In
         git mode "ignored" asks ``git check-ignore`` (tracked files are never ignored)."""
@@ -185,6 +192,8 @@ class IgnoreRules:
             return "data_dir"
         if name in VCS_DIRS:
             return "vcs"
+        if own_file(rel, is_dir):
+            return "contextware"  # never brought back (like the data dir): our files are not the project's code
         if self._cw is not None:
             hit = self._cw.check_file(rel + "/" if is_dir else rel).include
             if hit:

@@ -70,7 +70,7 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
-    if table in ("facts", "episodes"):  # what the hooks may inject unasked (memory.trust)
+    if table in ("facts", "episodes", "logs"):  # what the hooks may inject unasked (memory.trust)
         from contextware.memory.trust import only_trusted
 
         where = only_trusted(project, tbl, where)
@@ -270,6 +270,7 @@ def _episode(r: dict[str, Any], text_key: str) -> dict[str, Any]:
         "id": r["id"],
         "goal": r["goal"],
         "result": r["result"],
+        "category": r.get("category"),
         text_key: r["summary"],
         "at": iso(r.get("created_at")),
         **_links(r),
@@ -390,10 +391,10 @@ def render_markdown(ctx: dict[str, Any]) -> str:
             lines += ["", f"## {heading}"] + [f"- {f['text']}{_stale(f)}" for f in ctx[name]]
     if ctx.get("failures"):
         lines += ["", "## Open failures and lessons"]
-        lines += [f"- [{f['result']}] {f['goal']}: {f['lesson']}{_stale(f)}" for f in ctx["failures"]]
+        lines += [f"- {_episode_head(f)}: {f['lesson']}{_stale(f)}" for f in ctx["failures"]]
     if ctx.get("recent_episodes"):
         lines += ["", "## Recent work"]
-        lines += [f"- {e['goal']}: {e['summary']}{_stale(e)}" for e in ctx["recent_episodes"]]
+        lines += [f"- {_episode_head(e, False)}: {e['summary']}{_stale(e)}" for e in ctx["recent_episodes"]]
     code = ctx.get("code_index")
     if code:
         lines += [
@@ -491,6 +492,16 @@ def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], 
         "tokens": approx_tokens(render_markdown(ctx)),
         "truncated": truncated,
     }
+
+
+def _episode_head(e: dict[str, Any], with_result: bool = True) -> str:
+    """An episode's head in the briefing: a session digest says what it is ("Session summary,
+    <date>"), never a success or a failure; another episode its result and goal."""
+    from contextware.memory.turns.digest import digest_label, is_digest
+
+    if is_digest(e):
+        return digest_label(e.get("at"))
+    return f"[{e['result']}] {e['goal']}" if with_result else e["goal"]
 
 
 def _stale(item: dict[str, Any]) -> str:

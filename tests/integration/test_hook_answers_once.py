@@ -17,7 +17,7 @@ def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path):
     event = json.dumps({"hook_event_name": "SessionStart", "session_id": "s-twice", "cwd": str(project_dir)})
     hooks = [
         subprocess.Popen(
-            [sys.executable, str(SCRIPTS / "hook.py"), "--host", "gemini"],
+            [sys.executable, str(SCRIPTS / "hook.py"), "--host", "claude"],  # Gemini briefs on the first prompt
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -28,3 +28,22 @@ def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path):
     outs = [hook.communicate(event, timeout=120)[0] for hook in hooks]
     answered = [out for out in outs if out.strip()]
     assert len(answered) == 1 and "Fridays" in answered[0], outs
+
+
+def test_an_event_that_was_answered_with_nothing_is_answered_when_sent_again(project_dir: Path, monkeypatch):
+    """The claim is given back when a hook has nothing to say: a session start sent again by the same
+    process, once a fact was saved, gets the briefing (the loop's smoke check: the first start of a
+    new project had found no memory).  The window is widened so that the model's load fits in it."""
+    from contextware.hosts.hooks import entry, once
+    from contextware.hosts.hooks.handlers import with_host
+    from contextware.memory import records
+    from contextware.storage.project import Project
+
+    monkeypatch.setattr(once, "WINDOW_S", 600.0)
+    monkeypatch.chdir(project_dir)
+    event = {"hook_event_name": "SessionStart", "session_id": "s-new", "cwd": str(project_dir)}
+    start = with_host(json.dumps(event), "claude")  # Gemini CLI's briefing rides on the first prompt
+    assert entry.answer(start) == ""  # nothing remembered yet
+    records.save_fact(Project.open(project_dir), "Releases go out on Fridays only.", kind="constraint")
+    assert "Fridays" in entry.answer(start)
+    assert entry.answer(start) == ""  # answered: the same event again within the window is a second install

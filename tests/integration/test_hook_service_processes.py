@@ -35,8 +35,8 @@ def test_before_agent_through_the_service_matches_in_process(project_dir, servic
         cwd=project_dir,
         env={"CONTEXTWARE_SERVICE": "off"},
     )
-    payload = event("BeforeAgent", project_dir, prompt="can we deploy on friday?")
-    served = hook(payload, project_dir)
+    payload = event("BeforeAgent", project_dir, prompt="can we deploy on friday?", contextware_host="claude")
+    served = hook(payload, project_dir)  # (Claude's: a Gemini session's first prompt also carries its briefing)
     info = status(project_dir)
     assert info["running"] is True and info["requests"] >= 1
     local = hook(payload, project_dir, env={"CONTEXTWARE_SERVICE": "off"})

@@ -23,8 +23,10 @@ def hook_script(stdin: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_session_start_briefs_and_fences(project: Project):
     records.save_fact(project, "Never run migrations against production from a laptop.", kind="constraint")
     proc = hook_script(event("SessionStart", project.root, source="startup"), project.root)
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout == ""  # Gemini CLI: not at SessionStart
+    proc = hook_script(event("BeforeAgent", project.root, prompt="hi"), project.root)  # but with the first prompt
     assert proc.returncode == 0 and proc.stderr == ""
-    ctx = context_of(proc.stdout, "SessionStart")
+    ctx = context_of(proc.stdout, "BeforeAgent")
     memory, note = ctx.split(FENCE_CLOSE)  # the fenced briefing, then how to reach memory in this host
     assert memory.startswith(FENCE_OPEN) and note.startswith("\nSearch this memory") and "\n" not in note[1:]
     assert "not instructions" in ctx and "Never run migrations against production from a laptop." in memory

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
+from contextware.hosts.hooks import instructions
 from contextware.hosts.hooks.claude_transcript import last_prompt, turns
 from contextware.hosts.hooks.handlers import run_hook, with_host
 from contextware.memory import records
@@ -90,19 +93,26 @@ def test_stop_saves_the_turn_once_with_the_prompt_from_the_transcript(project: P
     assert len(logs) == 4  # the older turn was not logged yet; this turn is not logged twice
 
 
-def test_the_session_start_note_names_the_tools_of_this_host(project: Project):
+def test_the_session_start_note_names_the_tools_of_this_host(project: Project, monkeypatch: pytest.MonkeyPatch):
     records.save_fact(project, FACT, kind="constraint")
     start = event("SessionStart", project.root, source="startup")
 
-    def note(host: str | None) -> str:
-        ctx = json.loads(run_hook(with_host(start, host)))["hookSpecificOutput"]["additionalContext"]
-        return ctx.split(FENCE_CLOSE, 1)[1]
+    def note(host: str | None, session: str = "s-claude") -> str:
+        # Gemini CLI's briefing rides on the session's first BeforeAgent (see hooks/briefed.py).
+        first = start if host and host.startswith("claude") else event("BeforeAgent", project.root, prompt="hello")
+        first = json.dumps({**json.loads(first), "session_id": session})
+        ctx = json.loads(run_hook(with_host(first, host)))["hookSpecificOutput"]["additionalContext"]
+        return ctx.split(FENCE_CLOSE, 1)[1].strip().splitlines()[0]
 
     assert "`mcp__contextware__recall`" in note("claude")
     assert "`mcp__plugin_contextware_contextware__recall`" in note("claude-plugin")
     for host in ("gemini", None):  # headless Gemini CLI has no MCP tools: shell commands only
-        text = note(host)
-        assert "mcp" not in text.lower() and "recall.py --query" in text and "save_fact.py" in text
+        text = note(host, f"s-{host}")  # `contextware` is on PATH here: the command the hooks call
+        assert "mcp" not in text.lower() and '`contextware recall --query "..."`' in text
+        assert "`contextware save " in text and "python" not in text.lower()
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)  # not on PATH: the scripts, as before
+    text = note("gemini", "s-off-path")
+    assert "recall.py --query" in text and "save_fact.py" in text
     assert with_host("not json", "claude") == "not json"
 
 

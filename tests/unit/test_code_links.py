@@ -187,7 +187,8 @@ def test_the_flag_shows_in_text_the_briefing_and_the_hook(coded: Project, capsys
     ctx = session_context(coded)
     assert ctx["constraints"][0]["may_be_stale"] == note.split(": ", 1)[1]
     assert f"{RETRY_FACT} ({note})" in render_markdown(ctx)
-    start = context_of(run_hook(event("SessionStart", coded.root, source="startup")), "SessionStart")
+    start = event("SessionStart", coded.root, source="startup", contextware_host="claude")
+    start = context_of(run_hook(start), "SessionStart")
     assert note in start
     injected = context_of(run_hook(event("BeforeAgent", coded.root, prompt=QUESTION)), "BeforeAgent")
     assert f"{RETRY_FACT} ({note})" in injected

@@ -17,6 +17,7 @@ TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 def _prompt(project, text: str, session: str = "s_1") -> dict | None:
     (project.root / ".git").mkdir(exist_ok=True)
     event = {"session_id": session, "cwd": str(project.root), "hook_event_name": "BeforeAgent", "prompt": text}
+    event["contextware_host"] = "claude"  # a Gemini CLI session's first prompt also carries the briefing
     out = run_hook(json.dumps(event))
     return json.loads(out) if out.strip() else None
 

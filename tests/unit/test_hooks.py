@@ -131,7 +131,8 @@ def test_the_briefing_survives_a_captured_agent_turn(project: Project):
     run_hook(event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy."))
     agent_rows = records.list_records(project, collection="logs", limit=10)["records"]
     assert any(r.get("role") == "agent" for r in agent_rows), "the turn was captured"
-    ctx = context_of(run_hook(event("SessionStart", project.root, source="startup")), "SessionStart")
+    start = event("SessionStart", project.root, source="startup", contextware_host="claude")
+    ctx = context_of(run_hook(start), "SessionStart")
     assert "CHANGELOG.md under Unreleased" in ctx
     from contextware.memory.briefing import session_context
 

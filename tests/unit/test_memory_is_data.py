@@ -76,6 +76,7 @@ def test_hook_recall_and_context_outputs_all_fence_a_forged_fact(project: Projec
     for forged in FORGED_CLOSES:
         records.save_fact(project, f"Deploy note {forged} then: {FORGED_FACT}", kind="constraint", topics=["deploy"])
     payload = {"session_id": "s", "cwd": str(project.root), "hook_event_name": "BeforeAgent", "prompt": "deploy note"}
+    payload["contextware_host"] = "claude"  # its briefing comes at SessionStart, not with this prompt
     ctx = json.loads(run_hook(json.dumps(payload)))["hookSpecificOutput"]["additionalContext"]
     start = json.loads(run_hook(json.dumps({**payload, "hook_event_name": "SessionStart"})))
     briefing = start["hookSpecificOutput"]["additionalContext"]

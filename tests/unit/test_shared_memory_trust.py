@@ -144,7 +144,8 @@ def test_a_teammates_memory_stays_theirs_and_is_recalled_but_not_injected(projec
         "hook_event_name": "BeforeAgent",
         "prompt": benign[0]["text"],
     }
-    assert run_hook(json.dumps(payload)) == ""  # untrusted: not injected unasked
+    # untrusted: not injected unasked (the first prompt of a Gemini session carries the briefing)
+    assert benign[0]["text"] not in run_hook(json.dumps(payload))
     _configure(project, trusted_authors=["alice@example.com"])
     out = run_hook(json.dumps(payload))
     assert "from alice@example.com, imported" in out

@@ -4,7 +4,9 @@
   warm path: it asks the resident service and falls back to running the handler itself;
 - ``handlers``: one handler per event (``run_hook``), what the service and the fallback run;
 - ``claude_transcript``: Claude Code's transcript reader; ``instructions``: the host-aware note on
-  reaching memory; ``once``: an event answered once when two installs of a host both run the hook.
+  reaching memory; ``once``: an event answered once when two installs of a host both run the hook;
+  ``briefed``: which Gemini CLI sessions had their briefing (it rides on the first
+  prompt there, so that a resumed session keeps it).
 
 May import memory, storage, the service client and the shared helpers, lazily inside functions
 (``entry`` and what it imports at module level stay standard library only); not ``hosts.mcp`` or

@@ -76,22 +76,30 @@ def _in_process(data: str, data_dir: Path | None, event: str, settings: Settings
 def answer(data: str, settings: Settings | None = None) -> str:
     """The hook's stdout for one event (empty when there is nothing to add).  Never raises.
     ``settings``: the hook process's (``main``), by default read here."""
-    from contextware.service import client, spool
 
     settings = settings or current_settings()
     try:
         payload = json.loads(data) if data.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         payload = None
     if not isinstance(payload, dict):
         return handlers.run_hook(data, settings)  # reports the bad input in hooks.log
     event = str(payload.get("hook_event_name") or "")
     if event not in handlers.HANDLERS:
         return ""
-    from contextware.hosts.hooks.once import first_answer
+    from contextware.hosts.hooks.once import first_answer, release
 
     if not first_answer(data, event):
         return ""  # a second install of this host runs us for the same event: answered once already
+    out = _answer(data, payload, event, settings)
+    if not out:
+        release(data, event)  # nothing said: the same event sent again later is answered
+    return out
+
+
+def _answer(data: str, payload: dict[str, Any], event: str, settings: Settings) -> str:
+    from contextware.service import client, spool
+
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and os.path.isdir(cwd):
         os.chdir(cwd)  # the project is resolved from here, as a command run there would

@@ -52,7 +52,13 @@ def _output(event: str, body: str, note: str = "") -> dict:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
-def session_start(project: "Project", payload: dict) -> dict | None:
+def _is_gemini(payload: dict) -> bool:
+    """Gemini CLI's hooks are installed without ``--host``; Claude Code's name their host."""
+    return not str(payload.get(HOST_KEY) or "").startswith("claude")
+
+
+def _briefing(project: "Project", payload: dict, event: str) -> dict | None:
+    """The session briefing as a hook answer for ``event``, or None when nothing is remembered yet."""
     from contextware.core.fence import inline_all
     from contextware.hosts.hooks.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
@@ -61,18 +67,56 @@ def session_start(project: "Project", payload: dict) -> dict | None:
     if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
         return None
     usage = how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
-    return _output("SessionStart", render_markdown(inline_all(ctx)), usage)
+    return _output(event, render_markdown(inline_all(ctx)), usage)
+
+
+def session_start(project: "Project", payload: dict) -> dict | None:
+    """Claude Code: the briefing.  Gemini CLI: nothing; the briefing rides on the session's first
+    BeforeAgent (see ``briefed``), where a resumed session keeps it."""
+    if _is_gemini(payload):
+        return None
+    return _briefing(project, payload, "SessionStart")
+
+
+def _first_turn_briefing(project: "Project", payload: dict) -> str:
+    """Gemini CLI: the briefing's text on the session's first BeforeAgent, else ''."""
+    from contextware.hosts.hooks import briefed
+
+    session = str(payload.get("session_id") or "")
+    if not _is_gemini(payload) or not session or not project.data_dir.is_dir():
+        return ""
+    if briefed.was_briefed(project.data_dir, session):
+        return ""
+    out = _briefing(project, payload, "BeforeAgent")
+    briefed.mark_briefed(project.data_dir, session)
+    return out["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def before_agent(project: "Project", payload: dict) -> dict | None:
+    """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first."""
+    event = str(payload.get("hook_event_name") or "BeforeAgent")
+    briefing = _first_turn_briefing(project, payload)
+    recalled = _recalled(project, payload)
+    parts = [briefing] if briefing else []
+    if recalled:
+        parts.append(recalled["hookSpecificOutput"]["additionalContext"])
+    if not parts:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "\n\n".join(parts)}}
 
 
 def _line(hit: dict) -> str:
     from contextware.core.fence import inline
     from contextware.memory.briefing import first_sentence
+    from contextware.memory.turns.digest import digest_label, is_digest
 
     c = hit["collection"]
     stale = f" (may be stale: {inline(hit['may_be_stale'])})" if hit.get("may_be_stale") else ""
     stale += f" ({inline(hit['from'])})" if hit.get("from") else ""  # not the user's own (memory.trust)
     if c == "facts":
         return f"- [{(hit.get('kind') or 'note').upper()}] {inline(hit['text'])}{stale}"
+    if c == "episodes" and is_digest(hit):  # a summary of a session: neither a success nor a failure
+        return f"- [{digest_label(hit.get('created_at')).upper()}] {inline(hit['summary'])}{stale}"
     if c == "episodes":
         return f"- [PAST {hit['result'].upper()}] {inline(hit['goal'])}: {inline(hit['summary'])}{stale}"
     if c == "code_index":
@@ -108,7 +152,7 @@ def without_hook_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def before_agent(project: "Project", payload: dict) -> dict | None:
+def _recalled(project: "Project", payload: dict) -> dict | None:
     from contextware.memory.recall.prompt import for_prompt
 
     prompt = typed_prompt(payload)
@@ -171,10 +215,29 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
             if text.strip():
                 # The answer carries the question it answers: one row holds the whole exchange.
                 text = fit_log(project, text, cut)
-                save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
+                saved = save_log(project, text, session_id=session, role=role, source="hook", prompt=asked)
+                if role == "user":
+                    _save_instructions(project, text, saved)
                 asked = text if role == "user" else None
     _refresh_digest(project, session)
     return None
+
+
+def _save_instructions(project: "Project", text: str, saved: dict) -> None:
+    """A user turn that asks to remember something ("please remember: …", "from now on …") adds it
+    as a fact, its source the turn's log row (``memory.remember``).  Only for a turn seen the first
+    time: a fact deleted in the browser does not come back when the same turn is captured again.
+    A failure is logged: the turn is saved."""
+    from contextware.memory.records import save_fact
+    from contextware.memory.remember import instructions
+
+    if "duplicate_of" in saved or not saved.get("ids"):
+        return
+    for found in instructions(text):
+        try:
+            save_fact(project, found.text, kind=found.kind, source=f"turn:{saved['ids'][0]}")
+        except Exception as exc:  # noqa: BLE001 - a fact too long or refused: the turn itself is kept
+            _log_failure("remember", exc, project)
 
 
 def _refresh_digest(project: "Project", session: str) -> None:
@@ -312,7 +375,9 @@ def pre_compress(project: "Project", payload: dict) -> dict | None:
         if text.strip():  # exact duplicates of what AfterAgent saved are skipped
             text = fit_log(project, text, cut)
             prompt = asked if role == "agent" else None  # an answer carries the question before it
-            save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
+            saved = save_log(project, text, session_id=session, role=role, source="hook", prompt=prompt)
+            if role == "user":
+                _save_instructions(project, text, saved)
             asked = text if role == "user" else asked
     _refresh_digest(project, session)
     return None

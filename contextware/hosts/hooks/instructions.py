@@ -5,7 +5,8 @@
   Claude Code names them (``mcp__<server>__<tool>``; a plugin's are ``mcp__plugin_<plugin>_<server>__<tool>``).
 - Gemini CLI offers no MCP tools in headless runs (``gemini -p``) and a hook cannot tell the modes
   apart, so the note names shell commands, which work in both: the ``contextware`` console command
-  when the hook was started through it, else this environment's Python on the skill's scripts.
+  when the hook was started through it or it is on PATH, else this environment's Python on the
+  skill's scripts.
 
 Standard library only: this runs on the SessionStart hook's path.
 """
@@ -13,6 +14,7 @@ Standard library only: this runs on the SessionStart hook's path.
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,11 +22,15 @@ MCP_PREFIX = {"claude": "mcp__contextware__", "claude-plugin": "mcp__plugin_cont
 
 
 def script_command(script: str, command: str) -> str:
-    """How to run one of our commands from a shell, the way this process was started."""
-    if Path(sys.argv[0]).name == "contextware":
+    """How to run one of our commands from a shell: ``contextware <command>`` when this process was
+    started through it or it is on PATH (what a project's installed hooks call), else this
+    environment's Python on the skill's script (never a long interpreter path when a short name works)."""
+    if Path(sys.argv[0]).name == "contextware" or shutil.which("contextware"):
         return f"contextware {command}"
-    skill = Path(__file__).resolve().parents[3]
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(skill / 'scripts' / script))}"
+    path = Path(__file__).resolve().parents[3] / "scripts" / script
+    if not path.is_file():  # an installed package has no scripts/: its module runs the command
+        return f"{shlex.quote(sys.executable)} -I -m contextware.cli {command}"
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
 
 def how_to_reach_memory(host: str) -> str:

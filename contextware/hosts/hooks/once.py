@@ -1,7 +1,9 @@
 """Answer an event once when two installs of one host (project and user scope) both run our hook:
 the host starts both with the same event at the same moment, so the second finds the first's marker
 (a file named by the event's hash and the host's process id, made with O_EXCL) and prints nothing.
-Standard library only: this is on the hook's warm path."""
+A hook that had nothing to say gives its claim back (``release``): the same event sent again once
+there is memory (a new project's first session start, say) is answered.  Standard library only:
+this is on the hook's warm path."""
 
 from __future__ import annotations
 
@@ -18,6 +20,20 @@ def _marker_dir() -> str:
     return os.path.join(tempfile.gettempdir(), f"contextware-hooks-{os.getuid()}")
 
 
+def _marker(data: str) -> str:
+    key = hashlib.blake2b(f"{os.getppid()}\0{data}".encode("utf-8", "replace"), digest_size=12).hexdigest()
+    return os.path.join(_marker_dir(), key)
+
+
+def release(data: str, event: str) -> None:
+    """Give back the claim of ``first_answer`` (the hook answered nothing)."""
+    if event in ANSWER_ONCE:
+        try:
+            os.unlink(_marker(data))
+        except OSError:
+            pass
+
+
 def first_answer(data: str, event: str) -> bool:
     """False when an identical ``event`` from the same host process was answered moments ago."""
     if event not in ANSWER_ONCE:
@@ -25,8 +41,7 @@ def first_answer(data: str, event: str) -> bool:
     try:
         where = _marker_dir()
         os.makedirs(where, mode=0o700, exist_ok=True)
-        key = hashlib.blake2b(f"{os.getppid()}\0{data}".encode("utf-8", "replace"), digest_size=12).hexdigest()
-        path = os.path.join(where, key)
+        path = _marker(data)
         now = time.time()
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

@@ -204,11 +204,13 @@ def run_loop(command: str, source: str, root: Path) -> dict:
     where = f"{host} ({scope}, {source})"
     if problem:
         return _check("loop", False, f"{command} for {where}: {problem}", f"see {logs[0]}", command=command)
-    briefing = seen.get("SessionStart", "")
+    briefing, carrier = seen.get("SessionStart", ""), "the session start"
+    if not briefing and host == "gemini":  # Gemini CLI's briefing rides on the session's first prompt
+        briefing, carrier = seen.get(EVENTS[host][0], ""), "the first prompt's briefing"
     first = next((ln.strip() for ln in briefing.splitlines() if ln.strip()), "")
     prompt_chars = len(seen.get(EVENTS[host][0], ""))
     detail = (
-        f"{command} for {where}: the session start gives the model {len(briefing)} characters"
+        f"{command} for {where}: {carrier} gives the model {len(briefing)} characters"
         + (f" (first line: {first[:120]!r})" if first else "")
         + f", a prompt {prompt_chars}; the sample turn was saved and its {removed} rows removed."
     )

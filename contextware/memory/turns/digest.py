@@ -18,7 +18,22 @@ if TYPE_CHECKING:
 MIN_TURNS = 3  # a session shorter than this is its own turns: a digest would only repeat them
 MAX_ITEMS = 4  # sentences per part of a digest
 SENTENCE_CHARS = 200
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# A sentence ends at . ! ? before a space or the end: "CHANGELOG.md" or "e.g" is not an end.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
+CATEGORY = "session"  # a digest episode's category: labelled "Session summary, <date>", never a success
+
+
+def is_digest(row: dict[str, Any]) -> bool:
+    """Whether an episode (a row, a recall hit or a briefing item) is a session digest."""
+    return row.get("category") == CATEGORY or str(row.get("source") or "").startswith("digest:")
+
+
+def digest_label(at: Any) -> str:
+    """What a digest is, for the model and people: ``Session summary, 2026-11-28``."""
+    day = at.date().isoformat() if hasattr(at, "date") else str(at or "")[:10]
+    return f"Session summary, {day}" if day else "Session summary"
+
+
 _CUES = {
     "decided": re.compile(
         r"\b(decided|decision|we(?:'ll| will) use|let's use|going with|switch(?:ed)? to|agreed|prefer|from now on|always|never)\b",
@@ -134,5 +149,5 @@ def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[
             project, old[0]["id"], goal=fields["goal"], summary=fields["summary"], result=fields["result"]
         )
     return records.save_episode(
-        project, fields["summary"], goal=fields["goal"], result=fields["result"], category="session", source=source
+        project, fields["summary"], goal=fields["goal"], result=fields["result"], category=CATEGORY, source=source
     )

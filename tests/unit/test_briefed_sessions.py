@@ -1,0 +1,55 @@
+"""Gemini CLI's briefing rides on the session's first BeforeAgent (issue 34 item 3): its SessionStart
+context would be prepended to the first prompt, which Gemini CLI 0.61 drops on resume."""
+
+from __future__ import annotations
+
+import json
+
+from contextware.core.fence import FENCE_CLOSE
+from contextware.hosts.hooks import briefed
+from contextware.hosts.hooks.handlers import run_hook
+from contextware.memory import records
+from contextware.storage.project import Project
+from tests.support.hook_events import context_of, event
+
+FACT = "Database migrations run with make migrate, never by hand."
+
+
+def test_gemini_is_briefed_on_the_first_prompt_of_each_session_once(project: Project):
+    records.save_fact(project, FACT, kind="convention")
+    assert run_hook(event("SessionStart", project.root, source="startup")) == ""  # not prepended
+    first = context_of(run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?")), "BeforeAgent")
+    assert FACT in first and "Search this memory" in first.split(FENCE_CLOSE, 1)[1]
+    # The second prompt of the session and the resumed session (same id) are not briefed again.
+    again = run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?"))
+    assert "Search this memory" not in again
+    assert run_hook(event("SessionStart", project.root, source="resume")) == ""
+    other = event("BeforeAgent", project.root, prompt="hi").replace("sess_1", "sess_2")
+    assert "Search this memory" in context_of(run_hook(other), "BeforeAgent")  # a new session is
+    # Claude Code keeps its SessionStart briefing (its resumed sessions keep it: tests/integration).
+    claude = json.loads(run_hook(event("SessionStart", project.root, contextware_host="claude")))
+    assert FACT in claude["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_briefed_list_stays_bounded_and_odd_ids_are_harmless(project: Project):
+    records.save_fact(project, FACT, kind="convention")
+    data = project.data_dir
+    for i in range(briefed.KEEP + 20):
+        briefed.mark_briefed(data, f"s{i}")
+    lines = (data / briefed.FILE).read_text().splitlines()
+    assert len(lines) == briefed.KEEP and lines[-1] == f"s{briefed.KEEP + 19}"
+    assert not briefed.was_briefed(data, "s0") and briefed.was_briefed(data, f"s{briefed.KEEP}")
+    assert not briefed.was_briefed(data, "") and not briefed.was_briefed(data, "\n")
+    briefed.mark_briefed(data, "a\nb c")  # whitespace cannot split a line into two ids
+    assert briefed.was_briefed(data, "abc") and not briefed.was_briefed(data, "a")
+
+
+def test_the_note_names_the_command_the_hooks_use(monkeypatch):
+    from contextware.hosts.hooks import instructions
+
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/local/bin/contextware")
+    assert instructions.script_command("recall.py", "recall") == "contextware recall"
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    assert instructions.script_command("recall.py", "recall").endswith("scripts/recall.py")  # a clone
+    monkeypatch.setattr(instructions, "__file__", "/nowhere/site-packages/contextware/hosts/hooks/instructions.py")
+    assert instructions.script_command("recall.py", "recall").endswith(" -I -m contextware.cli recall")  # a package
