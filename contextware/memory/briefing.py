@@ -70,10 +70,11 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     tbl = project.db.open_table(table)
     if tbl is None:
         return []
-    if table in ("facts", "episodes", "logs"):  # what the hooks may inject unasked (memory.trust)
+    if table in ("facts", "episodes", "logs"):  # what the hooks may inject unasked: trusted (memory.trust),
+        from contextware.memory.branches import recall_wheres  # and seen from this checkout's branch
         from contextware.memory.trust import only_trusted
 
-        where = only_trusted(project, tbl, where)
+        where = recall_wheres(project, "current", {table: only_trusted(project, tbl, where)}, unasked=True)[table]
     # Rows whose content is shown are checked against their checksum (which needs every guarded
     # column); metadata-only reads (session ids and times) are not.
     guarded = hashed_columns(table)
@@ -146,7 +147,7 @@ def collapse(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any
 # What a long-lived process (the resident service) computed from a table at one version: the
 # briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
 # cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
-_derived: dict[tuple[str, str], tuple[tuple[int, float, tuple[Any, ...]], list[dict[str, Any]]]] = {}
+_derived: dict[tuple[str, str], tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
 
 
 def _data_files_stamp(db_uri: str, table: str) -> tuple[Any, ...] | None:
@@ -177,11 +178,16 @@ class _Memory:
         self.code = code  # the code index section (``_code``), read beside the other sections
 
     def _derive(self, table: str, what: str, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """``compute()``, or what it gave before for the same table version and threshold."""
+        """``compute()``, or what it gave before for the same table version, threshold and HEAD (the
+        branch decides which rows are seen: ``memory.branches``)."""
+        from contextware.storage import gitstate
+
         try:
             tbl = self.project.db.open_table(table)
             files = _data_files_stamp(self.project.db_uri, table)
-            stamp = (int(tbl.version), self.threshold, files) if tbl is not None and files else None
+            head = gitstate.head(self.project.root)
+            seen_from = (head.branch, head.commit)
+            stamp = (int(tbl.version), self.threshold, files, seen_from) if tbl is not None and files else None
         except Exception:  # noqa: BLE001 - no version, no reuse: computed afresh (errors surface there)
             stamp = None
         slot = (str(self.project.data_dir), f"{table}:{what}")

@@ -71,7 +71,8 @@ def test_cli_mcp_and_hook_follow_the_branch(tmp_path: Path) -> None:
     assert _recall(root) == []
     assert _recall(root, "--branch", "any") == [JWT]
     assert _recall(root, "--branch", "feature/jwt") == [JWT]
-    assert "AUTH_KEY" not in _hook(root)
+    assert "AUTH_KEY" not in _hook(root)  # neither recalled nor in the first prompt's briefing
+    assert "AUTH_KEY" not in run_script("context", "--format", "text", cwd=root).stdout
     assert _mcp(root, {}) == [] and _mcp(root, {"branch": "any"}) == [JWT]
     bad = run_script("recall", QUESTION, "--branch", "no/such", cwd=root)
     assert bad.returncode == 2 and bad.json["error"]["code"] == "bad_branch", bad.stdout
@@ -79,6 +80,7 @@ def test_cli_mcp_and_hook_follow_the_branch(tmp_path: Path) -> None:
     git(root, "merge", "-q", "--no-ff", "-m", "merge jwt", "feature/jwt")
     assert _recall(root) == [JWT]
     assert "AUTH_KEY" in _hook(root)
+    assert "AUTH_KEY" in run_script("context", "--format", "text", cwd=root).stdout
     assert _mcp(root, {}) == [JWT]
 
 
@@ -118,10 +120,11 @@ def test_the_warm_service_follows_each_checkout(project_dir: Path, services: Non
     git(root, "checkout", "-q", "-b", "feature/jwt")
     commit(root, "jwt.py")
     assert run_script("save_fact", JWT, "--kind", "decision", cwd=root).json["ok"]
-    payload = event("BeforeAgent", root, prompt=QUESTION)
+    asked = iter(range(100))
 
     def context() -> str:
-        out = served_hook(payload, root)
+        # A new session each time: one prompt sent twice by one host within seconds is answered once.
+        out = served_hook(event("BeforeAgent", root, prompt=QUESTION, session_id=f"s{next(asked)}"), root)
         assert out.returncode == 0 and out.stderr == "", out.stderr
         return context_of(out.stdout, "BeforeAgent") if out.stdout.strip() else ""
 
