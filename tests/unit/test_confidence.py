@@ -9,7 +9,7 @@ import json
 import pytest
 
 from contextware.core.errors import UsageError
-from contextware.hosts.hooks.handlers import run_hook
+from contextware.hosts.hooks.handlers import RELEVANT_HEADING, run_hook
 from contextware.memory import records
 from contextware.memory.recall import Hit, ask
 from contextware.memory.recall.confidence import content_words, named_things, signals
@@ -84,7 +84,10 @@ def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
 
 
 def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Project):
-    assert run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE)) == ""
+    first = context_of(run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE)), "BeforeAgent")
+    assert "## Constraints" in first and RELEVANT_HEADING not in first  # a Gemini session's first: the briefing
+    later = event("BeforeAgent", ledger.root, prompt=UNANSWERABLE, timestamp="2026-11-21T07:05:00.000Z")
+    assert run_hook(later) == ""
     ctx = context_of(run_hook(event("BeforeAgent", ledger.root, prompt=ANSWERABLE)), "BeforeAgent")
     assert "No production deploys on Fridays" in ctx
 

@@ -57,17 +57,21 @@ def _is_gemini(payload: dict) -> bool:
     return not str(payload.get(HOST_KEY) or "").startswith("claude")
 
 
-def _briefing(project: "Project", payload: dict, event: str) -> dict | None:
-    """The session briefing as a hook answer for ``event``, or None when nothing is remembered yet."""
+def _briefing(project: "Project") -> str:
+    """The session briefing's markdown, or '' when nothing is remembered yet."""
     from contextware.core.fence import inline_all
-    from contextware.hosts.hooks.instructions import how_to_reach_memory
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
 
     ctx = session_context(project, int(project.config["hook_session_tokens"]))
     if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
-        return None
-    usage = how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
-    return _output(event, render_markdown(inline_all(ctx)), usage)
+        return ""
+    return render_markdown(inline_all(ctx))
+
+
+def _usage(payload: dict) -> str:
+    from contextware.hosts.hooks.instructions import how_to_reach_memory
+
+    return how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
 
 
 def session_start(project: "Project", payload: dict) -> dict | None:
@@ -75,11 +79,12 @@ def session_start(project: "Project", payload: dict) -> dict | None:
     BeforeAgent (see ``briefed``), where a resumed session keeps it."""
     if _is_gemini(payload):
         return None
-    return _briefing(project, payload, "SessionStart")
+    body = _briefing(project)
+    return _output("SessionStart", body, _usage(payload)) if body else None
 
 
 def _first_turn_briefing(project: "Project", payload: dict) -> str:
-    """Gemini CLI: the briefing's text on the session's first BeforeAgent, else ''."""
+    """Gemini CLI: the briefing's markdown on the session's first BeforeAgent, else ''."""
     from contextware.hosts.hooks import briefed
 
     session = str(payload.get("session_id") or "")
@@ -87,22 +92,24 @@ def _first_turn_briefing(project: "Project", payload: dict) -> str:
         return ""
     if briefed.was_briefed(project.data_dir, session):
         return ""
-    out = _briefing(project, payload, "BeforeAgent")
+    body = _briefing(project)
     briefed.mark_briefed(project.data_dir, session)
-    return out["hookSpecificOutput"]["additionalContext"] if out else ""
+    return body
+
+
+RELEVANT_HEADING = "## Relevant to this prompt"
 
 
 def before_agent(project: "Project", payload: dict) -> dict | None:
-    """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first."""
+    """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first,
+    in the same fence (one block of reference data, one header)."""
     event = str(payload.get("hook_event_name") or "BeforeAgent")
     briefing = _first_turn_briefing(project, payload)
     recalled = _recalled(project, payload)
-    parts = [briefing] if briefing else []
-    if recalled:
-        parts.append(recalled["hookSpecificOutput"]["additionalContext"])
-    if not parts:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "\n\n".join(parts)}}
+    if not briefing:
+        return _output(event, recalled) if recalled else None
+    body = f"{briefing}\n\n{RELEVANT_HEADING}\n{recalled}" if recalled else briefing
+    return _output(event, body, _usage(payload))
 
 
 def _line(hit: dict) -> str:
@@ -152,12 +159,14 @@ def without_hook_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def _recalled(project: "Project", payload: dict) -> dict | None:
+def _recalled(project: "Project", payload: dict) -> str:
+    """One line per memory the prompt hook injects for the typed prompt ('' for none); what it
+    decided is recorded for ``memory why``."""
     from contextware.memory.recall.prompt import for_prompt
 
     prompt = typed_prompt(payload)
     if len(prompt) < 3:
-        return None
+        return ""
     budget = int(project.config["hook_prompt_tokens"]) * 4
     if project.data_dir.is_dir():  # memory to search: load the model while lancedb is imported
         from contextware.storage.embeddings import preload_in_background
@@ -183,9 +192,7 @@ def _recalled(project: "Project", payload: dict) -> dict | None:
     from contextware.memory.turns import decisions
 
     decisions.record(project, decisions.entry(payload, prompt, result, injected))
-    if not lines:
-        return None
-    return _output(str(payload.get("hook_event_name") or "BeforeAgent"), "\n".join(lines))
+    return "\n".join(lines)
 
 
 def _records_here(project: "Project") -> bool:
