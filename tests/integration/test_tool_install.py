@@ -129,6 +129,8 @@ def test_every_install_works_from_a_tool_install_in_a_fresh_home(tmp_path, tool)
             assert server["command"].startswith(str(tool.parent.parent / "tools")), (args, server)
             assert server["args"] == ["-I", "-m", "contextware.hosts.mcp.front"], (args, server)
         assert not any("not on PATH" in w for w in result.get("warnings") or []), (args, result["warnings"])
+        twice = [w for w in result.get("warnings") or [] if "installed twice" in w]
+        assert bool(twice) == (args[1:2] == ("--project",) and args[0] in ("gemini", "claude")), (args, twice)
     skill = (Path(env["HOME"]) / ".claude" / "skills" / "contextware" / "SKILL.md").read_text()
     assert "scripts/" not in skill and "contextware recall" in skill
 
@@ -140,6 +142,11 @@ def test_every_install_works_from_a_tool_install_in_a_fresh_home(tmp_path, tool)
     # tool's Python runs its entries isolated (-I), so the working directory is not on sys.path.
     (project / "contextware").mkdir()
     (project / "contextware" / "__init__.py").write_text("raise SystemExit('the project shadowed the package')\n")
+    doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
+    assert doctor["healthy"] is False
+    assert sorted(c["name"] for c in doctor["checks"] if not c["ok"]) == ["duplicate", "duplicate"]
+    for agent in ("gemini", "claude"):  # one install per host: the project's, which teammates share
+        _install(tool, env, project, "uninstall", agent, "--user")
     doctor = json.loads(_run([str(tool), "doctor"], env, cwd=project).stdout)
     assert doctor["healthy"] is True, [c for c in doctor["checks"] if not c["ok"]]
     names = [c["name"] for c in doctor["checks"]]

@@ -57,14 +57,29 @@ def install(
     settings = settings or current_settings()
     if scope == "user":  # a project's files are committed: portable unless --python is given
         python = python or settings.hook_python
-        return _install_host(
+        result = _install_host(
             agent, None, python=python, link=link, host=host, settings=settings, replace=replace, named=project_root
         )
+        return _warn_if_twice(result, agent, resolve_project_root(project_root, settings))
     root = resolve_project_root(project_root, settings)
     result = _install_host(agent, root, python=python, link=link, host=host, settings=settings, replace=replace)
     if agent == "mcp" and (host or "print") == "print":
         return result
-    return _with_merge_driver(result, root, install=True)
+    return _with_merge_driver(_warn_if_twice(result, agent, root), root, install=True)
+
+
+def _warn_if_twice(result: dict, agent: str, root: Path) -> dict:
+    """``result`` with a warning when ``agent`` now has our hooks in both scopes for ``root``: the
+    hooks answer each event once (``hooks.once``), but two installs are two to keep working, and
+    ``doctor`` calls that unhealthy until one goes."""
+    if agent == "mcp":
+        return result
+    from contextware.hosts.install import doctor, loop
+
+    for problem in loop.duplicates(doctor.files_with_our_hooks(root), root):
+        if problem["detail"].startswith(f"{agent} "):
+            result["warnings"] = [*(result.get("warnings") or []), f"{problem['detail']} Fix: {problem['fix']}."]
+    return result
 
 
 def _install_host(
