@@ -127,7 +127,7 @@ def prune(project: "Project", days: float) -> int:
     code = project.db.open_table(CODE_TABLE)
     if days <= 0 or table is None or code is None:
         return 0
-    cutoff = (utcnow() - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
+    cutoff = (utcnow() - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S.%f")  # to the microsecond
     old = f"stored_at < timestamp '{cutoff}'"
 
     def read() -> tuple[list[str], set[str]]:
