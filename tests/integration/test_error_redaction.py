@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.support.hook_events import event
-from tests.support.mcp_client import SERVER, read_message, send
+from tests.support.mcp_client import SERVER, handshake, read_message, send
 from tests.support.scripts import run_script
 from tests.support.service_helpers import hook
 
@@ -71,10 +71,7 @@ def test_mcp_error_answers_and_the_logged_traceback_are_redacted(tmp_path: Path,
         stderr=subprocess.PIPE,
     )
     try:
-        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-        assert read_message(proc)["id"] == 1
-        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        handshake(proc)
         call = {"name": "save_fact", "arguments": {"content": "The nightly backup runs at 02:00."}}
         send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         answer = read_message(proc)

@@ -23,9 +23,6 @@ def _data_dir(project_dir: Path) -> Path:
     return project_dir / "contextware_data"
 
 
-@pytest.mark.xfail(
-    reason="failed after this session's merges (issues 33-35), not yet diagnosed: see the stop note", strict=False
-)
 def test_before_agent_through_the_service_matches_in_process(project_dir, services):
     run(
         "save_fact",
@@ -35,14 +32,22 @@ def test_before_agent_through_the_service_matches_in_process(project_dir, servic
         cwd=project_dir,
         env={"CONTEXTWARE_SERVICE": "off"},
     )
-    payload = event("BeforeAgent", project_dir, prompt="can we deploy on friday?", contextware_host="claude")
-    served = hook(payload, project_dir)  # (Claude's: a Gemini session's first prompt also carries its briefing)
+
+    def payload(n: int) -> str:
+        # Three prompts of three sessions: one prompt sent twice by one host process within seconds
+        # is answered once (hooks/once.py), and this test's process is the host of every call.
+        # (Claude's host: a Gemini session's first prompt also carries its briefing.)
+        return event(
+            "BeforeAgent", project_dir, prompt="can we deploy on friday?", contextware_host="claude", session_id=f"s{n}"
+        )
+
+    served = hook(payload(1), project_dir)
     info = status(project_dir)
     assert info["running"] is True and info["requests"] >= 1
-    local = hook(payload, project_dir, env={"CONTEXTWARE_SERVICE": "off"})
+    local = hook(payload(2), project_dir, env={"CONTEXTWARE_SERVICE": "off"})
     assert served.returncode == local.returncode == 0 and served.stderr == ""
     assert served.stdout == local.stdout and "Never deploy on Fridays" in served.stdout
-    again = hook(payload, project_dir)
+    again = hook(payload(3), project_dir)
     assert again.stdout == served.stdout and status(project_dir)["requests"] > info["requests"]
 
 

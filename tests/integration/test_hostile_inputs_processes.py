@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mcp_client import INITIALIZE
 from tests.support.repo import SCRIPTS
 from tests.support.scripts import ScriptResult, run_script
 
@@ -67,16 +68,7 @@ def test_a_lone_surrogate_is_refused_through_the_mcp_server(tmp_path):
     )
     try:
         lines = [
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
         ]
         deep = (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.support.mcp_client import SERVER, call, read_message, send, serve
+from tests.support.mcp_client import SERVER, call, handshake, read_message, send, serve
 from tests.support.scripts import run_script
 
 
@@ -126,21 +126,7 @@ def test_the_internal_error_is_one_protocol_answer_and_the_traceback_goes_to_std
         stderr=subprocess.PIPE,
     )
     try:
-        send(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            },
-        )
-        assert read_message(proc)["id"] == 1
-        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        handshake(proc)
 
         def store(i: int, **args) -> dict:
             send(

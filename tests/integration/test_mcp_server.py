@@ -15,7 +15,7 @@ import anyio
 
 from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.storage.embedded_text import FAMILIES
-from tests.support.mcp_client import CONTRACT, NO_DEFAULT, SERVER, call, error, run, serve
+from tests.support.mcp_client import CONTRACT, INITIALIZE, NO_DEFAULT, SERVER, call, error, run, serve
 
 HEAVY = ("lancedb", "pyarrow", "onnxruntime", "tokenizers", "fastembed", "pandas", "polars")
 
@@ -132,18 +132,7 @@ def test_stdout_carries_only_the_protocol(project_dir):
             proc.stdin.write((json.dumps(message) + "\n").encode())
             proc.stdin.flush()
 
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
-        )
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
         lines.append(_readline(proc))
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.mcp_client import read_message, send
+from tests.support.mcp_client import handshake, read_message, send
 from tests.support.native_audit import CASES
 from tests.support.repo import REPO, SCRIPTS
 
@@ -112,21 +112,7 @@ def test_the_mcp_server_answering_a_recall_sends_nothing(tmp_path: Path):
     cmd = [*STRACE, "-o", str(trace), sys.executable, str(SCRIPTS / "mcp_server.py")]
     proc = subprocess.Popen(cmd, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        send(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-        )
-        assert read_message(proc)["id"] == 1
-        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        handshake(proc)
         for n, (tool, args) in enumerate(
             [
                 ("save_fact", {"content": "Releases are cut on Thursdays.", "kind": "convention"}),
@@ -145,9 +131,6 @@ def test_the_mcp_server_answering_a_recall_sends_nothing(tmp_path: Path):
 
 
 @needs_strace
-@pytest.mark.xfail(
-    reason="failed after this session's merges (issues 33-35), not yet diagnosed: see the stop note", strict=False
-)
 def test_the_memory_browser_serving_a_page_sends_nothing(tmp_path: Path):
     """``ui`` started and asked for its dashboard: only loopback connections, no file outside."""
     import urllib.request
@@ -164,10 +147,10 @@ def test_the_memory_browser_serving_a_page_sends_nothing(tmp_path: Path):
         url = ""
         for _ in range(200):
             line = proc.stderr.readline()
-            if m := re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", line):
+            if m := re.search(r"http://127\.0\.0\.1:\d+/\S*\?token=\S+", line):
                 url = m.group(0)
                 break
-            if not line:
+            if not line or "Ctrl-C" in line:  # the banner's last line: no URL is coming
                 break
         assert url, "ui.py printed no URL"
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # the token becomes a cookie

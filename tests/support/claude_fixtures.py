@@ -33,6 +33,13 @@ def installed_claude_bin() -> str | None:
 
 
 def make_claude_env(home: Path, base_url: str) -> dict[str, str]:
+    """A HOME for Claude Code whose PATH has ``contextware`` in ``~/.local/bin`` (where ``uv tool install``
+    puts it; here a link to this environment's command), as a user's shell would."""
+    tool_bin = home / ".local" / "bin"
+    tool_bin.mkdir(parents=True, exist_ok=True)
+    command = tool_bin / "contextware"
+    if not command.exists():
+        command.symlink_to(Path(sys.executable).parent / "contextware")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     env.update(
         {
@@ -44,7 +51,7 @@ def make_claude_env(home: Path, base_url: str) -> dict[str, str]:
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "NO_COLOR": "1",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": os.pathsep.join([str(tool_bin), str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         }
     )
     return env

@@ -190,3 +190,16 @@ def read_message(proc: subprocess.Popen, timeout: float = 60) -> dict:
     line = proc.stdout.readline().decode()
     assert line, f"the server closed stdout (exit code {proc.poll()})"
     return json.loads(line)  # every stdout line is a JSON-RPC message, also around the error
+
+
+INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+
+
+def handshake(proc: subprocess.Popen, timeout: float = 60) -> dict:
+    """``initialize`` and ``notifications/initialized`` over raw stdio, as a host opens a session;
+    the server's initialize result."""
+    send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
+    answer = read_message(proc, timeout)
+    assert answer["id"] == 1, answer
+    send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return answer["result"]
