@@ -32,7 +32,7 @@ MAX_FORM_BYTES = 1_000_000
 MAX_FORM_FIELDS = 40
 FACT_KINDS = ("preference", "constraint", "decision", "convention", "environment", "note")
 STATIC = Path(__file__).parent / "static"
-EDITABLE = {  # what the edit form offers per collection (records.update takes the same)
+EDITABLE = {  # what the edit form offers per collection (edits.update takes the same)
     "facts": ("text", "kind", "topics"),
     "episodes": ("goal", "result", "category", "summary", "topics"),
     "logs": ("text", "role"),
@@ -347,7 +347,7 @@ class Pages:
         return HTMLResponse(page(rid, "".join(parts), active="/memories"))
 
     async def edit(self, request: Request) -> Response:
-        from contextware.memory import records
+        from contextware.memory import edits, records
 
         rid = request.path_params["id"]
         record = (await self.work(records.get, self.project, rid))["record"]
@@ -361,7 +361,7 @@ class Pages:
             form = await self.form(request)
             changes = {n: form[n] for n in names if n in form and form[n].strip() != current(n).strip()}
             if changes:
-                await self.work(records.update, self.project, rid, **changes)
+                await self.work(edits.update, self.project, rid, **changes)
             return RedirectResponse(f"/memory/{rid}", status_code=303)
         fields = "".join(
             f'<label>{e(n)}<br><textarea name="{e(n)}">{e(current(n))}</textarea></label><br>'
@@ -404,14 +404,14 @@ class Pages:
         return HTMLResponse(page(f"Supersede {rid}", body, active="/memories"))
 
     async def delete(self, request: Request) -> Response:
-        from contextware.memory import records
+        from contextware.memory import edits, records
 
         rid = request.path_params["id"]
         if request.method == "POST":
             form = await self.form(request)
             if form.get("confirm") != "yes":
                 raise UsageError("Tick the box to confirm the deletion; nothing was deleted.", code="not_confirmed")
-            done = await self.work(records.delete, self.project, rid)
+            done = await self.work(edits.delete, self.project, rid)
             extra = (
                 f" {a('/memory/' + done['reactivated'], done['reactivated'])} is current again."
                 if done.get("reactivated")
@@ -431,11 +431,11 @@ class Pages:
         return HTMLResponse(page(f"Delete {rid}?", body, active="/memories"))
 
     async def confirm(self, request: Request) -> Response:
-        from contextware.memory import records
+        from contextware.memory import edits
 
         rid = request.path_params["id"]
         await self.form(request)
-        await self.work(records.confirm, self.project, rid)
+        await self.work(edits.confirm, self.project, rid)
         return RedirectResponse(f"/memory/{rid}", status_code=303)
 
     # -- review queues -----------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> dict:
     from contextware.cli import read_content
-    from contextware.memory import maintenance, records
+    from contextware.memory import edits, maintenance, records
 
     project = open_project(args)
     action = args.action
@@ -92,7 +92,7 @@ def handle(args: argparse.Namespace) -> dict:
     if action == "get":
         return records.get(project, args.id)
     if action == "confirm":
-        return records.confirm(project, args.id)
+        return edits.confirm(project, args.id)
     if action in ("review", "accept"):
         from contextware.memory import trust
 
@@ -101,7 +101,7 @@ def handle(args: argparse.Namespace) -> dict:
         queue = trust.review_queue(project)
         return {"quarantined": queue, "count": len(queue)}
     if action == "update":
-        return records.update(
+        return edits.update(
             project,
             args.id,
             text=read_content(args.text),
@@ -115,7 +115,7 @@ def handle(args: argparse.Namespace) -> dict:
             role=args.role,
         )
     if action == "delete":
-        return records.delete(project, args.id)
+        return edits.delete(project, args.id)
     if action == "history":
         from contextware.memory.history import history
 

@@ -1,7 +1,7 @@
 """Memory: what the agent saves and asks for.
 
-Owns facts, episodes and logs (save, update, supersede, delete: ``records``; a fact's chain:
-``history``), recall across every collection and its fusion (``recall/``), the session briefing
+Owns facts, episodes and logs (save, supersede, get, list: ``records``; update, confirm, delete:
+``edits``; a fact's chain: ``history``), recall across every collection and its fusion (``recall/``), the session briefing
 (``briefing``), the memories tied to code (``code_links``), maintenance (stats, compact, repair:
 ``maintenance``; ``cleanup``: what older versions stored and repair cleans; ``remember``: a user turn's "remember …" lines found as facts), and two rooms:
 ``team/`` (the team memory file shared through git) and ``turns/`` (captured conversation turns

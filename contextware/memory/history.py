@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.text import sql_str
-from contextware.memory.records import _locate, public_row
+from contextware.memory.records import locate, public_row
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -26,7 +26,7 @@ def history(project: "Project", record_id: str) -> dict[str, Any]:
 
     ``current`` is the id of the chain's active fact (None when every link is superseded), and
     ``missing`` lists ids a link names that no longer exist (deleted or never imported)."""
-    collection, table, row = _locate(project, record_id)
+    collection, table, row = locate(project, record_id)
     if collection != "facts":
         record = public_row(row, collection)
         return {"id": record_id, "collection": collection, "current": record_id, "chain": [record], "missing": []}

@@ -132,10 +132,10 @@ def accept(project: "Project", record_id: str) -> dict[str, Any]:
     import pyarrow as pa
 
     from contextware.core.errors import NotFoundError, UsageError
-    from contextware.memory.records import _locate
+    from contextware.memory.records import locate
     from contextware.storage.integrity import stamp
 
-    collection, _table, row = _locate(project, record_id)
+    collection, _table, row = locate(project, record_id)
     was = row.get("quarantine")
     if not was:
         raise UsageError(f"{record_id} is not quarantined: nothing to accept.", code="not_quarantined")

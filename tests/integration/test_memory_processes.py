@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from contextware.core.errors import UsageError
-from contextware.memory import records
+from contextware.memory import edits, records
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ from contextware.memory import records
         (lambda p: records.save_log(p, "hello", session_id=None, role="user"), "needs a session"),
         (lambda p: records.save_log(p, "hello", session_id="s", role="robot"), "Unknown role"),
         (lambda p: records.get(p, "fact-nothere"), "No memory"),
-        (lambda p: records.delete(p, "fact-0123456789ab"), "No memory"),
+        (lambda p: edits.delete(p, "fact-0123456789ab"), "No memory"),
     ],
 )
 def test_bad_input_is_refused_and_writes_nothing(project, call, message):

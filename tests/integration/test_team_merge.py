@@ -74,7 +74,8 @@ def test_without_the_driver_import_resolves_the_conflict(tmp_path):
 
 
 def test_a_deletion_travels_and_stays_deleted(tmp_path):
-    from contextware.memory.records import delete, save_fact
+    from contextware.memory.edits import delete
+    from contextware.memory.records import save_fact
 
     a, b = make_clones(tmp_path)
     doomed = save_fact(a.project, "The staging database is called pink.")["id"]

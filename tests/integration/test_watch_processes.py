@@ -149,7 +149,7 @@ def test_a_memory_naming_a_file_is_flagged_after_one_watch_event(project_dir: Pa
     """memory.code_links with a real watch process: an edit, then a rename, each seen by one batch."""
     from datetime import datetime, timezone
 
-    from contextware.memory import records
+    from contextware.memory import edits, records
     from contextware.memory.recall import ask
 
     (project_dir / "src").mkdir()
@@ -171,7 +171,7 @@ def test_a_memory_naming_a_file_is_flagged_after_one_watch_event(project_dir: Pa
         (project_dir / "src" / "retry.py").write_text("def backoff_delay(attempt):\n    return 3**attempt\n")
         w.wait_for("indexed src/retry.py")
         assert flag() == f"src/retry.py changed on {today}"
-        records.confirm(project, fact)
+        edits.confirm(project, fact)
         assert flag() is None
         os.rename(project_dir / "src" / "retry.py", project_dir / "src" / "retries.py")
         w.wait_for("removed src/retry.py")  # in one batch, after "indexed src/retries.py" or before it

@@ -142,7 +142,8 @@ class RandomWork:
 
     def step(self, clone: Clone, shared_text: str | None = None) -> dict[str, set[str]]:
         """One random operation; returns {"deleted": ids, "touched": ids} for the oracle."""
-        from contextware.memory.records import delete, save_episode, save_fact, update
+        from contextware.memory.edits import delete, update
+        from contextware.memory.records import save_episode, save_fact
 
         p = clone.project
         live = clone.memories()

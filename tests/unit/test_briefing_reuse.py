@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from contextware.memory import records
+from contextware.memory import edits, records
 from contextware.memory.briefing import session_context
 from contextware.storage.project import Project, forget_open_projects
 
@@ -46,7 +46,7 @@ def test_the_next_briefing_sees_every_change_and_reuses_nothing_stale(project: P
 
         fact = records.save_fact(project, "Tests run with pytest -q.", kind="convention")
         assert [f["text"] for f in _brief(project)["conventions"]] == ["Tests run with pytest -q."]
-        records.delete(project, fact["id"])
+        edits.delete(project, fact["id"])
         assert "conventions" not in _brief(project)
 
         records.save_fact(project, "Reports use plain SQL.", kind="decision")

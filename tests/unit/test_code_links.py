@@ -16,7 +16,7 @@ import pytest
 from contextware.cli import run
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.hosts.hooks.handlers import run_hook
-from contextware.memory import records
+from contextware.memory import edits, records
 from contextware.memory.briefing import render_markdown, session_context
 from contextware.memory.recall import ask
 from contextware.storage.project import Project
@@ -110,7 +110,7 @@ def test_an_edit_flags_the_memory_until_it_is_confirmed(coded: Project):
     assert listed["records"][0]["may_be_stale"].startswith("src/http/retry.py changed")
     assert records.get(coded, fact)["record"]["may_be_stale"] == listed["records"][0]["may_be_stale"]
 
-    confirmed = records.confirm(coded, fact)
+    confirmed = edits.confirm(coded, fact)
     assert confirmed["was_stale"].startswith("src/http/retry.py changed") and confirmed["code_links"] == [
         "src/http/retry.py"
     ]
@@ -146,7 +146,7 @@ def test_a_deletion_then_a_crawl_flags_it_as_deleted(coded: Project):
     stale = {r["id"] for r in records.list_records(coded, stale=True)["records"]}
     assert stale == {fact, episode}
     # Confirming drops the link to a file that is gone: nothing left to go stale.
-    assert records.confirm(coded, fact)["code_links"] == []
+    assert edits.confirm(coded, fact)["code_links"] == []
     assert _flag(coded, fact) is None
 
 
@@ -162,7 +162,7 @@ def test_updating_or_superseding_clears_the_flag(coded: Project):
     )["id"]
     assert _flag(coded, new) is None
     assert old not in {r["id"] for r in records.list_records(coded, stale=True)["records"]}
-    records.update(coded, other, text="Invoice totals come from src/models.py and are not cached.")
+    edits.update(coded, other, text="Invoice totals come from src/models.py and are not cached.")
     assert _flag(coded, other, "where do invoice totals come from?") is None
     assert records.list_records(coded, stale=True)["count"] == 0
 
@@ -259,4 +259,4 @@ def test_logs_cannot_be_confirmed(coded: Project):
 
     log = records.save_log(coded, "see src/http/retry.py", session_id="s1", role="user")["id"]
     with pytest.raises(UsageError):
-        records.confirm(coded, log)
+        edits.confirm(coded, log)

@@ -177,7 +177,7 @@ def test_a_line_git_moved_can_stand_twice_in_one_side_of_a_conflict(project):
 
 
 def test_tombstones_delete_and_a_newer_save_wins_over_them(project):
-    from contextware.memory.records import delete
+    from contextware.memory.edits import delete
 
     saved = save_fact(project, "The build cache lives in /var/cache/build.", kind="environment")
     stone = next(json.loads(line) for line in _deleted_copy(project, saved["id"]).splitlines()[1:])
@@ -191,7 +191,7 @@ def test_tombstones_delete_and_a_newer_save_wins_over_them(project):
 
 
 def _deleted_copy(project, record_id: str) -> str:
-    from contextware.memory.records import delete
+    from contextware.memory.edits import delete
 
     delete(project, record_id)
     return export_memory(project, None)["jsonl"]
@@ -237,7 +237,7 @@ def test_a_change_within_the_same_second_is_later_than_the_version_it_follows(pr
     """Supersede, then delete the successor, in one second: the fact made current again must win a
     merge against its superseded copy on another clone (dated `now`, it tied, and the greater line,
     the superseded one, won on one clone while the other kept the active one)."""
-    from contextware.memory.records import delete
+    from contextware.memory.edits import delete
     from contextware.memory.team.tombstones import later
 
     old = save_fact(project, "Staging runs on a single node.", kind="environment")

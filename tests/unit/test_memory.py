@@ -8,7 +8,7 @@ import pytest
 
 from contextware.core.errors import ModelMismatchError, NotFoundError, UsageError
 from contextware.core.settings import Settings
-from contextware.memory import maintenance, records
+from contextware.memory import edits, maintenance, records
 from contextware.memory.recall import ask
 
 
@@ -85,7 +85,7 @@ def test_supersede_errors_write_nothing(project):
 def test_deleting_the_superseding_fact_reactivates_the_old_one(project):
     a = records.save_fact(project, "Staging runs on Heroku.")
     b = records.save_fact(project, "Staging runs on Fly.io.", supersedes=a["id"])
-    out = records.delete(project, b["id"])
+    out = edits.delete(project, b["id"])
     assert out["reactivated"] == a["id"]
     assert records.get(project, a["id"])["record"]["status"] == "active"
     with pytest.raises(NotFoundError):
@@ -115,14 +115,14 @@ def test_episode_and_log(project):
 
 def test_update_reembeds_and_changes_fields(project):
     out = records.save_fact(project, "The API listens on port 8000.", kind="environment")
-    records.update(project, out["id"], text="The API listens on port 9090 behind nginx.", topics="network")
+    edits.update(project, out["id"], text="The API listens on port 9090 behind nginx.", topics="network")
     row = records.get(project, out["id"])["record"]
     assert row["text"].startswith("The API listens on port 9090") and row["topics"] == ["network"]
     assert ask(project, "what port does the api use? 9090")["results"][0]["id"] == out["id"]
     with pytest.raises(UsageError, match="cannot be changed"):
-        records.update(project, out["id"], goal="x")
+        edits.update(project, out["id"], goal="x")
     with pytest.raises(UsageError, match="Nothing to update"):
-        records.update(project, out["id"])
+        edits.update(project, out["id"])
 
 
 def test_degraded_save_then_reembed(project, monkeypatch):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from contextware.core.errors import DamagedDataError
-from contextware.memory import records
+from contextware.memory import edits, records
 from contextware.memory.recall import ask
 from contextware.storage import table_search
 from contextware.storage.integrity import CHECKED
@@ -112,7 +112,7 @@ def test_a_write_by_another_process_is_seen_at_once(filled, snapshots):
     new = records.save_fact(other, "Invoices are queued in Kafka since the March migration.", kind="decision")["id"]
     found = ask(project, "are invoices queued in Kafka?", min_confidence=0.0)
     assert found["results"][0]["id"] == new
-    records.delete(other, new)
+    edits.delete(other, new)
     assert new not in [r["id"] for r in ask(project, "are invoices queued in Kafka?", min_confidence=0.0)["results"]]
 
 
@@ -248,7 +248,7 @@ def test_a_write_is_applied_to_the_snapshot_not_reloaded(filled, snapshots):
 def test_a_delete_reads_the_table_again(filled, snapshots):
     project, ids = filled
     ask(project, "how do we deploy?")
-    records.delete(project, ids[3])
+    edits.delete(project, ids[3])
     assert ids[3] not in [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
 
 

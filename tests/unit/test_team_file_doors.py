@@ -14,7 +14,7 @@ import pytest
 
 from contextware.core.errors import UsageError
 from contextware.core.text import iso, utcnow
-from contextware.memory import records
+from contextware.memory import edits, records
 from contextware.memory.team import tombstones
 from contextware.memory.team.share import export_memory, import_memory
 
@@ -72,7 +72,7 @@ def test_a_tombstone_from_the_future_never_dates_a_re_save(project):
         project, [{"id": saved["id"], "created_at": None, "deleted_at": "9999-01-01T00:00:00Z", "deleted_by": "x"}]
     )
     assert saved["id"] not in tombstones.load(project)  # a stored stone from the future is ignored
-    records.delete(project, saved["id"])
+    edits.delete(project, saved["id"])
     again = records.save_fact(project, "Deploys go through make deploy.")
     row = records.get(project, again["id"])["record"]
     assert str(row["updated_at"]) < iso(utcnow() + timedelta(minutes=1)), row["updated_at"]

@@ -62,7 +62,7 @@ def update_memory(
     (the old values are not kept). When a fact is no longer true because something changed, save
     the new fact with supersedes instead, which keeps the old one for audit. A field that does
     not apply to the memory's collection is error bad_option; secrets are redacted."""
-    from contextware.memory.records import update
+    from contextware.memory.edits import update
 
     changes = {
         "text": text,
@@ -82,7 +82,7 @@ def delete_memory(id: _ID) -> CallToolResult:
     """Delete one memory for good (a wrong, outdated or sensitive one). Deleting a fact that
     superseded another makes the older fact current again (listed as reactivated). A missing id is
     error not_found."""
-    from contextware.memory.records import delete
+    from contextware.memory.edits import delete
 
     return call(lambda p: delete(p, id))
 
@@ -102,7 +102,7 @@ def confirm_memory(id: _ID) -> CallToolResult:
     or was deleted since it was saved) still holds: it is tied again to the files it names as they
     are now, and the flag is cleared. If it no longer holds, fix it with update_memory or save the
     new fact with supersedes instead. A log is error bad_collection; a missing id is not_found."""
-    from contextware.memory.records import confirm
+    from contextware.memory.edits import confirm
 
     return call(lambda p: confirm(p, id))
 

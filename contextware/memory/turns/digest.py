@@ -127,7 +127,7 @@ def refresh_digest(project: "Project", session_id: str, *, use_model: bool = Fal
 
 
 def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[str, Any]:
-    from contextware.memory import records
+    from contextware.memory import edits, records
 
     source = f"digest:{session_id}"
     table = project.db.open_table("episodes")
@@ -145,7 +145,7 @@ def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[
     if old and all(old[0].get(k) == fields[k] for k in ("goal", "summary", "result")):
         return {"id": old[0]["id"], "unchanged": True}
     if old:
-        return records.update(
+        return edits.update(
             project, old[0]["id"], goal=fields["goal"], summary=fields["summary"], result=fields["result"]
         )
     return records.save_episode(
