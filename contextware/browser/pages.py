@@ -502,7 +502,7 @@ class Pages:
         )
         return HTMLResponse(page("Review", body, active="/review"))
 
-    def _gone_row(self, g: dict) -> tuple[str, ...]:
+    def _gone_row(self, g: dict[str, Any]) -> tuple[str, ...]:
         button = (
             f'<form method=post action="/review/promote">{hidden(self.token)}'
             f'<input type=hidden name=branch value="{e(g["branch"])}"><button>Promote to everyone\'s</button></form>'

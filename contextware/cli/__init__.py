@@ -81,7 +81,7 @@ def read_content(value: str | None) -> str | None:
         raise UsageError("Standard input is not valid UTF-8 text; nothing was saved.", code="bad_encoding") from None
 
 
-def emit(result: dict, fmt: str, render: Callable[[dict], str] | None) -> None:
+def emit(result: dict[str, Any], fmt: str, render: Callable[[dict[str, Any]], str] | None) -> None:
     if fmt == "text":
         from contextware.cli.render import generic, use_color
         from contextware.core.fence import printable
@@ -156,7 +156,7 @@ def flag_name(field: str) -> str:
     return FLAGS.get(field) or "--" + field.replace("_", "-")
 
 
-def _fail(error: dict, code: int, fmt: str, argv: Sequence[str]) -> int:
+def _fail(error: dict[str, Any], code: int, fmt: str, argv: Sequence[str]) -> int:
     from contextware.core.redact import redact_error
 
     error = redact_error(error)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -22,7 +23,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     import json
 
     from contextware.storage.config import SETTINGS
@@ -41,7 +42,7 @@ def handle(args: argparse.Namespace) -> dict:
     }
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.cli.render import paint, table
 
     where = result["path"] if result["exists"] else f"{result['path']} (absent: every setting is the default)"

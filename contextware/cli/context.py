@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.declared_args import add_params
@@ -18,12 +19,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     values = {p.name: getattr(args, p.name) for p in CONTEXT.cli_params}
     return CONTEXT.run(open_project(args), CONTEXT.check(values), values)
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.memory.briefing import render_fenced
 
     return render_fenced(result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -33,7 +34,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.codeindex.indexer import crawl
 
     project = open_project(args)
@@ -48,7 +49,7 @@ def handle(args: argparse.Namespace) -> dict:
     )
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     lines = [
         f"scanned {result['scanned']}, indexed {result['indexed']}, unchanged {result['unchanged']}, "
         f"removed {result['removed']}, skipped {result['skipped']}, failed {result['failed']} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser
 
@@ -29,13 +30,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.hosts.install.doctor import doctor
 
     return doctor(args.project_root)
 
 
-def failure(result: dict) -> dict | None:
+def failure(result: dict[str, Any]) -> dict[str, Any] | None:
     """The error of an unhealthy report (exit 1): its first problem."""
     if result["healthy"]:
         return None
@@ -44,7 +45,7 @@ def failure(result: dict) -> dict | None:
     return {"code": "unhealthy", "message": message}
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.cli.render import paint
 
     lines = [f"Contextware {result['version']} for {result['project_root']}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import open_project
 from contextware.cli.memory_file import memory_file_parser, memory_file_path
@@ -20,7 +21,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return memory_file_parser(prog, DESCRIPTION, ["--output", "-o"], "where to write", "stdout", "--include-logs", logs)
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.core.errors import UsageError, disk_full, is_disk_full
     from contextware.memory.team.share import export_memory
 
@@ -34,12 +35,12 @@ def handle(args: argparse.Namespace) -> dict:
         raise
 
 
-def raw_output(result: dict) -> str | None:
+def raw_output(result: dict[str, Any]) -> str | None:
     """``--output -``: the JSON Lines are the output."""
     return result.get("jsonl")
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.cli.render import counts_line
 
     where = result.get("path", "stdout")

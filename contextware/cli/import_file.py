@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from contextware.cli import open_project
 from contextware.cli.memory_file import memory_file_parser, memory_file_path
@@ -24,7 +25,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return memory_file_parser(prog, DESCRIPTION, ["file"], "the export to merge", "stdin", "--dry-run", dry)
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
     from contextware.core.system import fewer_heaps, read_limited
     from contextware.memory.team.share import import_memory
@@ -47,7 +48,7 @@ def handle(args: argparse.Namespace) -> dict:
     return import_memory(project, decoded, source=name, dry_run=args.dry_run)
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.cli.render import counts_line
 
     verb = "Would import" if result.get("dry_run") else "Imported"

@@ -4,6 +4,7 @@ MCP host, or take them out."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser
 
@@ -111,7 +112,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.hosts.install.dispatch import install, uninstall
 
     scope = args.scope or "user"
@@ -134,7 +135,7 @@ def handle(args: argparse.Namespace) -> dict:
 HOST_NAMES = {"gemini": "Gemini CLI", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     if result["action"] == "print":
         import json
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -81,7 +82,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.cli import read_content
     from contextware.memory import edits, maintenance, records
 
@@ -152,11 +153,11 @@ def handle(args: argparse.Namespace) -> dict:
     return report
 
 
-def _body(r: dict) -> str:
+def _body(r: dict[str, Any]) -> str:
     return r.get("text") or f"{r.get('goal')} → {r.get('summary')}"
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     from contextware.cli.render import fields, generic, paint, table
 
     if "records" in result:

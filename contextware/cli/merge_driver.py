@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from contextware.cli import add_common, new_parser
 
@@ -26,7 +27,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.core.errors import UsageError
     from contextware.memory.team.memfile import merge_files, with_markers
 
@@ -38,6 +39,6 @@ def handle(args: argparse.Namespace) -> dict:
         raise
 
 
-def raw_output(result: dict) -> str | None:
+def raw_output(result: dict[str, Any]) -> str | None:
     """Git shows a driver's output to the user: a merge that worked says nothing."""
     return ""

@@ -6,6 +6,7 @@ import argparse
 import os
 import stat
 import sys
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -97,7 +98,7 @@ def _piped_stdin() -> str | None:
     return text if text.strip() else None
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.core.errors import UsageError
 
     words = args.words
@@ -156,7 +157,7 @@ def handle(args: argparse.Namespace) -> dict:
     )
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     if "sessions" in result:
         if not result["sessions"]:
             return "No offload sessions yet."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.declared_args import add_params, values_of
@@ -18,7 +19,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     values = values_of(args, RECALL)
     query = RECALL.check(values)  # checked before the model loads: exiting under its loading thread can abort
     from contextware.storage.embeddings import preload_in_background
@@ -28,7 +29,7 @@ def handle(args: argparse.Namespace) -> dict:
     return RECALL.run(project, query, values)
 
 
-def render_hit(hit: dict) -> str:
+def render_hit(hit: dict[str, Any]) -> str:
     """One result as text: stored texts on one line (``inline``), file content indented (``block``)."""
     from contextware.core.fence import block, inline
 
@@ -77,7 +78,7 @@ def render_hit(hit: dict) -> str:
     return f"- {line}  ({hit['id']}, {hit['score']:.2f}{conf}){project}"
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     """Results fenced as reference data (a stored text can neither close the fence nor start a line),
     each hit's first line wrapped to the terminal."""
     from contextware.cli.render import paint, wrap
@@ -97,7 +98,7 @@ def render_text(result: dict) -> str:
     return fence("\n".join(lines)) + (f"\n{why}" if why else "")
 
 
-def render_explanation(why: dict) -> str:
+def render_explanation(why: dict[str, Any]) -> str:
     """The explanation as a table: one candidate a row (ids and numbers, the labels fenced apart)."""
     from contextware.cli.render import paint, table
     from contextware.core.fence import fence, inline

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project, read_content
 from contextware.cli.declared_args import add_params, values_of
@@ -18,7 +19,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.storage.embeddings import preload_in_background
 
     values = values_of(args, SAVE)
@@ -29,7 +30,7 @@ def handle(args: argparse.Namespace) -> dict:
     return SAVE.run(project, request, values)
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     if result.get("duplicate_of"):
         return f"Already saved as {result['duplicate_of']} (nothing written)."
     lines = [f"Saved {result['collection'][:-1]} {result['id']}."]

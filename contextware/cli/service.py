@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.core.errors import ContextwareError
@@ -31,7 +32,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.service import client
     from contextware.service.protocol import endpoint
 
@@ -62,7 +63,7 @@ def handle(args: argparse.Namespace) -> dict:
     return {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     if not result.get("running"):
         return "The service is not running." if "stopped" not in result else f"Stopped: {result['stopped']}."
     line = f"Running: pid {result['pid']}, up {result['uptime_s']} s, {result['requests']} requests, socket {result['socket']}."

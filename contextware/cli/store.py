@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.core.errors import UsageError
@@ -83,7 +84,7 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
         raise UsageError(f"{source} is not UTF-8 text; nothing was saved.", code="bad_encoding") from None
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.store import kvstore
 
     action = args.action
@@ -107,7 +108,7 @@ def handle(args: argparse.Namespace) -> dict:
     return kvstore.stats(open_project(args), args.namespace)
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     if "data" in result:
         from contextware.cli.render import paint
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -21,14 +22,14 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict:
+def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.offload.sync import sync
 
     project = open_project(args)
     return sync(project, args.action)
 
 
-def render_text(result: dict) -> str:
+def render_text(result: dict[str, Any]) -> str:
     action = result["action"]
     if action == "rebuild":
         return f"Re-indexed {result['indexed']} offload(s) from the files."

@@ -67,7 +67,7 @@ def file_chunks(path: str, text: str, language: str | None, parsed: Any = None) 
         return []
 
 
-def _chunks(path: str, language: str, defs: list, ex: Any) -> list[Chunk]:
+def _chunks(path: str, language: str, defs: list[Any], ex: Any) -> list[Chunk]:
     from contextware.codeindex.local_summary import _comment_above, _markers
 
     lines = ex.lines

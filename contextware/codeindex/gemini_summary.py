@@ -208,7 +208,7 @@ def _clean_symbols(raw: list[Any]) -> list[str]:
     return list(seen)
 
 
-def validate_entry(file: SourceFile, entry: dict) -> LocalSummary | GeminiError:
+def validate_entry(file: SourceFile, entry: dict[str, Any]) -> LocalSummary | GeminiError:
     """A LocalSummary from one reply entry, or the GeminiError saying what is wrong with it."""
     summary = entry.get("summary")
     symbols = entry.get("symbols", [])

@@ -27,7 +27,7 @@ MIN_USEFUL_CHARS = 200
 CODE_STEM = 5  # letters a word is cut to when code is matched (names, lines)
 
 
-def freshness(project: "Project", row: dict) -> str | None:
+def freshness(project: "Project", row: dict[str, Any]) -> str | None:
     """None when the file's mtime and size still match its row, else the note to show."""
     try:
         st = os.stat(project.root / row["file_path"])
@@ -149,7 +149,7 @@ def read_indexed_file(
     return redact_text(data.decode("utf-8", errors="replace")), None
 
 
-def attach_content(project: "Project", results: list[dict], query: str, max_chars: int) -> None:
+def attach_content(project: "Project", results: list[dict[str, Any]], query: str, max_chars: int) -> None:
     """Exact mode: give each code result its file's content while ``max_chars`` lasts."""
     from contextware.codeindex.files import secret_files
 

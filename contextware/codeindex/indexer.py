@@ -62,15 +62,15 @@ class Report:
     indexed_files: list[str] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    excluded: Counter = field(default_factory=Counter)  # files the listing left out by rule, per reason
-    failed: list[dict] = field(default_factory=list)
-    summarizers: Counter = field(default_factory=Counter)
+    excluded: Counter[str] = field(default_factory=Counter[str])  # files the listing left out by rule, per reason
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    summarizers: Counter[str] = field(default_factory=Counter[str])
     reused: int = 0  # files whose content was summarised before (codeindex.by_content): no summariser call
     fallbacks: int = 0
     gemini_error: str | None = None
     degraded: str | None = None
 
-    def to_dict(self, started: float, list_limit: int = 50) -> dict:
+    def to_dict(self, started: float, list_limit: int = 50) -> dict[str, Any]:
         skipped = [{"path": p, "reason": r} for r, paths in sorted(self.skipped.items()) for p in paths]
         out: dict[str, Any] = {
             "scanned": self.scanned,
@@ -100,7 +100,7 @@ class Report:
 
 
 # -- reading the table ---------------------------------------------------------------------------
-def _meta(project: "Project", paths: Iterable[str] | None = None) -> dict[str, dict]:
+def _meta(project: "Project", paths: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     """Stat and hash of indexed files (all, or those of ``paths``), without vectors or text."""
     db = project.db
     table = db.open_table(CODE_TABLE)
@@ -112,7 +112,7 @@ def _meta(project: "Project", paths: Iterable[str] | None = None) -> dict[str, d
     if wanted == []:
         return {}
 
-    def query() -> list[dict]:
+    def query() -> list[dict[str, Any]]:
         q = table.search().select(META_COLUMNS)
         if wanted is not None:
             q = q.where(_in_list(wanted))
@@ -132,15 +132,20 @@ class _Writer:
     def __init__(self, project: "Project", report: Report) -> None:
         self.project = project
         self.report = report
-        self.rows: list[dict] = []
+        self.rows: list[dict[str, Any]] = []
         self.touched: list["Candidate"] = []  # same bytes, new stat: only mtime and size change
         self.removals: list[str] = []
-        self.chunk_rows: list[dict] = []  # of the files in ``rows``: they replace those files' chunks
-        self.fresh: list[dict] = []  # rows of new summaries, kept per content hash after the write
+        self.chunk_rows: list[dict[str, Any]] = []  # of the files in ``rows``: they replace those files' chunks
+        self.fresh: list[dict[str, Any]] = []  # rows of new summaries, kept per content hash after the write
         self.kept_vectors: dict[str, list[float]] = {}  # of re-used summaries: text hash -> vector
 
     def add(
-        self, w: Work, summary: "LocalSummary", summarizer: str, reused: bool = False, vectors: dict | None = None
+        self,
+        w: Work,
+        summary: "LocalSummary",
+        summarizer: str,
+        reused: bool = False,
+        vectors: dict[str, Any] | None = None,
     ) -> None:
         """``vectors``: text hash -> vector kept with a re-used summary (``by_content``)."""
         c = w.candidate
@@ -244,7 +249,7 @@ def record_removals(project: "Project", paths: Sequence[str]) -> None:
 
 def chunk_rows(
     path: str, text: str, language: str | None, indexed_at: Any, chunks: "list[Chunk] | None" = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The rows of ``CHUNKS_TABLE`` for one file (vectors are added by ``embed_rows``); ``chunks``
     when the summariser already made them from its parse."""
     from contextware.codeindex.chunks import file_chunks
@@ -265,7 +270,7 @@ def chunk_rows(
     ]
 
 
-def embed_rows(embedder: Any, rows: list[dict], texts: list[str]) -> None:
+def embed_rows(embedder: Any, rows: list[dict[str, Any]], texts: list[str]) -> None:
     """Set each row's vector from its text, files' and definitions' together: each distinct text is
     embedded once, and shortest first, since the model pads a batch to its longest text."""
     unique = sorted(set(texts), key=len)
@@ -275,7 +280,7 @@ def embed_rows(embedder: Any, rows: list[dict], texts: list[str]) -> None:
         row["vector"] = by_text[text]
 
 
-def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict]) -> None:
+def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict[str, Any]]) -> None:
     """Drop every chunk of ``paths`` and add ``rows`` (the new chunks of some of them)."""
     import pyarrow as pa
 
@@ -289,7 +294,7 @@ def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict]) -> None:
 def _run(
     project: "Project",
     candidates: Sequence["Candidate"],
-    existing: dict[str, dict],
+    existing: dict[str, dict[str, Any]],
     report: Report,
     *,
     summarizer: str,
@@ -434,7 +439,7 @@ def crawl(
     force: bool = False,
     upgrade: bool = False,
     progress: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Index the project (or the given files and folders): new and changed files are summarised,
     unchanged ones skipped, rows of deleted or newly ignored files removed."""
     from contextware.codeindex.files import IgnoreRules, list_project_files, restored_reasons
@@ -499,7 +504,7 @@ def crawl(
 
 def index_files(
     project: "Project", paths: Sequence[str | Path], *, summarizer: str = "auto", force: bool = False
-) -> dict:
+) -> dict[str, Any]:
     """(Re)index the given files; a file that no longer exists is removed from the index."""
     from contextware.codeindex.files import IgnoreRules, check_file, restored_reasons
 

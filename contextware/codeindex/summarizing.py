@@ -37,7 +37,7 @@ class Work:
     candidate: "Candidate"
     text: str
     digest: str
-    chunks: list | None = None  # definition chunks made from the local summariser's own parse
+    chunks: list[Any] | None = None  # definition chunks made from the local summariser's own parse
 
 
 def check_summarizer(name: str | None) -> str:
@@ -71,7 +71,7 @@ class Summarizer:
         if not items:
             return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            futures: dict[Future, Any] = {}
+            futures: dict[Future[Any], Any] = {}
             if self.use_gemini:
                 from contextware.codeindex.gemini_summary import SourceFile, plan_batches
 
@@ -110,7 +110,7 @@ class Summarizer:
                     f.cancel()
                 raise
 
-    def _gemini(self, batch: list) -> dict[str, tuple[Any, str]]:
+    def _gemini(self, batch: list[Any]) -> dict[str, tuple[Any, str]]:
         from contextware.codeindex.gemini_summary import summarize_batch
 
         results: dict[str, Any]

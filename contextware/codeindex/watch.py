@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from contextware.core.system import stop_on_signals
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
@@ -45,7 +45,7 @@ def watch(
     stop_event: threading.Event | None = None,
     log: Callable[[str], None] | None = None,
     ready: Callable[[], None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Watch until ``stop_event`` is set (or SIGINT/SIGTERM in the main thread); returns totals."""
     from watchfiles import Change
     from watchfiles import watch as watch_changes
@@ -139,7 +139,7 @@ def _reindex(
     project: "Project",
     paths: list[str],
     summarizer: str,
-    totals: dict,
+    totals: dict[str, Any],
     log: Callable[[str], None],
     stop: threading.Event,
 ) -> bool:
@@ -175,7 +175,7 @@ def _reindex(
 def _recrawl(
     project: "Project",
     summarizer: str,
-    totals: dict,
+    totals: dict[str, Any],
     log: Callable[[str], None],
     stop: threading.Event,
     folders: list[str] | None = None,

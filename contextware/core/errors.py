@@ -21,14 +21,14 @@ class ContextwareError(Exception):
     code = "error"
     exit_code = 1
 
-    def __init__(self, message: str, *, code: str | None = None, details: dict | None = None) -> None:
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
         self.details = details or {}
 
-    def to_dict(self, name: Callable[[str], str] | None = None) -> dict:
+    def to_dict(self, name: Callable[[str], str] | None = None) -> dict[str, Any]:
         """The error body; ``name`` words the names of inputs (see ``FieldError``)."""
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
@@ -48,12 +48,14 @@ class FieldError(UsageError):
     the input's name goes, so each front end words it in its own vocabulary: ``--limit`` on the
     command line (``cli.flag_name``), ``limit`` for an MCP tool's parameter (the default)."""
 
-    def __init__(self, template: str, *, field: str, code: str | None = None, details: dict | None = None) -> None:
+    def __init__(
+        self, template: str, *, field: str, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
         self.template = template
         self.field = field
         super().__init__(template.replace("{field}", field), code=code or f"bad_{field}", details=details)
 
-    def to_dict(self, name: Callable[[str], str] | None = None) -> dict:
+    def to_dict(self, name: Callable[[str], str] | None = None) -> dict[str, Any]:
         self.message = self.template.replace("{field}", name(self.field) if name else self.field)
         return super().to_dict()
 
@@ -152,7 +154,7 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return (line or type(exc).__name__).rstrip(".")[:limit]
 
 
-def internal_error(exc: BaseException) -> dict:
+def internal_error(exc: BaseException) -> dict[str, Any]:
     """The error body for an exception that is not a ContextwareError (never a traceback); a full
     disk met anywhere is ``disk_full``, not a bug."""
     if is_disk_full(exc):

@@ -652,7 +652,7 @@ def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
     return walk(value)
 
 
-def redact_error(error: dict) -> dict:
+def redact_error(error: dict[str, Any]) -> dict[str, Any]:
     """An error body (``{"code", "message", ...}``) as it may be shown: an exception's text can quote
     a path, a URI or an input that holds a secret.  Every front end passes its errors through this."""
     return redact_json(error)

@@ -31,7 +31,7 @@ class Cancelled(Exception):
     """``run_in_group``'s ``cancel`` event was set: the group was stopped before it finished."""
 
 
-def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
+def kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
     """SIGTERM the process group, then SIGKILL whatever is left."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         try:

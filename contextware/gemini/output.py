@@ -67,7 +67,7 @@ def meaningful_lines(text: str) -> list[str]:
     return [ln for ln in lines if ln and not ln.startswith(_NOISE_PREFIXES)]
 
 
-def json_objects(text: str) -> list[dict]:
+def json_objects(text: str) -> list[dict[str, Any]]:
     """Top-level JSON objects embedded in ``text`` (other text around them is skipped)."""
     decoder, out, pos = json.JSONDecoder(), [], 0
     while (start := text.find("{", pos)) != -1:

@@ -50,7 +50,7 @@ def cache_key(prompt: str, model: str | None, sources: Sources) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def ttl_reason(project: "Project", meta: dict) -> str | None:
+def ttl_reason(project: "Project", meta: dict[str, Any]) -> str | None:
     ttl = project.config.get("cache_ttl_days")
     if not ttl or float(ttl) <= 0:
         return None
@@ -61,7 +61,7 @@ def ttl_reason(project: "Project", meta: dict) -> str | None:
     return f"it is {age_days:.1f} days old (cache_ttl_days is {float(ttl):g})" if age_days > float(ttl) else None
 
 
-def entry_row(project: "Project", meta: dict, summary: str) -> dict:
+def entry_row(project: "Project", meta: dict[str, Any], summary: str) -> dict[str, Any]:
     """The index row of a cache entry (also used by sync to rebuild it)."""
     return make_row(
         project,
@@ -82,7 +82,7 @@ def entry_row(project: "Project", meta: dict, summary: str) -> dict:
     )
 
 
-def _answer(project: "Project", meta: dict, summary: str, cached: bool) -> dict[str, Any]:
+def _answer(project: "Project", meta: dict[str, Any], summary: str, cached: bool) -> dict[str, Any]:
     return {
         "cached": cached,
         "summary": summary,
@@ -198,7 +198,7 @@ def offload_once(
 def _hit(
     project: "Project",
     entry: Path,
-    meta: dict,
+    meta: dict[str, Any],
     summary: str,
     touched: list[str],
     sources: Sources,

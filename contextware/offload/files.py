@@ -119,7 +119,7 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when the file is missing or damaged."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

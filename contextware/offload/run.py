@@ -141,7 +141,9 @@ def _dispatch(
     return offload_once(project, prompt, sources=sources, texts=texts, model=model, topics=topics, refresh=refresh)
 
 
-def sessions_command(project: "Project", action: str, name: str | None = None, *, keep_gemini: bool = False) -> dict:
+def sessions_command(
+    project: "Project", action: str, name: str | None = None, *, keep_gemini: bool = False
+) -> dict[str, Any]:
     """``offload.py sessions list | show NAME | delete NAME``."""
     from contextware.offload.session_admin import session_delete, session_list, session_show
 

@@ -37,7 +37,7 @@ SESSION_FIELDS = ("last_error", "rotate")
 TURN_FIELDS = ("prompt", "summary")
 
 
-def _redacted_fields(obj: dict, fields: tuple[str, ...]) -> bool:
+def _redacted_fields(obj: dict[str, Any], fields: tuple[str, ...]) -> bool:
     from contextware.core.redact import redact_text
 
     changed = False
@@ -48,11 +48,11 @@ def _redacted_fields(obj: dict, fields: tuple[str, ...]) -> bool:
     return changed
 
 
-def _cache_meta(meta: dict) -> bool:
+def _cache_meta(meta: dict[str, Any]) -> bool:
     return _redacted_fields(meta, CACHE_FIELDS)
 
 
-def _session_state(state: dict) -> bool:
+def _session_state(state: dict[str, Any]) -> bool:
     changed = _redacted_fields(state, SESSION_FIELDS)
     for turn in state.get("turns") or []:
         if isinstance(turn, dict):
@@ -70,7 +70,7 @@ def _scrub_text(path: Path) -> int:
     return 1
 
 
-def _scrub_json(path: Path, scrub: Callable[[dict], bool]) -> int:
+def _scrub_json(path: Path, scrub: Callable[[dict[str, Any]], bool]) -> int:
     data = read_json(path)
     if data is None or not scrub(data):
         return 0

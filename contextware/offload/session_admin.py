@@ -35,7 +35,7 @@ def session_names(project: "Project") -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not is_temporary(p.name))
 
 
-def _brief(state: dict, summary: str | None) -> dict[str, Any]:
+def _brief(state: dict[str, Any], summary: str | None) -> dict[str, Any]:
     return {
         "name": state["name"],
         "feature": state.get("feature"),
@@ -59,7 +59,7 @@ def session_list(project: "Project") -> dict[str, Any]:
     return {"count": len(sessions), "sessions": sessions}
 
 
-def _require(project: "Project", name: str) -> tuple[Path, dict]:
+def _require(project: "Project", name: str) -> tuple[Path, dict[str, Any]]:
     sdir = session_dir(project, name)
     state = load_state(sdir)
     if state is None:

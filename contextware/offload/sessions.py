@@ -120,12 +120,12 @@ def load_state(sdir: Path) -> dict[str, Any] | None:
     return state
 
 
-def _save(sdir: Path, state: dict) -> None:
+def _save(sdir: Path, state: dict[str, Any]) -> None:
     state["updated_at"] = iso(utcnow())
     write_json(sdir / SESSION_STATE, state)
 
 
-def _start_new(state: dict, reason: str) -> None:
+def _start_new(state: dict[str, Any], reason: str) -> None:
     sid = new_gemini_session_id(state["name"])
     state["gemini_sessions"].append(
         {"id": sid, "started_at": iso(utcnow()), "reason": reason, "replaces": state.get("gemini_session_id")}
@@ -165,7 +165,7 @@ def find_recoverable(sessions: Sequence[Any], name: str, feature: str, days: flo
     return chosen
 
 
-def _recover(project: "Project", state: dict, feature: str) -> str | None:
+def _recover(project: "Project", state: dict[str, Any], feature: str) -> str | None:
     from contextware.gemini.sessions import list_sessions
 
     try:
@@ -183,7 +183,7 @@ def _recover(project: "Project", state: dict, feature: str) -> str | None:
 
 
 # -- the call ------------------------------------------------------------------------------------
-def _lead(sdir: Path, state: dict) -> str:
+def _lead(sdir: Path, state: dict[str, Any]) -> str:
     """What the first prompt of a new Gemini session carries: the feature tag, and the summary of
     earlier turns when the session replaces another."""
     parts = [f"[Feature: {state['feature']}]"] if state.get("feature") else []
@@ -199,7 +199,7 @@ def _lead(sdir: Path, state: dict) -> str:
 def _call(
     project: "Project",
     sdir: Path,
-    state: dict,
+    state: dict[str, Any],
     prompt: str,
     sources: Sources,
     texts: dict[str, str],
@@ -401,7 +401,7 @@ def offload_session(
 
 
 # -- index rows ----------------------------------------------------------------------------------
-def turn_row(project: "Project", state: dict, turn: dict) -> dict:
+def turn_row(project: "Project", state: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     from contextware.core.text import parse_iso
 
     name = state["name"]
@@ -426,7 +426,7 @@ def turn_row(project: "Project", state: dict, turn: dict) -> dict:
     )
 
 
-def synthesis_row(project: "Project", state: dict, summary: str) -> dict:
+def synthesis_row(project: "Project", state: dict[str, Any], summary: str) -> dict[str, Any]:
     from contextware.core.text import parse_iso
 
     name = state["name"]

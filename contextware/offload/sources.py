@@ -254,7 +254,9 @@ def list_dir_files(project: "Project", path: Path) -> list[TrackedFile]:
     return [TrackedFile((path / c.path).as_posix(), Path(c.abs_path), c.mtime, c.size) for c in candidates]
 
 
-def current_files(project: "Project", manifest: Sequence[dict], dirs: Sequence[str]) -> list[TrackedFile] | str:
+def current_files(
+    project: "Project", manifest: Sequence[dict[str, Any]], dirs: Sequence[str]
+) -> list[TrackedFile] | str:
     """Stat the files an entry depends on now: its given files (from the manifest) plus a fresh
     listing of its folders.  A string when a file is gone (the stale reason)."""
     out: dict[str, TrackedFile] = {}
@@ -280,7 +282,7 @@ def _under_any(path: str, dirs: Sequence[str]) -> bool:
     return any(d == "." or path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
-def stale_reason(manifest: Sequence[dict], current: Sequence[TrackedFile]) -> tuple[str | None, list[str]]:
+def stale_reason(manifest: Sequence[dict[str, Any]], current: Sequence[TrackedFile]) -> tuple[str | None, list[str]]:
     """(why the recorded files no longer match, paths whose stat changed but content did not)."""
     old = {m["path"]: m for m in manifest}
     now = {f.path: f for f in current}

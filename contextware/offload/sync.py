@@ -55,16 +55,16 @@ COMPARED = (
 _LIST_LIMIT = 100
 
 
-def file_rows(project: "Project") -> tuple[dict[str, dict], list[dict], list[dict]]:
+def file_rows(project: "Project") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows the files describe, by id; damaged entries; cache entries with their metadata)."""
     from contextware.offload.cache import entry_row
     from contextware.offload.session_admin import session_names
     from contextware.offload.sessions import load_state, synthesis_row, turn_row
     from contextware.offload.summary import truncate_sentences
 
-    rows: dict[str, dict] = {}
-    incomplete: list[dict] = []
-    entries: list[dict] = []
+    rows: dict[str, dict[str, Any]] = {}
+    incomplete: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
     root = cache_root(project)
     for d in sorted(root.iterdir()) if root.is_dir() else []:
         if not d.is_dir() or is_temporary(d.name):
@@ -104,7 +104,7 @@ def file_rows(project: "Project") -> tuple[dict[str, dict], list[dict], list[dic
     return rows, incomplete, entries
 
 
-def _indexed(project: "Project") -> dict[str, dict] | None:
+def _indexed(project: "Project") -> dict[str, dict[str, Any]] | None:
     table = project.db.open_table(OFFLOADS_TABLE)
     if table is None:
         return None
@@ -113,7 +113,7 @@ def _indexed(project: "Project") -> dict[str, dict] | None:
     return {r["id"]: r for r in rows}
 
 
-def _item(project: "Project", row: dict, **extra: Any) -> dict:
+def _item(project: "Project", row: dict[str, Any], **extra: Any) -> dict[str, Any]:
     out = {
         "id": row["id"],
         "type": row.get("type"),
@@ -129,7 +129,7 @@ def _norm(value: Any) -> Any:
     return list(value) if isinstance(value, (list, tuple)) else value
 
 
-def _stale(project: "Project", entries: list[dict]) -> list[dict]:
+def _stale(project: "Project", entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from contextware.offload.cache import ttl_reason
     from contextware.offload.sources import current_files, stale_reason
 

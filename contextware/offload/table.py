@@ -80,7 +80,7 @@ def make_row(
     return row
 
 
-def embed_rows(project: "Project", rows: list[dict]) -> str | None:
+def embed_rows(project: "Project", rows: list[dict[str, Any]]) -> str | None:
     """Give each row its vector (None for all when the model cannot load: then returns why)."""
     from contextware.storage.embeddings import embed_texts
 
@@ -108,7 +108,7 @@ def _index_write(fn: Any) -> dict[str, Any]:
     return {"indexed": True}
 
 
-def write_rows(project: "Project", rows: list[dict]) -> dict[str, Any]:
+def write_rows(project: "Project", rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Upsert ``rows`` (by id) with their vectors."""
     import pyarrow as pa
 
@@ -193,7 +193,7 @@ def offload_where(*, source: str | None, session: str | None, root: Path | str |
     return " AND ".join(parts) or None
 
 
-def public_offload(project: "Project", row: dict, *, prompt_chars: int = 300) -> dict[str, Any]:
+def public_offload(project: "Project", row: dict[str, Any], *, prompt_chars: int = 300) -> dict[str, Any]:
     """An offloads row as recall shows it: summary, sources, session, where the full answer is."""
     out = {
         "summary": row.get("summary"),

@@ -15,6 +15,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 MAX_BYTES = 8 * 1024 * 1024  # read at most the transcript's tail
 # Claude Code appends to its transcript asynchronously: its Stop hook can start before the file exists
@@ -46,7 +47,7 @@ def read_tail(path: Path, limit: int = MAX_BYTES) -> str:
         return f.read(limit).decode("utf-8", errors="replace")
 
 
-def _lines(path: Path) -> list[dict]:
+def _lines(path: Path) -> list[dict[str, Any]]:
     raw = read_tail(path)
     out = []
     for line in raw.split("\n"):  # "\n" only: a message may hold U+2028 raw

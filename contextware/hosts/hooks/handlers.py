@@ -38,7 +38,7 @@ MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024  # a Gemini CLI transcript read for its 
 CODE_RELATIVE = 0.8  # recall lets files in only when one is about the prompt; keep those close to the best
 
 
-def _output(event: str, body: str, note: str = "") -> dict:
+def _output(event: str, body: str, note: str = "") -> dict[str, Any]:
     """The hook's answer: the body redacted again (rows stored before a detector existed) and fenced
     as reference data within the host's limit.  Stored texts went through the full layer when they
     were saved, so the warm path runs the shapes only (no detect-secrets load on every turn).  ``note``
@@ -52,7 +52,7 @@ def _output(event: str, body: str, note: str = "") -> dict:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
-def _is_gemini(payload: dict) -> bool:
+def _is_gemini(payload: dict[str, Any]) -> bool:
     """Gemini CLI's hooks are installed without ``--host``; Claude Code's name their host."""
     return not str(payload.get(HOST_KEY) or "").startswith("claude")
 
@@ -68,13 +68,13 @@ def _briefing(project: "Project") -> str:
     return render_markdown(inline_all(ctx))
 
 
-def _usage(payload: dict) -> str:
+def _usage(payload: dict[str, Any]) -> str:
     from contextware.hosts.hooks.instructions import how_to_reach_memory
 
     return how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
 
 
-def session_start(project: "Project", payload: dict) -> dict | None:
+def session_start(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code: the briefing.  Gemini CLI: nothing; the briefing rides on the session's first
     BeforeAgent (see ``briefed``), where a resumed session keeps it."""
     if _is_gemini(payload):
@@ -83,7 +83,7 @@ def session_start(project: "Project", payload: dict) -> dict | None:
     return _output("SessionStart", body, _usage(payload)) if body else None
 
 
-def _first_turn_briefing(project: "Project", payload: dict) -> str:
+def _first_turn_briefing(project: "Project", payload: dict[str, Any]) -> str:
     """Gemini CLI: the briefing's markdown on the session's first BeforeAgent, else ''."""
     from contextware.hosts.hooks import briefed
 
@@ -100,7 +100,7 @@ def _first_turn_briefing(project: "Project", payload: dict) -> str:
 RELEVANT_HEADING = "## Relevant to this prompt"
 
 
-def before_agent(project: "Project", payload: dict) -> dict | None:
+def before_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first,
     in the same fence (one block of reference data, one header)."""
     event = str(payload.get("hook_event_name") or "BeforeAgent")
@@ -112,7 +112,7 @@ def before_agent(project: "Project", payload: dict) -> dict | None:
     return _output(event, body, _usage(payload))
 
 
-def _line(hit: dict) -> str:
+def _line(hit: dict[str, Any]) -> str:
     from contextware.core.fence import inline
     from contextware.memory.briefing import first_sentence
     from contextware.memory.turns.digest import digest_label, is_digest
@@ -138,7 +138,7 @@ def _line(hit: dict) -> str:
 _HOOK_OPEN, _HOOK_CLOSE = "<hook_context>", "</hook_context>"
 
 
-def typed_prompt(payload: dict) -> str:
+def typed_prompt(payload: dict[str, Any]) -> str:
     """What the person typed: Gemini CLI's ``prompt`` also carries what hooks added before it (each
     in ``<hook_context>``, our briefing among them), which must neither steer recall nor be logged."""
     prompt = payload.get("prompt")
@@ -159,7 +159,7 @@ def without_hook_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def _recalled(project: "Project", payload: dict) -> str:
+def _recalled(project: "Project", payload: dict[str, Any]) -> str:
     """One line per memory the prompt hook injects for the typed prompt ('' for none); what it
     decided is recorded for ``memory why``."""
     from contextware.memory.recall.prompt import for_prompt
@@ -203,7 +203,7 @@ def _records_here(project: "Project") -> bool:
     return (project.root / ".git").exists() and project.root != Path.home()
 
 
-def after_agent(project: "Project", payload: dict) -> dict | None:
+def after_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
@@ -230,7 +230,7 @@ def after_agent(project: "Project", payload: dict) -> dict | None:
     return None
 
 
-def _save_instructions(project: "Project", text: str, saved: dict) -> None:
+def _save_instructions(project: "Project", text: str, saved: dict[str, Any]) -> None:
     """A user turn that asks to remember something ("please remember: …", "from now on …") adds it
     as a fact, its source the turn's log row (``memory.remember``).  Only for a turn seen the first
     time: a fact deleted in the browser does not come back when the same turn is captured again.
@@ -289,7 +289,7 @@ def _head(project: "Project", text: str) -> tuple[str, int]:
     return (text, 0) if len(text) <= cap else (text[:cap], len(text) - cap)
 
 
-def _answer_as_shown(payload: dict) -> Any:
+def _answer_as_shown(payload: dict[str, Any]) -> Any:
     """The turn's answer as the user saw it: the agent messages after the last user message of the
     transcript.  Gemini CLI 0.61's ``prompt_response`` joins the streamed chunks' texts with a space
     after merging them (an answer streamed as "Not" + "ed." arrives as "Noted. ed."), so it is only
@@ -310,7 +310,7 @@ def _answer_as_shown(payload: dict) -> Any:
     return payload.get("prompt_response")
 
 
-def stop(project: "Project", payload: dict) -> dict | None:
+def stop(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
     from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 
@@ -340,7 +340,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
                 docs.append(json.loads(line))
             except (ValueError, RecursionError):
                 continue
-    by_id: dict[Any, dict] = {}
+    by_id: dict[Any, dict[str, Any]] = {}
     for doc in docs:
         if not isinstance(doc, dict):
             continue
@@ -361,7 +361,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     return turns
 
 
-def pre_compress(project: "Project", payload: dict) -> dict | None:
+def pre_compress(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
@@ -438,7 +438,7 @@ def with_host(stdin: str, host: str | None) -> str:
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
-def _host(payload: dict) -> str:
+def _host(payload: dict[str, Any]) -> str:
     """The agent host of an event: named by ``--host``, else told by the event's name."""
     named = str(payload.get(HOST_KEY) or "")
     if named:

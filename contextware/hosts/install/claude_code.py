@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from contextware import __version__
 from contextware.core.system import relative_posix
@@ -47,7 +48,7 @@ PLUGIN_DIR = Path("plugins") / "claude" / NAME  # in the repository
 PLUGIN_HOST = "claude-plugin"
 
 
-def hook_definitions(runner: Runner, host: str = "claude") -> dict[str, dict]:
+def hook_definitions(runner: Runner, host: str = "claude") -> dict[str, dict[str, Any]]:
     command = runner.hook_command("hook.py", "--host", host)
     return {
         event: {
@@ -88,7 +89,7 @@ def _user_paths() -> dict[str, Path]:
     }
 
 
-def _edits(paths: dict[str, Path], runner: Runner, mcp: dict) -> list:
+def _edits(paths: dict[str, Path], runner: Runner, mcp: dict[str, Any]) -> list[Any]:
     return [
         json_edit("settings", paths["settings"], hooks=hook_definitions(runner)),
         json_edit("mcp", paths["mcp"], mcp=mcp),
@@ -96,7 +97,7 @@ def _edits(paths: dict[str, Path], runner: Runner, mcp: dict) -> list:
     ]
 
 
-def install(scope: str, root: Path | None, *, python: str | None) -> dict:
+def install(scope: str, root: Path | None, *, python: str | None) -> dict[str, Any]:
     """Install for ``scope`` ("project": ``root``'s committed files; "user": this user's). Idempotent."""
     project = scope == "project"
     runner, warnings = choose_runner(python, project=project)
@@ -131,7 +132,7 @@ def install(scope: str, root: Path | None, *, python: str | None) -> dict:
     )
 
 
-def uninstall(scope: str, root: Path | None) -> dict:
+def uninstall(scope: str, root: Path | None) -> dict[str, Any]:
     """Remove exactly what :func:`install` added at ``scope`` (idempotent)."""
     if scope == "project":
         assert root is not None
@@ -166,7 +167,7 @@ def plugin_files() -> dict[str, str]:
         "keywords": ["memory", "context", "mcp"],
     }
 
-    def dump(doc: dict) -> str:
+    def dump(doc: dict[str, Any]) -> str:
         return json.dumps(doc, indent=2) + "\n"
 
     return {

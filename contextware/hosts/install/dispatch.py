@@ -23,6 +23,7 @@ server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one `
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from contextware.core.errors import UsageError
 from contextware.core.settings import Settings, current_settings
@@ -48,7 +49,7 @@ def install(
     host: str | None = None,
     settings: Settings | None = None,
     replace: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``replace``:
     repoint Claude Desktop's one server from another project to this one; ``settings``:
     the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's.
@@ -68,7 +69,7 @@ def install(
     return _with_merge_driver(_warn_if_twice(result, agent, root), root, install=True)
 
 
-def _warn_if_twice(result: dict, agent: str, root: Path) -> dict:
+def _warn_if_twice(result: dict[str, Any], agent: str, root: Path) -> dict[str, Any]:
     """``result`` with a warning when ``agent`` now has our hooks in both scopes for ``root``: the
     hooks answer each event once (``hooks.once``), but two installs are two to keep working, and
     ``doctor`` calls that unhealthy until one goes."""
@@ -92,7 +93,7 @@ def _install_host(
     settings: Settings,
     replace: bool = False,
     named: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """``named``: ``--project-root`` of a user-scope install (the project Claude Desktop's server serves)."""
     scope = "user" if root is None else "project"
     if agent == "claude":
@@ -111,7 +112,7 @@ def _install_host(
     return gemini_cli.install_project(root, python=python)
 
 
-def _with_merge_driver(result: dict, root: Path, *, install: bool) -> dict:
+def _with_merge_driver(result: dict[str, Any], root: Path, *, install: bool) -> dict[str, Any]:
     """``result`` with the git merge driver of the memory file registered (or, when no project install
     of ``root`` is left, removed): what that wrote or removed is under ``merge_driver``."""
     from contextware.hosts.install import git_merge
@@ -136,7 +137,7 @@ def uninstall(
     project_root: str | None = None,
     host: str | None = None,
     settings: Settings | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Remove what ``install`` added at ``scope`` (idempotent); the last project install of a
     folder to go also takes its merge driver."""
     _check(agent, scope)
@@ -148,7 +149,7 @@ def uninstall(
     return result
 
 
-def _uninstall_host(agent: str, scope: str, root: Path | None, *, host: str | None) -> dict:
+def _uninstall_host(agent: str, scope: str, root: Path | None, *, host: str | None) -> dict[str, Any]:
     if agent == "claude":
         from contextware.hosts.install import claude_code
 

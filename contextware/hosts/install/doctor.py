@@ -42,11 +42,11 @@ RUN_TIMEOUT_S = 90.0  # a cold hook or server start on a busy machine loads the 
 REINSTALL = "run the install again (`contextware install <host> ...`) from a working Contextware"
 
 
-def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict:
+def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra}
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -92,7 +92,7 @@ def files_with_our_hooks(root: Path) -> list[str]:
     return found
 
 
-def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
+def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """(hook command -> the file it was found in, MCP server key -> {"server", "file"}) for every
     install of Contextware this project and this user have."""
     hook_files, server_files = _files(root)
@@ -104,7 +104,7 @@ def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
                     for hook in definition["hooks"]:
                         if isinstance(hook.get("command"), str):
                             hooks.setdefault(hook["command"], str(path))
-    servers: dict[str, dict] = {}
+    servers: dict[str, dict[str, Any]] = {}
     for path, key in server_files:
         found = (_read_json(path).get(key) or {}).get(NAME) if path.is_file() else None
         if isinstance(found, dict) and settings_merge.is_our_mcp_server(found):
@@ -113,7 +113,7 @@ def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict]]:
     return hooks, servers
 
 
-def check_command(needed: bool) -> dict:
+def check_command(needed: bool) -> dict[str, Any]:
     """``needed``: some installed file calls the command from PATH."""
     found = shutil.which(PORTABLE_COMMAND)
     if found and not host_which(PORTABLE_COMMAND):
@@ -136,7 +136,7 @@ def check_command(needed: bool) -> dict:
     )
 
 
-def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
+def _env(root: Path, extra: dict[str, Any] | None = None) -> dict[str, str]:
     env = {**os.environ, "CONTEXTWARE_PROJECT_ROOT": str(root)}
     for key, value in (extra or {}).items():
         if isinstance(value, str):
@@ -144,14 +144,14 @@ def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
     return env
 
 
-def _missing(kind: str, command: str, source: str, missing: list[str]) -> dict:
+def _missing(kind: str, command: str, source: str, missing: list[str]) -> dict[str, Any]:
     if missing[0] == PORTABLE_COMMAND:
         detail = f"{command} (in {source}) calls `{PORTABLE_COMMAND}`, which is not on PATH."
         return _check(kind, False, detail, f"`{fix_path_command()}`", command=command)
     return _check(kind, False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command)
 
 
-def check_hook(command: str, source: str, root: Path) -> dict:
+def check_hook(command: str, source: str, root: Path) -> dict[str, Any]:
     argv = shlex.split(command)
     missing = missing_paths(argv)
     if missing:
@@ -186,8 +186,8 @@ def check_hook(command: str, source: str, root: Path) -> dict:
     return _check("hook", False, f"{command} (in {source}) exited {run.returncode}: {said}", REINSTALL, command=command)
 
 
-def _messages(text: str) -> dict[Any, dict]:
-    out: dict[Any, dict] = {}
+def _messages(text: str) -> dict[Any, dict[str, Any]]:
+    out: dict[Any, dict[str, Any]] = {}
     for line in text.splitlines():
         try:
             message = json.loads(line)
@@ -198,7 +198,7 @@ def _messages(text: str) -> dict[Any, dict]:
     return out
 
 
-def check_mcp(server: dict, source: str, root: Path) -> dict:
+def check_mcp(server: dict[str, Any], source: str, root: Path) -> dict[str, Any]:
     argv = [str(server.get("command") or ""), *(str(a) for a in server.get("args") or [])]
     command = shlex.join(argv)
     missing = missing_paths(argv)
@@ -246,7 +246,7 @@ def check_mcp(server: dict, source: str, root: Path) -> dict:
     )
 
 
-def check_service(root: Path) -> dict:
+def check_service(root: Path) -> dict[str, Any]:
     from contextware.service import client
     from contextware.service.protocol import code_version, endpoint, supersedes
     from contextware.storage.layout import resolve_data_dir
@@ -279,7 +279,7 @@ def check_service(root: Path) -> dict:
     return _check("service", True, detail, pid=pid)
 
 
-def check_data(root: Path) -> dict:
+def check_data(root: Path) -> dict[str, Any]:
     from contextware.memory.maintenance import stats
     from contextware.storage.layout import resolve_data_dir
     from contextware.storage.project import Project
@@ -298,7 +298,7 @@ def check_data(root: Path) -> dict:
     return _check("data", True, f"{len(tables)} tables readable, {rows} rows.")
 
 
-def check_briefing(root: Path) -> dict:
+def check_briefing(root: Path) -> dict[str, Any]:
     """The session briefing, read in this process as ``contextware context`` reads it."""
     from contextware.memory.briefing import session_context
     from contextware.storage.layout import resolve_data_dir
@@ -313,7 +313,7 @@ def check_briefing(root: Path) -> dict:
     return _check("briefing", True, f"The session briefing reads ({len(json.dumps(out))} characters of JSON).")
 
 
-def doctor(project_root: str | None = None) -> dict:
+def doctor(project_root: str | None = None) -> dict[str, Any]:
     """Run every check for the project at ``project_root`` (default: as every command resolves it)."""
     root = resolve_project_root(project_root)
     hooks, servers = installed_commands(root)

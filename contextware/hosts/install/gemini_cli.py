@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from contextware import __version__
 from contextware.core.errors import ContextwareError, GeminiError
@@ -49,7 +50,7 @@ USER_KEY = "gemini:user"
 # -- what gets written ---------------------------------------------------------------------------
 
 
-def hook_definitions(runner: Runner) -> dict[str, dict]:
+def hook_definitions(runner: Runner) -> dict[str, dict[str, Any]]:
     command = runner.hook_command("hook.py")
     out = {}
     for event, (timeout, description) in HOOK_EVENTS.items():
@@ -66,7 +67,7 @@ def hook_definitions(runner: Runner) -> dict[str, dict]:
 MCP_TIMEOUT_MS = 900_000  # an offload may run for minutes; Gemini CLI's default would cut it off
 
 
-def gemini_mcp_server(runner: Runner) -> dict:
+def gemini_mcp_server(runner: Runner) -> dict[str, Any]:
     return {**mcp_server(runner), "timeout": MCP_TIMEOUT_MS}
 
 
@@ -116,7 +117,7 @@ def extension_files(runner: Runner) -> dict[str, str]:
 # -- Gemini CLI state ------------------------------------------------------------------------------
 
 
-def link_metadata(home: Path) -> tuple[Path, dict | None]:
+def link_metadata(home: Path) -> tuple[Path, dict[str, Any] | None]:
     where = home / ".gemini" / "extensions" / NAME
     try:
         meta = json.loads((where / LINK_METADATA).read_text(encoding="utf-8"))
@@ -125,7 +126,7 @@ def link_metadata(home: Path) -> tuple[Path, dict | None]:
     return where, meta if isinstance(meta, dict) else None
 
 
-def is_our_link(meta: dict | None, ext: Path) -> bool:
+def is_our_link(meta: dict[str, Any] | None, ext: Path) -> bool:
     return (
         meta is not None
         and meta.get("type") == "link"
@@ -157,7 +158,7 @@ def folder_trusted(root: Path) -> bool | None:
     return None if level is None else level != "DO_NOT_TRUST"
 
 
-def _result(action: str, scope: str, **fields) -> dict:
+def _result(action: str, scope: str, **fields) -> dict[str, Any]:
     return install_result("gemini", action, scope, **fields)
 
 
@@ -169,7 +170,7 @@ def _mcp_warning(runner: Runner) -> list[str]:
 
 
 # -- user scope: a linked extension ----------------------------------------------------------------
-def install_user(*, python: str | None, link: bool) -> dict:
+def install_user(*, python: str | None, link: bool) -> dict[str, Any]:
     runner, warnings = choose_runner(python)
     ext, home = extension_dir(), gemini_home()
     binary = None
@@ -231,7 +232,7 @@ def install_user(*, python: str | None, link: bool) -> dict:
     )
 
 
-def uninstall_user() -> dict:
+def uninstall_user() -> dict[str, Any]:
     with manifest(write=manifest_path().exists()) as installs:
         entry = installs.get(USER_KEY) or {}
         ext = Path(entry.get("extension_dir") or extension_dir())
@@ -275,7 +276,7 @@ def _paths(root: Path) -> tuple[Path, Path]:
     return gem / "settings.json", gem / "skills" / NAME / "SKILL.md"
 
 
-def install_project(root: Path, *, python: str | None) -> dict:
+def install_project(root: Path, *, python: str | None) -> dict[str, Any]:
     runner, warnings = choose_runner(python, project=True)  # a committed file: portable unless --python
     settings_path, skill_path = _paths(root)
     edits = [
@@ -308,7 +309,7 @@ def install_project(root: Path, *, python: str | None) -> dict:
     )
 
 
-def uninstall_project(root: Path) -> dict:
+def uninstall_project(root: Path) -> dict[str, Any]:
     settings_path, skill_path = _paths(root)
     with manifest(write=manifest_path().exists()) as installs:
         defaults = {"settings": (settings_path, "json", None), "skill": (skill_path, "text", skill_text())}

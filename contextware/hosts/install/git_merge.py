@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from contextware.hosts.install.settings_merge import read_text
 from contextware.hosts.install.shared import put_text
@@ -52,7 +53,7 @@ def _is_repo(root: Path) -> bool:
     return out is not None and out.returncode == 0
 
 
-def install(installs: dict, root: Path) -> tuple[list[str], list[str]]:
+def install(installs: dict[str, Any], root: Path) -> tuple[list[str], list[str]]:
     """Register the driver for ``root``; (what was written, warnings).  ``installs`` is the manifest."""
     key = f"git:project:{root}"
     prev = installs.get(key) or {}
@@ -91,12 +92,12 @@ def install(installs: dict, root: Path) -> tuple[list[str], list[str]]:
     return written, warnings
 
 
-def still_installed(installs: dict, root: Path) -> bool:
+def still_installed(installs: dict[str, Any], root: Path) -> bool:
     """Whether some host's project install of ``root`` is still recorded."""
     return any(k.endswith(f":project:{root}") and not k.startswith("git:") for k in installs)
 
 
-def uninstall(installs: dict, root: Path) -> list[str]:
+def uninstall(installs: dict[str, Any], root: Path) -> list[str]:
     """Take out what :func:`install` added (nothing when another project install of ``root`` remains)."""
     key = f"git:project:{root}"
     if still_installed(installs, root):

@@ -35,7 +35,7 @@ class Edit:
     mcp_previous: Any = None
     mcp_key: str = "mcpServers"
 
-    def record(self, prev: dict) -> dict:
+    def record(self, prev: dict[str, Any]) -> dict[str, Any]:
         rec = {
             "path": str(self.path),
             "kind": self.kind,
@@ -55,8 +55,8 @@ def json_edit(
     label: str,
     path: Path,
     *,
-    hooks: dict[str, dict] | None = None,
-    mcp: dict | None = None,
+    hooks: dict[str, dict[str, Any]] | None = None,
+    mcp: dict[str, Any] | None = None,
     mcp_key: str = "mcpServers",
 ) -> Edit:
     """Our hook definitions and/or MCP server merged into the JSON file at ``path`` (kept otherwise)."""
@@ -96,7 +96,7 @@ def text_edit(
 
 
 def record_and_write(
-    installs: dict, key: str, edits: list[Edit], fields: dict, show: Callable[[Path], str]
+    installs: dict[str, Any], key: str, edits: list[Edit], fields: dict[str, Any], show: Callable[[Path], str]
 ) -> list[str]:
     """Record ``edits`` in ``installs[key]`` (first: a write that fails half-way is still undone),
     then write them; returns what was written, as ``show`` names it."""
@@ -111,7 +111,7 @@ def record_and_write(
     return [show(e.path) for e in edits if put_text(e.path, e.new_text, created_dirs)]  # created_dirs grows in place
 
 
-def _restore(path: Path, rec: dict) -> str:
+def _restore(path: Path, rec: dict[str, Any]) -> str:
     """Put back the text from before our first write ('written'), or delete the file we created ('removed')."""
     if rec.get("original") is None:
         path.unlink()
@@ -120,7 +120,7 @@ def _restore(path: Path, rec: dict) -> str:
     return "written"
 
 
-def undo_json(path: Path, rec: dict, known: bool, mcp_key: str = "mcpServers") -> str | None:
+def undo_json(path: Path, rec: dict[str, Any], known: bool, mcp_key: str = "mcpServers") -> str | None:
     """Take our entries out of one JSON file; 'written', 'removed' or None (nothing of ours there)."""
     current = settings_merge.read_text(path)
     if current is None:
@@ -167,7 +167,7 @@ def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool, 
     )
 
 
-def undo_text(path: Path, rec: dict, known: bool, expected: str | None) -> str | None:
+def undo_text(path: Path, rec: dict[str, Any], known: bool, expected: str | None) -> str | None:
     """Restore or delete a text file we wrote; 'kept' when it was changed since, None when absent."""
     current = settings_merge.read_text(path)
     if current is None:
@@ -178,7 +178,7 @@ def undo_text(path: Path, rec: dict, known: bool, expected: str | None) -> str |
 
 
 def undo(
-    installs: dict,
+    installs: dict[str, Any],
     key: str,
     defaults: Mapping[str, tuple[Path, str, str | None]],
     show: Callable[[Path], str],

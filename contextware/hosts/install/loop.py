@@ -40,11 +40,11 @@ def host_and_scope(source: str, root: Path) -> tuple[str, str] | None:
     return ("claude" if claude else "gemini"), scope
 
 
-def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict:
+def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra}
 
 
-def duplicates(sources: list[str], root: Path) -> list[dict]:
+def duplicates(sources: list[str], root: Path) -> list[dict[str, Any]]:
     """A ``duplicate`` problem per host installed in both scopes (``sources``: the files holding our hooks)."""
     scopes: dict[str, dict[str, str]] = {}
     for source in sources:
@@ -106,7 +106,7 @@ def recent_failures(files: list[Path], now: float | None = None) -> list[str]:
     return out
 
 
-def _run(argv: list[str], event: dict, root: Path, env: dict[str, str]) -> tuple[int, str, str]:
+def _run(argv: list[str], event: dict[str, Any], root: Path, env: dict[str, str]) -> tuple[int, str, str]:
     try:
         run = subprocess.run(
             argv, input=json.dumps(event), capture_output=True, text=True, cwd=root, env=env, timeout=RUN_TIMEOUT_S
@@ -129,7 +129,7 @@ def _context(out: str) -> str | None:
     return str((body.get("hookSpecificOutput") or {}).get("additionalContext") or "")
 
 
-def _events(host: str, session: str, root: Path, transcript: Path) -> list[dict]:
+def _events(host: str, session: str, root: Path, transcript: Path) -> list[dict[str, Any]]:
     prompt_event, end_event = EVENTS[host]
     base = {"session_id": session, "cwd": str(root), "transcript_path": str(transcript)}
     end: dict[str, Any] = {**base, "hook_event_name": end_event}
@@ -171,7 +171,7 @@ def forget_session(root: Path, session: str) -> int:
     return removed
 
 
-def run_loop(command: str, source: str, root: Path) -> dict:
+def run_loop(command: str, source: str, root: Path) -> dict[str, Any]:
     """Feed one installed hook command a session start, a prompt and a turn end, as its host would."""
     host, scope = host_and_scope(source, root) or ("gemini", "this install")
     argv = shlex.split(command)
@@ -217,7 +217,7 @@ def run_loop(command: str, source: str, root: Path) -> dict:
     return _check("loop", True, detail, command=command, briefing_chars=len(briefing), briefing_first_line=first[:300])
 
 
-def check_log(root: Path, loop_ok: bool) -> dict:
+def check_log(root: Path, loop_ok: bool) -> dict[str, Any]:
     """Recent ``hooks.log`` failures: a problem unless the loop, run just now, shows they are over."""
     files = log_files(root)
     recent = recent_failures(files)

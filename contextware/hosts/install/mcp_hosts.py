@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from contextware.core.errors import ContextwareError, UsageError
 from contextware.core.system import relative_posix
@@ -58,7 +59,7 @@ def config_file(host: str, scope: str, root: Path) -> tuple[Path, str]:
     raise UsageError(f"Unknown MCP host {host!r}: use one of {', '.join(HOSTS)}.", code="bad_host")
 
 
-def server_entry(host: str, server: dict, root: Path) -> dict:
+def server_entry(host: str, server: dict[str, Any], root: Path) -> dict[str, Any]:
     if host == "claude-desktop":
         return {**server, "env": {"CONTEXTWARE_PROJECT_ROOT": str(root)}}
     entry = {**server, "env": {"CONTEXTWARE_PROJECT_ROOT": WORKSPACE}}
@@ -89,7 +90,7 @@ def _served_elsewhere(path: Path, key_name: str, root: Path) -> str | None:
     return served if isinstance(served, str) and served and served != str(root) else None
 
 
-def install(host: str, scope: str, root: Path, *, python: str | None, replace: bool = False) -> dict:
+def install(host: str, scope: str, root: Path, *, python: str | None, replace: bool = False) -> dict[str, Any]:
     _check(host, scope)
     if host == "claude-desktop" and not replace:  # one server for every project: never repointed silently
         path, key_name = config_file(host, scope, root)
@@ -150,7 +151,7 @@ def install(host: str, scope: str, root: Path, *, python: str | None, replace: b
     )
 
 
-def uninstall(host: str, scope: str, root: Path) -> dict:
+def uninstall(host: str, scope: str, root: Path) -> dict[str, Any]:
     _check(host, scope)
     if host == "print":
         return install_result("mcp", "uninstall", scope, host=host, warnings=["print writes nothing to remove."])

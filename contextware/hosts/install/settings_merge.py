@@ -43,7 +43,7 @@ def read_text(path: Path) -> str | None:
         ) from None
 
 
-def parse_settings(path: Path, text: str | None) -> dict:
+def parse_settings(path: Path, text: str | None) -> dict[str, Any]:
     """The settings object in ``text``: plain JSON, or JSON with comments and trailing commas (JSONC,
     as VS Code's ``mcp.json``; ``is_plain`` tells them apart, so an edit can keep the comments)."""
     from contextware.hosts.install import jsonc
@@ -77,7 +77,7 @@ def is_plain(text: str | None) -> bool:
     return True
 
 
-def dump_like(data: dict, original: str | None) -> str:
+def dump_like(data: dict[str, Any], original: str | None) -> str:
     """JSON text of ``data`` in the layout of ``original`` (indent, final newline); 2 spaces for a new file."""
     indent: int | str | None = 2
     newline = True
@@ -117,7 +117,7 @@ def is_our_mcp_server(config: Any) -> bool:
     return any(w.replace("\\", "/").endswith(MCP_SCRIPT) for w in words)
 
 
-def _container(parent: dict, key: str, kind: type, where: str, created: list[str], path: Path) -> Any:
+def _container(parent: dict[str, Any], key: str, kind: type, where: str, created: list[str], path: Path) -> Any:
     value = parent.get(key)
     if value is None:
         parent[key] = value = kind()
@@ -131,13 +131,13 @@ def _container(parent: dict, key: str, kind: type, where: str, created: list[str
 
 
 def merge(
-    data: dict,
-    hooks: dict[str, dict],
+    data: dict[str, Any],
+    hooks: dict[str, dict[str, Any]],
     mcp_name: str,
-    mcp_config: dict | None,
+    mcp_config: dict[str, Any] | None,
     path: Path,
     mcp_key: str = "mcpServers",
-) -> tuple[dict, list[str], Any]:
+) -> tuple[dict[str, Any], list[str], Any]:
     """``data`` with our hook definitions (one per event, replacing earlier ones of ours, never
     duplicated) and ``<mcp_key>[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
     new = copy.deepcopy(data)
@@ -161,8 +161,8 @@ def merge(
 
 
 def unmerge(
-    data: dict, created: list[str], mcp_name: str, mcp_previous: Any = None, mcp_key: str = "mcpServers"
-) -> dict:
+    data: dict[str, Any], created: list[str], mcp_name: str, mcp_previous: Any = None, mcp_key: str = "mcpServers"
+) -> dict[str, Any]:
     """``data`` without our hook definitions and MCP server; containers we created are dropped when
     they end up empty, and an MCP entry we replaced gets its old value back."""
     new = copy.deepcopy(data)
@@ -189,7 +189,7 @@ def unmerge(
     return new
 
 
-def has_ours(data: dict, mcp_name: str, mcp_key: str = "mcpServers") -> bool:
+def has_ours(data: dict[str, Any], mcp_name: str, mcp_key: str = "mcpServers") -> bool:
     hook_obj = data.get("hooks")
     hooked = isinstance(hook_obj, dict) and any(
         isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values()
@@ -198,7 +198,7 @@ def has_ours(data: dict, mcp_name: str, mcp_key: str = "mcpServers") -> bool:
     return hooked or (isinstance(servers, dict) and is_our_mcp_server(servers.get(mcp_name)))
 
 
-def baseline(previous: dict | None, current: str | None, current_is_ours: bool) -> dict:
+def baseline(previous: dict[str, Any] | None, current: str | None, current_is_ours: bool) -> dict[str, Any]:
     """What uninstall may restore: ``{"original": text}`` (None: the file did not exist) when the text
     before our first write is known, ``{}`` when it is not (then only our entries are removed)."""
     if previous and "original" in previous and previous.get("written_sha256") == sha256_text(current):

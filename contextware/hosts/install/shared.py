@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contextware.core.errors import ContextwareError, UsageError
 from contextware.core.system import contextware_home, write_atomic
@@ -315,7 +316,7 @@ def sync_environment(runner: Runner) -> None:
         pass
 
 
-def mcp_server(runner: Runner) -> dict:
+def mcp_server(runner: Runner) -> dict[str, Any]:
     argv = runner.direct_argv("mcp_server.py")
     return {"command": argv[0], "args": argv[1:]}
 
@@ -366,7 +367,7 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     return True
 
 
-def install_result(agent: str, action: str, scope: str, **fields) -> dict:
+def install_result(agent: str, action: str, scope: str, **fields) -> dict[str, Any]:
     """The result every installer returns: what was written and removed, and whether anything changed."""
     written, removed = fields.pop("written", []), fields.pop("removed", [])
     return {
@@ -386,7 +387,7 @@ def manifest_path() -> Path:
 
 
 @contextmanager
-def manifest(write: bool) -> Iterator[dict]:
+def manifest(write: bool) -> Iterator[dict[str, Any]]:
     """The manifest's ``installs`` mapping, saved on exit (under a lock) when ``write`` and it changed."""
     path = manifest_path()
     if not write and not path.exists():

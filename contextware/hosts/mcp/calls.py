@@ -100,7 +100,7 @@ def _warm_up(project: Any, embeds: bool) -> None:
             _warm["lancedb"] = True
 
 
-def _envelope_result(result: dict, text: str | None = None) -> CallToolResult:
+def _envelope_result(result: dict[str, Any], text: str | None = None) -> CallToolResult:
     envelope = json.loads(json.dumps({"ok": True, **result}, ensure_ascii=False, default=str))
     body = json.dumps(envelope, ensure_ascii=False)
     return CallToolResult(
@@ -108,7 +108,7 @@ def _envelope_result(result: dict, text: str | None = None) -> CallToolResult:
     )
 
 
-def error_result(error: dict) -> CallToolResult:
+def error_result(error: dict[str, Any]) -> CallToolResult:
     from contextware.core.redact import redact_error
 
     envelope = {"ok": False, "error": redact_error(error)}
@@ -132,12 +132,12 @@ def _forget(project: Any) -> None:
 
 
 def call(
-    work: Callable[[Any], dict],
+    work: Callable[[Any], dict[str, Any]],
     *,
     embeds: bool = False,
     serialise: bool = True,
     retry: bool = True,
-    text: Callable[[dict], str] | None = None,
+    text: Callable[[dict[str, Any]], str] | None = None,
 ) -> CallToolResult:
     """Run one tool call on the current project and wrap its result or error in the envelope.
 

@@ -132,7 +132,7 @@ def crawl_project(
     scanned, indexed, unchanged, removed, skipped, failed."""
     from contextware.codeindex.indexer import crawl
 
-    def work(p: Any) -> dict:
+    def work(p: Any) -> dict[str, Any]:
         chosen = under_root(p, split_list(paths)) or None
         return crawl(
             p, chosen, summarizer=summarizer or p.config.get("summarizer"), jobs=jobs, force=force, upgrade=upgrade

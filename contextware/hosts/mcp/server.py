@@ -75,7 +75,7 @@ def _tool(name: str) -> Tool:
     return tool
 
 
-def _argument_error(tool: str, exc: ValidationError) -> dict:
+def _argument_error(tool: str, exc: ValidationError) -> dict[str, Any]:
     parts = []
     for err in exc.errors():
         where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"

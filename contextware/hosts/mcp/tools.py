@@ -54,7 +54,7 @@ def index_file(
     removed from the index."""
     from contextware.codeindex.indexer import index_files
 
-    def work(p: Any) -> dict:
+    def work(p: Any) -> dict[str, Any]:
         given = [paths] if isinstance(paths, str) else list(paths or [])
         return index_files(p, under_root(p, given), summarizer=summarizer or p.config.get("summarizer"), force=force)
 
@@ -130,7 +130,7 @@ def session_store(
     stats the size and keys per namespace, the oldest value, the last write and the limits."""
     from contextware.store import kvstore
 
-    def work(p: Any) -> dict:
+    def work(p: Any) -> dict[str, Any]:
         if action not in STORE_ACTIONS:
             raise UsageError(f"Unknown action {action!r}: use one of {', '.join(STORE_ACTIONS)}.", code="bad_action")
         allowed = {
