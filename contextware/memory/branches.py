@@ -4,24 +4,14 @@ Every fact, episode and log records ``branch`` and ``commit`` (HEAD when it was 
 HEAD records the commit only), read from ``.git`` without git (``storage.gitstate.head``).  Rows
 saved before this existed have neither and are everyone's.
 
-Which memories a view (a branch and its tip commit) sees, for a row learned on branch B at commit C
-at time t:
+A view (a branch and its tip commit) sees its own branch's rows, everyone's, and another branch's
+once that branch's work after the memory reached the view: through its reflog when git keeps one
+(merge, fast-forward, rebase; a squash merge needs ``memory promote --branch B``), else when the
+row's commit is an ancestor of the tip.  The full rule and why: docs/decisions/0010.
 
-- no branch and no commit: everyone's;
-- B is the view's branch: its own;
-- git keeps a log of B here (its reflog): seen once B's work after the memory reached the view,
-  i.e. C (unless B was only made there: the fork point is not B's work) or a commit B pointed at
-  after C (later in B's log) is an ancestor of the view's tip.  A
-  merge commit, a fast-forward and a rebase followed by either all leave such a commit (a rebase
-  writes the rewritten tip into B's log); a squash merge does not (``memory promote --branch B``).
-  When C is not in B's log (saved on a detached HEAD, or the log expired), the log's times stand in:
-  some commit other than C that B pointed at since t (to the second) is an ancestor of the tip;
-- otherwise (B was deleted, or learned in another clone, or a detached HEAD): seen when C is an
-  ancestor of the view's tip.
-
-The ancestry is one ``git rev-list`` per tip commit, cached (``gitstate.ancestors``), and asked only
-when some row needs it.  The rule becomes one SQL filter per table, built from the table's distinct
-(branch, commit) pairs (read once per table version), so the searches stay LanceDB's own.
+The rule becomes one SQL filter per table, built from the table's distinct (branch, commit) pairs
+(read once per table version), so the searches stay LanceDB's own; the ancestry is one
+``git rev-list`` per tip commit, cached (``gitstate.ancestors``), and asked only when some row needs it.
 """
 
 from __future__ import annotations

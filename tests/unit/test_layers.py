@@ -224,3 +224,19 @@ def test_a_package_docstring_says_what_it_owns_and_may_import(package):
     subpackages = sorted(p.parent.name for p in folder.glob("*/__init__.py"))
     assert [m for m in modules + subpackages if f"``{m}``" not in doc] == []
     assert "May import" in doc
+
+
+def test_the_house_stays_small_enough_to_read():
+    """Issue 31's limits: no module over 700 lines, no module docstring over 20 lines, at most 16
+    entries at the package's top level."""
+    too_long, long_docs = [], []
+    for path in sorted((REPO / "contextware").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 700:
+            too_long.append(f"{path.relative_to(REPO)}: {text.count(chr(10))} lines")
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if doc.count("\n") + 1 > 20:
+            long_docs.append(f"{path.relative_to(REPO)}: {doc.count(chr(10)) + 1} docstring lines")
+    assert too_long == [] and long_docs == []
+    top = [p.name for p in (REPO / "contextware").iterdir() if p.name != "__pycache__"]
+    assert len(top) <= 16, sorted(top)
