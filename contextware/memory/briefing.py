@@ -387,7 +387,8 @@ def _store(project: "Project") -> list[dict[str, Any]]:
 # -- rendering within the budget -----------------------------------------------------------------
 def render_markdown(ctx: dict[str, Any]) -> str:
     p = ctx["project"]
-    lines = [f"# Project memory: {p['name']} ({p['id']})", f"Root: {p['root']}"]
+    on = f" (branch {p['branch']})" if p.get("branch") else ""
+    lines = [f"# Project memory: {p['name']} ({p['id']})", f"Root: {p['root']}{on}"]
     if p.get("last_session"):
         lines.append(f"Sessions: {p['session_count']}; last {p['last_session']['id']} at {p['last_session']['at']}")
     else:
@@ -450,7 +451,10 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
 
 
 def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], memory: _Memory) -> dict[str, Any]:
-    head = {"id": project.id, "name": project.root.name, "root": str(project.root), **sessions}
+    from contextware.storage import gitstate
+
+    branch = gitstate.head(project.root).branch  # the memories shown are the ones this branch sees
+    head = {"id": project.id, "name": project.root.name, "root": str(project.root), "branch": branch, **sessions}
     ctx: dict[str, Any] = {"project": head}
     unavailable: dict[str, str] = {}
     first: list[tuple[str, Any]] = []

@@ -80,7 +80,8 @@ def test_cli_mcp_and_hook_follow_the_branch(tmp_path: Path) -> None:
     git(root, "merge", "-q", "--no-ff", "-m", "merge jwt", "feature/jwt")
     assert _recall(root) == [JWT]
     assert "AUTH_KEY" in _hook(root)
-    assert "AUTH_KEY" in run_script("context", "--format", "text", cwd=root).stdout
+    briefing = run_script("context", "--format", "text", cwd=root).stdout
+    assert "AUTH_KEY" in briefing and "(branch main)" in briefing  # the briefing names the branch
     assert _mcp(root, {}) == [JWT]
 
 
