@@ -15,31 +15,9 @@ from contextware.hosts.hooks.claude_transcript import last_prompt, turns
 from contextware.hosts.hooks.handlers import run_hook, with_host
 from contextware.memory import records
 from contextware.storage.project import Project
+from tests.support.hook_events import write_transcript
 
 FACT = "Never deploy on Fridays; production releases go out Monday to Thursday only."
-
-
-def _line(kind: str, content: object, **extra: object) -> str:
-    return json.dumps(
-        {"type": kind, "message": {"role": kind, "content": content}, "sessionId": "s-1", "uuid": "u", **extra}
-    )
-
-
-def write_transcript(path: Path, prompt: str, answer: str) -> Path:
-    lines = [
-        json.dumps({"type": "queue-operation", "operation": "enqueue", "content": "older prompt"}),
-        _line("user", "an older prompt"),
-        _line("assistant", [{"type": "text", "text": "an older answer"}]),
-        _line("user", [{"type": "text", "text": prompt}]),
-        json.dumps({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": ["x"]}}),
-        _line("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]),
-        _line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "README.md"}]),
-        _line("user", "<local-command-stdout>ok</local-command-stdout>", isMeta=True),
-        _line("assistant", [{"type": "thinking", "thinking": "..."}, {"type": "text", "text": answer}]),
-        '{"type": "user", "message": {"role": "user", "content": "half a li',  # being written
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def event(name: str, cwd: Path, **extra: object) -> str:

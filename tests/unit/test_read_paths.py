@@ -30,7 +30,7 @@ from contextware.memory.team.share import export_memory
 from contextware.memory.turns.digest import is_digest, refresh_digest
 from contextware.memory.turns.retention import retain
 from contextware.storage.project import Project
-from tests.unit.test_claude_hooks import write_transcript
+from tests.support.hook_events import write_transcript
 
 FACTS = {
     "cli": "Release builds are signed with the hardware key kept in the office safe.",
