@@ -192,7 +192,65 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
     from contextware.memory.turns import decisions
 
     decisions.record(project, decisions.entry(payload, prompt, result, injected))
+    _note_injected(project, payload, dict(zip(injected, lines, strict=True)))
     return "\n".join(lines)
+
+
+TOOLS_KEY = "contextware_tool_inputs"  # the turn's tool-call inputs, handed from Stop to after_agent
+MAX_TOOL_BYTES = 1024 * 1024  # of a transcript's tail read for the last turn's tool calls
+
+
+def _note_injected(project: "Project", payload: dict[str, Any], texts: dict[str, str]) -> None:
+    """Count what was injected and keep its hashed keys for the answer (``memory.turns.usage``)."""
+    from contextware.memory.turns import usage
+
+    try:
+        usage.injected(project.data_dir, str(payload.get("session_id") or ""), texts)
+    except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
+        _log_failure("use", exc, project)
+
+
+def _judge_use(project: "Project", payload: dict[str, Any], answer: Any) -> None:
+    """Whether the answer and the turn's tool calls used what was injected into its prompt."""
+    from contextware.memory.turns import usage
+
+    try:
+        session = str(payload.get("session_id") or "")
+        if not session or not (project.data_dir / usage.FILE).is_file():
+            return
+        tools = payload.get(TOOLS_KEY)
+        if not isinstance(tools, list):
+            path = payload.get("transcript_path")
+            tools = _gemini_tool_inputs(Path(path)) if isinstance(path, str) and path else []
+        usage.judge(project.data_dir, session, answer if isinstance(answer, str) else "", [str(t) for t in tools])
+    except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
+        _log_failure("use", exc, project)
+
+
+def _gemini_tool_inputs(path: Path) -> list[str]:
+    """The arguments of the tool calls after the last user message of a Gemini CLI transcript
+    (``toolCalls`` of its ``gemini`` messages), each as JSON; [] when there are none."""
+    from contextware.hosts.hooks.claude_transcript import read_tail
+
+    try:
+        raw = read_tail(path, MAX_TOOL_BYTES)
+    except OSError:
+        return []
+    calls: list[str] = []
+    for line in raw.split("\n"):
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        for m in doc.get("messages", []) if isinstance(doc, dict) and "messages" in doc else [doc]:
+            if not isinstance(m, dict):
+                continue
+            if str(m.get("type") or "") == "user":
+                calls = []
+            for call in m.get("toolCalls") or () if isinstance(m.get("toolCalls"), list) else ():
+                if isinstance(call, dict):
+                    calls.append(json.dumps(call.get("args"), ensure_ascii=False))
+    return calls
 
 
 def _records_here(project: "Project") -> bool:
@@ -214,6 +272,7 @@ def after_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] |
 
     preload_in_background(project.embedder)
     turn = {"user": typed_prompt(payload), "agent": _answer_as_shown(payload)}
+    _judge_use(project, payload, turn["agent"])
     asked = None
     for role, text in turn.items():
         if isinstance(text, str):
@@ -312,13 +371,15 @@ def _answer_as_shown(payload: dict[str, Any]) -> Any:
 
 def stop(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
-    from contextware.hosts.hooks.claude_transcript import prompt_of_turn
+    from contextware.hosts.hooks.claude_transcript import prompt_of_turn, tool_inputs
 
     path = payload.get("transcript_path")
     answer = payload.get("last_assistant_message")
     prompt = prompt_of_turn(Path(path), answer) if isinstance(path, str) and path else None
+    tools = tool_inputs(Path(path)) if isinstance(path, str) and path else []
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
-    return after_agent(project, {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None})
+    turn = {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None, TOOLS_KEY: tools}
+    return after_agent(project, turn)
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:
