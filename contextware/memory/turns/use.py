@@ -51,6 +51,7 @@ _COMMON_TEXT = """
     version versions return returns returned string number true none null name names type types
     class method module script step steps result results tool tools task tasks plan current
     past success failure partial research convention decision lesson stale full indexed session summary
+    ones earlier such another often already instead
 """
 COMMON = frozenset(_COMMON_TEXT.split())
 
@@ -100,8 +101,10 @@ def keys(text: str) -> Keys:
         if _is_mark(token):
             for m in _marks_of(token):
                 marks.setdefault(m, None)
-        elif _word_ok(low := token.lower()):
-            rare.setdefault(stem(low), None)
+        else:  # a hyphenated word counts by its parts ("re-appended": appended)
+            for low in token.lower().split("-"):
+                if _word_ok(low):
+                    rare.setdefault(stem(low), None)
     return Keys(frozenset(list(marks)[:MAX_KEYS]), frozenset(list(rare)[:MAX_KEYS]))
 
 
@@ -121,8 +124,7 @@ def reply_keys(reply: str, tool_inputs: Iterable[str] = ()) -> Keys:
         marks.update(_marks_of(token))
         if "/" in low:  # a path's pieces: a memory naming a folder meets a file in it
             marks.update(p for p in low.split("/") if p)
-        if low.isalpha():
-            rare.add(stem(low))
+        rare.update(stem(w) for w in low.split("-") if w.isalpha())
     return Keys(frozenset(marks), frozenset(rare))
 
 
