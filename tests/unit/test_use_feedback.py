@@ -75,8 +75,10 @@ def test_gemini_round_trip_counts_injected_and_used(project):
         not (project.data_dir / "hooks.log").exists()
         or "use failed" not in (project.data_dir / "hooks.log").read_text()
     )
-    text = (project.data_dir / usage.FILE).read_text()
-    assert "5433" not in text and "staging" not in text  # hashed keys and counts, never a memory's words
+    run_hook(_event(project, "BeforeAgent", prompt="Which port does the staging database use again?"))
+    files = [project.data_dir / usage.EVENTS, *(project.data_dir / usage.PENDING).iterdir()]
+    text = "".join(p.read_text() for p in files)
+    assert "5433" not in text and "staging" not in text  # ids, counts and hashed keys: never a memory's words
 
 
 def _claude_transcript(path: Path, prompt: str, answer: str, tool_input: dict) -> Path:
@@ -119,30 +121,48 @@ def test_claude_stop_counts_a_tool_call_that_uses_the_memory(project, tmp_path):
     }
 
 
-def test_the_side_file_stays_bounded_and_private(project, monkeypatch):
+def test_the_side_files_stay_bounded_and_private(project, monkeypatch):
     project.ensure_data_dir()
     monkeypatch.setattr(usage, "MAX_IDS", 20)
     monkeypatch.setattr(usage, "MAX_PENDING", 5)
+    monkeypatch.setattr(usage, "MAX_EVENTS_BYTES", 600)
     for i in range(60):
         usage.injected(project.data_dir, f"session-{i}", {f"fact-{i:04d}": f"- [NOTE] note number {i}"})
-    doc = usage.load(project.data_dir)
-    assert len(doc["memories"]) == 20 and len(doc["pending"]) == 5
-    assert "fact-0059" in doc["memories"] and "fact-0000" not in doc["memories"]
-    mode = stat.S_IMODE(os.stat(project.data_dir / usage.FILE).st_mode)
-    assert mode == 0o600
+        events = project.data_dir / usage.EVENTS
+        assert not events.exists() or events.stat().st_size <= 600  # folded past the limit
+    usage.fold(project.data_dir)
+    memories = usage.load(project.data_dir)["memories"]
+    assert len(memories) == 20 and "fact-0059" in memories and "fact-0000" not in memories
+    pending = list((project.data_dir / usage.PENDING).iterdir())
+    assert len(pending) == 5
+    usage.fetched(project.data_dir, "fact-0059")
+    for path in [project.data_dir / usage.FILE, project.data_dir / usage.EVENTS, *pending]:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
     assert [p.name for p in project.data_dir.iterdir() if p.name.startswith(".use")] == []  # no temporary left
 
 
-def test_a_corrupt_side_file_is_ignored_and_rewritten(project):
+def test_corrupt_side_files_are_ignored_and_rewritten(project):
     fact = records.save_fact(project, FACT, kind="environment")["id"]
     project.ensure_data_dir()
     (project.data_dir / usage.FILE).write_text('{"memories": [1, 2,')
+    (project.data_dir / usage.EVENTS).write_text('{"at": 1, "used": 7}\nnot json\n[1]\n')
     ask = "Why can't the migration connect to the staging database?"
     assert FACT in run_hook(_event(project, "BeforeAgent", prompt=ask))
     run_hook(_event(project, "AfterAgent", prompt=ask, prompt_response="Port 5433 it is."))
+    assert usage.load(project.data_dir)["memories"][fact]["used"] == 1
+    usage.fold(project.data_dir)
     assert json.loads((project.data_dir / usage.FILE).read_text())["memories"][fact]["used"] == 1
-    (project.data_dir / usage.FILE).write_text('{"memories": {"fact-x": {"injected": "many"}}, "pending": 3}')
-    assert usage.load(project.data_dir) == {"memories": {}, "pending": {}}
+    (project.data_dir / usage.FILE).write_text('{"memories": {"fact-x": {"injected": "many"}}}')
+    assert usage.load(project.data_dir) == {"memories": {}}
+    assert FACT in run_hook(_event(project, "BeforeAgent", prompt=ask))
+    next((project.data_dir / usage.PENDING).iterdir()).write_text("{{{")
+    run_hook(_event(project, "AfterAgent", prompt=ask, prompt_response="Port 5433 it is."))
+    assert usage.load(project.data_dir)["memories"][fact] | {"last_injected": None} == {
+        "injected": 1,
+        "used": 0,
+        "fetched": 0,
+        "last_injected": None,
+    }
     log = project.data_dir / "hooks.log"
     assert not log.exists() or "failed" not in log.read_text()
 

@@ -196,8 +196,8 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-TOOLS_KEY = "contextware_tool_inputs"  # the turn's tool-call inputs, handed from Stop to after_agent
-MAX_TOOL_BYTES = 1024 * 1024  # of a transcript's tail read for the last turn's tool calls
+CLAUDE_TRANSCRIPT = "contextware_claude_transcript"  # Claude Code's transcript, handed from Stop to after_agent
+MAX_TOOL_BYTES = 512 * 1024  # of a transcript's tail read for the last turn's tool calls
 
 
 def _note_injected(project: "Project", payload: dict[str, Any], texts: dict[str, str]) -> None:
@@ -211,25 +211,29 @@ def _note_injected(project: "Project", payload: dict[str, Any], texts: dict[str,
 
 
 def _judge_use(project: "Project", payload: dict[str, Any], answer: Any) -> None:
-    """Whether the answer and the turn's tool calls used what was injected into its prompt."""
+    """Whether the answer and the turn's tool calls used what was injected into its prompt; the
+    transcript is read for the tool calls only when something was injected."""
+    from contextware.hosts.hooks.claude_transcript import tool_inputs
     from contextware.memory.turns import usage
 
     try:
         session = str(payload.get("session_id") or "")
-        if not session or not (project.data_dir / usage.FILE).is_file():
+        if not usage.is_pending(project.data_dir, session):
             return
-        tools = payload.get(TOOLS_KEY)
-        if not isinstance(tools, list):
-            path = payload.get("transcript_path")
-            tools = _gemini_tool_inputs(Path(path)) if isinstance(path, str) and path else []
-        usage.judge(project.data_dir, session, answer if isinstance(answer, str) else "", [str(t) for t in tools])
+        claude, gemini = payload.get(CLAUDE_TRANSCRIPT), payload.get("transcript_path")
+        if isinstance(claude, str) and claude:
+            tools = tool_inputs(Path(claude))
+        else:
+            tools = _gemini_tool_inputs(Path(gemini)) if isinstance(gemini, str) and gemini else []
+        usage.judge(project.data_dir, session, answer if isinstance(answer, str) else "", tools)
     except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
         _log_failure("use", exc, project)
 
 
 def _gemini_tool_inputs(path: Path) -> list[str]:
     """The arguments of the tool calls after the last user message of a Gemini CLI transcript
-    (``toolCalls`` of its ``gemini`` messages), each as JSON; [] when there are none."""
+    (``toolCalls`` of its ``gemini`` messages), each as JSON; [] when there are none.  Read from
+    the end back to that message; a message re-appended under its id is read once."""
     from contextware.hosts.hooks.claude_transcript import read_tail
 
     try:
@@ -237,20 +241,29 @@ def _gemini_tool_inputs(path: Path) -> list[str]:
     except OSError:
         return []
     calls: list[str] = []
-    for line in raw.split("\n"):
+    seen: set[str] = set()
+    try:  # an older transcript is one JSON document (JSON lines fail at their second line, cheaply)
+        doc = json.loads(raw)
+        lines = [json.dumps(m) for m in doc.get("messages", [])] if isinstance(doc, dict) else []
+    except (ValueError, RecursionError):
+        lines = raw.split("\n")
+    for line in reversed(lines):
+        if '"toolCalls"' not in line and '"user"' not in line:
+            continue
         try:
-            doc = json.loads(line)
+            m = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        for m in doc.get("messages", []) if isinstance(doc, dict) and "messages" in doc else [doc]:
-            if not isinstance(m, dict):
-                continue
-            if str(m.get("type") or "") == "user":
-                calls = []
-            for call in m.get("toolCalls") or () if isinstance(m.get("toolCalls"), list) else ():
-                if isinstance(call, dict):
-                    calls.append(json.dumps(call.get("args"), ensure_ascii=False))
-    return calls
+        if not isinstance(m, dict) or str(m.get("id")) in seen:
+            continue
+        seen.add(str(m.get("id")))
+        if str(m.get("type") or "") == "user":
+            break
+        found = m.get("toolCalls")
+        for call in reversed(found) if isinstance(found, list) else ():
+            if isinstance(call, dict):
+                calls.append(json.dumps(call.get("args"), ensure_ascii=False))
+    return calls[::-1]
 
 
 def _records_here(project: "Project") -> bool:
@@ -371,14 +384,13 @@ def _answer_as_shown(payload: dict[str, Any]) -> Any:
 
 def stop(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
-    from contextware.hosts.hooks.claude_transcript import prompt_of_turn, tool_inputs
+    from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 
     path = payload.get("transcript_path")
     answer = payload.get("last_assistant_message")
     prompt = prompt_of_turn(Path(path), answer) if isinstance(path, str) and path else None
-    tools = tool_inputs(Path(path)) if isinstance(path, str) and path else []
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
-    turn = {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None, TOOLS_KEY: tools}
+    turn = {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None, CLAUDE_TRANSCRIPT: path}
     return after_agent(project, turn)
 
 

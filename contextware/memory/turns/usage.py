@@ -1,21 +1,26 @@
 """Per memory: how often the prompt hook injected it and how often the agent then used it (issue 33).
 
-One small JSON file in the data dir, ``use.json`` (0600, rewritten whole through a temporary file):
+Three small private files (0600) in the data dir, so that the hooks' path only appends a line or
+handles one small file:
 
-- ``memories``: ``{id: {"injected", "used", "fetched", "last_injected", "last_used"}}``, at most
-  ``MAX_IDS`` ids (those injected or used longest ago go first);
-- ``pending``: per session, the hashed keys (``use.hashed``, never a memory's words) of what the
-  prompt hook injected into the session's latest prompt, at most ``MAX_PENDING`` sessions; the
-  session's AfterAgent/Stop judges the answer against them (``judge``) and drops them.
+- ``use_events.jsonl``: one line per event, ``{"at", "injected"|"used"|"fetched": [ids]}``;
+  past ``MAX_EVENTS_BYTES`` it is folded into ``use.json`` (renamed first, so one process folds it).
+- ``use.json``: ``{"memories": {id: {"injected", "used", "fetched", "last_injected", "last_used"}}}``,
+  at most ``MAX_IDS`` ids (those injected or used longest ago go first), rewritten whole through a
+  temporary file.
+- ``use_pending/<hash of the session>``: the hashed keys (``use.hashed``, never a memory's words) of
+  what the prompt hook injected into the session's latest prompt, at most ``MAX_PENDING`` sessions;
+  the session's AfterAgent/Stop judges the answer against them (``judge``) and removes the file.
 
 ``used`` counts turns whose answer or tool calls used the memory (``use.decide``); ``fetched``
-counts reads of it by id (MCP ``get_memory``).  A file that does not parse is ignored and
-rewritten.  Two hooks writing at the same moment may lose one count: this is feedback, not memory.
-Standard library only: this runs on the hooks' path.
+counts reads of it by id (MCP ``get_memory``).  A file or line that does not parse is ignored (and
+rewritten at the next fold).  Two hooks folding at the same moment may lose one count: this is
+feedback, not memory.  Standard library only: this runs on the hooks' path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -26,67 +31,117 @@ from typing import Any
 from contextware.memory.turns import use
 
 FILE = "use.json"
+EVENTS = "use_events.jsonl"
+PENDING = "use_pending"
 MAX_IDS = 2_000
 MAX_PENDING = 50
-MAX_BYTES = 2_000_000  # a larger file is not read (and is rewritten)
+MAX_EVENTS_BYTES = 64_000  # the events are folded into FILE past this
+MAX_BYTES = 2_000_000  # a larger file is not read
 MAX_ID = 128
 OFTEN = 5  # injections for "injected often, never used"; uses for "used often"
+_COUNTS = ("injected", "used", "fetched")
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _empty() -> dict[str, Any]:
-    return {"memories": {}, "pending": {}}
-
-
-def load(data_dir: Path) -> dict[str, Any]:
-    """The file's content; empty when it is missing, too large or does not parse as ours."""
-    try:
-        with open(data_dir / FILE, encoding="utf-8") as f:
-            doc = json.loads(f.read(MAX_BYTES + 1) or "null")
-    except (OSError, ValueError, RecursionError):
-        return _empty()
-    if not isinstance(doc, dict) or not isinstance(doc.get("memories"), dict):
-        return _empty()
-    memories = {
-        str(k)[:MAX_ID]: v
-        for k, v in doc["memories"].items()
-        if isinstance(v, dict) and all(isinstance(v.get(n, 0), int) for n in ("injected", "used", "fetched"))
-    }
-    pending = doc.get("pending")
-    if not isinstance(pending, dict):
-        pending = {}
-    return {"memories": memories, "pending": {str(k): v for k, v in pending.items() if isinstance(v, dict)}}
-
-
-def _save(data_dir: Path, doc: dict[str, Any]) -> None:
-    memories: dict[str, Any] = doc["memories"]
-    if len(memories) > MAX_IDS:
-        newest = sorted(
-            memories,
-            key=lambda i: max(str(memories[i].get("last_used") or ""), str(memories[i].get("last_injected") or "")),
-        )[-MAX_IDS:]
-        doc["memories"] = {i: memories[i] for i in newest}
-    pending: dict[str, Any] = doc["pending"]
-    if len(pending) > MAX_PENDING:
-        doc["pending"] = dict(sorted(pending.items(), key=lambda kv: str(kv[1].get("at") or ""))[-MAX_PENDING:])
-    path = data_dir / FILE
-    tmp = data_dir / f".{FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+def _private_write(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file, mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+            f.write(text)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def _entry(doc: dict[str, Any], memory_id: str) -> dict[str, Any]:
-    entry: dict[str, Any] = doc["memories"].setdefault(memory_id[:MAX_ID], {"injected": 0, "used": 0, "fetched": 0})
-    return entry
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.loads(f.read(MAX_BYTES + 1) or "null")
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _base(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The folded counts of ``use.json``; empty when it is missing or not ours."""
+    doc = _read_json(data_dir / FILE)
+    memories = doc.get("memories") if isinstance(doc, dict) else None
+    if not isinstance(memories, dict):
+        return {}
+    return {
+        str(k)[:MAX_ID]: v
+        for k, v in memories.items()
+        if isinstance(v, dict) and all(isinstance(v.get(n, 0), int) for n in _COUNTS)
+    }
+
+
+def _fold(memories: dict[str, dict[str, Any]], text: str) -> None:
+    for line in text.split("\n"):
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(event, dict):
+            continue
+        at = str(event.get("at") or "")
+        for what in _COUNTS:
+            ids = event.get(what)
+            for memory_id in ids if isinstance(ids, list) else ():
+                entry = memories.setdefault(str(memory_id)[:MAX_ID], {n: 0 for n in _COUNTS})
+                entry[what] = int(entry.get(what, 0)) + 1
+                entry["last_injected" if what == "injected" else "last_used"] = at
+
+
+def load(data_dir: Path) -> dict[str, Any]:
+    """``{"memories": {id: counts}}``: ``use.json`` with the events not folded yet."""
+    memories = _base(data_dir)
+    try:
+        with open(data_dir / EVENTS, encoding="utf-8", errors="replace") as f:
+            _fold(memories, f.read(MAX_BYTES))
+    except OSError:
+        pass
+    return {"memories": memories}
+
+
+def fold(data_dir: Path) -> None:
+    """The events into ``use.json`` (kept within ``MAX_IDS``), the events file emptied."""
+    taken = data_dir / f".{EVENTS}.{os.getpid()}.{os.urandom(4).hex()}"
+    try:
+        os.replace(data_dir / EVENTS, taken)  # one process takes them: the next events start a new file
+    except OSError:
+        return
+    try:
+        memories = _base(data_dir)
+        with open(taken, encoding="utf-8", errors="replace") as f:
+            _fold(memories, f.read(MAX_BYTES))
+        if len(memories) > MAX_IDS:
+            last = {
+                i: max(str(m.get("last_used") or ""), str(m.get("last_injected") or "")) for i, m in memories.items()
+            }
+            memories = {i: memories[i] for i in sorted(memories, key=last.__getitem__)[-MAX_IDS:]}
+        _private_write(data_dir / FILE, json.dumps({"memories": memories}, ensure_ascii=False, separators=(",", ":")))
+    finally:
+        taken.unlink(missing_ok=True)
+
+
+def _event(data_dir: Path, what: str, ids: list[str]) -> None:
+    """One line appended to the events; folded when the file grew past ``MAX_EVENTS_BYTES``."""
+    line = json.dumps({"at": _now(), what: [i[:MAX_ID] for i in ids]}, ensure_ascii=False) + "\n"
+    fd = os.open(data_dir / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(line)
+        size = f.tell()
+    if size > MAX_EVENTS_BYTES:
+        fold(data_dir)
+
+
+def _pending(data_dir: Path, session: str) -> Path:
+    return data_dir / PENDING / hashlib.blake2b(session.encode("utf-8", "replace"), digest_size=12).hexdigest()
 
 
 def injected(data_dir: Path, session: str, texts: dict[str, str]) -> None:
@@ -94,56 +149,55 @@ def injected(data_dir: Path, session: str, texts: dict[str, str]) -> None:
     prompt: count them and keep their hashed keys for the answer."""
     if not texts or not data_dir.is_dir():
         return
-    doc = load(data_dir)
-    now = _now()
-    for memory_id in texts:
-        entry = _entry(doc, memory_id)
-        entry["injected"] = int(entry.get("injected", 0)) + 1
-        entry["last_injected"] = now
-    if session:
-        keys = {i[:MAX_ID]: use.hashed(use.keys(t)) for i, t in texts.items()}
-        doc["pending"][session[:MAX_ID]] = {
-            "at": now,
-            "keys": {i: {"m": sorted(k.marks), "r": sorted(k.rare)} for i, k in keys.items()},
-        }
-    _save(data_dir, doc)
+    _event(data_dir, "injected", list(texts))
+    if not session:
+        return
+    keys = {i[:MAX_ID]: use.hashed(use.keys(t)) for i, t in texts.items()}
+    folder = data_dir / PENDING
+    folder.mkdir(mode=0o700, exist_ok=True)
+    body = {i: {"m": sorted(k.marks), "r": sorted(k.rare)} for i, k in keys.items()}
+    _private_write(_pending(data_dir, session), json.dumps(body, separators=(",", ":")))
+    waiting = list(folder.iterdir())
+    if len(waiting) > MAX_PENDING:  # sessions that never answered: the oldest go
+        waiting.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0)
+        for old in waiting[: len(waiting) - MAX_PENDING]:
+            old.unlink(missing_ok=True)
+
+
+def is_pending(data_dir: Path, session: str) -> bool:
+    """Whether the prompt hook injected memories into ``session``'s latest prompt, not judged yet."""
+    return bool(session) and _pending(data_dir, session).is_file()
 
 
 def judge(data_dir: Path, session: str, reply: str, tool_inputs: Iterable[str] = ()) -> list[str]:
     """The answer to ``session``'s latest prompt: count the memories injected into it that the
-    reply or the tool calls used; returns their ids.  Nothing pending: nothing read or written
-    beyond the file."""
-    if not session or not data_dir.is_dir():
+    reply or the tool calls used; returns their ids.  Nothing pending: nothing else read."""
+    if not session:
         return []
-    doc = load(data_dir)
-    turn = doc["pending"].pop(session[:MAX_ID], None)
-    if not isinstance(turn, dict) or not isinstance(turn.get("keys"), dict):
+    path = _pending(data_dir, session)
+    if not path.is_file():
+        return []
+    turn = _read_json(path)
+    path.unlink(missing_ok=True)
+    if not isinstance(turn, dict):
         return []
     answer = use.hashed(use.reply_keys(reply, tool_inputs))
     found = []
-    now = _now()
-    for memory_id, k in turn["keys"].items():
+    for memory_id, k in turn.items():
         if not isinstance(k, dict):
             continue
         memory = use.Keys(frozenset(map(str, k.get("m") or ())), frozenset(map(str, k.get("r") or ())))
         if use.decide(memory, answer):
-            entry = _entry(doc, memory_id)
-            entry["used"] = int(entry.get("used", 0)) + 1
-            entry["last_used"] = now
-            found.append(memory_id)
-    _save(data_dir, doc)
+            found.append(str(memory_id))
+    if found:
+        _event(data_dir, "used", found)
     return found
 
 
 def fetched(data_dir: Path, memory_id: str) -> None:
     """The memory was read by its id (MCP ``get_memory``)."""
-    if not memory_id or not data_dir.is_dir():
-        return
-    doc = load(data_dir)
-    entry = _entry(doc, memory_id)
-    entry["fetched"] = int(entry.get("fetched", 0)) + 1
-    entry["last_used"] = _now()
-    _save(data_dir, doc)
+    if memory_id and data_dir.is_dir():
+        _event(data_dir, "fetched", [memory_id])
 
 
 def summary(data_dir: Path) -> dict[str, Any]:
