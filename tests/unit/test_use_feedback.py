@@ -15,6 +15,7 @@ from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import maintenance, records
 from contextware.memory.turns import usage
 from contextware.memory.turns.use import baseline, used
+from tests.support.browser import request, served_browser
 
 FACT = "The staging database runs Postgres 14 on port 5433, not 5432; its DSN lives in .env.staging."
 OTHER = "Never deploy on Fridays; production releases go out Monday to Thursday only."
@@ -187,3 +188,22 @@ def test_stats_dashboard_and_review_show_the_counts(project):
     assert q["unused"][0]["injected"] == 6 and q["unused"][0]["used"] == 0
     assert [r["id"] for r in q["used_often"]] == [busy] and q["used_often"][0]["used"] == 6
     assert "50% of 12" in bodies._use_rate(use)
+    with served_browser(project) as served:
+        review = request(served.port, "/review", token=served.token)
+        home = request(served.port, "/", token=served.token)
+    assert review.status == 200 and "Injected often, never used (1)" in review.text and f"/memory/{idle}" in review.text
+    assert "Used often (1)" in review.text and f"/memory/{busy}" in review.text
+    assert home.status == 200 and "use rate" in home.text and "50% of 12" in home.text
+
+
+def test_get_memory_by_id_counts_a_fetch(project, monkeypatch):
+    from contextware.hosts.mcp.memory_tools import get_memory
+
+    fact = records.save_fact(project, FACT, kind="environment")["id"]
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("CONTEXTWARE_PROJECT_ROOT", str(project.root))
+    result = get_memory(fact)
+    assert not getattr(result, "is_error", getattr(result, "isError", False))
+    counts = usage.load(project.data_dir)["memories"][fact]
+    assert counts["fetched"] == 1 and counts["used"] == 0 and counts["last_used"]
+    assert maintenance.stats(project)["use"]["fetches"] == 1
