@@ -207,3 +207,20 @@ def test_get_memory_by_id_counts_a_fetch(project, monkeypatch):
     counts = usage.load(project.data_dir)["memories"][fact]
     assert counts["fetched"] == 1 and counts["used"] == 0 and counts["last_used"]
     assert maintenance.stats(project)["use"]["fetches"] == 1
+
+
+def test_the_bench_meets_its_targets_on_the_test_split(capsys):
+    import importlib.util
+
+    from tests.support.repo import REPO
+
+    spec = importlib.util.spec_from_file_location("use_detector", REPO / "bench" / "use_detector.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main([]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cases"] >= 40 and out["train"]["cases"] >= 20 and out["test"]["cases"] >= 20
+    test = out["test"]["detector"]
+    assert test["precision"] >= 0.9 and test["recall"] >= 0.8
+    assert test["precision"] > out["test"]["baseline (any shared word)"]["precision"]
