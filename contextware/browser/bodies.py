@@ -36,6 +36,12 @@ def badge(r: dict[str, Any]) -> str:
     return out
 
 
+def _use_rate(use: dict[str, Any]) -> str:
+    """Of the memories the prompt hook injected, the share the agent used ("—" before any)."""
+    rate = use.get("use_rate")
+    return "—" if rate is None else f"{rate:.0%} of {use.get('injections', 0)}"
+
+
 def dashboard(d: dict[str, Any]) -> str:
     tables = d.get("tables") or {}
     rows = [(tables.get(n) or {}).get("rows", 0) for n in COLLECTIONS]
@@ -47,6 +53,7 @@ def dashboard(d: dict[str, Any]) -> str:
             ("logs", rows[2]),
             ("files indexed", d["code"]["files"]),
             ("stale memories", d["stale_memories"]),
+            ("use rate", _use_rate(d.get("use") or {})),
             ("changed files", "…" if d["code"]["stale"] is None else d["code"]["stale"]),
         )
     )

@@ -485,8 +485,26 @@ class Pages:
             )
             for r in q["keep"]
         ]
+
+        def use_row(r: dict[str, Any]) -> tuple[str, ...]:
+            text = r.get("text")
+            return (
+                a(f"/memory/{r['id']}", r["id"]),
+                f"<span class=text>{e(short(text))}</span>" if text else "<span class=muted>(no longer stored)</span>",
+                e(r.get("injected") or 0),
+                e(r.get("used") or 0),
+                e(r.get("fetched") or 0),
+                e(r.get("last_used") or "never"),
+            )
+
+        use_head = ["id", "memory", "injected", "used", "fetched", "last used"]
         body = (
-            f"<h2>May be stale ({q['stale_total']})</h2><p class=muted>Facts and episodes whose code changed, moved or went away since they were saved.</p>"
+            f"<h2>Injected often, never used ({len(q['unused'])})</h2><p class=muted>Memories the prompt hook "
+            + "injected five times or more that no answer or tool call used: still true, still worth a place?</p>"
+            + (table(use_head, [use_row(r) for r in q["unused"]]) if q["unused"] else "<p>None.</p>")
+            + f"<h2>Used often ({len(q['used_often'])})</h2><p class=muted>Memories the agent used five times or more.</p>"
+            + (table(use_head, [use_row(r) for r in q["used_often"]]) if q["used_often"] else "<p>None.</p>")
+            + f"<h2>May be stale ({q['stale_total']})</h2><p class=muted>Facts and episodes whose code changed, moved or went away since they were saved.</p>"
             + (table(["id", "memory", "why", ""], stale) if stale else "<p>None.</p>")
             + f"<h2>Near-duplicates ({q['duplicates_total']})</h2><p class=muted>Active facts that say nearly the same (cosine at or over similar_threshold).</p>"
             + (table(["cosine", "older", "newer", ""], dups) if dups else "<p>None.</p>")

@@ -407,7 +407,10 @@ def review(project: "Project") -> dict[str, Any]:
         for r in turns[:MAX_REVIEWED]
         if worth_keeping(str(r.get("text") or "")) and " ".join(str(r["text"]).split()).lower() not in saved
     ]
+    use = _use_queues(project)
     return {
+        "unused": use["unused"],
+        "used_often": use["used_often"],
         "stale": stale["records"],
         "stale_total": stale["total"],
         "duplicates": pairs[:MAX_QUEUE],
@@ -415,6 +418,24 @@ def review(project: "Project") -> dict[str, Any]:
         "keep": keep[:MAX_QUEUE],
         "keep_total": len(keep),
     }
+
+
+def _use_queues(project: "Project") -> dict[str, list[dict[str, Any]]]:
+    """Memories the prompt hook injected often and the agent never used, and those used often
+    (``memory.turns.usage``), each with its text when it is still stored."""
+    import re
+
+    from contextware.memory.turns import usage
+
+    queues = usage.queues(project.data_dir, limit=MAX_QUEUE)
+    ids = sorted({r["id"] for rows in queues.values() for r in rows if re.fullmatch(r"[A-Za-z0-9_.:-]+", r["id"])})
+    texts: dict[str, str] = {}
+    if ids:
+        where = "id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
+        for name, cols in (("facts", ["id", "text"]), ("episodes", ["id", "goal", "summary"])):
+            for row in _read(project, name, cols, where):
+                texts[row["id"]] = str(row.get("text") or f"{row.get('goal') or ''} → {row.get('summary') or ''}")
+    return {k: [{**r, "text": texts.get(r["id"])} for r in rows] for k, rows in queues.items()}
 
 
 MAX_ANSWER_BYTES = 2_000_000  # a full offload answer shown in the page at most

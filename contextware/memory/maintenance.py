@@ -34,6 +34,7 @@ def _disk_bytes(path: str) -> int | None:
 
 def stats(project: "Project") -> dict[str, Any]:
     from contextware.memory.turns.retention import retention_stats
+    from contextware.memory.turns.usage import summary as use_summary
 
     db = project.db
     tables: dict[str, Any] = {}
@@ -88,6 +89,7 @@ def stats(project: "Project") -> dict[str, Any]:
         "disk_bytes": _disk_bytes(project.db_uri),
         "last_write": iso(last_write),
         "retention": retention_stats(project),
+        "use": use_summary(project.data_dir),  # what the prompt hook injected and the agent used
     }
 
 

@@ -115,3 +115,42 @@ def prompt_of_turn(path: Path, answer: object, wait_s: float = TRANSCRIPT_WAIT_S
         if not target or path.is_dir() or time.monotonic() >= deadline:
             return next((text for role, text in reversed(found) if role == "user"), None)
         time.sleep(0.02)
+
+
+MAX_TOOL_BYTES = 512 * 1024  # of the tail read for the last turn's tool calls
+
+
+def tool_inputs(path: Path) -> list[str]:
+    """The inputs of the tool calls (``tool_use`` blocks) after the last prompt the person typed,
+    each as JSON; [] when the transcript cannot be read.  Read from the end, back to that prompt."""
+    try:
+        raw = read_tail(path, MAX_TOOL_BYTES) if path.is_file() else ""
+    except OSError:
+        return []
+    calls: list[str] = []
+    for line in reversed(raw.split("\n")):
+        if '"tool_use"' not in line and '"user"' not in line:  # neither a call nor a prompt: not parsed
+            continue
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        message = doc.get("message") if isinstance(doc, dict) else None
+        if not isinstance(message, dict) or doc.get("isSidechain") or doc.get("isMeta"):
+            continue
+        content = message.get("content")
+        if doc.get("type") == "user":
+            typed = isinstance(content, str) or (
+                isinstance(content, list)
+                and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+            )
+            if typed and not doc.get("isCompactSummary"):
+                break  # the turn's prompt: calls before it were another turn's
+            continue
+        if doc.get("type") == "assistant" and isinstance(content, list):
+            calls.extend(
+                json.dumps(b.get("input"), ensure_ascii=False)
+                for b in reversed(content)
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            )
+    return calls[::-1]

@@ -192,7 +192,78 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
     from contextware.memory.turns import decisions
 
     decisions.record(project, decisions.entry(payload, prompt, result, injected))
+    _note_injected(project, payload, dict(zip(injected, lines, strict=True)))
     return "\n".join(lines)
+
+
+CLAUDE_TRANSCRIPT = "contextware_claude_transcript"  # Claude Code's transcript, handed from Stop to after_agent
+MAX_TOOL_BYTES = 512 * 1024  # of a transcript's tail read for the last turn's tool calls
+
+
+def _note_injected(project: "Project", payload: dict[str, Any], texts: dict[str, str]) -> None:
+    """Count what was injected and keep its hashed keys for the answer (``memory.turns.usage``)."""
+    from contextware.memory.turns import usage
+
+    try:
+        usage.injected(project.data_dir, str(payload.get("session_id") or ""), texts)
+    except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
+        _log_failure("use", exc, project)
+
+
+def _judge_use(project: "Project", payload: dict[str, Any], answer: Any) -> None:
+    """Whether the answer and the turn's tool calls used what was injected into its prompt; the
+    transcript is read for the tool calls only when something was injected."""
+    from contextware.hosts.hooks.claude_transcript import tool_inputs
+    from contextware.memory.turns import usage
+
+    try:
+        session = str(payload.get("session_id") or "")
+        if not usage.is_pending(project.data_dir, session):
+            return
+        claude, gemini = payload.get(CLAUDE_TRANSCRIPT), payload.get("transcript_path")
+        if isinstance(claude, str) and claude:
+            tools = tool_inputs(Path(claude))
+        else:
+            tools = _gemini_tool_inputs(Path(gemini)) if isinstance(gemini, str) and gemini else []
+        usage.judge(project.data_dir, session, answer if isinstance(answer, str) else "", tools)
+    except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
+        _log_failure("use", exc, project)
+
+
+def _gemini_tool_inputs(path: Path) -> list[str]:
+    """The arguments of the tool calls after the last user message of a Gemini CLI transcript
+    (``toolCalls`` of its ``gemini`` messages), each as JSON; [] when there are none.  Read from
+    the end back to that message; a message re-appended under its id is read once."""
+    from contextware.hosts.hooks.claude_transcript import read_tail
+
+    try:
+        raw = read_tail(path, MAX_TOOL_BYTES)
+    except OSError:
+        return []
+    calls: list[str] = []
+    seen: set[str] = set()
+    try:  # an older transcript is one JSON document (JSON lines fail at their second line, cheaply)
+        doc = json.loads(raw)
+        lines = [json.dumps(m) for m in doc.get("messages", [])] if isinstance(doc, dict) else []
+    except (ValueError, RecursionError):
+        lines = raw.split("\n")
+    for line in reversed(lines):
+        if '"toolCalls"' not in line and '"user"' not in line:
+            continue
+        try:
+            m = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(m, dict) or str(m.get("id")) in seen:
+            continue
+        seen.add(str(m.get("id")))
+        if str(m.get("type") or "") == "user":
+            break
+        found = m.get("toolCalls")
+        for call in reversed(found) if isinstance(found, list) else ():
+            if isinstance(call, dict):
+                calls.append(json.dumps(call.get("args"), ensure_ascii=False))
+    return calls[::-1]
 
 
 def _records_here(project: "Project") -> bool:
@@ -214,6 +285,7 @@ def after_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] |
 
     preload_in_background(project.embedder)
     turn = {"user": typed_prompt(payload), "agent": _answer_as_shown(payload)}
+    _judge_use(project, payload, turn["agent"])
     asked = None
     for role, text in turn.items():
         if isinstance(text, str):
@@ -318,7 +390,8 @@ def stop(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
     answer = payload.get("last_assistant_message")
     prompt = prompt_of_turn(Path(path), answer) if isinstance(path, str) and path else None
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
-    return after_agent(project, {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None})
+    turn = {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None, CLAUDE_TRANSCRIPT: path}
+    return after_agent(project, turn)
 
 
 def _transcript_turns(path: Path) -> list[tuple[str, str]]:

@@ -43,7 +43,17 @@ def get_memory(id: _ID) -> CallToolResult:
     missing id is error not_found."""
     from contextware.memory.records import get
 
-    return call(lambda p: get(p, id))
+    def fetch(p: Any) -> dict[str, Any]:
+        row = get(p, id)
+        from contextware.memory.turns.usage import fetched
+
+        try:  # read by its id: the agent went for this memory (use feedback; never fails the read)
+            fetched(p.data_dir, id)
+        except Exception:  # noqa: BLE001
+            pass
+        return row
+
+    return call(fetch)
 
 
 def update_memory(

@@ -1,0 +1,230 @@
+"""Per memory: how often the prompt hook injected it and how often the agent then used it (issue 33).
+
+Three small private files (0600) in the data dir, so that the hooks' path only appends a line or
+handles one small file:
+
+- ``use_events.jsonl``: one line per event, ``{"at", "injected"|"used"|"fetched": [ids]}``;
+  past ``MAX_EVENTS_BYTES`` it is folded into ``use.json`` (renamed first, so one process folds it).
+- ``use.json``: ``{"memories": {id: {"injected", "used", "fetched", "last_injected", "last_used"}}}``,
+  at most ``MAX_IDS`` ids (those injected or used longest ago go first), rewritten whole through a
+  temporary file.
+- ``use_pending/<hash of the session>``: the hashed keys (``use.hashed``, never a memory's words) of
+  what the prompt hook injected into the session's latest prompt, at most ``MAX_PENDING`` sessions;
+  the session's AfterAgent/Stop judges the answer against them (``judge``) and removes the file.
+
+``used`` counts turns whose answer or tool calls used the memory (``use.decide``); ``fetched``
+counts reads of it by id (MCP ``get_memory``).  A file or line that does not parse is ignored (and
+rewritten at the next fold).  Two hooks folding at the same moment may lose one count: this is
+feedback, not memory.  Standard library only: this runs on the hooks' path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from contextware.memory.turns import use
+
+FILE = "use.json"
+EVENTS = "use_events.jsonl"
+PENDING = "use_pending"
+MAX_IDS = 2_000
+MAX_PENDING = 50
+MAX_EVENTS_BYTES = 64_000  # the events are folded into FILE past this
+MAX_BYTES = 2_000_000  # a larger file is not read
+MAX_ID = 128
+OFTEN = 5  # injections for "injected often, never used"; uses for "used often"
+_COUNTS = ("injected", "used", "fetched")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _private_write(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file, mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.loads(f.read(MAX_BYTES + 1) or "null")
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _base(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The folded counts of ``use.json``; empty when it is missing or not ours."""
+    doc = _read_json(data_dir / FILE)
+    memories = doc.get("memories") if isinstance(doc, dict) else None
+    if not isinstance(memories, dict):
+        return {}
+    return {
+        str(k)[:MAX_ID]: v
+        for k, v in memories.items()
+        if isinstance(v, dict) and all(isinstance(v.get(n, 0), int) for n in _COUNTS)
+    }
+
+
+def _fold(memories: dict[str, dict[str, Any]], text: str) -> None:
+    for line in text.split("\n"):
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(event, dict):
+            continue
+        at = str(event.get("at") or "")
+        for what in _COUNTS:
+            ids = event.get(what)
+            for memory_id in ids if isinstance(ids, list) else ():
+                entry = memories.setdefault(str(memory_id)[:MAX_ID], {n: 0 for n in _COUNTS})
+                entry[what] = int(entry.get(what, 0)) + 1
+                entry["last_injected" if what == "injected" else "last_used"] = at
+
+
+def load(data_dir: Path) -> dict[str, Any]:
+    """``{"memories": {id: counts}}``: ``use.json`` with the events not folded yet."""
+    memories = _base(data_dir)
+    try:
+        with open(data_dir / EVENTS, encoding="utf-8", errors="replace") as f:
+            _fold(memories, f.read(MAX_BYTES))
+    except OSError:
+        pass
+    return {"memories": memories}
+
+
+def fold(data_dir: Path) -> None:
+    """The events into ``use.json`` (kept within ``MAX_IDS``), the events file emptied."""
+    taken = data_dir / f".{EVENTS}.{os.getpid()}.{os.urandom(4).hex()}"
+    try:
+        os.replace(data_dir / EVENTS, taken)  # one process takes them: the next events start a new file
+    except OSError:
+        return
+    try:
+        memories = _base(data_dir)
+        with open(taken, encoding="utf-8", errors="replace") as f:
+            _fold(memories, f.read(MAX_BYTES))
+        if len(memories) > MAX_IDS:
+            last = {
+                i: max(str(m.get("last_used") or ""), str(m.get("last_injected") or "")) for i, m in memories.items()
+            }
+            memories = {i: memories[i] for i in sorted(memories, key=last.__getitem__)[-MAX_IDS:]}
+        _private_write(data_dir / FILE, json.dumps({"memories": memories}, ensure_ascii=False, separators=(",", ":")))
+    finally:
+        taken.unlink(missing_ok=True)
+
+
+def _event(data_dir: Path, what: str, ids: list[str]) -> None:
+    """One line appended to the events; folded when the file grew past ``MAX_EVENTS_BYTES``."""
+    line = json.dumps({"at": _now(), what: [i[:MAX_ID] for i in ids]}, ensure_ascii=False) + "\n"
+    fd = os.open(data_dir / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(line)
+        size = f.tell()
+    if size > MAX_EVENTS_BYTES:
+        fold(data_dir)
+
+
+def _pending(data_dir: Path, session: str) -> Path:
+    return data_dir / PENDING / hashlib.blake2b(session.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+def injected(data_dir: Path, session: str, texts: dict[str, str]) -> None:
+    """The prompt hook injected these memories (``{id: the line injected}``) into ``session``'s
+    prompt: count them and keep their hashed keys for the answer."""
+    if not texts or not data_dir.is_dir():
+        return
+    _event(data_dir, "injected", list(texts))
+    if not session:
+        return
+    keys = {i[:MAX_ID]: use.hashed(use.keys(t)) for i, t in texts.items()}
+    folder = data_dir / PENDING
+    folder.mkdir(mode=0o700, exist_ok=True)
+    body = {i: {"m": sorted(k.marks), "r": sorted(k.rare)} for i, k in keys.items()}
+    _private_write(_pending(data_dir, session), json.dumps(body, separators=(",", ":")))
+    waiting = list(folder.iterdir())
+    if len(waiting) > MAX_PENDING:  # sessions that never answered: the oldest go
+        waiting.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0)
+        for old in waiting[: len(waiting) - MAX_PENDING]:
+            old.unlink(missing_ok=True)
+
+
+def is_pending(data_dir: Path, session: str) -> bool:
+    """Whether the prompt hook injected memories into ``session``'s latest prompt, not judged yet."""
+    return bool(session) and _pending(data_dir, session).is_file()
+
+
+def judge(data_dir: Path, session: str, reply: str, tool_inputs: Iterable[str] = ()) -> list[str]:
+    """The answer to ``session``'s latest prompt: count the memories injected into it that the
+    reply or the tool calls used; returns their ids.  Nothing pending: nothing else read."""
+    if not session:
+        return []
+    path = _pending(data_dir, session)
+    if not path.is_file():
+        return []
+    turn = _read_json(path)
+    path.unlink(missing_ok=True)
+    if not isinstance(turn, dict):
+        return []
+    answer = use.hashed(use.reply_keys(reply, tool_inputs))
+    found = []
+    for memory_id, k in turn.items():
+        if not isinstance(k, dict):
+            continue
+        memory = use.Keys(frozenset(map(str, k.get("m") or ())), frozenset(map(str, k.get("r") or ())))
+        if use.decide(memory, answer):
+            found.append(str(memory_id))
+    if found:
+        _event(data_dir, "used", found)
+    return found
+
+
+def fetched(data_dir: Path, memory_id: str) -> None:
+    """The memory was read by its id (MCP ``get_memory``)."""
+    if memory_id and data_dir.is_dir():
+        _event(data_dir, "fetched", [memory_id])
+
+
+def summary(data_dir: Path) -> dict[str, Any]:
+    """For ``memory stats``: memories injected and used, injections, uses and the use rate (uses
+    in turns / injections; None before any injection)."""
+    memories = load(data_dir)["memories"].values()
+    injections = sum(int(m.get("injected", 0)) for m in memories)
+    uses = sum(min(int(m.get("used", 0)), int(m.get("injected", 0))) for m in memories)
+    return {
+        "memories_injected": sum(1 for m in memories if m.get("injected")),
+        "memories_used": sum(1 for m in memories if m.get("used") or m.get("fetched")),
+        "injections": injections,
+        "uses": uses,
+        "fetches": sum(int(m.get("fetched", 0)) for m in memories),
+        "use_rate": round(uses / injections, 3) if injections else None,
+    }
+
+
+def queues(data_dir: Path, often: int = OFTEN, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+    """The review queue's two lists: injected ``often`` times or more and never used, and used
+    (in turns or by id) ``often`` times or more; ``{"id", "injected", "used", "fetched", "last_used"}``."""
+    rows = [
+        {"id": i, **{k: m.get(k) for k in ("injected", "used", "fetched", "last_used")}}
+        for i, m in load(data_dir)["memories"].items()
+    ]
+    never = [r for r in rows if int(r["injected"] or 0) >= often and not r["used"] and not r["fetched"]]
+    never.sort(key=lambda r: -int(r["injected"] or 0))
+    busy = [r for r in rows if int(r["used"] or 0) + int(r["fetched"] or 0) >= often]
+    busy.sort(key=lambda r: -(int(r["used"] or 0) + int(r["fetched"] or 0)))
+    return {"unused": never[:limit], "used_often": busy[:limit]}
