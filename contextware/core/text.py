@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from contextware.core.errors import UsageError
+from contextware.core.errors import FieldError, UsageError
 
 _WS = re.compile(r"\s+")
 
@@ -188,7 +188,11 @@ def split_list(raw: str | Iterable[str] | None) -> list[str]:
     return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
 
+MAX_TOPICS = 50  # topics on one memory, through every door (save, update, import, offload)
+
+
 def parse_topics(raw: str | Iterable[str] | None) -> list[str]:
+    """Topics as stored: lower case, each a short word or phrase, at most ``MAX_TOPICS`` distinct."""
     if raw is None:
         return []
     items = raw.split(",") if isinstance(raw, str) else list(raw)
@@ -197,6 +201,12 @@ def parse_topics(raw: str | Iterable[str] | None) -> list[str]:
         t = item.strip().lower()
         if not t:
             continue
+        if len(topics) >= MAX_TOPICS and t not in topics:
+            raise FieldError(
+                f"{{field}}: more than {MAX_TOPICS} topics; one memory may have at most {MAX_TOPICS}.",
+                field="topics",
+                code="bad_topic",
+            )
         if len(t) > 40 or not re.match(r"^[\w][\w .\-/+#]*$", t):
             raise UsageError(
                 f"Topic {item!r} must be a short word or phrase (letters, digits, - _ . / + #).", code="bad_topic"

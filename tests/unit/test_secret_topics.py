@@ -65,3 +65,22 @@ def test_a_secret_topic_is_refused_by_import_mcp_and_offload(project: Project, c
         run("offload", ["--prompt", "Summarise the repo", "--topics", f"x,{secret}"]), capsys.readouterr().out, secret
     )
     _nothing_stored(project.root, secret)
+
+
+def test_more_topics_than_one_memory_may_have_are_refused_at_every_door(project: Project, capsys, monkeypatch):
+    """Issue 35: save capped a memory's text but not its topics (import did: 50)."""
+    from contextware.core.text import MAX_TOPICS
+
+    monkeypatch.chdir(project.root)
+    many = ",".join(f"t{n}" for n in range(MAX_TOPICS + 1))
+    for argv in (["save", "We deploy on Fridays", "--topics", many], ["offload", "--prompt", "x", "--topics", many]):
+        assert run(argv[0], argv[1:]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "bad_topic" and error["message"].startswith("--topics: more than 50"), error
+    answer = call_tool("save_fact", {"content": "We deploy on Fridays", "topics": many.split(",")})
+    assert answer["isError"] and '"topics: more than 50' in answer["content"][0]["text"], answer
+    fact = records.save_fact(Project.open(project.root), "We deploy on Tuesdays", topics=many.split(",")[:MAX_TOPICS])
+    assert len(records.get(Project.open(project.root), fact["id"])["record"]["topics"]) == MAX_TOPICS
+    assert run("memory", ["update", fact["id"], "--topics", many]) == 2
+    assert "more than 50" in capsys.readouterr().out
+    assert records.list_records(Project.open(project.root))["total"] == 1  # nothing else was written

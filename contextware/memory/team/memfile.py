@@ -23,7 +23,7 @@ from typing import Any
 
 from contextware.core.errors import UsageError
 from contextware.core.redact import refuse_secret_name, refuse_secret_topics
-from contextware.core.text import iso, parse_topics, utcnow
+from contextware.core.text import MAX_TOPICS, iso, parse_topics, utcnow
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.team import tombstones
 from contextware.memory.team.tombstones import entry_key, is_tombstone, later
@@ -94,7 +94,6 @@ MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 # texts, which save does not cut, at a bound far above real ones): a teammate's file cannot store more,
 # and a line longer than any valid one is refused before it is parsed (a 60 MB line reached 17 GB).
 MAX_TEXT_CHARS = {"facts": 4000, "episodes": 100_000, "logs": 100_000}
-MAX_TOPICS = 50  # topics on one memory
 MAX_FIELD_CHARS = 200  # source, category, session_id, deleted_by
 MAX_LINE_CHARS = 1_000_000  # every field at its bound, escaped
 # Clock skew allowed to a teammate's clock: a time later than now plus this is refused (a line dated
