@@ -12,7 +12,7 @@ from pathlib import Path
 from contextware.memory import records
 from contextware.memory.recall import DEFAULT_PARAMS, ask, parse_query
 from contextware.memory.recall.fusion import judge
-from contextware.memory.recall.params import RankerParams, RankerWeights
+from contextware.memory.recall.params import ConfidenceWeights, RankerParams, RankerWeights
 from contextware.memory.recall.ranker import FEATURES, features, named_date, scores
 from contextware.memory.recall.search import candidates
 
@@ -45,8 +45,9 @@ def test_the_default_weights_are_the_fitted_ones_and_name_every_feature():
     names = {*FEATURES, "bias"}
     assert set(fitted["MEMORY"]) == names and set(fitted["LOGS"]) == names
     assert DEFAULT_PARAMS.ranker == RankerParams(RankerWeights(**fitted["MEMORY"]), RankerWeights(**fitted["LOGS"]))
-    assert DEFAULT_PARAMS.ranker.memory.cosine == 1.0  # scores in a cosine's units
-    assert DEFAULT_PARAMS.confidence.weights.bias == fitted["CONFIDENCE"]["bias"]
+    assert DEFAULT_PARAMS.ranker.memory.cosine == 1.0  # the memories' scores in a cosine's units
+    refit = fitted["CONFIDENCE"]  # empty: the refit did not raise the gate's AUC, ConfidenceWeights' own stay
+    assert DEFAULT_PARAMS.confidence.weights == (ConfidenceWeights(**refit) if refit else ConfidenceWeights())
 
 
 def test_the_ranker_is_deterministic_and_reads_each_feature(project):

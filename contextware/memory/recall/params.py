@@ -70,7 +70,8 @@ class RankerParams:
 @dataclass(frozen=True)
 class ConfidenceWeights:
     """The logistic model of ``confidence.combine``: ``sigmoid(bias + sum(weight * signal))``.
-    Fitted by ``uv run bench/recall_quality.py --tune-confidence``; refit when a signal changes."""
+    The defaults here are the older fit of ``bench/recall_quality.py --tune-confidence``; recall uses
+    the refit of ``bench/fit_ranker.py`` (``ranker_weights.CONFIDENCE``, on the fitted scores)."""
 
     bias: float = -2.912
     relevance: float = 2.495

@@ -201,7 +201,7 @@ def weights_for(c: "Candidate", ranker: "RankerParams") -> "RankerWeights":
 
 
 def dot(x: Sequence[float], w: "RankerWeights") -> float:
-    return sum(v * getattr(w, k) for k, v in zip(FEATURES, x, strict=True))
+    return w.bias + sum(v * getattr(w, k) for k, v in zip(FEATURES, x, strict=True))
 
 
 def scores(found: Sequence["Candidate"], query: str, f: "FusionParams", ranker: "RankerParams") -> list[float]:
