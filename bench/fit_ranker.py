@@ -64,6 +64,7 @@ DESIGNS = ("split", "shared", "turns")
 # ``turns``: the memories other than captured turns keep this scoring (the hand-set fusion before the
 # ranker: cosine + 0.2 x saturated BM25) and only the turns' weights are fitted, against it.
 FIXED_MEMORY = RankerWeights(cosine=1.0, bm25=0.2)
+TURN_WEIGHT = 0.9  # a turn's cosine against a fact's (the hand-set value before the fit)
 SETS = ("engineering", "ledgerly", "locomo", "mixed_facts", "mixed_turns")
 LEDGERLY = quality.DATA / "memory_eval.json"
 CONFIDENCE_TOP = 3
@@ -319,6 +320,13 @@ def to_params(w: Any, kind: str) -> RankerParams:
     memory = {k: round(float(v[i]), 4) for i, k in enumerate(FEATURES)}
     if kind == "turns":
         memory = {k: getattr(FIXED_MEMORY, k) for k in FEATURES}
+        # The turns in a cosine's units x TURN_WEIGHT, set against other memories by
+        # ``RankerParams.turn_baseline`` (their median) rather than by a fitted bias and noise: the
+        # mixed set has no turns that resemble a question without answering it.
+        unit = v[D] / TURN_WEIGHT if v[D] > 0 else 1.0
+        v = v.copy()
+        v[D : 2 * D + 1] /= unit
+        v[D + FEATURES.index("noise")] = v[2 * D] = 0.0
     shared = 1.0 if kind == "shared" else 0.0
     logs = {k: round(float(v[D + i] + shared * v[i]), 4) for i, k in enumerate(FEATURES)}
     logs["bias"] = round(float(v[2 * D]), 4)

@@ -204,7 +204,7 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
 
     # the turns scored by their cosine and full-text score alone, not against their own noise
     alone = RankerWeights(cosine=0.9, bm25=0.9)
-    before = replace(DEFAULT_PARAMS, ranker=replace(DEFAULT_PARAMS.ranker, logs=alone))
+    before = replace(DEFAULT_PARAMS, ranker=replace(DEFAULT_PARAMS.ranker, logs=alone, turn_baseline=0.0))
     assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
 
 

@@ -65,6 +65,10 @@ class RankerParams:
 
     memory: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("MEMORY")))
     logs: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("LOGS")))
+    # Turns against other memories (not fitted: the train sets hold no turns that resemble a
+    # question without answering it): minus this share of the median score of the other turn
+    # candidates, the best excluded (docs/retrieval.md section 14).
+    turn_baseline: float = 0.7
 
 
 @dataclass(frozen=True)

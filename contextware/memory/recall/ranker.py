@@ -211,4 +211,19 @@ def scores(found: Sequence["Candidate"], query: str, f: "FusionParams", ranker: 
         return []
     if all(c.similarity is None for c in found):
         return [c.bm25 / (c.bm25 + BM25_HALF) if c.bm25 > 0 else 0.0 for c in found]
-    return [dot(x, weights_for(c, ranker)) for c, x in zip(found, features(found, query, f), strict=True)]
+    xs = features(found, query, f)
+    out = [dot(x, weights_for(c, ranker)) for c, x in zip(found, xs, strict=True)]
+    turns = [i for i, c in enumerate(found) if c.collection == "logs"]
+    if ranker.turn_baseline > 0 and len(turns) > 1:
+        # Turns against other memories: thousands of turns about other things hold some as close to
+        # the question as the fact that answers it; one that answers stands out from the rest
+        # (docs/retrieval.md sections 14 and 16).  Minus ``turn_baseline`` x the median cosine part
+        # and the median of the rest of the other turns' scores (the best excluded): only what sets
+        # a turn apart from its crowd counts against a fact.  Their order among themselves stays.
+        best = max(turns, key=lambda i: out[i])
+        cos = {i: ranker.logs.cosine * xs[i][0] for i in turns}
+        others = [i for i in turns if i != best]
+        noise = ranker.turn_baseline * statistics.median(cos[i] for i in others)
+        noise += statistics.median(out[i] - cos[i] for i in others)
+        out = [s - noise if c.collection == "logs" else s for c, s in zip(found, out, strict=True)]
+    return out

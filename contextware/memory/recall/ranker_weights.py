@@ -20,20 +20,20 @@ MEMORY: dict[str, float] = {
 }
 
 LOGS: dict[str, float] = {
-    "cosine": 7.021,
-    "bm25": 0.6267,
-    "log_bm25": -0.1852,
-    "rr_cosine": 0.2371,
-    "rr_bm25": 1.4306,
-    "coverage": 4.4116,
-    "noise": 5.7643,
-    "length": 0.7518,
-    "date": 4.2384,
-    "neighbour": 2.8541,
-    "echo": -0.5438,
+    "cosine": 0.9,
+    "bm25": 0.0803,
+    "log_bm25": -0.0237,
+    "rr_cosine": 0.0304,
+    "rr_bm25": 0.1834,
+    "coverage": 0.5655,
+    "noise": 0.0,
+    "length": 0.0964,
+    "date": 0.5433,
+    "neighbour": 0.3659,
+    "echo": -0.0697,
     "restated": 0.0,
     "restates": 0.0,
-    "bias": -7.4342,
+    "bias": 0.0,
 }
 
 CONFIDENCE: dict[str, float] = {}
