@@ -1,13 +1,16 @@
-"""The fitted ranker of memories: one linear score over cheap features of each memory candidate
+"""The ranker of memories: one linear score over cheap features of each memory candidate
 (``FEATURES``), with weights per family (captured turns, ``logs``; every other memory table,
-``memory``) fitted by ``uv run bench/fit_ranker.py`` and stored in ``ranker_weights.py``.  Code
-files keep ``codeindex.search``'s own fusion.
+``memory``) in ``RankerParams``, written into ``ranker_weights.py`` by
+``uv run bench/fit_ranker.py``.  The turns' weights are fitted on every train split; the other
+memories keep cosine + 0.2 x saturated BM25, which the fitted weights did not beat on the
+engineering test split.  Code files keep ``codeindex.search``'s own fusion.
 
 Every feature comes from what the search already returned (the two scores, the rows, the words of
-the question): no embedding and no table read per candidate, so it costs well under a millisecond a
-question.  A score is in the units of a cosine (the fit scales the memories' cosine weight to 1),
-so recall's tie, margin and code scale keep their meaning.  docs/retrieval.md section 16 records
-the fit and what it replaced."""
+the question): no embedding and no table read per candidate, about half a millisecond a question.
+Scores are in a cosine's units (a fact's cosine weighs 1, a turn's 0.9), so recall's tie, margin
+and code scale keep their meaning; turns meet other memories less the median of their own crowd
+(``RankerParams.turn_baseline``).  docs/retrieval.md section 16 records the fit and what it
+replaced."""
 
 from __future__ import annotations
 
