@@ -25,7 +25,6 @@ supersession_right: questions about a fact that superseded another, answered by 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -178,7 +177,7 @@ def fit_confidence(
 
     xs, ys = [], []
     for q in qs + na:
-        hits = fuse_all(cands[q["q"]], params)
+        hits = fuse_all(cands[q["q"]], q["q"], params)
         feats = signals(hits, q["q"], params.confidence.gap_field)
         for h, f in sorted(zip(hits, feats, strict=True), key=lambda p: -p[0].score)[:top]:
             xs.append([1.0, *(getattr(f, k) for k in FEATURES)])
@@ -200,7 +199,7 @@ def _gate_outcomes(cands: Cands, qs: list[dict], na: list[dict], ids: dict, para
     out = []
     for q in qs + na:
         order = select(cands[q["q"]], q["q"], LIMIT, params, min_confidence=0.0)
-        judged = assign(fuse_all(cands[q["q"]], params), q["q"], params.confidence)
+        judged = assign(fuse_all(cands[q["q"]], q["q"], params), q["q"], params.confidence)
         best = max(h.confidence for h in judged) if order else -1.0
         found = [ids[h.id] for h in order[:3]]
         out.append(("answers" in q, best, bool(set(q.get("answers", ())) & set(found))))
@@ -214,7 +213,7 @@ def gate_auc(cands: Cands, qs: list[dict], na: list[dict], params: RecallParams 
         return None
 
     def best(q: dict) -> float:
-        judged = assign(fuse_all(cands[q["q"]], params), q["q"], params.confidence)
+        judged = assign(fuse_all(cands[q["q"]], q["q"], params), q["q"], params.confidence)
         return max((h.confidence for h in judged if not h.echo), default=0.0)  # echoes never answer
 
     yes, no = [best(q) for q in qs], [best(q) for q in na]
@@ -259,7 +258,8 @@ def cv_gate_curve(cands: Cands, qs: list[dict], na: list[dict], ids: dict, folds
 
 
 def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
-    """Stage 1: expansion weight and BM25 weight/half for recall@3 (then @1, @5) with no floor.
+    """Stage 1: the expansion weight for recall@3 (then @1, @5) with no floor (the memories' scores
+    are the fitted ranker's, ``bench/fit_ranker.py``).
     Stage 2: the floor, two standard deviations below the mean best relevance of the answerable tune
     questions, so that it silences only questions unlike anything in memory (docs/retrieval.md says
     why not a floor tuned for the trade-off).  Stage 3: the tightest margin costing no recall@5.
@@ -268,14 +268,13 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     best: Any = None
     for lam in (0.0, 0.3, 0.5, 0.7, 1.0, 1.5):
         cands = hybrid_candidates(project, texts, with_fusion(DEFAULT_PARAMS, expansion_weight=lam))
-        for weight, half in itertools.product((0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5), (1, 2, 4, 8, 16, 32)):
-            trial = with_fusion(DEFAULT_PARAMS, bm25_weight=weight, bm25_half=half, floor=-1.0, margin=9.0)
-            m = evaluate(cands, qs, na, ids, "hybrid", trial, min_confidence=0.0)
-            key = (m["recall@3"], m["recall@1"], m["recall@5"])
-            if best is None or key > best[0]:
-                best = (key, lam, weight, half, cands)
-    (r3, _, r5), lam, weight, half, cands = best
-    fixed = with_fusion(DEFAULT_PARAMS, bm25_weight=weight, bm25_half=half, margin=9.0)
+        trial = with_fusion(DEFAULT_PARAMS, floor=-1.0, margin=9.0)
+        m = evaluate(cands, qs, na, ids, "hybrid", trial, min_confidence=0.0)
+        key = (m["recall@3"], m["recall@1"], m["recall@5"])
+        if best is None or key > best[0]:
+            best = (key, lam, cands)
+    (r3, _, r5), lam, cands = best
+    fixed = with_fusion(DEFAULT_PARAMS, margin=9.0)
     curve = []
     for f in [x / 200 for x in range(30, 91)]:
         m = evaluate(cands, qs, na, ids, "hybrid", with_fusion(fixed, floor=f), min_confidence=0.0)
@@ -296,8 +295,6 @@ def tune(project: Project, qs: list[dict], na: list[dict], ids: dict) -> dict:
     return {
         "tuned_on": "tune",
         "expansion_weight": lam,
-        "bm25_weight": weight,
-        "bm25_half": half,
         "floor": floor,
         "margin": margin,
         **gates,
@@ -446,7 +443,7 @@ def main() -> None:
         "memories": len(data["items"]),
         "load_seconds": round(load_s, 2),
         "hybrid_search_ms_per_query": round(per_query_ms, 1),
-        "fusion": {k: getattr(fusion, k) for k in ("expansion_weight", "bm25_weight", "bm25_half", "floor", "margin")},
+        "fusion": {k: getattr(fusion, k) for k in ("expansion_weight", "floor", "margin")},
         "min_confidence": gates,
         "confidence_weights": {
             f.name: getattr(DEFAULT_PARAMS.confidence.weights, f.name) for f in fields(ConfidenceWeights)

@@ -23,7 +23,7 @@ def test_recall_quality_smoke_runs_and_reports_every_method(tmp_path):
     report = json.loads(out.stdout)
     for method in ("hybrid", "hybrid_hook", "hybrid_ungated", "vector", "bm25"):
         assert 0.0 <= report[method]["recall@3"] <= 1.0
-    assert report["fusion"]["bm25_weight"] > 0
+    assert report["fusion"]["floor"] > 0
 
 
 def test_quality_smoke_runs_both_public_set_layouts_beside_the_baselines(tmp_path):

@@ -200,7 +200,11 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
     import_memory(project, render(turns), source="history.jsonl")
     query = parse_query("what code formatter should I run before committing?", limit=5, min_confidence=0)
     assert fact in [r["id"] for r in recall(project, query).results][:3]
-    before = replace(DEFAULT_PARAMS, fusion=replace(DEFAULT_PARAMS.fusion, log_baseline=0.0, log_bm25_weight=1.0))
+    from contextware.memory.recall.params import RankerWeights
+
+    # the turns scored by their cosine and full-text score alone, not against their own noise
+    alone = RankerWeights(cosine=0.9, bm25=0.9)
+    before = replace(DEFAULT_PARAMS, ranker=replace(DEFAULT_PARAMS.ranker, logs=alone, turn_baseline=0.0))
     assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
 
 

@@ -70,32 +70,29 @@ def is_echo(c: Candidate, f: FusionParams) -> bool:
     return len(text) <= f.question_chars and asks(text)
 
 
-def fuse_one(c: Candidate, params: RecallParams) -> float:
+def fuse_code(c: Candidate, params: RecallParams) -> float:
+    """A file's score in the memories' units: ``codeindex.search.fuse_code`` over its rankers'
+    features, or, without them, its cosine plus its saturated BM25."""
     f = params.fusion
-    if c.collection == CODE_TABLE and c.features is not None:  # codeindex.search: files, definitions, BM25
-        from contextware.codeindex.search import fuse_code
+    if c.features is not None:
+        from contextware.codeindex.search import fuse_code as fuse_files
 
-        return fuse_code(c.features, params.code) * f.code_scale
-    if c.collection == CODE_TABLE:
-        return fuse(c.similarity, c.bm25, f.code_bm25_weight, f.code_bm25_half) * f.code_scale
-    if c.collection == "logs":
-        score = fuse(c.similarity, c.bm25, f.log_bm25_weight, f.log_bm25_half)
-        return score * f.log_weight * (f.echo_weight if is_echo(c, f) else 1.0)
-    return fuse(c.similarity, c.bm25, f.bm25_weight, f.bm25_half)
+        return fuse_files(c.features, params.code) * f.code_scale
+    return fuse(c.similarity, c.bm25, f.code_bm25_weight, f.code_bm25_half) * f.code_scale
 
 
-def fuse_all(found: Sequence[Candidate], params: RecallParams) -> list[Hit]:
-    scores = [fuse_one(c, params) for c in found]
-    beta = params.fusion.log_baseline
-    logs = sorted(s for c, s in zip(found, scores, strict=True) if c.collection == "logs")[:-1]  # but the best
-    if beta > 0 and logs:  # the captured turns' noise for this question: the median of their scores
-        # (thousands of turns about other things hold some as close to the question as the fact
-        # that answers it; one that answers stands out from the rest, docs/retrieval.md)
-        import statistics
+def fuse_all(found: Sequence[Candidate], query: str, params: RecallParams) -> list[Hit]:
+    """Every candidate with its score: memories by the fitted ranker (``ranker.scores``, over the
+    memories of this question together), files by ``fuse_code``."""
+    from contextware.memory.recall.ranker import scores
 
-        noise = beta * statistics.median(logs)
-        scores = [s - noise if c.collection == "logs" else s for c, s in zip(found, scores, strict=True)]
-    return [Hit(c, s, echo=is_echo(c, params.fusion)) for c, s in zip(found, scores, strict=True)]
+    memories = [c for c in found if c.collection != CODE_TABLE]
+    ranked = iter(scores(memories, query, params.fusion, params.ranker))
+    out = []
+    for c in found:
+        score = fuse_code(c, params) if c.collection == CODE_TABLE else next(ranked)
+        out.append(Hit(c, score, echo=is_echo(c, params.fusion)))
+    return out
 
 
 def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
@@ -121,7 +118,7 @@ def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-def _created(h: Hit) -> float:
+def _created(h: Hit | Candidate) -> float:
     value = h.row.get("created_at")
     return value.timestamp() if value is not None else 0.0
 
@@ -172,7 +169,7 @@ def _repeats_words(newer: str, older: str) -> bool:
     return bool(old) and len(old & new) >= REPEATED_WORDS * len(old)
 
 
-def _restatements(hits: Sequence[Hit], alike: float) -> dict[str, str]:
+def restatements(hits: Sequence[Hit | Candidate], alike: float) -> dict[str, str]:
     """newer fact id -> the id of the older active fact it restates: it says it replaces something
     (``REPLACING``), and the two are ``alike`` (cosine), or a little less with most of the older
     one's words: a fact saved later without naming the one it replaces ("we moved to httpx" after
@@ -204,11 +201,11 @@ def order(
     hits: list[Hit], tie: float, restated: float = 2.0, held: "dict[tuple[str, str, str], str] | None" = None
 ) -> list[Hit]:
     """Best score first; recency breaks ties; a superseding fact always precedes what it replaced,
-    and so does a newer fact that restates an older one (``_restatements``).  With ``held`` (a
+    and so does a newer fact that restates an older one (``restatements``).  With ``held`` (a
     dict), the older facts restated leave the list, each with its reason there (recall's default
     list: ``--include-superseded`` keeps them)."""
     hits.sort(key=lambda h: (-math.floor(h.score / tie), -_created(h), -h.score))  # code: no created_at
-    follows = _restatements(hits, restated) if restated <= 1.0 else {}
+    follows = restatements(hits, restated) if restated <= 1.0 else {}
     position = {h.id: i for i, h in enumerate(hits)}
     for h in list(hits):
         for old in (h.row.get("supersedes"), follows.get(h.id)):
@@ -345,7 +342,7 @@ def judge(found: Sequence[Candidate], query: str, params: RecallParams) -> list[
     """Every candidate fused and judged (its score, confidence and signals), before the gate."""
     from contextware.memory.recall.confidence import assign
 
-    return assign(fuse_all(found, params), query, params.confidence) if found else []
+    return assign(fuse_all(found, query, params), query, params.confidence) if found else []
 
 
 def select(

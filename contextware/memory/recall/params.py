@@ -1,8 +1,8 @@
 """The tuning of recall as values: how the searches are fused, floored and gated, and how sure a
 result is.  One default instance (``DEFAULT_PARAMS``) is passed down by every front end; the
 benchmarks pass their own, so calibrating never patches a module.  Each value was calibrated on
-the tune split of bench/data/memory_eval.json (or the code sets); docs/retrieval.md records how and
-what else was tried."""
+the train splits of the public sets (``bench/fit_ranker.py``: the ranker, the confidence) or the
+code sets; docs/retrieval.md records how and what else was tried."""
 
 from __future__ import annotations
 
@@ -13,39 +13,69 @@ from contextware.codeindex.search import DEFAULT_CODE_WEIGHTS, CodeWeights
 
 @dataclass(frozen=True)
 class FusionParams:
-    """``score = cosine + bm25_weight * bm25 / (bm25 + bm25_half)`` per memory; files are fused by
-    ``codeindex.search.fuse_code`` and scaled by ``code_scale`` into the memories' range."""
+    """Memories are scored by the fitted ranker (``RankerParams``, ``ranker.py``); files are fused
+    by ``codeindex.search.fuse_code`` and scaled by ``code_scale`` into the memories' range."""
 
     expansion_weight: float = 0.3  # the widened question's share of the search vector
     expansion_words: int = 16  # added words the widened embedding sees at most (bounds its cost)
-    bm25_weight: float = 0.2
-    bm25_half: float = 8.0
     floor: float = 0.21  # some memory must resemble the plain question this much, or nothing answers
     margin: float = 0.2  # the prompt hook drops memories this far below the best (recall never: see gate)
     code_bm25_weight: float = 1.5  # code hits without rankers' features (fused like memories)
     code_bm25_half: float = 16.0
+    code_scale: float = 0.48  # code scores into the memories' range (a cosine's units)
     code_floor: float = 0.25  # files answer a mixed question when one resembles it this much ...
     code_score_floor: float = 0.42  # ... or scores this high (fused and scaled)
     lexical_floor: float = 1e-9  # degraded mode (no vectors): any full-text match
     tie: float = 0.01  # scores this close are a tie, broken by recency (age never lowers a score)
-    log_bm25_weight: float = 0.5  # captured turns: their own lexical weight and saturation (chat
-    log_bm25_half: float = 8.0  # turns share words with a question more than a fact's paraphrase does)
-    log_weight: float = 0.9  # a captured turn counts a little less than a curated fact or episode ...
-    question_chars: int = 600  # ... and a user's question of at most this length asks, not answers (an echo):
-    echo_weight: float = 0.3  # it ranks after every answer and never makes a question answerable
-    log_baseline: float = 0.7  # captured turns: minus this share of the median score of their candidates
+    question_chars: int = 600  # a user's turn of at most this length that asks is an echo (``is_echo``)
     restated: float = 0.7  # two active facts this alike (cosine): the newer restates the older, ranks first
 
-    @property
-    def code_scale(self) -> float:
-        """Keeps code scores comparable with memories' (the largest possible fused scores meet)."""
-        return (1 + self.bm25_weight) / (1 + self.code_bm25_weight)
+
+def _fitted(name: str) -> dict[str, float]:
+    from contextware.memory.recall import ranker_weights
+
+    return dict(getattr(ranker_weights, name))
+
+
+@dataclass(frozen=True)
+class RankerWeights:
+    """One family's weights of the fitted ranker: ``score = sum(weight * feature)`` over
+    ``ranker.FEATURES`` (and ``bias``, which only sets captured turns against other memories)."""
+
+    cosine: float = 1.0
+    bm25: float = 0.0
+    log_bm25: float = 0.0
+    rr_cosine: float = 0.0
+    rr_bm25: float = 0.0
+    coverage: float = 0.0
+    noise: float = 0.0
+    length: float = 0.0
+    date: float = 0.0
+    neighbour: float = 0.0
+    echo: float = 0.0
+    restated: float = 0.0
+    restates: float = 0.0
+    bias: float = 0.0
+
+
+@dataclass(frozen=True)
+class RankerParams:
+    """The fitted ranker's weights: captured turns (``logs``) and every other memory (``memory``).
+    Written by ``uv run bench/fit_ranker.py`` into ``ranker_weights.py``; never edited by hand."""
+
+    memory: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("MEMORY")))
+    logs: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("LOGS")))
+    # Turns against other memories (not fitted: the train sets hold no turns that resemble a
+    # question without answering it): minus this share of the median score of the other turn
+    # candidates, the best excluded (docs/retrieval.md section 14).
+    turn_baseline: float = 0.7
 
 
 @dataclass(frozen=True)
 class ConfidenceWeights:
     """The logistic model of ``confidence.combine``: ``sigmoid(bias + sum(weight * signal))``.
-    Fitted by ``uv run bench/recall_quality.py --tune-confidence``; refit when a signal changes."""
+    The defaults here are the older fit of ``bench/recall_quality.py --tune-confidence``; recall uses
+    the refit of ``bench/fit_ranker.py`` (``ranker_weights.CONFIDENCE``, on the fitted scores)."""
 
     bias: float = -2.912
     relevance: float = 2.495
@@ -56,9 +86,14 @@ class ConfidenceWeights:
     unknown_name: float = -0.498
 
 
+def _confidence() -> ConfidenceWeights:
+    fitted = _fitted("CONFIDENCE")
+    return ConfidenceWeights(**fitted) if fitted else ConfidenceWeights()
+
+
 @dataclass(frozen=True)
 class ConfidenceParams:
-    weights: ConfidenceWeights = field(default_factory=ConfidenceWeights)
+    weights: ConfidenceWeights = field(default_factory=_confidence)
     gap_field: int = 5  # runners-up that ``gap`` compares with
     echo_weight: float = 0.5  # the confidence of a turn that only repeats the question
 
@@ -66,6 +101,7 @@ class ConfidenceParams:
 @dataclass(frozen=True)
 class RecallParams:
     fusion: FusionParams = field(default_factory=FusionParams)
+    ranker: RankerParams = field(default_factory=RankerParams)
     confidence: ConfidenceParams = field(default_factory=ConfidenceParams)
     code: CodeWeights = DEFAULT_CODE_WEIGHTS
     summary_chars: int = 320  # summary mode shortens stored texts to this

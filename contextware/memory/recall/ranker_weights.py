@@ -1,0 +1,39 @@
+"""The fitted ranker's and confidence's weights.  Written by ``uv run bench/fit_ranker.py``
+(train splits); never edited by hand: refit instead.  ``params.RankerParams`` and
+``params.ConfidenceParams`` read them."""
+
+MEMORY: dict[str, float] = {
+    "cosine": 1.0,
+    "bm25": 0.2,
+    "log_bm25": 0.0,
+    "rr_cosine": 0.0,
+    "rr_bm25": 0.0,
+    "coverage": 0.0,
+    "noise": 0.0,
+    "length": 0.0,
+    "date": 0.0,
+    "neighbour": 0.0,
+    "echo": 0.0,
+    "restated": 0.0,
+    "restates": 0.0,
+    "bias": 0.0,
+}
+
+LOGS: dict[str, float] = {
+    "cosine": 0.9,
+    "bm25": 0.0803,
+    "log_bm25": -0.0237,
+    "rr_cosine": 0.0304,
+    "rr_bm25": 0.1834,
+    "coverage": 0.5655,
+    "noise": 0.0,
+    "length": 0.0964,
+    "date": 0.5433,
+    "neighbour": 0.3659,
+    "echo": -0.0697,
+    "restated": 0.0,
+    "restates": 0.0,
+    "bias": 0.0,
+}
+
+CONFIDENCE: dict[str, float] = {}
