@@ -267,7 +267,7 @@ def hand_set(q: Question) -> list[float]:
     """The hand-set fusion the ranker replaced (FusionParams before it), on the same candidates, for
     comparison only: cosine + 0.2 x saturated BM25 (half 8); captured turns (cosine + 0.5 x saturated
     BM25) x 0.9, x 0.3 for an echo, minus 0.7 x the median of the other turns but the best."""
-    from contextware.memory.recall.fusion import is_echo
+    from contextware.memory.recall.signals import is_echo
 
     f = DEFAULT_PARAMS.fusion
     out = []

@@ -4,13 +4,12 @@ and the parameters: the benchmarks call them with their own ``RecallParams``."""
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextware.memory.recall.params import FusionParams, RecallParams
+from contextware.memory.recall.signals import created, is_echo, restatements
 from contextware.memory.recall.types import Hit
 from contextware.storage.candidate import Candidate
 from contextware.storage.schemas import CODE_TABLE
@@ -20,54 +19,6 @@ def fuse(similarity: float | None, bm25: float, weight: float, half: float) -> f
     """A cosine plus a saturated BM25 term: shared words count without a long row winning on length."""
     lexical = weight * bm25 / (bm25 + half) if bm25 > 0 else 0.0
     return (similarity if similarity is not None else 0.0) + lexical
-
-
-_ASKING = re.compile(
-    r"^\W*(what|how|why|where|when|which|who|whom|whose|can|could|should|shall|is|are|was|were|do|does|did|"
-    r"will|would|may|might|have|has|any|anything)\b",
-    re.I,
-)
-
-
-# What a question asked again starts with, before its own words ("again, what do we push built
-# images to", "remind me where ...", "so what was ...", "quick reminder: ..."): stripped, repeatedly,
-# before the asking word is looked for.
-_ASKED_AGAIN = re.compile(
-    r"^\W*(?:again|once more|one more time|so|ok(?:ay)?|hey|sorry|quick(?:ly)?|and|but|also|then|wait|"
-    r"quick (?:question|reminder)|reminder|remind me(?: again)?(?: of)?|tell me(?: again)?|"
-    r"(?:can|could) you (?:remind me|tell me)(?: again)?|i forgot|i forget|what was it again)\b[\s,:;.!-]*",
-    re.I,
-)
-_LOOKUP = re.compile(
-    r"^\W*(?:remind me|tell me|(?:quick )?reminder|i forg[eo]t|what's|whats|where's|wheres|how's|who's)\b", re.I
-)
-
-
-def asks(text: str) -> bool:
-    """Does a short user turn ask rather than tell?  With or without "?", with or without a
-    leading question word: "again, what do we push built images to", "remind me of the registry"."""
-    text = text.strip()
-    if text.endswith("?") or _ASKING.match(text) or _LOOKUP.match(text):
-        return True
-    for _ in range(4):  # "so, again, what was ..."
-        rest = _ASKED_AGAIN.sub("", text, count=1)
-        if rest == text:
-            return False
-        text = rest
-        if _ASKING.match(text) or _LOOKUP.match(text):
-            return True
-    return False
-
-
-def is_echo(c: Candidate, f: FusionParams) -> bool:
-    """A captured user turn that asks rather than tells: a question (the one asked now, said again,
-    or another).  It shows what was asked, never what the answer is, so asking the same thing five
-    times must not bury the memory that answers it.  A user's statement ("we moved the export to
-    S3") is kept as evidence, however close to the question."""
-    if c.collection != "logs" or c.row.get("role") != "user":
-        return False
-    text = str(c.row.get("text") or "").strip()
-    return len(text) <= f.question_chars and asks(text)
 
 
 def fuse_code(c: Candidate, params: RecallParams) -> float:
@@ -118,93 +69,15 @@ def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-def _created(h: Hit | Candidate) -> float:
-    value = h.row.get("created_at")
-    return value.timestamp() if value is not None else 0.0
-
-
-# What a fact that replaces another says: parallel facts ("service 2 listens on 8002", "service 3
-# on 8003") are as alike, and neither restates the other.
-REPLACING = re.compile(
-    r"\b(?:no longer|instead|replac(?:ed|es|ing)|remov(?:ed|es)|dropp(?:ed|s)|moved|migrat(?:ed|es)|"
-    r"switch(?:ed|es)|deprecat(?:ed|es|ion)|retired|now|anymore|rather than|end[- ]of[- ]life|obsolete|"
-    r"supersed(?:ed|es)|in favou?r of|successor)\b",
-    re.I,
-)
-REPLACING_SLACK = 0.1  # a little less alike (cosine) when the newer fact repeats the older one's words
-REPEATED_WORDS = 0.5  # ... at least this share of the older fact's content words
-NAMED_ALIKE = 0.45  # ... or this alike when both name the same identifier (``--production``, ``url()``)
-_IDENTIFIER = re.compile(r"(?<![\w.-])(?:--?)?[A-Za-z_][\w-]*(?:[.:/][A-Za-z_][\w-]*)*(?:\([^()\s]*\))?")
-
-
-@functools.lru_cache(maxsize=4096)
-def identifiers(text: str) -> frozenset[str]:
-    """What a text names as code: flags, dotted or hyphenated names, calls (``--production``,
-    ``docker-compose``, ``df.append(other)``, ``tool.uv.dev-dependencies``), lower case, each also
-    by its last dotted part (``df.append`` and ``DataFrame.append`` both name ``append``)."""
-    out: set[str] = set()
-    for token in _IDENTIFIER.findall(text):
-        call = "(" in token
-        name = token.split("(")[0].rstrip(".-:/")
-        mixed = any(c.isupper() for c in name[1:]) and any(c.islower() for c in name)  # DataFrame, not CI
-        bare = name.lstrip("-")
-        named = call or mixed or any(ch in bare for ch in "._-/:") or (name.startswith("--") and len(bare) > 2)
-        if len(bare) < 3 or not named:
-            continue
-        name = name.lower()
-        out.add(name)
-        last = re.split(r"[.:/]", name)[-1]
-        if last and (call or last != name):
-            out.add(last)
-    return frozenset(out)
-
-
-def _repeats_words(newer: str, older: str) -> bool:
-    """Does ``newer`` hold most of ``older``'s content words ("Format money with numeral.js" and
-    "Format money with Intl.NumberFormat ...; numeral.js was removed")?"""
-    from contextware.core.words import STOP_WORDS, stem, words
-
-    old = {stem(w) for w in words(older) if w not in STOP_WORDS}
-    new = {stem(w) for w in words(newer) if w not in STOP_WORDS}
-    return bool(old) and len(old & new) >= REPEATED_WORDS * len(old)
-
-
-def restatements(hits: Sequence[Hit | Candidate], alike: float) -> dict[str, str]:
-    """newer fact id -> the id of the older active fact it restates: it says it replaces something
-    (``REPLACING``), and the two are ``alike`` (cosine), or a little less with most of the older
-    one's words: a fact saved later without naming the one it replaces ("we moved to httpx" after
-    "we use requests").  Unlinked, the older,
-    shorter one ranked first for 8 of 10 such questions (bench/recall_quality.py --unlinked)."""
-    facts = [h for h in hits if h.collection == "facts" and h.row.get("vector") is not None]
-    if len(facts) < 2:
-        return {}
-    import numpy as np
-
-    vectors = np.asarray([h.row["vector"] for h in facts], dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    sims = np.triu(vectors @ vectors.T, k=1)
-    out: dict[str, str] = {}
-    for i, j in np.argwhere(sims >= min(alike - REPLACING_SLACK, NAMED_ALIKE)):
-        older, newer = sorted((facts[i], facts[j]), key=_created)
-        text, old_text = str(newer.row.get("text")), str(older.row.get("text"))
-        replacing = REPLACING.search(text) is not None and (
-            sims[i, j] >= alike
-            or (sims[i, j] >= alike - REPLACING_SLACK and _repeats_words(text, old_text))
-            or not identifiers(text).isdisjoint(identifiers(old_text))
-        )
-        if _created(newer) > _created(older) and replacing:
-            out.setdefault(newer.id, older.id)
-    return out
-
-
 def order(
     hits: list[Hit], tie: float, restated: float = 2.0, held: "dict[tuple[str, str, str], str] | None" = None
 ) -> list[Hit]:
     """Best score first; recency breaks ties; a superseding fact always precedes what it replaced,
-    and so does a newer fact that restates an older one (``restatements``).  With ``held`` (a
+    and so does a newer fact that restates an older one (``restatements``); a turn a fact was made
+    from gives way to the fact.  With ``held`` (a
     dict), the older facts restated leave the list, each with its reason there (recall's default
     list: ``--include-superseded`` keeps them)."""
-    hits.sort(key=lambda h: (-math.floor(h.score / tie), -_created(h), -h.score))  # code: no created_at
+    hits.sort(key=lambda h: (-math.floor(h.score / tie), -created(h), -h.score))  # code: no created_at
     follows = restatements(hits, restated) if restated <= 1.0 else {}
     position = {h.id: i for i, h in enumerate(hits)}
     for h in list(hits):
@@ -213,6 +86,18 @@ def order(
                 hits.remove(h)
                 hits.insert(hits.index(next(x for x in hits if x.id == old)), h)
                 position = {x.id: i for i, x in enumerate(hits)}
+    # A captured turn that a fact was made from ("please remember: ...", memory.remember) says what
+    # the fact says: the fact answers, the turn leaves the list (``--scope logs`` still finds it).
+    made = {
+        str(h.row["source"])[len("turn:") :]: h.id
+        for h in hits
+        if h.collection == "facts" and str(h.row.get("source") or "").startswith("turn:")
+    }
+    if made:
+        for h in hits:
+            if h.collection == "logs" and h.id in made and held is not None:
+                held[hit_key(h)] = f"saved as the fact {made[h.id]}"
+        hits = [h for h in hits if not (h.collection == "logs" and h.id in made)]
     if held is not None and follows:  # the newer took the older's place above; the older leaves
         gone = {old: new for new, old in follows.items()}
         for h in hits:
