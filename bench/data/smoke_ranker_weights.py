@@ -36,12 +36,4 @@ LOGS: dict[str, float] = {
     "bias": 0.0,
 }
 
-CONFIDENCE: dict[str, float] = {
-    "bias": -1.773,
-    "relevance": 0.108,
-    "agreement": 1.164,
-    "margin": 2.516,
-    "gap": 1.498,
-    "unknown": -0.751,
-    "unknown_name": -0.109,
-}
+CONFIDENCE: dict[str, float] = {}

@@ -146,7 +146,7 @@ def features(
     ``restatement`` False leaves ``restated`` and ``restates`` 0 (the pairwise comparison of the
     facts costs a few milliseconds: skipped when their weights are 0; ``fusion.order`` still
     puts a restating fact first)."""
-    from contextware.memory.recall.fusion import is_echo, restatements
+    from contextware.memory.recall.signals import is_echo, restatements
     from contextware.storage.schemas import CODE_TABLE
 
     n = len(found)
@@ -223,16 +223,14 @@ def scores(found: Sequence["Candidate"], query: str, f: "FusionParams", ranker: 
     xs = features(found, query, f, restatement)
     out = [dot(x, weights_for(c, ranker)) for c, x in zip(found, xs, strict=True)]
     turns = [i for i, c in enumerate(found) if c.collection == "logs"]
-    if ranker.turn_baseline > 0 and len(turns) > 1:
-        # Turns against other memories: thousands of turns about other things hold some as close to
-        # the question as the fact that answers it; one that answers stands out from the rest
-        # (docs/retrieval.md sections 14 and 16).  Minus ``turn_baseline`` x the median cosine part
-        # and the median of the rest of the other turns' scores (the best excluded): only what sets
-        # a turn apart from its crowd counts against a fact.  Their order among themselves stays.
-        best = max(turns, key=lambda i: out[i])
-        cos = {i: ranker.logs.cosine * xs[i][0] for i in turns}
-        others = [i for i in turns if i != best]
-        noise = ranker.turn_baseline * statistics.median(cos[i] for i in others)
-        noise += statistics.median(out[i] - cos[i] for i in others)
-        out = [s - noise if c.collection == "logs" else s for c, s in zip(found, out, strict=True)]
+    if turns:
+        # Turns among themselves: the fitted order.  Turns against other memories: the hand-set
+        # scores' values (``turn_weight`` x (cosine + ``turn_bm25`` x saturated BM25), less
+        # ``turn_baseline`` x their median), handed out in the fitted order.  The fit saw no turns
+        # that resemble a question without answering it, so its scale must not decide whether a
+        # turn outranks a fact (a reply "Noted." to "please remember X" outranked the fact X).
+        hand = sorted((ranker.turn_weight * (xs[i][0] + ranker.turn_bm25 * xs[i][1]) for i in turns), reverse=True)
+        noise = ranker.turn_baseline * statistics.median(hand) if len(turns) > 1 else 0.0
+        for i, value in zip(sorted(turns, key=lambda i: -out[i]), hand, strict=True):
+            out[i] = value - noise
     return out
