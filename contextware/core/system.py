@@ -31,8 +31,13 @@ class Cancelled(Exception):
     """``run_in_group``'s ``cancel`` event was set: the group was stopped before it finished."""
 
 
+GROUP_GONE_WAIT_SECONDS = 2.0
+
+
 def kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left."""
+    """SIGTERM the process group, then SIGKILL whatever is left, and wait (briefly) until the
+    members are reaped: a SIGKILLed grandchild lives on as a zombie until its new parent reaps it,
+    and a caller that returns "stopped" should mean nothing of the group is left."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -47,7 +52,18 @@ def kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS)
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        return
+        break
+    _wait_group_gone(proc.pid)
+
+
+def _wait_group_gone(pgid: int, limit: float = GROUP_GONE_WAIT_SECONDS) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
 
 
 def run_in_group(
