@@ -123,6 +123,9 @@ def confirm(project: "Project", record_id: str) -> dict[str, Any]:
         tbl.merge_insert("id").when_matched_update_all().execute(pa.Table.from_pylist([fresh], schema=tbl.schema))
 
     project.db.write(collection, write)
+    from contextware.memory.turns.usage import relied_on
+
+    relied_on(project.data_dir, [record_id])  # confirming a memory is relying on it
     return {
         "id": record_id,
         "collection": collection,

@@ -270,6 +270,10 @@ def _save_rows(
 
     outcome = db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
     result.update(outcome)
+    if outcome.get("superseded"):  # replacing a memory is relying on it: its use feedback counts it
+        from contextware.memory.turns.usage import relied_on
+
+        relied_on(project.data_dir, [str(outcome["superseded"])])
     if "duplicate_of" not in outcome:
         result["similar"] = [s for s in similar if s["id"] != outcome["id"]]
         if degraded:

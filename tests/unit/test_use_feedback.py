@@ -224,3 +224,78 @@ def test_the_bench_meets_its_targets_on_the_test_split(capsys):
     test = out["test"]["detector"]
     assert test["precision"] >= 0.9 and test["recall"] >= 0.8
     assert test["precision"] > out["test"]["baseline (any shared word)"]["precision"]
+
+
+def test_concurrent_hooks_lose_no_count(project):
+    """Four processes count injections at once while the events are folded again and again."""
+    import subprocess
+    import sys
+
+    project.ensure_data_dir()
+    code = (
+        "import sys; from pathlib import Path; from contextware.memory.turns import usage\n"
+        "usage.MAX_EVENTS_BYTES = 400\n"
+        "for i in range(150): usage.injected(Path(sys.argv[1]), '', {'fact-' + sys.argv[2]: 'x'})\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(project.data_dir), str(n % 2)], cwd=project.root)
+        for n in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    memories = usage.load(project.data_dir)["memories"]
+    assert memories["fact-0"]["injected"] == 300 and memories["fact-1"]["injected"] == 300
+    usage.fold(project.data_dir)
+    assert usage.load(project.data_dir)["memories"]["fact-0"]["injected"] == 300
+
+
+def test_confirming_or_superseding_a_memory_counts_as_use(project):
+    from contextware.memory import edits
+
+    fact = records.save_fact(project, FACT, kind="environment")["id"]
+    edits.confirm(project, fact)
+    assert _counts(project)[fact]["used"] == 1
+    newer = "The staging database moved to port 6543; its DSN still lives in .env.staging."
+    records.save_fact(project, newer, kind="environment", supersedes=fact)
+    assert _counts(project)[fact]["used"] == 2
+
+
+def test_the_use_prior_reorders_near_ties_only(project):
+    from contextware.memory.recall.fusion import order
+    from contextware.memory.recall.types import Hit
+    from contextware.storage.candidate import Candidate
+
+    def hit(memory_id: str, score: float, day: int) -> Hit:
+        from datetime import datetime, timezone
+
+        row = {"id": memory_id, "text": memory_id, "created_at": datetime(2026, 1, day, tzinfo=timezone.utc)}
+        return Hit(Candidate(row, "facts", 0.5, 0.5), score)
+
+    def ids(prior: dict | None) -> list[str]:
+        hits = [hit("fact-a", 0.605, 1), hit("fact-b", 0.601, 2), hit("fact-c", 0.5, 3)]
+        return [h.id for h in order(hits, 0.01, prior=prior)]
+
+    assert ids(None) == ids({}) == ["fact-b", "fact-a", "fact-c"]  # a tie: the newer first
+    assert ids({"fact-a": 0.8}) == ["fact-a", "fact-b", "fact-c"]  # used: first among its ties
+    assert ids({"fact-c": 1.0}) == ["fact-b", "fact-a", "fact-c"]  # never past a clear lead
+    # From the counts: injected fifty times, never used, it sinks below a tie it won on recency.
+    project.ensure_data_dir()
+    for _ in range(50):
+        usage.injected(project.data_dir, "", {"fact-b": "x"})
+    priors = usage.priors(project.data_dir)
+    assert -1.0 <= priors["fact-b"] < -0.9 and ids(priors) == ["fact-a", "fact-b", "fact-c"]
+    usage.injected(project.data_dir, "", {"fact-a": "x"})  # once, not used: too little to move it
+    assert -0.2 < usage.priors(project.data_dir)["fact-a"] < 0
+
+
+def test_without_feedback_recall_is_unchanged_and_feedback_hides_nothing(project):
+    from contextware.memory.recall.pipeline import ask
+
+    fact = records.save_fact(project, FACT, kind="environment")["id"]
+    other = records.save_fact(project, OTHER, kind="constraint")["id"]
+    question = "which port does the staging database listen on?"
+    assert usage.priors(project.data_dir) == {}
+    before = [r["id"] for r in ask(project, question, min_confidence=0)["results"]]
+    for _ in range(30):
+        usage.injected(project.data_dir, "", {fact: "x", other: "y"})
+    after = [r["id"] for r in ask(project, question, min_confidence=0)["results"]]
+    assert sorted(after) == sorted(before) and after[0] == fact  # a clear answer keeps its place

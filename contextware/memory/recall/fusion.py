@@ -5,7 +5,7 @@ and the parameters: the benchmarks call them with their own ``RecallParams``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextware.memory.recall.params import FusionParams, RecallParams
@@ -70,14 +70,21 @@ def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
 
 
 def order(
-    hits: list[Hit], tie: float, restated: float = 2.0, held: "dict[tuple[str, str, str], str] | None" = None
+    hits: list[Hit],
+    tie: float,
+    restated: float = 2.0,
+    held: "dict[tuple[str, str, str], str] | None" = None,
+    prior: "Mapping[str, float] | None" = None,
 ) -> list[Hit]:
-    """Best score first; recency breaks ties; a superseding fact always precedes what it replaced,
+    """Best score first; recency breaks ties; the use feedback (``prior``: id -> [-1, 1], in ties,
+    ``usage.priors`` scaled by ``use_prior``) moves a memory among its near-ties only, to order:
+    its score, confidence and the gate never see it; a superseding fact always precedes what it replaced,
     and so does a newer fact that restates an older one (``restatements``); a turn a fact was made
     from gives way to the fact.  With ``held`` (a
     dict), the older facts restated leave the list, each with its reason there (recall's default
     list: ``--include-superseded`` keeps them)."""
-    hits.sort(key=lambda h: (-math.floor(h.score / tie), -created(h), -h.score))  # code: no created_at
+    nudge = prior or {}
+    hits.sort(key=lambda h: (-math.floor((h.score + tie * nudge.get(h.id, 0.0)) / tie), -created(h), -h.score))
     follows = restatements(hits, restated) if restated <= 1.0 else {}
     position = {h.id: i for i, h in enumerate(hits)}
     for h in list(hits):
@@ -143,6 +150,7 @@ def decide(
     min_confidence: float,
     margin: float | None = None,
     hide_restated: bool = False,
+    prior: Mapping[str, float] | None = None,
 ) -> Gated:
     """What recall returns of the judged hits.  With vectors: files leave a mixed answer unless one
     is about the question, nothing answers unless a memory clears the floor and some hit reaches
@@ -192,7 +200,8 @@ def decide(
             if h.score < f.lexical_floor:
                 held[hit_key(h)] = "no full-text match (vectors unavailable)"
         hits = [h for h in hits if h.score >= f.lexical_floor]
-    ordered = order(hits, f.tie, f.restated, held if hide_restated else None)
+    nudge = {k: v * f.use_prior for k, v in prior.items()} if prior else None
+    ordered = order(hits, f.tie, f.restated, held if hide_restated else None, nudge)
     # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
     ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
     collapsed = _collapse_repeats(ordered)

@@ -27,6 +27,7 @@ class FusionParams:
     code_score_floor: float = 0.42  # ... or scores this high (fused and scaled)
     lexical_floor: float = 1e-9  # degraded mode (no vectors): any full-text match
     tie: float = 0.01  # scores this close are a tie, broken by recency (age never lowers a score)
+    use_prior: float = 1.0  # the use feedback moves a score by at most this many ties, to order only
     question_chars: int = 600  # a user's turn of at most this length that asks is an echo (``is_echo``)
     restated: float = 0.7  # two active facts this alike (cosine): the newer restates the older, ranks first
 

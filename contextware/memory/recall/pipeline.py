@@ -14,6 +14,7 @@ from contextware.memory.recall.present import present
 from contextware.memory.recall.query import check_min_confidence, parse_query
 from contextware.memory.recall.search import CandidateSet, Vectors, candidates
 from contextware.memory.recall.types import RecallResult
+from contextware.memory.turns.usage import priors
 from contextware.storage.schemas import CODE_TABLE
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def recall(
         min_confidence=gate,
         margin=query.margin,
         hide_restated=not query.filters.include_superseded,  # an older fact a newer one restates leaves the list
+        prior=priors(project.data_dir),  # the use feedback: reorders near-ties only
     )
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)

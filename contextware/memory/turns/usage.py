@@ -12,19 +12,22 @@ handles one small file:
   what the prompt hook injected into the session's latest prompt, at most ``MAX_PENDING`` sessions;
   the session's AfterAgent/Stop judges the answer against them (``judge``) and removes the file.
 
-``used`` counts turns whose answer or tool calls used the memory (``use.decide``); ``fetched``
-counts reads of it by id (MCP ``get_memory``).  A file or line that does not parse is ignored (and
-rewritten at the next fold).  Two hooks folding at the same moment may lose one count: this is
-feedback, not memory.  Standard library only: this runs on the hooks' path.
+``used`` counts turns whose answer or tool calls used the memory (``use.decide``) and the times a
+person or agent confirmed it or superseded it (``relied_on``); ``fetched`` counts reads of it by
+id (MCP ``get_memory``).  ``priors`` turns the counts into recall's bounded tie-break.  A file or
+line that does not parse is ignored (and rewritten at the next fold).  Appends and folds take an
+advisory lock (``fcntl.flock``: shared to append, exclusive to fold), so concurrent hooks lose no
+count.  Standard library only: this runs on the hooks' path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,8 @@ MAX_PENDING = 50
 MAX_EVENTS_BYTES = 64_000  # the events are folded into FILE past this
 MAX_BYTES = 2_000_000  # a larger file is not read
 MAX_ID = 128
+LOCK = "use.lock"
+PRIOR_EVIDENCE = 5.0  # injections at which the prior has half its weight
 OFTEN = 5  # injections for "injected often, never used"; uses for "used often"
 _COUNTS = ("injected", "used", "fetched")
 
@@ -99,43 +104,61 @@ def _fold(memories: dict[str, dict[str, Any]], text: str) -> None:
 
 def load(data_dir: Path) -> dict[str, Any]:
     """``{"memories": {id: counts}}``: ``use.json`` with the events not folded yet."""
-    memories = _base(data_dir)
-    try:
-        with open(data_dir / EVENTS, encoding="utf-8", errors="replace") as f:
-            _fold(memories, f.read(MAX_BYTES))
-    except OSError:
-        pass
+    with _locked(data_dir, exclusive=False):  # not in the middle of a fold: nothing counted twice
+        memories = _base(data_dir)
+        try:
+            with open(data_dir / EVENTS, encoding="utf-8", errors="replace") as f:
+                _fold(memories, f.read(MAX_BYTES))
+        except OSError:
+            pass
     return {"memories": memories}
+
+
+@contextlib.contextmanager
+def _locked(data_dir: Path, exclusive: bool) -> Iterator[None]:
+    """An advisory lock over the events and ``use.json`` (none where ``fcntl`` is missing or the
+    lock file cannot be opened: a read-only data dir is still read)."""
+    try:
+        import fcntl
+
+        fd = os.open(data_dir / LOCK, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
 
 
 def fold(data_dir: Path) -> None:
     """The events into ``use.json`` (kept within ``MAX_IDS``), the events file emptied."""
-    taken = data_dir / f".{EVENTS}.{os.getpid()}.{os.urandom(4).hex()}"
-    try:
-        os.replace(data_dir / EVENTS, taken)  # one process takes them: the next events start a new file
-    except OSError:
-        return
-    try:
+    with _locked(data_dir, exclusive=True):  # no append lands in the file while it is read
+        try:
+            with open(data_dir / EVENTS, encoding="utf-8", errors="replace") as f:
+                text = f.read(MAX_BYTES)
+        except OSError:
+            return
         memories = _base(data_dir)
-        with open(taken, encoding="utf-8", errors="replace") as f:
-            _fold(memories, f.read(MAX_BYTES))
+        _fold(memories, text)
         if len(memories) > MAX_IDS:
             last = {
                 i: max(str(m.get("last_used") or ""), str(m.get("last_injected") or "")) for i, m in memories.items()
             }
             memories = {i: memories[i] for i in sorted(memories, key=last.__getitem__)[-MAX_IDS:]}
         _private_write(data_dir / FILE, json.dumps({"memories": memories}, ensure_ascii=False, separators=(",", ":")))
-    finally:
-        taken.unlink(missing_ok=True)
+        (data_dir / EVENTS).unlink(missing_ok=True)
 
 
 def _event(data_dir: Path, what: str, ids: list[str]) -> None:
     """One line appended to the events; folded when the file grew past ``MAX_EVENTS_BYTES``."""
     line = json.dumps({"at": _now(), what: [i[:MAX_ID] for i in ids]}, ensure_ascii=False) + "\n"
-    fd = os.open(data_dir / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as f:
-        f.write(line)
-        size = f.tell()
+    with _locked(data_dir, exclusive=False):
+        fd = os.open(data_dir / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write(line)
+            size = f.tell()
     if size > MAX_EVENTS_BYTES:
         fold(data_dir)
 
@@ -198,6 +221,50 @@ def fetched(data_dir: Path, memory_id: str) -> None:
     """The memory was read by its id (MCP ``get_memory``)."""
     if memory_id and data_dir.is_dir():
         _event(data_dir, "fetched", [memory_id])
+
+
+def relied_on(data_dir: Path, memory_ids: Iterable[str]) -> None:
+    """A person or agent confirmed these memories or superseded them: each counts as a use."""
+    ids = [i for i in memory_ids if i]
+    if ids and data_dir.is_dir():
+        _event(data_dir, "used", ids)
+
+
+def priors(data_dir: Path) -> dict[str, float]:
+    """Per memory with feedback, recall's tie-break in [-1, 1]: its use rate against one half,
+    weighted by how often it was injected (``PRIOR_EVIDENCE`` injections give half the weight), so
+    a memory injected once and not used moves nothing, one injected fifty times and never used
+    sinks below its ties.  Uses by id (fetched) or by confirming count as uses.  Memories without
+    feedback are absent: with none recorded, recall orders exactly as without this."""
+    stamp = tuple(_stamp(data_dir / name) for name in (FILE, EVENTS))
+    if stamp == (None, None):
+        return {}
+    cached = _PRIORS.get(str(data_dir))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    out: dict[str, float] = {}
+    for memory_id, m in load(data_dir)["memories"].items():
+        injected = int(m.get("injected", 0))
+        used = int(m.get("used", 0)) + int(m.get("fetched", 0))
+        seen = max(injected, used)
+        if seen:
+            rate = min(used, seen) / seen
+            out[memory_id] = (2.0 * rate - 1.0) * seen / (seen + PRIOR_EVIDENCE)
+    if len(_PRIORS) > 16:
+        _PRIORS.clear()
+    _PRIORS[str(data_dir)] = (stamp, out)
+    return out
+
+
+_PRIORS: dict[str, tuple[tuple[object, ...], dict[str, float]]] = {}  # the service's recalls: parsed once per change
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def summary(data_dir: Path) -> dict[str, Any]:
