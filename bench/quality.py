@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO))
 from contextware.memory.recall import ask  # noqa: E402
 from contextware.memory.team.memfile import render  # noqa: E402
 from contextware.memory.team.share import import_memory  # noqa: E402
+from contextware.storage.config import DEFAULTS as CONFIG_DEFAULTS  # noqa: E402
 from contextware.storage.project import Project  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
@@ -158,11 +159,15 @@ def _iso(d: datetime) -> str:
     return d.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _hook(project: Project, question: str) -> list[str]:
-    """The ids the prompt hook would inject for this prompt (its own selection)."""
+DEFAULT_HOOK_GATE = CONFIG_DEFAULTS["hook_min_confidence"]
+HOOK_GATES = (0.0, 0.15, 0.25, 0.35, 0.45, 0.55)  # the trade-off table's gates (the default is config's)
+
+
+def _hook(project: Project, question: str, gate: float | None = None) -> list[str]:
+    """The ids the prompt hook would inject for this prompt (its own selection) at ``gate``."""
     from contextware.memory.recall.prompt import for_prompt
 
-    return [r["id"] for r in for_prompt(project, question).results]
+    return [r["id"] for r in for_prompt(project, question, gate=gate).results]
 
 
 def score_questions(
@@ -202,6 +207,10 @@ def score_questions(
         if hook:
             injected = _hook(project, q["q"])
             row["hook"] = {"items": len(injected), "answer": bool(ev & set(injected))}
+            row["sweep"] = [
+                {"items": len(got), "answer": bool(ev & set(got))}
+                for got in (_hook(project, q["q"], gate) for gate in HOOK_GATES)
+            ]
         per.append(row)
     return {"per": per, "ms": ms}
 
@@ -225,6 +234,17 @@ def report(per: list[dict], ms: list[float]) -> dict[str, Any]:
             if una
             else None,
         }
+        out["hook_tradeoff"] = [
+            {
+                "gate": gate,
+                "answer_injected": round(sum(p["sweep"][i]["answer"] for p in ans) / max(1, len(ans)), 3),
+                "items_mean": round(sum(p["sweep"][i]["items"] for p in per) / max(1, len(per)), 2),
+                "silent_unanswerable": round(sum(p["sweep"][i]["items"] == 0 for p in una) / len(una), 3)
+                if una
+                else None,
+            }
+            for i, gate in enumerate(HOOK_GATES)
+        ]
     return out
 
 
@@ -393,6 +413,18 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
             f"| {m} | {s['R@1']:.3f} | {s['R@3']:.3f} | {s['R@10']:.3f} | {s['MRR']:.3f} | "
             f"{a if a is not None else '-'} | {hook} |"
         )
+    if r.get("hook_tradeoff"):
+        lines += [
+            "",
+            "The prompt hook's trade-off: its gate (`hook_min_confidence`, default "
+            f"{DEFAULT_HOOK_GATE}) against answers injected, items and silence.",
+            "",
+            "| hook gate | answer injected | items | silent on unanswerable |",
+            "|---|---|---|---|",
+        ]
+        for t in r["hook_tradeoff"]:
+            silent = f"{t['silent_unanswerable']:.3f}" if t["silent_unanswerable"] is not None else "-"
+            lines.append(f"| {t['gate']:.2f} | {t['answer_injected']:.3f} | {t['items_mean']:.2f} | {silent} |")
     if "supersession" in r:
         s = r["supersession"]
         lines += [

@@ -24,9 +24,13 @@ MAX_MEMORIES = 4
 RELATIVE_CONFIDENCE = 0.1
 
 
-def for_prompt(project: "Project", prompt: str, params: RecallParams = DEFAULT_PARAMS) -> "RecallResult":
-    """The hook's recall for ``prompt`` (with its explanation, which feeds the turn's record)."""
-    gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
+def for_prompt(
+    project: "Project", prompt: str, params: RecallParams = DEFAULT_PARAMS, gate: float | None = None
+) -> "RecallResult":
+    """The hook's recall for ``prompt`` (with its explanation, which feeds the turn's record), at
+    ``gate`` or the project's ``hook_min_confidence`` (bench/quality.py sweeps it)."""
+    if gate is None:
+        gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
     margin = params.fusion.margin  # only memories close to the best: it injects unasked
     query = parse_query(
         prompt[:PROMPT_CHARS], scope="all", limit=CANDIDATES, without=("logs",), min_confidence=gate, margin=margin
