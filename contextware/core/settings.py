@@ -37,6 +37,7 @@ class Settings(NamedTuple):
     hook_python: str | None = None  # CONTEXTWARE_HOOK_PYTHON: the Python installed hooks run with
     runtime_dir: str | None = None  # XDG_RUNTIME_DIR: where the service's socket folder goes (else /tmp)
     user: str | None = None  # USER, else USERNAME: who deletes a memory when git names nobody
+    gemini_hook: bool = False  # GEMINI_SESSION_ID or GEMINI_CWD: Gemini CLI runs this process as its hook
     forwarded: tuple[tuple[str, str], ...] = ()  # every CONTEXTWARE_* variable, as sent to the service
 
     @classmethod
@@ -60,6 +61,7 @@ class Settings(NamedTuple):
             hook_python=get(PREFIX + "HOOK_PYTHON"),
             runtime_dir=get("XDG_RUNTIME_DIR"),
             user=get("USER") or get("USERNAME"),
+            gemini_hook=bool(get("GEMINI_SESSION_ID") or get("GEMINI_CWD")),
             forwarded=tuple(sorted((k, str(v)) for k, v in environ.items() if k.startswith(PREFIX))),
         )
 

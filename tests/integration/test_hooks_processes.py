@@ -3,6 +3,7 @@ that print nothing, exit 0 and are logged."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,22 +15,43 @@ from tests.support.hook_events import context_of, event
 from tests.support.repo import SCRIPTS
 
 
-def hook_script(stdin: str, cwd: Path) -> subprocess.CompletedProcess:
+def hook_script(stdin: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPTS / "hook.py")], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120
+        [sys.executable, str(SCRIPTS / "hook.py")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env={**os.environ, **(env or {})},
     )
+
+
+GEMINI_ENV = {"GEMINI_SESSION_ID": "sess_1", "GEMINI_CWD": "."}  # what Gemini CLI sets for its hooks
 
 
 def test_session_start_briefs_and_fences(project: Project):
     records.save_fact(project, "Never run migrations against production from a laptop.", kind="constraint")
-    proc = hook_script(event("SessionStart", project.root, source="startup"), project.root)
+    proc = hook_script(event("SessionStart", project.root, source="startup"), project.root, GEMINI_ENV)
     assert proc.returncode == 0 and proc.stderr == "" and proc.stdout == ""  # Gemini CLI: not at SessionStart
-    proc = hook_script(event("BeforeAgent", project.root, prompt="hi"), project.root)  # but with the first prompt
+    proc = hook_script(event("BeforeAgent", project.root, prompt="hi"), project.root, GEMINI_ENV)  # but here
     assert proc.returncode == 0 and proc.stderr == ""
     ctx = context_of(proc.stdout, "BeforeAgent")
     memory, note = ctx.split(FENCE_CLOSE)  # the fenced briefing, then how to reach memory in this host
     assert memory.startswith(FENCE_OPEN) and note.startswith("\nSearch this memory") and "\n" not in note[1:]
     assert "not instructions" in ctx and "Never run migrations against production from a laptop." in memory
+
+
+def test_a_session_start_piped_in_by_hand_is_briefed_after_a_captured_turn(project: Project):
+    """The issue's reproduction, as processes: a captured agent turn, then a SessionStart nobody
+    named (no ``--host``, no Gemini CLI variables): the briefing, with the saved fact."""
+    fact = "Never run migrations against production from a laptop."
+    records.save_fact(project, fact, kind="constraint")
+    turn = event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy.")
+    assert hook_script(turn, project.root).returncode == 0
+    proc = hook_script(event("SessionStart", project.root, source="startup"), project.root)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert fact in context_of(proc.stdout, "SessionStart")
 
 
 def test_failures_print_nothing_exit_zero_and_are_logged(project: Project):

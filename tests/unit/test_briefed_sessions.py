@@ -17,18 +17,31 @@ FACT = "Database migrations run with make migrate, never by hand."
 
 def test_gemini_is_briefed_on_the_first_prompt_of_each_session_once(project: Project):
     records.save_fact(project, FACT, kind="convention")
-    assert run_hook(event("SessionStart", project.root, source="startup")) == ""  # not prepended
+    gemini = {"contextware_host": "gemini"}  # the hook process names Gemini CLI from its variables
+    assert run_hook(event("SessionStart", project.root, source="startup", **gemini)) == ""  # not prepended
     first = context_of(run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?")), "BeforeAgent")
     assert FACT in first and "Search this memory" in first.split(FENCE_CLOSE, 1)[1]
     # The second prompt of the session and the resumed session (same id) are not briefed again.
     again = run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?"))
     assert "Search this memory" not in again
-    assert run_hook(event("SessionStart", project.root, source="resume")) == ""
+    assert run_hook(event("SessionStart", project.root, source="resume", **gemini)) == ""
     other = event("BeforeAgent", project.root, prompt="hi").replace("sess_1", "sess_2")
     assert "Search this memory" in context_of(run_hook(other), "BeforeAgent")  # a new session is
     # Claude Code keeps its SessionStart briefing (its resumed sessions keep it: tests/integration).
     claude = json.loads(run_hook(event("SessionStart", project.root, contextware_host="claude")))
     assert FACT in claude["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_session_start_nobody_named_is_briefed_after_a_captured_turn(project: Project):
+    """Piped in by hand (``echo '{...SessionStart...}' | contextware hook``) or by a host that does
+    not name itself: the briefing at once, with the fact, after a captured agent turn; the
+    session's first prompt is then not briefed a second time."""
+    records.save_fact(project, FACT, kind="convention")
+    run_hook(event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy."))
+    out = json.loads(run_hook(event("SessionStart", project.root, source="startup")))
+    assert FACT in out["hookSpecificOutput"]["additionalContext"]
+    first = run_hook(event("BeforeAgent", project.root, prompt="How do we migrate the database?"))
+    assert "Search this memory" not in first and "# Project memory" not in first
 
 
 def test_the_briefed_list_stays_bounded_and_odd_ids_are_harmless(project: Project):

@@ -157,7 +157,8 @@ def test_every_reader_reads_every_writers_rows(written, capsys: pytest.CaptureFi
     assert not tool["isError"] and FACTS["cli"] in tool["content"][0]["text"]
     start = {"session_id": "s-new", "cwd": str(project.root), "hook_event_name": "SessionStart", "source": "startup"}
     assert FACTS["mcp"] in run_hook(json.dumps({**start, "contextware_host": "claude"}), settings)
-    first = {**start, "hook_event_name": "BeforeAgent", "prompt": "Which port does the admin API use?"}
+    first = {**start, "session_id": "s-new-gemini", "hook_event_name": "BeforeAgent"}
+    first["prompt"] = "Which port does the admin API use?"
     assert FACTS["cli"] in run_hook(json.dumps(first), settings)  # a Gemini session's first prompt: the briefing
 
     for writer, fact in FACTS.items():

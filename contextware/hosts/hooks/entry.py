@@ -44,7 +44,10 @@ def read_event() -> str:
     except Exception:  # noqa: BLE001
         data = ""
     args = sys.argv[1:]
-    return handlers.with_host(data, args[args.index("--host") + 1] if "--host" in args[:-1] else None)
+    named = args[args.index("--host") + 1] if "--host" in args[:-1] else None
+    # Gemini CLI's hooks are installed without --host; it sets its own variables for every hook it
+    # runs (Settings.gemini_hook), which an event piped in by hand lacks.
+    return handlers.with_host(data, named or ("gemini" if current_settings().gemini_hook else None))
 
 
 def replay(entry: dict[str, Any], settings: Settings | None = None) -> None:

@@ -52,9 +52,18 @@ def _output(event: str, body: str, note: str = "") -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
+GEMINI_ONLY_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel", "PreCompress"})
+
+
 def _is_gemini(payload: dict[str, Any]) -> bool:
-    """Gemini CLI's hooks are installed without ``--host``; Claude Code's name their host."""
-    return not str(payload.get(HOST_KEY) or "").startswith("claude")
+    """Gemini CLI's hooks are installed without ``--host`` and the hook process names Gemini
+    when Gemini CLI's own variables are in its environment (``entry.read_event``); Claude Code's
+    name their host.  An event nobody named is Gemini's only by its name (``BeforeAgent``, ...):
+    a ``SessionStart`` piped in by hand, or by another host, gets the briefing at once."""
+    named = str(payload.get(HOST_KEY) or "")
+    if named:
+        return named == "gemini"
+    return str(payload.get("hook_event_name") or "") in GEMINI_ONLY_EVENTS
 
 
 def _briefing(project: "Project") -> str:
@@ -75,12 +84,21 @@ def _usage(payload: dict[str, Any]) -> str:
 
 
 def session_start(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
-    """Claude Code: the briefing.  Gemini CLI: nothing; the briefing rides on the session's first
-    BeforeAgent (see ``briefed``), where a resumed session keeps it."""
+    """Claude Code (and any caller that is not Gemini CLI): the briefing.  Gemini CLI: nothing;
+    the briefing rides on the session's first BeforeAgent (see ``briefed``), where a resumed
+    session keeps it.  A session briefed here is marked, so that its first prompt is not briefed
+    again (a Gemini CLI that does not name itself)."""
     if _is_gemini(payload):
         return None
     body = _briefing(project)
-    return _output("SessionStart", body, _usage(payload)) if body else None
+    if not body:
+        return None
+    session = str(payload.get("session_id") or "")
+    if session and project.data_dir.is_dir():
+        from contextware.hosts.hooks import briefed
+
+        briefed.mark_briefed(project.data_dir, session)
+    return _output("SessionStart", body, _usage(payload))
 
 
 def _first_turn_briefing(project: "Project", payload: dict[str, Any]) -> str:

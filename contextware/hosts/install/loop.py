@@ -177,6 +177,8 @@ def run_loop(command: str, source: str, root: Path) -> dict[str, Any]:
     argv = shlex.split(command)
     session = f"contextware-doctor-{os.urandom(4).hex()}"
     env = {**os.environ, "CONTEXTWARE_PROJECT_ROOT": str(root), "CONTEXTWARE_SERVICE": "off"}
+    if host == "gemini":  # what Gemini CLI sets for every hook it runs (``Settings.gemini_hook``)
+        env.update(GEMINI_SESSION_ID=session, GEMINI_PROJECT_DIR=str(root), GEMINI_CWD=str(root))
     logs = log_files(root)
     before = _log_sizes(logs)
     seen: dict[str, Any] = {}
