@@ -35,6 +35,23 @@ def test_before_agent_injects_relevant_memory_only(project: Project):
     assert run_hook(event("BeforeAgent", project.root, prompt="what is the capital of Australia?")) == ""
 
 
+def test_each_injected_memory_is_one_line_with_its_id_and_day(project: Project):
+    """Compact: one line a memory, a long text shortened, its id and the day it was saved (the
+    whole text is one ``memory get`` away)."""
+    import re
+
+    long_text = "Deploys go through the release pipeline; never deploy from a laptop. " + " ".join(
+        f"Step {i}: check the release checklist item number {i} before promoting the build." for i in range(40)
+    )
+    fact = records.save_fact(project, long_text, kind="constraint")["id"]
+    out = run_hook(event("BeforeAgent", project.root, prompt="can I deploy from my laptop?"))
+    line = next(ln for ln in context_of(out, "BeforeAgent").splitlines() if ln.startswith("- [CONSTRAINT]"))
+    assert len(line) < 400 and line.split(f" ({fact}")[0].endswith(("…", "..."))
+    day = re.search(rf" \({fact}, (\d{{4}}-\d\d-\d\d)\)$", line)
+    assert day, line
+    assert records.get(project, fact)["record"]["text"] == long_text
+
+
 def test_past_prompts_do_not_crowd_out_memories(project: Project):
     """Logged prompts resemble the next prompt more than any fact does; they are not searched."""
     records.save_fact(

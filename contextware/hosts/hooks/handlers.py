@@ -153,6 +153,15 @@ def _line(hit: dict[str, Any]) -> str:
     return ""
 
 
+def _handle(hit: dict[str, Any]) -> str:
+    """`` (fact-…, 2026-11-20)``: the memory's id and the day it was saved, so that the agent can
+    fetch the whole of a shortened text (MCP ``get_memory``, ``memory get``) and weigh its age."""
+    from contextware.core.fence import inline
+
+    day = str(hit.get("created_at") or "")[:10]
+    return f" ({inline(str(hit['id']))}{', ' + day if day else ''})" if hit.get("id") else ""
+
+
 _HOOK_OPEN, _HOOK_CLOSE = "<hook_context>", "</hook_context>"
 
 
@@ -195,6 +204,7 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
 
     hits = for_hooks(project, result.results)  # quarantined and untrusted imported memories: on request only
     lines: list[str] = []
+    words: list[str] = []
     injected: list[str] = []
     files = 0
     best_file = max((h["score"] for h in hits if h["collection"] == "code_index"), default=0.0)
@@ -204,13 +214,15 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
                 continue
             files += 1
         line = _line(hit)
-        if line and sum(len(x) + 1 for x in lines) + len(line) <= budget:
-            lines.append(line)
+        shown = line + _handle(hit) if hit["collection"] in ("facts", "episodes") else line
+        if line and sum(len(x) + 1 for x in lines) + len(shown) <= budget:
+            lines.append(shown)
+            words.append(line)  # the use feedback judges the memory's words, not its id or date
             injected.append(hit["id"])
     from contextware.memory.turns import decisions
 
     decisions.record(project, decisions.entry(payload, prompt, result, injected))
-    _note_injected(project, payload, dict(zip(injected, lines, strict=True)))
+    _note_injected(project, payload, dict(zip(injected, words, strict=True)))
     return "\n".join(lines)
 
 
