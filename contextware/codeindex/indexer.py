@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.codeindex.by_content import known, prune, remember, reuse_vector
 from contextware.codeindex.source_text import is_utf8_name, printable_name
 from contextware.codeindex.summarizing import SUMMARIZERS, Summarizer, Work, check_summarizer  # noqa: F401 - SUMMARIZERS, check_summarizer: the index's API
-from contextware.core.errors import ContextwareError, EmbeddingError, UsageError
+from contextware.core.errors import ContextwareError, EmbeddingError, FieldError, UsageError
 from contextware.core.redact import redact_text
 from contextware.core.system import stop_on_signals, write_atomic
 from contextware.core.text import sql_str, utcnow
@@ -447,7 +447,7 @@ def crawl(
     started = time.monotonic()
     summarizer = check_summarizer(summarizer)
     if jobs is not None and not 1 <= jobs <= 64:
-        raise UsageError("--jobs must be between 1 and 64.", code="bad_jobs")
+        raise FieldError("{field} must be between 1 and 64.", field="jobs", code="bad_jobs")
     if upgrade:
         _require_gemini("--upgrade")
     elif summarizer == "gemini":

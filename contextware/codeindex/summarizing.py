@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from contextware.core.errors import GeminiError, UsageError
+from contextware.core.errors import FieldError, GeminiError
 
 if TYPE_CHECKING:
     from contextware.codeindex.local_summary import LocalSummary
@@ -43,7 +43,9 @@ class Work:
 def check_summarizer(name: str | None) -> str:
     name = name or "auto"
     if name not in SUMMARIZERS:
-        raise UsageError(f"Unknown --summarizer {name!r}: use auto, gemini or local.", code="bad_summarizer")
+        raise FieldError(
+            f"Unknown {{field}} {name!r}: use auto, gemini or local.", field="summarizer", code="bad_summarizer"
+        )
     return name
 
 

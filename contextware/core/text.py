@@ -63,20 +63,20 @@ def parse_since(raw: str) -> datetime:
         except (OverflowError, ValueError):
             since = None
         if since is None or since.year < 1970:
-            raise UsageError(
-                f"--since {raw!r} reaches back before 1970; give a smaller age such as 365d.", code="bad_since"
+            raise FieldError(
+                f"{{field}} {raw!r} reaches back before 1970; give a smaller age such as 365d.", field="since"
             ) from None
         return since
     parsed = parse_iso(value)
     if parsed is None:
-        raise UsageError(
-            f"--since {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
-            code="bad_since",
+        raise FieldError(
+            f"{{field}} {raw!r} is not a date: use YYYY-MM-DD, an ISO 8601 time, or an age like 7d or 12h.",
+            field="since",
         )
     if not 1970 <= parsed.year <= 9999 or parsed.year > utcnow().year + 1:
-        raise UsageError(
-            f"--since {raw!r} is out of range: give a date from 1970 to next year, or an age like 30d.",
-            code="bad_since",
+        raise FieldError(
+            f"{{field}} {raw!r} is out of range: give a date from 1970 to next year, or an age like 30d.",
+            field="since",
         )
     return parsed
 

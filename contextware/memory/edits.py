@@ -63,7 +63,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
     if "role" in given:
         given["role"] = check_choice(given["role"], ROLES, "role")
     if "status" in given:
-        given["status"] = check_choice(given["status"], ("active", "superseded"), "--status")
+        given["status"] = check_choice(given["status"], ("active", "superseded"), "status")
     if "topics" in given:
         given["topics"] = parse_topics(refuse_secret_topics(given["topics"]))
     new = {k: v for k, v in row.items() if not k.startswith("_")}

@@ -454,7 +454,7 @@ def save_log(
 
 def save(project: "Project", type_: str, content: str, **options: Any) -> dict[str, Any]:
     """Dispatch on the type; inputs that do not apply to it are refused rather than ignored."""
-    type_ = check_choice(type_, tuple(COLLECTIONS), "--type") or "fact"
+    type_ = check_choice(type_, tuple(COLLECTIONS), "type") or "fact"
     allowed = {
         "fact": {"kind", "topics", "supersedes", "source"},
         "episode": {"goal", "result", "category", "topics", "source"},
@@ -541,7 +541,7 @@ def list_records(
     if offset < 0:
         raise UsageError("The offset must be 0 or more.", code="bad_offset")
     kind = check_choice(kind, FACT_KINDS, "kind") if kind else None
-    topic = check_slug(topic.strip().lower(), "--topic") if topic else None
+    topic = check_slug(topic.strip().lower(), "topic") if topic else None
     superseded = check_choice(superseded, SUPERSEDED, "superseded") if superseded else None
     after = parse_since(since) if since else None
     if superseded is None:

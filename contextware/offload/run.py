@@ -33,7 +33,9 @@ _GEMINI_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 def _check_prompt(prompt: str | None) -> str:
     if prompt is None or not prompt.strip():
-        raise UsageError("The prompt is empty; say what Gemini should research with --prompt.", code="empty_prompt")
+        raise FieldError(
+            "The prompt is empty; say what Gemini should research with {field}.", field="prompt", code="empty_prompt"
+        )
     if "\x00" in prompt:
         raise UsageError("The prompt contains NUL bytes; give text.", code="bad_prompt")
     check_unicode(prompt, "prompt")

@@ -196,12 +196,16 @@ def resolve_sources(
     for raw in files:
         path = _locate(project, raw)
         if not path.exists():
-            raise UsageError(f"--files: {raw} does not exist.", code="file_not_found")
+            raise FieldError(f"{{field}}: {raw} does not exist.", field="files", code="file_not_found")
         check_source(project, rules, "files", raw, path, False)
         if not path.is_file():
-            raise UsageError(f"--files: {raw} is not a file (give folders with --include-dirs).", code="not_a_file")
+            raise FieldError(
+                f"{{field}}: {raw} is not a file (a folder goes among the folders Gemini may read).",
+                field="files",
+                code="not_a_file",
+            )
         if not os.access(path, os.R_OK):
-            raise UsageError(f"--files: {raw} is not readable.", code="unreadable")
+            raise FieldError(f"{{field}}: {raw} is not readable.", field="files", code="unreadable")
         tracked = _stat(project, path.resolve())
         if tracked.path not in {f.path for f in sources.files}:
             sources.files.append(tracked)
@@ -210,9 +214,13 @@ def resolve_sources(
     for raw in include_dirs:
         path = _locate(project, raw)
         if not path.exists():
-            raise UsageError(f"--include-dirs: {raw} does not exist.", code="dir_not_found")
+            raise FieldError(f"{{field}}: {raw} does not exist.", field="include_dirs", code="dir_not_found")
         if not path.is_dir():
-            raise UsageError(f"--include-dirs: {raw} is not a folder (give files with --files).", code="not_a_dir")
+            raise FieldError(
+                f"{{field}}: {raw} is not a folder (a file goes among the files Gemini reads).",
+                field="include_dirs",
+                code="not_a_dir",
+            )
         check_source(project, rules, "include_dirs", raw, path, True)
         path = path.resolve()
         shown = _show(project, path)
@@ -323,7 +331,7 @@ def read_file_texts(sources: Sources) -> dict[str, str]:
             )
         if reason or text is None:
             what = "binary" if reason == "binary" else (reason or "unreadable")
-            raise UsageError(f"--files: {f.path} is {what}, not text.", code="not_text")
+            raise FieldError(f"{{field}}: {f.path} is {what}, not text.", field="files", code="not_text")
         f.sha256 = digest
         texts[f.path] = text
     return texts

@@ -28,7 +28,7 @@ def resolve_project_root(explicit: str | os.PathLike[str] | None = None, setting
     """``--project-root``, else ``CONTEXTWARE_PROJECT_ROOT``, else the git top level, else the cwd."""
     if explicit is not None and not str(explicit).strip():
         raise UsageError(
-            "--project-root is empty; give the project's folder (or leave the option out).", code="bad_project_root"
+            "The project root is empty; give the project's folder (or leave it out).", code="bad_project_root"
         )
     raw = explicit or (settings or current_settings()).project_root
     if raw:
@@ -83,8 +83,8 @@ def _not_the_file_system_root(root: Path) -> Path:
     utf8_path(root, "The project root")
     if root == Path(root.anchor):
         raise UsageError(
-            f"{root} is the root of the file system, not a project; give the project's folder with --project-root "
-            "or run from inside it.",
+            f"{root} is the root of the file system, not a project; name the project's folder "
+            "(`--project-root DIR` or CONTEXTWARE_PROJECT_ROOT) or run from inside it.",
             code="bad_project_root",
         )
     return root

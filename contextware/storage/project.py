@@ -87,8 +87,8 @@ class Project:
         if created and self.guessed and self.root in (Path.home().resolve(), Path("/")):
             raise UsageError(
                 f"{self.root} is not a project (a git repository, or a folder you name), so no memory was "
-                "created there; run this inside your project, or name its folder with --project-root DIR "
-                "or CONTEXTWARE_PROJECT_ROOT.",
+                "created there; run this inside your project, or name its folder (`--project-root DIR` "
+                "or CONTEXTWARE_PROJECT_ROOT).",
                 code="no_project",
             )
         private_umask()

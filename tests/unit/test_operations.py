@@ -4,6 +4,7 @@ built from the declaration, and the declaration agrees with the library function
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import pytest
@@ -113,3 +114,44 @@ def test_the_readme_rows_are_generated_from_the_declarations():
         assert readme_row(op) in text and all(
             p.cli_flag in readme_row(op) for p in op.cli_params if not p.positional_only
         )
+
+
+def test_library_errors_name_inputs_not_command_line_flags():
+    """Issue 31: 0 CLI flag names raised from library code.  An error raised outside the command
+    line's own modules names an input with ``FieldError``'s ``{field}``, which each door words (a
+    command to run, in backticks, may name its options)."""
+    import ast
+
+    from tests.support.repo import REPO
+
+    door_only = ("contextware/cli/", "contextware/hosts/install/")  # the command line's own words
+    found = []
+    for path in sorted((REPO / "contextware").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(door_only):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                continue
+            for arg in node.exc.args[:1]:
+                parts = [arg] if isinstance(arg, ast.Constant) else getattr(arg, "values", [])
+                text = "".join(str(p.value) for p in parts if isinstance(p, ast.Constant))
+                text = re.sub(r"`[^`]*`", "", text)  # a command to run (`gemini --list-sessions`) is no input
+                if re.search(r"(?<![\w-])--[a-z]", text):
+                    found.append(f"{rel}:{node.lineno}: {text[:80]}")
+    assert found == []
+
+
+def test_an_offload_input_is_named_by_each_door(project):
+    """The same bad file: ``--files`` on the command line, ``files`` through MCP."""
+    from contextware.cli import flag_name
+    from contextware.core.errors import FieldError
+    from contextware.offload.sources import resolve_sources
+
+    try:
+        resolve_sources(project, files=["missing.txt"])
+    except FieldError as exc:
+        assert exc.to_dict(flag_name)["message"].startswith("--files: ")
+        assert exc.to_dict()["message"].startswith("files: ") and exc.code == "file_not_found"
+    else:
+        raise AssertionError("a missing file was accepted")

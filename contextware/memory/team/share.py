@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextware.core.errors import UsageError
+from contextware.core.errors import FieldError, UsageError
 from contextware.core.redact import redact
 from contextware.core.system import write_atomic
 from contextware.core.text import iso
@@ -117,7 +117,7 @@ def export_memory(project: "Project", path: Path | None, *, include_logs: bool =
     except (OSError, UnicodeDecodeError):
         before = None
     if path.exists() and not path.is_file():
-        raise UsageError(f"{path} is not a file; give another --output.", code="bad_output")
+        raise FieldError(f"{path} is not a file; give another {{field}}.", field="output", code="bad_output")
     if before != text:
         try:
             write_atomic(path, text)
