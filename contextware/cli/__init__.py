@@ -13,11 +13,14 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextware import __version__
 from contextware.core.errors import ContextwareError, UsageError, internal_error
 from contextware.core.settings import Settings
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 # command name -> module under contextware.cli
 COMMANDS = {
@@ -239,7 +242,7 @@ def _unknown_command(name: str, names: list[str]) -> str:
     return f"Unknown command {name!r}: use one of {', '.join(names)}.{hint}"
 
 
-def open_project(args: Any) -> Any:
+def open_project(args: argparse.Namespace) -> "Project":
     """The command's project, its settings read now: a bad ``config.json`` is the same error (exit 2)
     from every command, not only from those that use the setting."""
     from contextware.storage.project import Project

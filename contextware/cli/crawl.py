@@ -41,7 +41,7 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
     return crawl(
         project,
         args.paths or None,
-        summarizer=args.summarizer or project.config.get("summarizer"),
+        summarizer=str(args.summarizer or project.config["summarizer"]),
         jobs=args.jobs,
         force=args.force,
         upgrade=args.upgrade,

@@ -28,5 +28,5 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
 
     project = open_project(args)
     return index_files(
-        project, args.paths, summarizer=args.summarizer or project.config.get("summarizer"), force=args.force
+        project, args.paths, summarizer=str(args.summarizer or project.config["summarizer"]), force=args.force
     )

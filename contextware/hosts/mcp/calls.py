@@ -10,12 +10,15 @@ import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent
 
 from contextware.core.errors import ContextwareError, UsageError, first_line, internal_error
 from contextware.core.settings import Settings, current_settings
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 log = logging.getLogger("contextware.mcp")
 
@@ -38,7 +41,7 @@ class _Redacted(logging.Filter):
 log.addFilter(_Redacted())
 
 # -- projects ---------------------------------------------------------------------------------------
-_projects: dict[tuple[str, str, str], Any] = {}
+_projects: dict[tuple[str, str, str], "Project"] = {}
 _call_locks: dict[str, threading.Lock] = {}
 _registry_lock = threading.Lock()
 _warm_lock = threading.Lock()
@@ -50,7 +53,7 @@ _warm = {"lancedb": False, "model": False}
 call_settings: ContextVar[Settings] = ContextVar("contextware_call_settings")
 
 
-def current_project() -> Any:
+def current_project() -> "Project":
     """The project of this call, opened once per (root, data dir, database)."""
     from contextware.storage.layout import resolve_data_dir, resolve_db_uri, resolve_project_root
     from contextware.storage.project import Project
@@ -80,7 +83,7 @@ def current_project() -> Any:
     return project
 
 
-def _warm_up(project: Any, embeds: bool) -> None:
+def _warm_up(project: "Project", embeds: bool) -> None:
     """Import the heavy libraries once, in one thread (numpy's C extension must not be initialised
     from two threads at once); the model loads in a thread alongside ``import lancedb``, as in the CLI."""
     if _warm["lancedb"] and (_warm["model"] or not embeds):
@@ -119,7 +122,7 @@ def error_result(error: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _forget(project: Any) -> None:
+def _forget(project: "Project") -> None:
     """Drop the project's connection, here and in ``Project.open``'s cache (kept by the resident
     service, which runs these calls too)."""
     from contextware.storage.project import forget_open_projects
@@ -132,7 +135,7 @@ def _forget(project: Any) -> None:
 
 
 def call(
-    work: Callable[[Any], dict[str, Any]],
+    work: Callable[["Project"], dict[str, Any]],
     *,
     embeds: bool = False,
     serialise: bool = True,
@@ -175,7 +178,7 @@ def call(
     raise AssertionError("unreachable")
 
 
-def under_root(project: Any, paths: Sequence[str], *, existing_only: bool = False) -> list[str]:
+def under_root(project: "Project", paths: Sequence[str], *, existing_only: bool = False) -> list[str]:
     """Relative paths are relative to the project root (the server's cwd may be elsewhere).  With
     ``existing_only`` a path missing there is passed on as given, so the error names it as given."""
     out = []
