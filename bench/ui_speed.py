@@ -174,7 +174,7 @@ def hook_record_cost(project: Any, queries: list[Any], runs: int) -> dict[str, A
             result = recall(project, q, explain=recorded)
             if recorded:
                 ids = [r["id"] for r in result.results]
-                decisions.record(project, decisions.entry({"session_id": "bench"}, q.text, result, ids))
+                decisions.record(project, decisions.entry("BeforeAgent", "bench", q.text, result, ids))
             (after if recorded else before).append(time.perf_counter() - t)
     return {"without": _stats(before), "with": _stats(after)}
 

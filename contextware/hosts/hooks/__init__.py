@@ -3,6 +3,7 @@
 - ``entry``: the hook process (``scripts/hook.py``, ``contextware hook``); standard library only on its
   warm path: it asks the resident service and falls back to running the handler itself;
 - ``handlers``: one handler per event (``run_hook``), what the service and the fallback run;
+- ``event``: the host's event, typed once at the door (``HookEvent``);
 - ``claude_transcript``: Claude Code's transcript reader; ``instructions``: the host-aware note on
   reaching memory; ``once``: an event answered once when two installs of a host both run the hook;
   ``briefed``: which Gemini CLI sessions had their briefing (it rides on the first

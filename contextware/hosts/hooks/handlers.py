@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from contextware.hosts.hooks.event import HOST_KEY, HookEvent
 
 if TYPE_CHECKING:
     from contextware.core.settings import Settings
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
 # Gemini CLI puts additionalContext into the prompt as it is; an answer over this many characters is
 # cut to it (the fence kept closed), never dropped.
 HOST_CONTEXT_LIMIT = 2_000_000
-HOST_KEY = "contextware_host"  # added to the event by `hook.py --host NAME` (see with_host)
 MAX_CODE_FILES = 3
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024  # a Gemini CLI transcript read for its last turns: at most its tail
 CODE_RELATIVE = 0.8  # recall lets files in only when one is about the prompt; keep those close to the best
@@ -55,15 +57,14 @@ def _output(event: str, body: str, note: str = "") -> dict[str, Any]:
 GEMINI_ONLY_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel", "PreCompress"})
 
 
-def _is_gemini(payload: dict[str, Any]) -> bool:
+def _is_gemini(event: HookEvent) -> bool:
     """Gemini CLI's hooks are installed without ``--host`` and the hook process names Gemini
     when Gemini CLI's own variables are in its environment (``entry.read_event``); Claude Code's
     name their host.  An event nobody named is Gemini's only by its name (``BeforeAgent``, ...):
     a ``SessionStart`` piped in by hand, or by another host, gets the briefing at once."""
-    named = str(payload.get(HOST_KEY) or "")
-    if named:
-        return named == "gemini"
-    return str(payload.get("hook_event_name") or "") in GEMINI_ONLY_EVENTS
+    if event.host:
+        return event.host == "gemini"
+    return event.name in GEMINI_ONLY_EVENTS
 
 
 def _briefing(project: "Project") -> str:
@@ -77,36 +78,35 @@ def _briefing(project: "Project") -> str:
     return render_markdown(inline_all(ctx))
 
 
-def _usage(payload: dict[str, Any]) -> str:
+def _usage(event: HookEvent) -> str:
     from contextware.hosts.hooks.instructions import how_to_reach_memory
 
-    return how_to_reach_memory(str(payload.get(HOST_KEY) or ""))
+    return how_to_reach_memory(event.host)
 
 
-def session_start(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
+def session_start(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     """Claude Code (and any caller that is not Gemini CLI): the briefing.  Gemini CLI: nothing;
     the briefing rides on the session's first BeforeAgent (see ``briefed``), where a resumed
     session keeps it.  A session briefed here is marked, so that its first prompt is not briefed
     again (a Gemini CLI that does not name itself)."""
-    if _is_gemini(payload):
+    if _is_gemini(event):
         return None
     body = _briefing(project)
     if not body:
         return None
-    session = str(payload.get("session_id") or "")
-    if session and project.data_dir.is_dir():
+    if event.session_id and project.data_dir.is_dir():
         from contextware.hosts.hooks import briefed
 
-        briefed.mark_briefed(project.data_dir, session)
-    return _output("SessionStart", body, _usage(payload))
+        briefed.mark_briefed(project.data_dir, event.session_id)
+    return _output("SessionStart", body, _usage(event))
 
 
-def _first_turn_briefing(project: "Project", payload: dict[str, Any]) -> str:
+def _first_turn_briefing(project: "Project", event: HookEvent) -> str:
     """Gemini CLI: the briefing's markdown on the session's first BeforeAgent, else ''."""
     from contextware.hosts.hooks import briefed
 
-    session = str(payload.get("session_id") or "")
-    if not _is_gemini(payload) or not session or not project.data_dir.is_dir():
+    session = event.session_id
+    if not _is_gemini(event) or not session or not project.data_dir.is_dir():
         return ""
     if briefed.was_briefed(project.data_dir, session):
         return ""
@@ -118,16 +118,16 @@ def _first_turn_briefing(project: "Project", payload: dict[str, Any]) -> str:
 RELEVANT_HEADING = "## Relevant to this prompt"
 
 
-def before_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
+def before_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first,
     in the same fence (one block of reference data, one header)."""
-    event = str(payload.get("hook_event_name") or "BeforeAgent")
-    briefing = _first_turn_briefing(project, payload)
-    recalled = _recalled(project, payload)
+    name = event.name or "BeforeAgent"
+    briefing = _first_turn_briefing(project, event)
+    recalled = _recalled(project, event)
     if not briefing:
-        return _output(event, recalled) if recalled else None
+        return _output(name, recalled) if recalled else None
     body = f"{briefing}\n\n{RELEVANT_HEADING}\n{recalled}" if recalled else briefing
-    return _output(event, body, _usage(payload))
+    return _output(name, body, _usage(event))
 
 
 def _line(hit: dict[str, Any]) -> str:
@@ -165,11 +165,10 @@ def _handle(hit: dict[str, Any]) -> str:
 _HOOK_OPEN, _HOOK_CLOSE = "<hook_context>", "</hook_context>"
 
 
-def typed_prompt(payload: dict[str, Any]) -> str:
+def typed_prompt(event: HookEvent) -> str:
     """What the person typed: Gemini CLI's ``prompt`` also carries what hooks added before it (each
     in ``<hook_context>``, our briefing among them), which must neither steer recall nor be logged."""
-    prompt = payload.get("prompt")
-    return without_hook_context(prompt) if isinstance(prompt, str) else ""
+    return without_hook_context(event.prompt)
 
 
 def without_hook_context(text: str) -> str:
@@ -186,12 +185,12 @@ def without_hook_context(text: str) -> str:
     return "".join(kept).strip()
 
 
-def _recalled(project: "Project", payload: dict[str, Any]) -> str:
+def _recalled(project: "Project", event: HookEvent) -> str:
     """One line per memory the prompt hook injects for the typed prompt ('' for none); what it
     decided is recorded for ``memory why``."""
     from contextware.memory.recall.prompt import for_prompt
 
-    prompt = typed_prompt(payload)
+    prompt = typed_prompt(event)
     if len(prompt) < 3:
         return ""
     budget = int(project.config["hook_prompt_tokens"]) * 4
@@ -221,40 +220,38 @@ def _recalled(project: "Project", payload: dict[str, Any]) -> str:
             injected.append(hit["id"])
     from contextware.memory.turns import decisions
 
-    decisions.record(project, decisions.entry(payload, prompt, result, injected))
-    _note_injected(project, payload, dict(zip(injected, words, strict=True)))
+    decisions.record(project, decisions.entry(event.name, event.session_id, prompt, result, injected))
+    _note_injected(project, event, dict(zip(injected, words, strict=True)))
     return "\n".join(lines)
 
 
-CLAUDE_TRANSCRIPT = "contextware_claude_transcript"  # Claude Code's transcript, handed from Stop to after_agent
 MAX_TOOL_BYTES = 512 * 1024  # of a transcript's tail read for the last turn's tool calls
 
 
-def _note_injected(project: "Project", payload: dict[str, Any], texts: dict[str, str]) -> None:
+def _note_injected(project: "Project", event: HookEvent, texts: dict[str, str]) -> None:
     """Count what was injected and keep its hashed keys for the answer (``memory.turns.usage``)."""
     from contextware.memory.turns import usage
 
     try:
-        usage.injected(project.data_dir, str(payload.get("session_id") or ""), texts)
+        usage.injected(project.data_dir, event.session_id, texts)
     except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
         _log_failure("use", exc, project)
 
 
-def _judge_use(project: "Project", payload: dict[str, Any], answer: Any) -> None:
+def _judge_use(project: "Project", event: HookEvent, answer: object) -> None:
     """Whether the answer and the turn's tool calls used what was injected into its prompt; the
     transcript is read for the tool calls only when something was injected."""
     from contextware.hosts.hooks.claude_transcript import tool_inputs
     from contextware.memory.turns import usage
 
     try:
-        session = str(payload.get("session_id") or "")
+        session = event.session_id
         if not usage.is_pending(project.data_dir, session):
             return
-        claude, gemini = payload.get(CLAUDE_TRANSCRIPT), payload.get("transcript_path")
-        if isinstance(claude, str) and claude:
-            tools = tool_inputs(Path(claude))
+        if event.claude_transcript:
+            tools = tool_inputs(Path(event.claude_transcript))
         else:
-            tools = _gemini_tool_inputs(Path(gemini)) if isinstance(gemini, str) and gemini else []
+            tools = _gemini_tool_inputs(Path(event.transcript_path)) if event.transcript_path else []
         usage.judge(project.data_dir, session, answer if isinstance(answer, str) else "", tools)
     except Exception as exc:  # noqa: BLE001 - feedback must never fail the turn
         _log_failure("use", exc, project)
@@ -304,18 +301,18 @@ def _records_here(project: "Project") -> bool:
     return (project.root / ".git").exists() and project.root != Path.home()
 
 
-def after_agent(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
+def after_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
     if not _records_here(project):
         return None
-    session = str(payload.get("session_id") or "unknown")
+    session = event.session_id or "unknown"
     from contextware.storage.embeddings import preload_in_background
 
     preload_in_background(project.embedder)
-    turn = {"user": typed_prompt(payload), "agent": _answer_as_shown(payload)}
-    _judge_use(project, payload, turn["agent"])
+    turn = {"user": typed_prompt(event), "agent": _answer_as_shown(event)}
+    _judge_use(project, event, turn["agent"])
     asked = None
     for role, text in turn.items():
         if isinstance(text, str):
@@ -391,13 +388,13 @@ def _head(project: "Project", text: str) -> tuple[str, int]:
     return (text, 0) if len(text) <= cap else (text[:cap], len(text) - cap)
 
 
-def _answer_as_shown(payload: dict[str, Any]) -> Any:
+def _answer_as_shown(event: HookEvent) -> object:
     """The turn's answer as the user saw it: the agent messages after the last user message of the
     transcript.  Gemini CLI 0.61's ``prompt_response`` joins the streamed chunks' texts with a space
     after merging them (an answer streamed as "Not" + "ed." arrives as "Noted. ed."), so it is only
     the fallback when the transcript is missing or holds no answer yet."""
-    path = payload.get("transcript_path")
-    if isinstance(path, str) and path:
+    path = event.transcript_path
+    if path:
         try:
             turns = _transcript_turns(Path(path))
         except OSError:
@@ -409,18 +406,17 @@ def _answer_as_shown(payload: dict[str, Any]) -> Any:
             answer.insert(0, text)
         if answer:
             return "\n\n".join(answer)
-    return payload.get("prompt_response")
+    return event.answer
 
 
-def stop(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
+def stop(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
     from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 
-    path = payload.get("transcript_path")
-    answer = payload.get("last_assistant_message")
-    prompt = prompt_of_turn(Path(path), answer) if isinstance(path, str) and path else None
+    path = event.transcript_path
+    prompt = prompt_of_turn(Path(path), event.answer) if path else None
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
-    turn = {**payload, "prompt": prompt, "prompt_response": answer, "transcript_path": None, CLAUDE_TRANSCRIPT: path}
+    turn = replace(event, prompt=prompt or "", transcript_path="", claude_transcript=path)
     return after_agent(project, turn)
 
 
@@ -464,15 +460,15 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     return turns
 
 
-def pre_compress(project: "Project", payload: dict[str, Any]) -> dict[str, Any] | None:
+def pre_compress(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
-    path = payload.get("transcript_path")
+    path = event.transcript_path
     if not path or not Path(path).is_file() or not _records_here(project):
         return None
-    session = str(payload.get("session_id") or "unknown")
-    if payload.get("hook_event_name") == "PreCompact":  # Claude Code's transcript
+    session = event.session_id or "unknown"
+    if event.name == "PreCompact":  # Claude Code's transcript
         from contextware.hosts.hooks.claude_transcript import turns
 
         read = turns(Path(path))
@@ -541,12 +537,11 @@ def with_host(stdin: str, host: str | None) -> str:
     return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
-def _host(payload: dict[str, Any]) -> str:
+def _host(event: HookEvent) -> str:
     """The agent host of an event: named by ``--host``, else told by the event's name."""
-    named = str(payload.get(HOST_KEY) or "")
-    if named:
-        return "claude" if named.startswith("claude") else named[:40]
-    return "gemini" if str(payload.get("hook_event_name")) in ("BeforeAgent", "AfterAgent", "PreCompress") else "claude"
+    if event.host:
+        return "claude" if event.host.startswith("claude") else event.host[:40]
+    return "gemini" if event.name in ("BeforeAgent", "AfterAgent", "PreCompress") else "claude"
 
 
 def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
@@ -557,7 +552,8 @@ def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
         payload = json.loads(stdin) if stdin.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
-        event = str(payload.get("hook_event_name") or "")
+        hook = HookEvent.parse(payload)
+        event = hook.name
         handler = HANDLERS.get(event)
         if handler is None:
             return ""
@@ -565,14 +561,13 @@ def run_hook(stdin: str, settings: "Settings | None" = None) -> str:
 
         from contextware.storage.project import Project
 
-        cwd = payload.get("cwd")
-        if isinstance(cwd, str) and os.path.isdir(cwd):
-            os.chdir(cwd)  # resolve the project as a command run there would (git top level, ...)
+        if hook.cwd and os.path.isdir(hook.cwd):
+            os.chdir(hook.cwd)  # resolve the project as a command run there would (git top level, ...)
         project = Project.open(None, settings)
         from contextware.memory import provenance
 
-        with provenance.use("hook", host=_host(payload), session=str(payload.get("session_id") or "") or None):
-            out = handler(project, payload)
+        with provenance.use("hook", host=_host(hook), session=hook.session_id or None):
+            out = handler(project, hook)
         return json.dumps(out, ensure_ascii=False) if out else ""
     except BaseException as exc:  # noqa: BLE001 - a memory hook must never break the turn
         _log_failure(event, exc, project, settings)

@@ -30,8 +30,9 @@ _BLANK_LINES = re.compile(r"\s*\n\s*")
 HELD_SHOWN = 3  # best candidates held back, per turn
 
 
-def entry(payload: dict[str, Any], prompt: str, result: RecallResult, injected: list[str]) -> dict[str, Any]:
-    """One turn's decision: ``injected`` are the ids that went into the context."""
+def entry(event: str, session_id: str, prompt: str, result: RecallResult, injected: list[str]) -> dict[str, Any]:
+    """One turn's decision for the host's ``event`` (its name) in ``session_id``: ``injected`` are
+    the ids that went into the context."""
     from contextware.core.redact import redact_text
     from contextware.core.text import cut_at_word
 
@@ -40,13 +41,13 @@ def entry(payload: dict[str, Any], prompt: str, result: RecallResult, injected: 
     # window's edge into the kept start (a secret crossing the edge would have to be > 300 characters).
     squeezed = _BLANKS.sub(" ", _BLANK_LINES.sub("\n", prompt[:PROMPT_SOURCE_CHARS]))
     preview = redact_text(squeezed[: PROMPT_CHARS * 3])
-    session = redact_text(str(payload.get("session_id") or "")[:128], library=False) or None
+    session = redact_text(session_id[:128], library=False) or None
     why = result.explanation
     shown = {r["id"]: r for r in result.results}
     held = [c for c in (why.candidates if why is not None else ()) if c.id not in injected][:HELD_SHOWN]
     return {
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "event": str(payload.get("hook_event_name") or "BeforeAgent"),
+        "event": event or "BeforeAgent",
         "session": session,
         "prompt": cut_at_word(" ".join(preview.split()), PROMPT_CHARS),
         "verdict": why.verdict if why is not None else None,
