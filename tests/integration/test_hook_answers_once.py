@@ -4,6 +4,7 @@ identical invocation from the same host process prints nothing, so the model get
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,29 @@ def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path):
     outs = [hook.communicate(event, timeout=120)[0] for hook in hooks]
     answered = [out for out in outs if out.strip()]
     assert len(answered) == 1 and "Fridays" in answered[0], outs
+
+
+def test_a_second_install_held_up_by_a_loaded_machine_still_stays_silent(project_dir: Path):
+    """Both hooks are started together, but the second is starved (stopped, as a loaded machine
+    would leave it) until seconds after the first answered: it is still the same moment."""
+    import signal
+    import time
+
+    from contextware.hosts.hooks.once import WINDOW_S
+
+    run_script("save_fact", "Releases go out on Fridays only.", "--kind", "constraint", cwd=project_dir)
+    event = json.dumps({"hook_event_name": "SessionStart", "session_id": "s-starved", "cwd": str(project_dir)})
+    argv = [sys.executable, str(SCRIPTS / "hook.py"), "--host", "claude"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True, "cwd": project_dir}
+    first, second = subprocess.Popen(argv, **pipes), subprocess.Popen(argv, **pipes)
+    os.kill(second.pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        assert "Fridays" in first.communicate(event, timeout=120)[0]
+        time.sleep(max(0.0, WINDOW_S + 1.0 - (time.monotonic() - start)))
+    finally:
+        os.kill(second.pid, signal.SIGCONT)
+    assert second.communicate(event, timeout=120)[0] == ""
 
 
 def test_an_event_that_was_answered_with_nothing_is_answered_when_sent_again(project_dir: Path, monkeypatch):
