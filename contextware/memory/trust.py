@@ -9,6 +9,7 @@ not the user's own, so that every reader sees whose memory it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.text import sql_str
@@ -81,10 +82,22 @@ def only_trusted(project: "Project", table: Any, where: str | None) -> str | Non
     return f"({where}) AND {keep}" if where else keep
 
 
-def annotate(project: "Project", hits: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def annotate(
+    project: "Project", hits: list[dict[str, Any]], known: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Add ``from`` ("from alice@example.com, imported") and ``quarantine`` to the hits that are not
-    the user's own; the provenance read, by id."""
-    rows = rows_of(project, [str(h.get("id")) for h in hits if h.get("id")])
+    the user's own; the provenance from ``known`` (id -> the stored row, as recall found it), else
+    read by id (a read per table on every prompt, which recall's own rows spare)."""
+    rows: dict[str, dict[str, Any]] = {}
+    missing = []
+    for record_id in (str(h.get("id")) for h in hits if h.get("id")):
+        row = (known or {}).get(record_id)
+        if row is not None and "quarantine" in row:
+            rows[record_id] = {k: row.get(k) for k in COLUMNS}
+        else:
+            missing.append(record_id)
+    if missing:
+        rows.update(rows_of(project, missing))
     root = str(project.root)
     for hit in hits:
         row = rows.get(str(hit.get("id")))
@@ -97,9 +110,11 @@ def annotate(project: "Project", hits: list[dict[str, Any]]) -> dict[str, dict[s
     return rows
 
 
-def for_hooks(project: "Project", hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def for_hooks(
+    project: "Project", hits: list[dict[str, Any]], known: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """The hits a hook may inject unasked: quarantined and untrusted imported memories left out."""
-    rows = annotate(project, hits)
+    rows = annotate(project, hits, known)
     return [h for h in hits if (row := rows.get(str(h.get("id")))) is None or held_back(project, row) is None]
 
 

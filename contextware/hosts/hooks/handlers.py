@@ -201,7 +201,8 @@ def _recalled(project: "Project", event: HookEvent) -> str:
     result = for_prompt(project, prompt)  # memory/recall/prompt.py; its explanation feeds the turn's record
     from contextware.memory.trust import for_hooks
 
-    hits = for_hooks(project, result.results)  # quarantined and untrusted imported memories: on request only
+    known = {h.id: h.row for h in result.hits}
+    hits = for_hooks(project, result.results, known)  # quarantined, untrusted imported memories: on request only
     lines: list[str] = []
     words: list[str] = []
     injected: list[str] = []

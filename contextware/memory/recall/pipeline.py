@@ -75,7 +75,7 @@ def recall(
     mark_unmerged(project, query.filters.branch, [h.row for h in hits], results)
     from contextware.memory.trust import annotate
 
-    annotate(project, list(results))  # whose memory, when not the user's own; quarantined ones say why
+    annotate(project, list(results), {h.id: h.row for h in hits})  # whose, when not the user's; why quarantined
     why = None
     if explain:
         from contextware.memory.recall.explain import explain as explanation

@@ -126,15 +126,26 @@ def restatements(hits: Sequence[Hit | Candidate], alike: float) -> dict[str, str
     vectors = np.asarray([h.row["vector"] for h in facts], dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     sims = np.triu(vectors @ vectors.T, k=1)
+    # Only a pair whose newer fact says it replaces something can be a restatement: each fact's
+    # text is read once and the pairs are sifted as arrays (a store of many alike facts offered
+    # thousands of pairs, each read in Python).
+    times = np.asarray([created(h) for h in facts])
+    says = np.asarray([_says_replacing(str(h.row.get("text"))) for h in facts])
+    later = times[:, None] > times[None, :]  # i is newer than j
+    newer_says = (later & says[:, None]) | (times[:, None] < times[None, :]) & says[None, :]
     out: dict[str, str] = {}
-    for i, j in np.argwhere(sims >= min(alike - REPLACING_SLACK, NAMED_ALIKE)):
-        older, newer = sorted((facts[i], facts[j]), key=created)
+    for i, j in np.argwhere((sims >= min(alike - REPLACING_SLACK, NAMED_ALIKE)) & newer_says):
+        newer, older = (facts[i], facts[j]) if later[i, j] else (facts[j], facts[i])
         text, old_text = str(newer.row.get("text")), str(older.row.get("text"))
-        replacing = REPLACING.search(text) is not None and (
+        if (
             sims[i, j] >= alike
             or (sims[i, j] >= alike - REPLACING_SLACK and _repeats_words(text, old_text))
             or not identifiers(text).isdisjoint(identifiers(old_text))
-        )
-        if created(newer) > created(older) and replacing:
+        ):
             out.setdefault(newer.id, older.id)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _says_replacing(text: str) -> bool:
+    return REPLACING.search(text) is not None
