@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_recall_quality_smoke_runs_and_reports_every_method(tmp_path):
     out = subprocess.run(
         [sys.executable, str(REPO / "bench" / "recall_quality.py"), "--smoke"],
@@ -26,6 +29,7 @@ def test_recall_quality_smoke_runs_and_reports_every_method(tmp_path):
     assert report["fusion"]["floor"] > 0
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_quality_smoke_runs_both_public_set_layouts_beside_the_baselines(tmp_path):
     """bench/quality.py on its tiny sets: the engineering layout and a conversation in LoCoMo's
     layout (the real LoCoMo is never in the repository), recall beside BM25, cosine and RRF."""

@@ -112,6 +112,7 @@ def _drawn(driver) -> bool:
     return len(set(zlib.decompress(data)[:200_000])) > 8
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, project_dir, chromium):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions

@@ -90,6 +90,7 @@ def test_the_first_save_on_a_full_disk_is_disk_full(small_fs: Path):
         records.save_fact(Project.open(root), "Nothing fits on this disk.")
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_an_export_onto_a_full_disk_is_disk_full_and_keeps_the_previous_file(
     small_fs: Path, project: Project, capsys: pytest.CaptureFixture[str]
 ):

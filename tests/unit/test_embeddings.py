@@ -87,6 +87,7 @@ def test_unknown_configured_model_is_a_clear_error(monkeypatch):
     embeddings._CACHE.clear()
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_long_texts_run_in_bounded_pieces_with_the_same_vectors():
     """A hook turn cut into 27 chunks of 1,500 characters: each model run holds at most RUN_TOKENS
     tokens (one run of all 27 took a hook process to 1.1-1.5 GB), and the vectors are those of

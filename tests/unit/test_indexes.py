@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextware.memory import records
 from contextware.memory.team.share import import_memory
 from contextware.storage.database import MAX_UNINDEXED_ROWS, unindexed_rows, wanted_indexes
@@ -49,6 +51,7 @@ def _logs(n: int) -> str:
     return HEADER + "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_a_bulk_import_is_indexed_before_it_returns(project):
     n = 2500
     report = import_memory(project, _logs(n), source="logs.jsonl")

@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "long_horizon.py"
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_long_horizon_smoke_reports_every_method_and_the_gate(tmp_path):
     out = subprocess.run(
         [sys.executable, str(SCRIPT), "--smoke", "--json"],

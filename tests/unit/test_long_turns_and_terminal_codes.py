@@ -40,6 +40,7 @@ def test_a_hook_answer_over_the_log_limit_is_cut_to_it_not_dropped(project_dir: 
     assert "more characters over the log limit of a turn]" in kept
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_a_40_mb_turn_is_stored_as_a_bounded_cut_never_thousands_of_rows(project_dir: Path):
     (project_dir / ".git").mkdir()
     (project_dir / "contextware_data").mkdir()

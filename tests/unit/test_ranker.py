@@ -9,6 +9,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from contextware.memory import records
 from contextware.memory.recall import DEFAULT_PARAMS, ask, parse_query
 from contextware.memory.recall.fusion import judge
@@ -101,6 +103,7 @@ def test_a_newer_unlinked_restatement_is_flagged_and_ranks_above_the_older(proje
     assert every.index(new) < every.index(old)
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 def test_the_fit_command_writes_the_smoke_weights(tmp_path):
     """``bench/fit_ranker.py --smoke`` fits on the tiny smoke sets in seconds and writes what
     bench/data/smoke_ranker_weights.py holds (the fit is deterministic)."""

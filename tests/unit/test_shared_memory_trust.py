@@ -151,6 +151,7 @@ def test_a_teammates_memory_stays_theirs_and_is_recalled_but_not_injected(projec
     assert "from alice@example.com, imported" in out
 
 
+@pytest.mark.slow  # over 7 s: the full suite runs it, the fast subset does not
 @pytest.mark.parametrize("trusting", [False, True])
 def test_a_team_file_of_injections_reaches_neither_hook_and_waits_for_review(project: Project, trusting: bool):
     _git_user(project.root, "me@example.com")
