@@ -6,6 +6,7 @@ and their reciprocal-rank fusion (RRF, k 60).
     uv run bench/quality.py --split train      # the split to tune on (never written to the docs)
     uv run bench/quality.py --only engineering # one set (engineering, locomo)
     uv run bench/quality.py --smoke            # the tiny sets of bench/data/smoke_*: seconds, for the tests
+    uv run bench/quality.py --noise-turns 5000 # also the engineering set beside 5,000 captured turns
 
 Sets (docs/benchmarks.md describes them; split by source, whole projects or whole conversations):
 
@@ -272,7 +273,22 @@ def eng_rows(projects: list[dict]) -> tuple[list[dict], dict[str, str]]:
     return rows, ids
 
 
-def run_engineering(path: Path, split: str) -> dict[str, Any]:
+def noise_turns(count: int, locomo: Path | None) -> list[dict]:
+    """``count`` captured turns that answer no engineering question: LoCoMo's conversations in
+    order (real people's chat, real dates), as log rows."""
+    rows: list[dict] = []
+    for index, sample in enumerate(load_locomo(locomo or locomo_path())):
+        rows += locomo_rows(index, sample)[0]
+        if len(rows) >= count:
+            break
+    if len(rows) < count:
+        raise SystemExit(f"LoCoMo holds {len(rows)} turns, fewer than --noise-turns {count}.")
+    return rows[:count]
+
+
+def run_engineering(path: Path, split: str, noise: list[dict] | None = None) -> dict[str, Any]:
+    """The engineering set's ``split``; with ``noise`` (log rows), those captured turns are stored
+    beside the memories and recall searches both (scope all), as do the baselines."""
     data = json.loads(path.read_text(encoding="utf-8"))
     projects = [p for p in data["projects"] if split == "all" or p["split"] == split]
     rows, ids = eng_rows(projects)
@@ -287,7 +303,10 @@ def run_engineering(path: Path, split: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         project = Project.open(tmp)
         import_memory(project, render(rows), source="eng_memory.json")
-        scored = score_questions(project, questions, ("facts",), "facts", hook=True)
+        if noise:
+            import_memory(project, render(noise), source="locomo-noise")
+        tables, scope = (("facts", "logs"), "all") if noise else (("facts",), "facts")
+        scored = score_questions(project, questions, tables, scope, hook=True)
         out = report(scored["per"], scored["ms"])
         newer_first = older_listed = 0
         for older, newer, q in pairs:
@@ -297,6 +316,8 @@ def run_engineering(path: Path, split: str) -> dict[str, Any]:
             older_listed += ro is not None
     out["projects"] = [p["name"] for p in projects]
     out["memories"] = len(rows)
+    if noise:
+        out["turns"] = len(noise)
     out["supersession"] = {"pairs": len(pairs), "newer_above_older": newer_first, "older_in_top5": older_listed}
     return out
 
@@ -461,6 +482,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md")
     ap.add_argument("--smoke", action="store_true", help="the tiny smoke sets (never written to the docs)")
+    ap.add_argument(
+        "--noise-turns",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the engineering set with N captured turns of LoCoMo beside its memories (recall over both)",
+    )
     args = ap.parse_args(argv)
     sets = args.only or ["engineering", "locomo"]
     results: dict[str, Any] = {}
@@ -468,9 +496,11 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["CONTEXTWARE_HOME"] = home
         os.environ["CONTEXTWARE_SERVICE"] = "off"
         if "engineering" in sets:
-            results["engineering"] = run_engineering(
-                SMOKE_ENG if args.smoke else ENG, "all" if args.smoke else args.split
-            )
+            eng, split = (SMOKE_ENG, "all") if args.smoke else (ENG, args.split)
+            results["engineering"] = run_engineering(eng, split)
+            if args.noise_turns > 0:
+                noise = noise_turns(args.noise_turns, SMOKE_LOCOMO if args.smoke else args.locomo)
+                results[f"engineering + {len(noise):,} captured turns"] = run_engineering(eng, split, noise)
         if "locomo" in sets:
             path = SMOKE_LOCOMO if args.smoke else (args.locomo or locomo_path())
             if path.is_file():

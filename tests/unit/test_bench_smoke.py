@@ -34,7 +34,7 @@ def test_quality_smoke_runs_both_public_set_layouts_beside_the_baselines(tmp_pat
     """bench/quality.py on its tiny sets: the engineering layout and a conversation in LoCoMo's
     layout (the real LoCoMo is never in the repository), recall beside BM25, cosine and RRF."""
     out = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "quality.py"), "--smoke", "--json"],
+        [sys.executable, str(REPO / "bench" / "quality.py"), "--smoke", "--json", "--noise-turns", "8"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -47,3 +47,6 @@ def test_quality_smoke_runs_both_public_set_layouts_beside_the_baselines(tmp_pat
             assert 0.0 <= report[name]["methods"][method]["R@3"] <= 1.0
     assert report["engineering"]["hook"]["items_mean"] >= 0
     assert report["engineering"]["supersession"]["pairs"] == 2
+    noisy = report["engineering + 8 captured turns"]  # the same questions, the turns searched too
+    assert noisy["turns"] == 8 and noisy["questions"] == report["engineering"]["questions"]
+    assert [t["gate"] for t in noisy["hook_tradeoff"]] == [t["gate"] for t in report["engineering"]["hook_tradeoff"]]
