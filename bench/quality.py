@@ -456,9 +456,9 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render_report(results: dict[str, Any], split: str) -> str:
+def render_report(results: dict[str, Any], split: str, options: str = "") -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    out = [f"`uv run bench/quality.py` ({split} split, {when}):", ""]
+    out = [f"`uv run bench/quality.py{options}` ({split} split, {when}):", ""]
     for name, r in results.items():
         out += table(name, r) if "methods" in r else [f"**{name}**: {r['skipped']}", ""]
     return "\n".join(out)
@@ -507,7 +507,8 @@ def main(argv: list[str] | None = None) -> None:
                 results["locomo"] = run_locomo(path, "all" if args.smoke else args.split)
             else:
                 results["locomo"] = {"skipped": f"no data at {path} (bench/README.md says how to fetch it)"}
-    text = render_report(results, "smoke" if args.smoke else args.split)
+    options = f" --noise-turns {args.noise_turns}" if args.noise_turns > 0 else ""
+    text = render_report(results, "smoke" if args.smoke else args.split, options)
     print(json.dumps(results, indent=1) if args.json else text)
     if args.split == "test" and not args.smoke and not args.no_docs and not args.only:
         write_docs(text)
