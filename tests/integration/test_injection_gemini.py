@@ -6,7 +6,6 @@ CLI sends."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support import secret_corpus as sc
 from tests.support.fake_gemini_api import Reply
+from tests.support.gemini_fixtures import gemini_turn
 from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.slow
@@ -38,17 +38,6 @@ def _install(root: Path, env: dict) -> None:
     trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
 
 
-def _turn(gemini_bin: str, root: Path, env: dict, prompt: str, resume: bool) -> subprocess.CompletedProcess:
-    args = [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", prompt]
-    if resume:
-        args[1:1] = ["--resume", "latest"]
-    proc = subprocess.run(
-        args, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
 def test_a_multi_turn_session_stores_no_injected_block_and_the_answers_as_seen(
     gemini_bin, fake_gemini_api, gemini_cli_env, project: Project
 ):
@@ -59,7 +48,7 @@ def test_a_multi_turn_session_stores_no_injected_block_and_the_answers_as_seen(
     answers = []
     for i, (prompt, reply) in enumerate(TURNS):
         fake_gemini_api.push(Reply(text=reply))
-        proc = _turn(gemini_bin, root, gemini_cli_env, prompt, resume=i > 0)
+        proc = gemini_turn(gemini_bin, root, gemini_cli_env, prompt, resume=i > 0)
         answers.append(json.loads(proc.stdout)["response"])
     assert answers[0] == "Noted."
     # The memory was injected (the hooks ran) ...
@@ -88,9 +77,9 @@ def test_no_planted_secret_reaches_a_table_or_any_request_the_cli_sends(
     _install(root, gemini_cli_env)
     prompt = "How do we deploy, which keys and passwords does the deploy use, and where are the settings?"
     fake_gemini_api.push(Reply(text=["The deploy reads its keys from the environment."]))
-    _turn(gemini_bin, root, gemini_cli_env, prompt, resume=False)
+    gemini_turn(gemini_bin, root, gemini_cli_env, prompt)
     fake_gemini_api.push(Reply(text=["They live in app/settings.py."]))
-    _turn(gemini_bin, root, gemini_cli_env, "Show me the settings file and the AWS keys.", resume=True)
+    gemini_turn(gemini_bin, root, gemini_cli_env, "Show me the settings file and the AWS keys.", resume=True)
     bodies = [json.dumps(r.body) for r in fake_gemini_api.requests]
     assert any("contextware-memory" in b for b in bodies)  # memory was injected into the requests
     assert [sc.leaks(b) for b in bodies] == [[] for _ in bodies]

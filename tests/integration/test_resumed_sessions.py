@@ -6,7 +6,6 @@ with ``<hook_context>``, so the briefing must not be prepended to the first prom
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from contextware.storage.project import Project
 from tests.support.claude_fixtures import run_claude
 from tests.support.fake_anthropic_api import message_texts
 from tests.support.fake_gemini_api import Reply
+from tests.support.gemini_fixtures import gemini_turn
 from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.slow
@@ -23,16 +23,6 @@ pytestmark = pytest.mark.slow
 FACT = "Database migrations run with make migrate, never by hand against production."
 FIRST = "What is the layout of the billing module?"
 SECOND = "And where do its tests live?"
-
-
-def _gemini(gemini_bin: str, root: Path, env: dict, prompt: str, resume: bool) -> None:
-    args = [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", prompt]
-    if resume:
-        args[1:1] = ["-r", "latest"]
-    proc = subprocess.run(
-        args, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_gemini_resume_keeps_the_first_question_and_the_briefing(
@@ -46,11 +36,11 @@ def test_gemini_resume_keeps_the_first_question_and_the_briefing(
     trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
 
     fake_gemini_api.push(Reply(text=["It has three parts."]))
-    _gemini(gemini_bin, root, gemini_cli_env, FIRST, resume=False)
+    gemini_turn(gemini_bin, root, gemini_cli_env, FIRST)
     first = "\n".join(fake_gemini_api.chat_requests()[-1].texts())
     assert FIRST in first and FACT in first  # turn 1 carried the briefing
     fake_gemini_api.push(Reply(text=["Under tests/billing, next to the fixtures."]))
-    _gemini(gemini_bin, root, gemini_cli_env, SECOND, resume=True)
+    gemini_turn(gemini_bin, root, gemini_cli_env, SECOND, resume=True)
     texts = fake_gemini_api.chat_requests()[-1].texts()
     sent = "\n".join(texts)
     assert FIRST in sent, texts  # the first question survived the resume ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -129,3 +130,18 @@ def gemini_process_env(gemini_cli_env: dict[str, str], monkeypatch: pytest.Monke
     for name, value in gemini_cli_env.items():
         monkeypatch.setenv(name, value)
     return gemini_cli_env
+
+
+def gemini_turn(
+    gemini_bin: str, root: Path, env: Mapping[str, str], prompt: str, *, resume: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """One headless Gemini CLI turn (``-p``, JSON output) in ``root``, resuming the latest session
+    with ``resume``; it must succeed."""
+    args = [gemini_bin, "--skip-trust", "-m", "gemini-2.5-flash", "-o", "json", "-p", prompt]
+    if resume:
+        args[1:1] = ["--resume", "latest"]
+    proc = subprocess.run(
+        args, cwd=root, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
