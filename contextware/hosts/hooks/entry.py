@@ -35,8 +35,9 @@ prints the hook output, or nothing. --host names the tools the session-start not
 Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/install.py."""
 
 
-def read_event() -> str:
-    """The event on standard input with the host named by ``--host`` folded in (see ``handlers.with_host``)."""
+def read_event(settings: Settings | None = None) -> str:
+    """The event on standard input with the host named by ``--host`` folded in (see ``handlers.with_host``);
+    ``settings``: the hook process's (by default read now)."""
     try:
         raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
         # over the limit: cut, so unparsable, so only noted in hooks.log (the turn goes on)
@@ -47,7 +48,8 @@ def read_event() -> str:
     named = args[args.index("--host") + 1] if "--host" in args[:-1] else None
     # Gemini CLI's hooks are installed without --host; it sets its own variables for every hook it
     # runs (Settings.gemini_hook), which an event piped in by hand lacks.
-    return handlers.with_host(data, named or ("gemini" if current_settings().gemini_hook else None))
+    gemini = (settings or current_settings()).gemini_hook
+    return handlers.with_host(data, named or ("gemini" if gemini else None))
 
 
 def replay(entry: dict[str, Any], settings: Settings | None = None) -> None:
@@ -145,7 +147,8 @@ def main() -> None:
         sys.stdout.write(f"contextware {__version__}\n")
         raise SystemExit(0)
     try:
-        out = answer(read_event(), Settings.from_env(os.environ))  # the hook's composition root
+        settings = Settings.from_env(os.environ)  # the hook's composition root: the environment read once
+        out = answer(read_event(settings), settings)
     except Exception:  # noqa: BLE001 - a memory hook must never break the turn
         out = ""
     if out:
