@@ -25,7 +25,10 @@ def add_params(parser: argparse.ArgumentParser, op: Operation) -> None:
     groups: dict[str, Any] = {}
     for p in op.cli_params:
         if p.positional:
-            nargs = None if p.positional_only and p.required else "?"
+            if p.kind is list:
+                nargs: str | None = "+" if p.required else "*"
+            else:
+                nargs = None if p.positional_only and p.required else "?"
             parser.add_argument(_positional_dest(p), nargs=nargs, metavar=p.positional, help=p.positional_help)
     for p in op.cli_params:
         if p.positional_only:

@@ -68,6 +68,7 @@ CONTEXT = Operation(
     name="context",
     tool="load_session_context",
     script="context",
+    function="memory.briefing.session_context",
     doc="one-call briefing of a fresh session within the token budget; `--format text` gives markdown",
     title="Brief this session",
     summary=SUMMARY,

@@ -1,6 +1,7 @@
 """The docs' lines for each declared behaviour, generated from its declaration: the README's command
-table row.  ``uv run python -m contextware.operations.docs`` rewrites them in place;
-tests/unit/test_operations.py fails when the README holds another text (as sqlite-utils' cog does).
+table row and ARCHITECTURE.md's "one behaviour, four names" row.  ``uv run python -m
+contextware.operations.docs`` rewrites them in place; tests/unit/test_operations.py fails when a
+file holds another text (as sqlite-utils' cog does).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from contextware.operations.registry import OPERATIONS
 from contextware.operations.spec import Operation, Param
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+ARCHITECTURE = README.with_name("ARCHITECTURE.md")
 
 
 def _flag(p: Param) -> str:
+    if p.positional_only and p.kind is list:
+        return f"`{p.positional}...`"
     if p.positional_only:
         return f"`{p.positional}` or `-` (stdin)" if "standard input" in p.help else f"`{p.positional}`"
     if p.positional:
@@ -33,15 +37,33 @@ def readme_row(op: Operation) -> str:
     return f"| `contextware {op.name}` | `scripts/{op.script}.py` | {op.doc} ({flags}) |"
 
 
+def architecture_row(op: Operation) -> str:
+    """``| what it does | `SCRIPT.py` | `NAME` | `TOOL` | `FUNCTION` |``."""
+    what = op.title[0].lower() + op.title[1:]
+    return f"| {what} | `{op.script}.py` | `{op.name}` | `{op.tool}` | `{op.function}` |"
+
+
+def _replace_rows(text: str, pattern: str, row: str) -> str:
+    row = row.replace("\\", "\\\\")  # a replacement string: its backslashes escaped
+    return re.compile(pattern, re.M).sub(row, text, count=1)
+
+
 def with_rows(text: str) -> str:
     """``text`` (the README) with each declared behaviour's row replaced by its generated one."""
     for op in OPERATIONS.values():
-        pattern = re.compile(rf"^\| `contextware {re.escape(op.name)}` \|.*$", re.M)
-        row = readme_row(op).replace("\\", "\\\\")  # a replacement string: its backslashes escaped
-        text = pattern.sub(row, text, count=1)
+        text = _replace_rows(text, rf"^\| `contextware {re.escape(op.name)}` \|.*$", readme_row(op))
+    return text
+
+
+def with_architecture_rows(text: str) -> str:
+    """``text`` (ARCHITECTURE.md) with each declared behaviour's row (found by its command)
+    replaced by its generated one."""
+    for op in OPERATIONS.values():
+        text = _replace_rows(text, rf"^\|[^|\n]*\|[^|\n]*\| `{re.escape(op.name)}` \|.*$", architecture_row(op))
     return text
 
 
 if __name__ == "__main__":
-    README.write_text(with_rows(README.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"wrote {README}")
+    for path, rewrite in ((README, with_rows), (ARCHITECTURE, with_architecture_rows)):
+        path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
+        print(f"wrote {path}")

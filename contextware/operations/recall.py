@@ -181,6 +181,7 @@ RECALL = Operation(
     name="recall",
     tool="recall",
     script="recall",
+    function="memory.recall.recall",
     doc="hybrid search over facts, episodes, logs, code and offloads (`--scope memory` is the facts alone); `--explain` gives each candidate's ranks, scores and gate side",
     title="Search project memory",
     summary=SUMMARY,

@@ -142,6 +142,7 @@ SAVE = Operation(
     name="save",
     tool="save_fact",
     script="save_fact",
+    function="memory.records.save",
     doc="save a fact (default), an episode or a conversation log; an exact duplicate writes nothing",
     title="Save to project memory",
     summary=SUMMARY,

@@ -22,7 +22,9 @@ class Param:
     is the command line's text and ``mcp_help`` the MCP tool's when the two differ (the MCP text
     names MCP arguments).  ``choices`` and bounds are published in the MCP schema; the library
     function checks them.  ``positional``: on the command line also a positional argument of that
-    metavar (given once, either way); ``required``: a call must give it."""
+    metavar (given once, either way); ``required``: a call must give it.  ``path``: file paths,
+    relative to the working directory on the command line and to the project root through MCP
+    (whose server may run elsewhere)."""
 
     name: str
     kind: type
@@ -43,6 +45,7 @@ class Param:
     cli: bool = True
     mcp: bool = True
     positional_only: bool = False
+    path: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -63,20 +66,23 @@ class Param:
 
 @dataclass(frozen=True)
 class Operation:
-    """One behaviour: ``name`` (the command), ``tool`` (the MCP tool), ``script`` (``scripts/<script>.py``),
-    ``doc`` (what it does, for the README's table), ``summary`` (the command's description) and ``tool_summary`` (the MCP tool's,
-    which names MCP arguments); its inputs in the order the doors show them, ``check`` (the values of every
-    input by name -> a typed request, raising ``FieldError`` on a bad one, before anything heavy
-    loads) and ``run`` (project, request, values -> the typed result's dict).  Routing: ``embeds``
-    (it loads the model), ``read_only`` (it changes nothing: safe to repeat), ``quick`` (the
-    resident service answers it: ``service.client.QUICK``), ``in_process`` (long or it runs Gemini
-    CLI: the MCP front never sends it to the service); ``tool_text``: the MCP tool's text content for
-    these values (default: the JSON result).  The standard-library routing lists are
-    held to these by tests/unit/test_operations.py, since the warm path may not import this."""
+    """One behaviour: ``name`` (the command), ``tool`` (the MCP tool), ``script``
+    (``scripts/<script>.py``), ``function`` (the library function it runs, named from
+    ``contextware.``), ``doc`` (what it does, for the README's table), ``title``, ``summary`` (the
+    command's description) and ``tool_summary`` (the MCP tool's, which names MCP arguments); its
+    inputs in the order the doors show them, ``check`` (the values of every input by name -> a typed
+    request, raising ``FieldError`` on a bad one, before anything heavy loads) and ``run`` (project,
+    request, values -> the typed result's dict).  Routing: ``embeds`` (it loads the model),
+    ``read_only`` (it changes nothing: safe to repeat), ``quick`` (the resident service answers it:
+    ``service.client.QUICK``), ``in_process`` (long or it runs Gemini CLI: the MCP front never sends
+    it to the service); ``tool_text``: the MCP tool's text content for these values (default: the
+    JSON result).  The standard-library routing lists are held to these by
+    tests/unit/test_operations.py, since the warm path may not import this."""
 
     name: str
     tool: str
     script: str
+    function: str
     doc: str
     title: str
     summary: str

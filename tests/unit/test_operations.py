@@ -116,6 +116,34 @@ def test_the_readme_rows_are_generated_from_the_declarations():
         )
 
 
+def test_the_architecture_rows_are_generated_and_name_real_functions():
+    """ARCHITECTURE.md's "one behaviour, four names": a declared behaviour's row is generated, and
+    every function the table names (declared or not) exists, so a moved module fails here."""
+    import importlib
+
+    from contextware.operations.docs import ARCHITECTURE, architecture_row, with_architecture_rows
+
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert with_architecture_rows(text) == text
+    assert all(architecture_row(op) in text for op in OPERATIONS.values())
+    section = text.split("## One behaviour, four names", 1)[1].split("\n## ", 1)[0]
+    named = re.findall(
+        r"`((?:[a-z_]+\.)+[a-z_]+)`",
+        "\n".join(line.split("|")[-2] for line in section.splitlines() if line.startswith("| ")),
+    )
+    assert len(named) > 20
+    missing = []
+    for dotted in named:
+        module, _, attr = dotted.rpartition(".")
+        try:
+            found = hasattr(importlib.import_module(f"contextware.{module}"), attr)
+        except ImportError:
+            found = importlib.util.find_spec(f"contextware.{dotted}") is not None
+        if not found:
+            missing.append(dotted)
+    assert missing == []
+
+
 def test_library_errors_name_inputs_not_command_line_flags():
     """Issue 31: 0 CLI flag names raised from library code.  An error raised outside the command
     line's own modules names an input with ``FieldError``'s ``{field}``, which each door words (a
@@ -155,3 +183,28 @@ def test_an_offload_input_is_named_by_each_door(project):
         assert exc.to_dict()["message"].startswith("files: ") and exc.code == "file_not_found"
     else:
         raise AssertionError("a missing file was accepted")
+
+
+def test_a_path_input_is_relative_to_the_cwd_on_the_command_line_and_to_the_root_through_mcp(
+    project, tmp_path, monkeypatch
+):
+    """``index``'s paths are one declared ``Param(path=True)``: the command line reads them from the
+    working directory, the MCP tool from the project root (its server may run anywhere)."""
+    from contextware.operations.index import INDEX
+
+    (project.root / "src").mkdir()
+    (project.root / "src" / "app.py").write_text("def serve():\n    return 1\n")
+    (project.root / "src" / "util.py").write_text("def helper():\n    return 2\n")
+    config = {"summarizer": "local"}
+
+    monkeypatch.chdir(project.root / "src")
+    values = values_of(_parser(INDEX).parse_args(["app.py", "--summarizer", "local"]), INDEX)
+    assert INDEX.run(project, INDEX.check(values), values)["indexed_files"] == ["src/app.py"]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    tool = tool_function(INDEX, lambda work, **_: work(project))
+    result = tool(paths=["src/util.py"], **config)
+    assert result["indexed_files"] == ["src/util.py"]
+    assert tool(paths="src/util.py", **config)["unchanged"] == 1  # one path as a text is one path

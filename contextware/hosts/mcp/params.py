@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from contextware.hosts.mcp.calls import under_root
 from contextware.operations.spec import Operation, Param
 
 
@@ -65,7 +66,7 @@ def annotation(p: Param) -> Any:
     """The MCP parameter type of a declared input: its published schema and description."""
     text = p.mcp_description
     if p.kind is list:
-        return strings(text)
+        return strings(text, min_items=1 if p.required else 0)
     if p.required:
         return Annotated[p.kind, Field(description=text)]
     if p.kind is bool:
@@ -87,10 +88,18 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
     ``call`` on the current project, errors naming MCP parameters."""
     by_argument = {p.mcp_argument: p for p in op.mcp_params}
 
+    paths = [p.name for p in op.mcp_params if p.path]
+
     def tool(**arguments: Any) -> CallToolResult:
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
         text = op.tool_text(values) if op.tool_text else None
-        return call(lambda project: op.run(project, op.check(values), values), embeds=op.embeds, text=text)
+
+        def work(project: Any) -> dict[str, Any]:
+            # Paths are relative to the project root: the server's cwd may be anywhere.
+            given = {**values, **{name: _under_root(project, values[name]) for name in paths}}
+            return op.run(project, op.check(given), given)
+
+        return call(work, embeds=op.embeds, text=text)
 
     tool.__name__ = tool.__qualname__ = op.name
     tool.__doc__ = op.tool_summary
@@ -107,6 +116,12 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
         return_annotation=CallToolResult,
     )
     return tool
+
+
+def _under_root(project: Any, given: Any) -> list[str] | None:
+    if given is None:
+        return None
+    return under_root(project, [given] if isinstance(given, str) else [str(g) for g in given])
 
 
 # -- annotations ----------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from contextware.codeindex.indexer import SUMMARIZERS
 from contextware.core.errors import UsageError
 from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
@@ -17,13 +16,13 @@ from contextware.hosts.mcp.params import (
     READS,
     choice,
     flag,
-    opt_choice,
     opt_text,
     strings,
     tool_function,
     writes,
 )
 from contextware.operations.context import CONTEXT
+from contextware.operations.index import INDEX
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
 
@@ -38,27 +37,7 @@ class _Missing:
 # -- tools ------------------------------------------------------------------------------------------
 save_fact = tool_function(SAVE, call)
 recall = tool_function(RECALL, call)
-
-
-def index_file(
-    paths: strings("Files to (re)index, relative to the project root (or absolute).", min_items=1),
-    summarizer: opt_choice(
-        SUMMARIZERS,
-        "auto (default: summarizer in config.json; Gemini CLI when installed and logged in, else the local tree-sitter summariser), gemini or local.",
-    ) = None,
-    force: flag("Re-index even if the content is unchanged.") = False,
-) -> CallToolResult:
-    """(Re)index files in the code index, e.g. right after editing them, so recall with scope code
-    stays fresh. Unchanged files are skipped; binary, too large (over max_file_bytes, default 1 MB),
-    ignored and out-of-project files are skipped and reported; a given file that no longer exists is
-    removed from the index."""
-    from contextware.codeindex.indexer import index_files
-
-    def work(p: Any) -> dict[str, Any]:
-        given = [paths] if isinstance(paths, str) else list(paths or [])
-        return index_files(p, under_root(p, given), summarizer=summarizer or p.config.get("summarizer"), force=force)
-
-    return call(work, embeds=True)
+index_file = tool_function(INDEX, call)
 
 
 def offload(
@@ -169,7 +148,7 @@ TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
     "recall": (recall, RECALL.title, READS if RECALL.read_only else writes(destructive=False, idempotent=True)),
     "index_file": (
         index_file,
-        "Re-index source files",
+        INDEX.title,
         # open world: the auto summariser may call Gemini's API
         writes(destructive=False, idempotent=True, open_world=True),
     ),
