@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
+from contextware.cli.declared_args import add_params, values_of
+from contextware.operations.memory import MEMORY_OPERATIONS
 
 DESCRIPTION = """Inspect and fix the project's memory.
 
@@ -30,38 +32,27 @@ DESCRIPTION = """Inspect and fix the project's memory.
                                       memories to the code they name"""
 
 
+DECLARED = {op.subcommand: op for op in MEMORY_OPERATIONS}
+
+
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
-    ls = sub.add_parser("list", help="list memories, newest first")
-    ls.add_argument("--collection", help="facts, episodes or logs (default: all)")
-    ls.add_argument("--limit", type=int, default=20, help="most records to show (default 20)")
-    ls.add_argument(
-        "--stale", action="store_true", help="only facts and episodes whose linked files changed, moved or went away"
-    )
-    g = sub.add_parser("get", help="show one memory")
-    g.add_argument("id")
-    c = sub.add_parser("confirm", help="confirm a memory still holds although code it names changed")
-    c.add_argument("id")
+
+    def declared(name: str) -> None:
+        op = DECLARED[name]
+        add_params(sub.add_parser(name, help=op.doc, description=op.summary), op)
+
+    declared("list")
+    declared("get")
+    declared("confirm")
     sub.add_parser("review", help="list the quarantined imported memories with the reason")
     ac = sub.add_parser("accept", help="release a quarantined imported memory after reading it")
     ac.add_argument("id")
-    u = sub.add_parser("update", help="change fields of one memory (re-embeds it)")
-    u.add_argument("id")
-    u.add_argument("--text", help="new text (facts, logs); - reads standard input")
-    u.add_argument("--kind")
-    u.add_argument("--topics")
-    u.add_argument("--status", help="active or superseded (facts)")
-    u.add_argument("--goal")
-    u.add_argument("--result")
-    u.add_argument("--category")
-    u.add_argument("--summary", help="new summary (episodes); - reads standard input")
-    u.add_argument("--role")
-    d = sub.add_parser("delete", help="delete one memory")
-    d.add_argument("id")
-    h = sub.add_parser("history", help="the chain of facts that superseded one another, oldest first")
-    h.add_argument("id")
-    sub.add_parser("stats", help="rows, disk size, model, last write and versions per table")
+    declared("update")
+    declared("delete")
+    declared("history")
+    declared("stats")
     pr = sub.add_parser("promote", help="make a branch's memories everyone's (after a squash merge)")
     pr.add_argument("--branch", required=True, metavar="NAME", help="the branch whose memories every checkout sees")
     r = sub.add_parser("reembed", help="compute missing vectors, or all of them for a new model")
@@ -84,16 +75,16 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.cli import read_content
-    from contextware.memory import edits, maintenance, records
+    from contextware.memory import maintenance, records
 
-    project = open_project(args)
     action = args.action
-    if action == "list":
-        return records.list_records(project, args.collection, args.limit, stale=args.stale)
-    if action == "get":
-        return records.get(project, args.id)
-    if action == "confirm":
-        return edits.confirm(project, args.id)
+    if op := DECLARED.get(action):
+        values = values_of(args, op)
+        if action == "update":  # - reads standard input (the command line's alone)
+            values.update(text=read_content(values["text"]), summary=read_content(values["summary"]))
+        request = op.check(values)
+        return op.run(open_project(args), request, values)
+    project = open_project(args)
     if action in ("review", "accept"):
         from contextware.memory import trust
 
@@ -101,28 +92,6 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
             return trust.accept(project, records.check_id(args.id))
         queue = trust.review_queue(project)
         return {"quarantined": queue, "count": len(queue)}
-    if action == "update":
-        return edits.update(
-            project,
-            args.id,
-            text=read_content(args.text),
-            kind=args.kind,
-            topics=args.topics,
-            status=args.status,
-            goal=args.goal,
-            result=args.result,
-            category=args.category,
-            summary=read_content(args.summary),
-            role=args.role,
-        )
-    if action == "delete":
-        return edits.delete(project, args.id)
-    if action == "history":
-        from contextware.memory.history import history
-
-        return history(project, args.id)
-    if action == "stats":
-        return maintenance.stats(project)
     if action == "promote":
         from contextware.memory.branches import promote
 

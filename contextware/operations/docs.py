@@ -40,7 +40,8 @@ def readme_row(op: Operation) -> str:
 def architecture_row(op: Operation) -> str:
     """``| what it does | `SCRIPT.py` | `NAME` | `TOOL` | `FUNCTION` |``."""
     what = op.title[0].lower() + op.title[1:]
-    return f"| {what} | `{op.script}.py` | `{op.name}` | `{op.tool}` | `{op.function}` |"
+    script = f"{op.script}.py" + (f" {op.subcommand}" if op.subcommand else "")
+    return f"| {what} | `{script}` | `{op.name}` | `{op.tool}` | `{op.function}` |"
 
 
 def _replace_rows(text: str, pattern: str, row: str) -> str:
@@ -49,8 +50,11 @@ def _replace_rows(text: str, pattern: str, row: str) -> str:
 
 
 def with_rows(text: str) -> str:
-    """``text`` (the README) with each declared behaviour's row replaced by its generated one."""
+    """``text`` (the README) with each declared command's row replaced by its generated one (a
+    command of subcommands, such as ``memory``, keeps its written row)."""
     for op in OPERATIONS.values():
+        if op.subcommand:
+            continue
         text = _replace_rows(text, rf"^\| `contextware {re.escape(op.name)}` \|.*$", readme_row(op))
     return text
 

@@ -94,4 +94,6 @@ INDEX = Operation(
     run=run,
     embeds=True,
     in_process=True,
+    idempotent=True,
+    open_world=True,  # the auto summariser may call Gemini's API
 )

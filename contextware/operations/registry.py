@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from contextware.operations.context import CONTEXT
 from contextware.operations.index import INDEX
+from contextware.operations.memory import MEMORY_OPERATIONS
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
 from contextware.operations.spec import Operation
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, INDEX, CONTEXT)}
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, INDEX, CONTEXT, *MEMORY_OPERATIONS)}

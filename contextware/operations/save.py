@@ -152,4 +152,5 @@ SAVE = Operation(
     run=run,
     embeds=True,
     quick=True,
+    idempotent=True,
 )

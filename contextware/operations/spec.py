@@ -66,18 +66,22 @@ class Param:
 
 @dataclass(frozen=True)
 class Operation:
-    """One behaviour: ``name`` (the command), ``tool`` (the MCP tool), ``script``
-    (``scripts/<script>.py``), ``function`` (the library function it runs, named from
-    ``contextware.``), ``doc`` (what it does, for the README's table), ``title``, ``summary`` (the
-    command's description) and ``tool_summary`` (the MCP tool's, which names MCP arguments); its
-    inputs in the order the doors show them, ``check`` (the values of every input by name -> a typed
-    request, raising ``FieldError`` on a bad one, before anything heavy loads) and ``run`` (project,
-    request, values -> the typed result's dict).  Routing: ``embeds`` (it loads the model),
-    ``read_only`` (it changes nothing: safe to repeat), ``quick`` (the resident service answers it:
+    """One behaviour: ``name`` (the command, with its subcommand if any: ``memory get``), ``tool``
+    (the MCP tool), ``script`` (``scripts/<script>.py``), ``function`` (the library function it
+    runs, named from ``contextware.``), ``doc`` (what it does, for the README's table and the
+    subcommand's help line), ``title``, ``summary`` (the command's description) and
+    ``tool_summary`` (the MCP tool's, which names MCP arguments); its inputs in the order the doors
+    show them, ``check`` (the values of every input by name -> a typed request, raising
+    ``FieldError`` on a bad one, before anything heavy loads) and ``run`` (project, request, values
+    -> the typed result's dict).  Routing: ``embeds`` (it loads the model), ``read_only`` (it
+    changes nothing: safe to repeat), ``quick`` (the resident service answers it:
     ``service.client.QUICK``), ``in_process`` (long or it runs Gemini CLI: the MCP front never sends
-    it to the service); ``tool_text``: the MCP tool's text content for these values (default: the
-    JSON result).  The standard-library routing lists are held to these by
-    tests/unit/test_operations.py, since the warm path may not import this."""
+    it to the service).  What a tool that writes does to the world, for its MCP annotations:
+    ``destructive`` (it overwrites or removes), ``idempotent`` (twice is once: the MCP front may
+    send it again), ``open_world`` (it may call Gemini's API, outside this machine).  ``tool_text``:
+    the MCP tool's text content for these values (default: the JSON result).  The standard-library
+    routing lists are held to these by tests/unit/test_operations.py, since the warm path may not
+    import this."""
 
     name: str
     tool: str
@@ -94,7 +98,20 @@ class Operation:
     read_only: bool = False
     quick: bool = False
     in_process: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
     tool_text: Callable[[Mapping[str, Any]], Callable[[dict[str, Any]], str] | None] | None = None
+
+    @property
+    def command(self) -> str:
+        """The command (``memory`` of ``memory get``)."""
+        return self.name.split(" ", 1)[0]
+
+    @property
+    def subcommand(self) -> str | None:
+        """The subcommand (``get`` of ``memory get``), if any."""
+        return self.name.partition(" ")[2] or None
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -111,6 +111,10 @@ def test_the_readme_rows_are_generated_from_the_declarations():
     text = README.read_text(encoding="utf-8")
     assert with_rows(text) == text
     for op in OPERATIONS.values():
+        if op.subcommand:  # the command's written row names each of its subcommands
+            row = next(line for line in text.splitlines() if line.startswith(f"| `contextware {op.command}` |"))
+            assert f"`{op.subcommand}`" in row
+            continue
         assert readme_row(op) in text and all(
             p.cli_flag in readme_row(op) for p in op.cli_params if not p.positional_only
         )
@@ -208,3 +212,19 @@ def test_a_path_input_is_relative_to_the_cwd_on_the_command_line_and_to_the_root
     result = tool(paths=["src/util.py"], **config)
     assert result["indexed_files"] == ["src/util.py"]
     assert tool(paths="src/util.py", **config)["unchanged"] == 1  # one path as a text is one path
+
+
+def test_the_memory_subcommands_and_tools_are_one_declaration_each():
+    """``memory list|get|update|delete|history|confirm|stats`` and their MCP tools are built from
+    ``operations.memory``."""
+    from contextware.cli.memory import build_parser
+    from contextware.operations.memory import MEMORY_OPERATIONS
+
+    parser = build_parser("memory.py")
+    for op in MEMORY_OPERATIONS:
+        args = parser.parse_args(
+            [op.subcommand, *(["fact-1a2b3c4d5e6f"] if op.params and op.params[0].name == "id" else [])]
+        )
+        assert values_of(args, op).keys() == {p.name for p in op.params}
+    args = parser.parse_args(["update", "fact-1a2b3c4d5e6f", "--topics", "ci,testing"])
+    assert values_of(args, OPERATIONS["memory update"])["topics"] == "ci,testing"

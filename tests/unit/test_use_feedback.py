@@ -197,12 +197,14 @@ def test_stats_dashboard_and_review_show_the_counts(project):
 
 
 def test_get_memory_by_id_counts_a_fetch(project, monkeypatch):
-    from contextware.hosts.mcp.memory_tools import get_memory
+    from contextware.hosts.mcp.memory_tools import TOOLS
+
+    get_memory = TOOLS["get_memory"][0]
 
     fact = records.save_fact(project, FACT, kind="environment")["id"]
     monkeypatch.chdir(project.root)
     monkeypatch.setenv("CONTEXTWARE_PROJECT_ROOT", str(project.root))
-    result = get_memory(fact)
+    result = get_memory(id=fact)
     assert not getattr(result, "is_error", getattr(result, "isError", False))
     counts = usage.load(project.data_dir)["memories"][fact]
     assert counts["fetched"] == 1 and counts["used"] == 0 and counts["last_used"]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
-from contextware.hosts.mcp.calls import under_root
+from contextware.hosts.mcp.calls import call, under_root
 from contextware.operations.spec import Operation, Param
 
 
@@ -118,6 +118,11 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
     return tool
 
 
+def declared_tool(op: Operation) -> tuple[Callable[..., CallToolResult], str, ToolAnnotations]:
+    """A declared behaviour's MCP tool: its function, title and annotations."""
+    return tool_function(op, call), op.title, tool_annotations(op)
+
+
 def _under_root(project: Any, given: Any) -> list[str] | None:
     if given is None:
         return None
@@ -126,6 +131,13 @@ def _under_root(project: Any, given: Any) -> list[str] | None:
 
 # -- annotations ----------------------------------------------------------------------------------
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def tool_annotations(op: Operation) -> ToolAnnotations:
+    """What a declared behaviour's tool does to the world."""
+    if op.read_only:
+        return READS
+    return writes(destructive=op.destructive, idempotent=op.idempotent, open_world=op.open_world)
 
 
 def writes(*, destructive: bool, idempotent: bool, open_world: bool = False) -> ToolAnnotations:

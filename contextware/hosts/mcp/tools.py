@@ -1,5 +1,7 @@
-"""The MCP tools: one thin adapter per tool over the plain function the CLI calls, with the published
-argument schema (enums, bounds) and truthful annotations (read-only, destructive, idempotent)."""
+"""The MCP tools: the declared behaviours' (save, recall, index, context: built from
+``contextware.operations``), and one thin adapter per other tool over the plain function the CLI
+calls, with the published argument schema (enums, bounds) and truthful annotations (read-only,
+destructive, idempotent)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,11 @@ from contextware.core.errors import UsageError
 from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.hosts.mcp.params import (
-    READS,
     choice,
+    declared_tool,
     flag,
     opt_text,
     strings,
-    tool_function,
     writes,
 )
 from contextware.operations.context import CONTEXT
@@ -27,7 +28,6 @@ from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
 
 STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
-CONTEXT_FORMATS = ("markdown", "json")
 
 
 class _Missing:
@@ -35,9 +35,6 @@ class _Missing:
 
 
 # -- tools ------------------------------------------------------------------------------------------
-save_fact = tool_function(SAVE, call)
-recall = tool_function(RECALL, call)
-index_file = tool_function(INDEX, call)
 
 
 def offload(
@@ -140,23 +137,15 @@ def session_store(
     return call(work)
 
 
-load_session_context = tool_function(CONTEXT, call)
-
-
 TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
-    "save_fact": (save_fact, SAVE.title, writes(destructive=False, idempotent=True)),
-    "recall": (recall, RECALL.title, READS if RECALL.read_only else writes(destructive=False, idempotent=True)),
-    "index_file": (
-        index_file,
-        INDEX.title,
-        # open world: the auto summariser may call Gemini's API
-        writes(destructive=False, idempotent=True, open_world=True),
-    ),
+    "save_fact": declared_tool(SAVE),
+    "recall": declared_tool(RECALL),
+    "index_file": declared_tool(INDEX),
     "offload": (
         offload,
         "Offload research to Gemini",
         writes(destructive=False, idempotent=False, open_world=True),
     ),
     "session_store": (session_store, "Session store (JSON values)", writes(destructive=True, idempotent=False)),
-    "load_session_context": (load_session_context, CONTEXT.title, READS),
+    "load_session_context": declared_tool(CONTEXT),
 }
