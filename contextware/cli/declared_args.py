@@ -41,7 +41,7 @@ def add_params(parser: argparse.ArgumentParser, op: Operation) -> None:
             where.add_argument(*names, dest=p.name, action="store_true", help=p.help)
             continue
         extra: dict[str, Any] = {"metavar": p.metavar} if p.metavar else {}
-        kind = str if p.kind is list else p.kind
+        kind = str if p.kind in (list, object) else p.kind  # the library splits a list; the door parses JSON
         where.add_argument(*names, dest=p.name, type=kind, default=p.default, help=p.help, **extra)
 
 

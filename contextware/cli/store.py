@@ -8,57 +8,17 @@ import sys
 from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
+from contextware.cli.declared_args import add_params, values_of
 from contextware.core.errors import UsageError
 from contextware.core.system import MAX_INPUT_BYTES, read_limited
+from contextware.operations.store import STORE
 
-DESCRIPTION = """Keep structured state between sessions: JSON values under a namespace and a key
-(baselines, inferred API schemas, noise rules, ...).
-
-  save   --namespace N --key K --data JSON|@FILE|-   store a value (replaces an existing one)
-  load   --namespace N --key K                       the value, as JSON
-  list   [--namespace N]                             keys with size and times (no values)
-  delete --namespace N --key K                       delete one key; --key '*' clears the namespace,
-                                                     --namespace '*' clears the whole store
-  stats  [--namespace N]                             size and keys per namespace, oldest value, last write
-
-Limits (config.json in the data dir): store_max_bytes (10 MB of JSON per project),
-store_max_keys_per_namespace (50). A save that would exceed one evicts other values in the same
-write, by the namespace's policy: store_eviction "lru" (least recently loaded or saved first, the
-default) or "oldest" (saved longest ago first), per namespace with store_eviction_by_namespace,
-e.g. {"baselines": "oldest"}. Every eviction is listed under "evicted". A value larger than
-store_max_bytes is refused.
-
-Names: a namespace is 1-64 letters, digits, '_', '.', ':' or '-'; a key is 1-256 printable
-characters without '*'. Exit codes: 0 ok; 2 bad input (invalid JSON, bad name, too-large value:
-nothing is written) and also a key that does not exist (load/delete, error code not_found);
-1 a runtime failure."""
+DESCRIPTION = STORE.summary
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = new_parser(prog, DESCRIPTION)
-    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
-    ns_help = "namespace, e.g. baselines"
-    s = sub.add_parser("save", help="store a JSON value under a namespace and key")
-    s.add_argument("--namespace", required=True, help=ns_help)
-    s.add_argument("--key", required=True, help="key within the namespace")
-    s.add_argument(
-        "--data",
-        required=True,
-        metavar="JSON|@FILE|-",
-        help="the value: JSON text, @path to read a JSON file, or - to read standard input",
-    )
-    ld = sub.add_parser("load", help="print a stored value (missing key: exit 2, code not_found)")
-    ld.add_argument("--namespace", required=True, help=ns_help)
-    ld.add_argument("--key", required=True, help="key within the namespace")
-    ls = sub.add_parser("list", help="keys with size, updated_at and accessed_at (no values)")
-    ls.add_argument("--namespace", help="only this namespace (default: every namespace)")
-    d = sub.add_parser("delete", help="delete a key, a namespace (--key '*') or everything (--namespace '*')")
-    d.add_argument("--namespace", required=True, help="namespace, or '*' for the whole store")
-    d.add_argument("--key", help="key to delete, or '*' for every key of the namespace")
-    st = sub.add_parser("stats", help="size and keys per namespace, oldest value, last write, limits")
-    st.add_argument("--namespace", help="show only this namespace (totals stay the project's)")
-    for action in sub.choices.values():
-        add_common(action)
+    add_params(p, STORE)
     add_common(p)
     return p
 
@@ -87,25 +47,15 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
 def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.store import kvstore
 
-    action = args.action
-    if action == "save":
-        # Validate everything before touching the database: bad input writes nothing.
-        kvstore.check_namespace(args.namespace)
-        kvstore.check_key(args.key)
-        project = open_project(args)
+    values = values_of(args, STORE)
+    text = values["data"]
+    STORE.check(values)  # everything is checked before the database or the value is read
+    project = open_project(args)
+    if isinstance(text, str):
         # Pretty-printed JSON may shrink when compacted: read up to 4x the limit, kvstore.save decides.
-        text, source = read_data(args.data, 4 * kvstore.settings(project)["max_bytes"])
-        value = kvstore.parse_json(text, source)
-        return kvstore.save(project, args.namespace, args.key, value)
-    if action == "load":
-        kvstore.check_namespace(args.namespace)
-        kvstore.check_key(args.key)
-        return kvstore.load(open_project(args), args.namespace, args.key)
-    if action == "list":
-        return kvstore.list_keys(open_project(args), args.namespace)
-    if action == "delete":
-        return kvstore.delete(open_project(args), args.namespace, args.key)
-    return kvstore.stats(open_project(args), args.namespace)
+        raw, source = read_data(text, 4 * kvstore.settings(project)["max_bytes"])
+        values["data"] = kvstore.parse_json(raw, source)
+    return STORE.run(project, STORE.check(values), values)
 
 
 def render_text(result: dict[str, Any]) -> str:

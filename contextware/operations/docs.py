@@ -27,7 +27,7 @@ def _flag(p: Param) -> str:
     if p.choices and len(p.choices) <= 3:
         shown += " " + "\\|".join(p.choices)
     elif p.metavar and p.kind is not bool:
-        shown += f" {p.metavar}"
+        shown += " " + p.metavar.replace("|", "\\|")
     return f"`{shown}`"
 
 

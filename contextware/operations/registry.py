@@ -8,5 +8,6 @@ from contextware.operations.memory import MEMORY_OPERATIONS
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
 from contextware.operations.spec import Operation
+from contextware.operations.store import STORE
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, INDEX, CONTEXT, *MEMORY_OPERATIONS)}
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, INDEX, STORE, CONTEXT, *MEMORY_OPERATIONS)}

@@ -11,8 +11,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The Python types a parameter may hold (a list holds strings: comma-separated on the command line).
-KINDS = (str, int, float, bool, list)
+# The Python types a parameter may hold (a list holds strings: comma-separated on the command line;
+# an object is any JSON value: MCP passes it as is, the command line as text its door parses).
+KINDS = (str, int, float, bool, list, object)
+
+
+class Absent:
+    """An input that was not given, where None is a value (JSON null is a value the store keeps)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = Absent()
 
 
 @dataclass(frozen=True)

@@ -228,3 +228,28 @@ def test_the_memory_subcommands_and_tools_are_one_declaration_each():
         assert values_of(args, op).keys() == {p.name for p in op.params}
     args = parser.parse_args(["update", "fact-1a2b3c4d5e6f", "--topics", "ci,testing"])
     assert values_of(args, OPERATIONS["memory update"])["topics"] == "ci,testing"
+
+
+def test_a_store_input_an_action_does_not_take_is_named_by_each_door():
+    """``store load --data x``: '--data does not apply' on the command line, 'data' through MCP; a
+    JSON null is a value to save, a missing value is not."""
+    from contextware.cli import flag_name
+    from contextware.core.errors import FieldError
+    from contextware.operations.spec import ABSENT
+    from contextware.operations.store import STORE
+
+    values = values_of(_parser(STORE).parse_args(["load", "--namespace", "n", "--key", "k", "--data", "1"]), STORE)
+    try:
+        STORE.check(values)
+    except FieldError as exc:
+        assert exc.to_dict(flag_name)["message"] == "--data does not apply to action load."
+        assert exc.to_dict()["message"] == "data does not apply to action load." and exc.code == "bad_option"
+    else:
+        raise AssertionError("--data was accepted by load")
+    assert STORE.check({"action": "save", "namespace": "n", "key": "k", "data": None}).data is None
+    try:
+        STORE.check({"action": "save", "namespace": "n", "key": "k", "data": ABSENT})
+    except FieldError as exc:
+        assert exc.code == "bad_data"
+    else:
+        raise AssertionError("a save without data was accepted")

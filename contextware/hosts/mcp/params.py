@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from contextware.hosts.mcp.calls import call, under_root
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Absent, Operation, Param
 
 
 # -- parameter types ------------------------------------------------------------------------------
@@ -65,8 +65,12 @@ def opt_number(description: str, minimum: float | None, maximum: float | None) -
 def annotation(p: Param) -> Any:
     """The MCP parameter type of a declared input: its published schema and description."""
     text = p.mcp_description
+    if p.kind is object:  # any JSON value; not given: an ``Absent`` (null is a value)
+        return Annotated[Any, Field(default_factory=Absent, description=text)]
     if p.kind is list:
         return strings(text, min_items=1 if p.required else 0)
+    if p.required and p.choices:
+        return choice(p.choices, text)
     if p.required:
         return Annotated[p.kind, Field(description=text)]
     if p.kind is bool:
@@ -109,7 +113,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
                 p.mcp_argument,
                 inspect.Parameter.POSITIONAL_OR_KEYWORD,
                 annotation=annotation(p),
-                **({} if p.required else {"default": p.default}),
+                **({} if p.required or p.kind is object else {"default": p.default}),
             )
             for p in op.mcp_params
         ],

@@ -6,16 +6,14 @@ destructive, idempotent)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from contextware.core.errors import UsageError
 from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.hosts.mcp.params import (
-    choice,
     declared_tool,
     flag,
     opt_text,
@@ -26,13 +24,7 @@ from contextware.operations.context import CONTEXT
 from contextware.operations.index import INDEX
 from contextware.operations.recall import RECALL
 from contextware.operations.save import SAVE
-
-STORE_ACTIONS = ("save", "load", "list", "delete", "stats")
-
-
-class _Missing:
-    """``data`` was not given (JSON ``null`` is a value the store keeps)."""
-
+from contextware.operations.store import STORE
 
 # -- tools ------------------------------------------------------------------------------------------
 
@@ -82,61 +74,6 @@ def offload(
     )
 
 
-def session_store(
-    action: choice(STORE_ACTIONS, "save, load, list, delete or stats."),
-    data: Annotated[
-        Any,
-        Field(
-            default_factory=_Missing,
-            description="save: the JSON value to store (any JSON: object, array, string, number, true/false, null).",
-        ),
-    ],
-    namespace: opt_text(
-        "The namespace, e.g. baselines: 1-64 letters, digits, '_', '.', ':' or '-'. Required by save, load and delete ('*' deletes the whole store); optional for list and stats."
-    ) = None,
-    key: opt_text(
-        "The key within the namespace: 1-256 printable characters without '*'. Required by save and load; delete: the key, or '*' for every key of the namespace."
-    ) = None,
-) -> CallToolResult:
-    """Keep structured state between sessions: JSON values under a namespace and a key (a test or
-    performance baseline, an API schema you inferred, noise rules). Not searched by recall; load the key
-    you need. save replaces an existing value and may evict others to keep the limits (10 MB per project,
-    50 keys per namespace by default; least recently used or oldest first), each listed under evicted.
-    load returns data; a missing key is error not_found. list gives keys with size and times (no values),
-    stats the size and keys per namespace, the oldest value, the last write and the limits."""
-    from contextware.store import kvstore
-
-    def work(p: Any) -> dict[str, Any]:
-        if action not in STORE_ACTIONS:
-            raise UsageError(f"Unknown action {action!r}: use one of {', '.join(STORE_ACTIONS)}.", code="bad_action")
-        allowed = {
-            "save": {"namespace", "key", "data"},
-            "load": {"namespace", "key"},
-            "list": {"namespace"},
-            "delete": {"namespace", "key"},
-            "stats": {"namespace"},
-        }[action]
-        given = {"namespace": namespace is not None, "key": key is not None, "data": not isinstance(data, _Missing)}
-        extra = sorted(name for name, present in given.items() if present and name not in allowed)
-        if extra:
-            raise UsageError(f"{', '.join(extra)} does not apply to action {action}.", code="bad_option")
-        if action == "save":
-            kvstore.check_namespace(namespace)
-            kvstore.check_key(key)
-            if isinstance(data, _Missing):
-                raise UsageError("save needs data: the JSON value to store; nothing was saved.", code="bad_data")
-            return kvstore.save(p, namespace, key, data)
-        if action == "load":
-            return kvstore.load(p, namespace, key)
-        if action == "list":
-            return kvstore.list_keys(p, namespace)
-        if action == "delete":
-            return kvstore.delete(p, namespace, key)
-        return kvstore.stats(p, namespace)
-
-    return call(work)
-
-
 TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
     "save_fact": declared_tool(SAVE),
     "recall": declared_tool(RECALL),
@@ -146,6 +83,6 @@ TOOLS: dict[str, tuple[Callable[..., CallToolResult], str, ToolAnnotations]] = {
         "Offload research to Gemini",
         writes(destructive=False, idempotent=False, open_world=True),
     ),
-    "session_store": (session_store, "Session store (JSON values)", writes(destructive=True, idempotent=False)),
+    "session_store": declared_tool(STORE),
     "load_session_context": declared_tool(CONTEXT),
 }
