@@ -230,3 +230,28 @@ def test_a_question_asked_again_without_a_question_mark_is_an_echo(project, aske
     assert out["results"][0]["id"] == fact
     kinds = [r["collection"] for r in out["results"]]
     assert kinds == sorted(kinds, key=lambda c: c == "logs")  # the echo after every memory that may answer
+
+
+def test_a_long_turn_answers_by_its_best_part_leaving_room_for_other_turns(project):
+    """A long agent answer is stored in parts (log_chunk_chars, 1,500 by default); each part is
+    about the question, but the results show one of them and then other turns, not five parts."""
+    steps = " ".join(
+        f"In stage {i} the deploy pipeline builds the container image, pushes it to registry {i}, runs the "
+        f"migrations against staging {i}, waits for the health checks of pod group {i} and then shifts "
+        f"{i * 5} percent of the traffic to the new release while the error budget holds."
+        for i in range(1, 13)
+    )
+    long_turn = records.save_log(project, steps, session_id="long", role="agent")
+    assert long_turn["chunks"] >= 3
+    other = records.save_log(
+        project,
+        "Deploys to production need a green staging run and the release manager's approval first.",
+        session_id="short",
+        role="agent",
+    )["ids"][0]
+    out = ask(project, "how does the deploy pipeline roll out a release?", scope="logs", limit=5, explain=True)
+    ids = _ids(out)
+    assert sum(i in long_turn["ids"] for i in ids) == 1
+    assert other in ids
+    held = [c for c in out["explanation"]["candidates"] if "another part of the same turn" in c["decided_by"]]
+    assert len(held) == long_turn["chunks"] - 1

@@ -69,6 +69,24 @@ def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     return out
 
 
+def _one_part_per_turn(hits: list[Hit], held: dict[tuple[str, str, str], str]) -> list[Hit]:
+    """A long turn is stored in parts (``log_chunk_chars``); the best-ranked part stands for it, so
+    a question about one long answer gets other turns beside it, not five parts of the same one.
+    The others are held, named (``memory get`` reads a part; ``--scope logs`` still ranks them)."""
+    first: dict[tuple[str, str, str], str] = {}
+    out: list[Hit] = []
+    for h in hits:
+        if h.collection == "logs" and int(h.row.get("chunk_count") or 1) > 1:
+            created = h.row.get("created_at")
+            turn = (str(h.row.get("session_id")), str(h.row.get("role")), str(created))
+            if turn in first:
+                held[hit_key(h)] = f"another part of the same turn, {first[turn]}, ranks above"
+                continue
+            first[turn] = h.id
+        out.append(h)
+    return out
+
+
 def order(
     hits: list[Hit],
     tie: float,
@@ -157,8 +175,9 @@ def decide(
     ``min_confidence`` (``code_gate`` False, ``--scope code``, only ranks files); with a ``margin``
     (the prompt hook's), memories that far below the best are dropped: a plain recall returns
     ``limit`` results whenever that many clear the floor.  Without vectors (degraded mode) any
-    full-text match stays.  Repeated captured turns come back once, counted.  Each held-back
-    candidate gets its reason (a few strings: cheap enough to make on every recall)."""
+    full-text match stays.  Repeated captured turns come back once, counted, and a long turn by its
+    best part.  Each held-back candidate gets its reason (a few strings: cheap enough to make on
+    every recall)."""
     if not hits:
         return Gated([], "Nothing answered: no candidate matched the question in any table searched.")
     held: dict[tuple[str, str, str], str] = {}
@@ -204,12 +223,13 @@ def decide(
     ordered = order(hits, f.tie, f.restated, held if hide_restated else None, nudge)
     # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
     ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
-    collapsed = _collapse_repeats(ordered)
+    parts = _one_part_per_turn(ordered, held)
+    collapsed = _collapse_repeats(parts)
     kept = {hit_key(h) for h in collapsed}
     held.update(
         {
             hit_key(h): "the same words as a result shown (counted there as a repeat)"
-            for h in ordered
+            for h in parts
             if hit_key(h) not in kept
         }
     )
