@@ -18,7 +18,7 @@ ARCHITECTURE = README.with_name("ARCHITECTURE.md")
 
 def _flag(p: Param) -> str:
     if p.positional_only and p.kind is list:
-        return f"`{p.positional}...`"
+        return f"`{p.positional}...`" if p.required else f"`[{p.positional}...]`"
     if p.positional_only:
         return f"`{p.positional}` or `-` (stdin)" if "standard input" in p.help else f"`{p.positional}`"
     if p.positional:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextware.operations.context import CONTEXT
+from contextware.operations.crawl import CRAWL
 from contextware.operations.index import INDEX
 from contextware.operations.memory import MEMORY_OPERATIONS
 from contextware.operations.recall import RECALL
@@ -10,4 +11,6 @@ from contextware.operations.save import SAVE
 from contextware.operations.spec import Operation
 from contextware.operations.store import STORE
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (SAVE, RECALL, INDEX, STORE, CONTEXT, *MEMORY_OPERATIONS)}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op for op in (SAVE, RECALL, INDEX, CRAWL, STORE, CONTEXT, *MEMORY_OPERATIONS)
+}
