@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextware.codeindex.summarizing import SUMMARIZERS
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, texts
 
 SUMMARY = """Index the project's source files: a summary and the symbols of each file, searchable with
 `recall.py --scope code`.
@@ -83,11 +83,10 @@ def check(values: Mapping[str, Any]) -> CrawlRequest:
     """The request of these values (a text is one path: a name may hold a comma)."""
     from contextware.codeindex.summarizing import check_summarizer
 
-    given = values.get("paths")
     summarizer = values.get("summarizer")
     jobs = values.get("jobs")
     return CrawlRequest(
-        paths=(given,) if isinstance(given, str) else tuple(str(p) for p in given or ()),
+        paths=texts(values.get("paths")),
         summarizer=check_summarizer(summarizer) if summarizer else None,
         jobs=None if jobs is None else int(jobs),
         force=bool(values.get("force")),

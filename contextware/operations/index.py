@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextware.codeindex.summarizing import SUMMARIZERS
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, texts
 
 SUMMARY = """(Re)index the given files in the code index. Safe to run many at once in the background
 (`uv run scripts/index_file.py src/app.py &`). Binary, too large (over max_file_bytes, default 1 MB),
@@ -63,11 +63,9 @@ def check(values: Mapping[str, Any]) -> IndexRequest:
     comma, so a text is never split) and a known summariser."""
     from contextware.codeindex.summarizing import check_summarizer
 
-    given = values.get("paths")
-    paths = (given,) if isinstance(given, str) else tuple(str(p) for p in given or ())
     summarizer = values.get("summarizer")
     return IndexRequest(
-        paths=paths,
+        paths=texts(values.get("paths")),
         summarizer=check_summarizer(summarizer) if summarizer else None,
         force=bool(values.get("force")),
     )

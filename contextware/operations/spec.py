@@ -26,6 +26,13 @@ class Absent:
 ABSENT = Absent()
 
 
+def texts(value: Any) -> tuple[str, ...]:
+    """A list input's values: one text is one item (never split: a file name may hold a comma)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+
+
 @dataclass(frozen=True)
 class Param:
     """One input of a behaviour.  ``name`` is the library keyword (and the MCP argument unless

@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from contextware.hosts.mcp.calls import call, under_root
-from contextware.operations.spec import Absent, Operation, Param
+from contextware.operations.spec import Absent, Operation, Param, texts
 
 
 # -- parameter types ------------------------------------------------------------------------------
@@ -128,9 +128,7 @@ def declared_tool(op: Operation) -> tuple[Callable[..., CallToolResult], str, To
 
 
 def _under_root(project: Any, given: Any) -> list[str] | None:
-    if given is None:
-        return None
-    return under_root(project, [given] if isinstance(given, str) else [str(g) for g in given])
+    return None if given is None else under_root(project, texts(given))
 
 
 # -- annotations ----------------------------------------------------------------------------------
