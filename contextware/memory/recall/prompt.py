@@ -7,21 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextware.memory.recall.params import DEFAULT_PARAMS, RecallParams
+from contextware.memory.recall.params import DEFAULT_PARAMS, HookParams, RecallParams
 from contextware.memory.recall.pipeline import recall
 from contextware.memory.recall.query import parse_query
 
 if TYPE_CHECKING:
     from contextware.memory.recall.types import RecallResult
     from contextware.storage.project import Project
-
-PROMPT_CHARS = 2000  # a prompt is searched by its beginning
-CANDIDATES = 8  # results considered before the hook's own budget
-# Memories injected at most, and the share of the best confidence a memory needs beside it: fitted
-# on the engineering set's train split (bench/quality.py; docs/retrieval.md section 14): 8 and no
-# share injected 4.3 memories a prompt; 4 and 0.1 inject 2.7 for 3 points of answers.
-MAX_MEMORIES = 4
-RELATIVE_CONFIDENCE = 0.1
 
 
 def for_prompt(
@@ -32,15 +24,21 @@ def for_prompt(
     if gate is None:
         gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
     margin = params.fusion.margin  # only memories close to the best: it injects unasked
+    hook = params.hook
     query = parse_query(
-        prompt[:PROMPT_CHARS], scope="all", limit=CANDIDATES, without=("logs",), min_confidence=gate, margin=margin
+        prompt[: hook.prompt_chars],
+        scope="all",
+        limit=hook.candidates,
+        without=("logs",),
+        min_confidence=gate,
+        margin=margin,
     )
-    return mostly_answers(recall(project, query, params, explain=True))
+    return mostly_answers(recall(project, query, params, explain=True), hook)
 
 
-def mostly_answers(result: "RecallResult") -> "RecallResult":
-    """Only the memories likely to answer: at most ``MAX_MEMORIES``, each at least
-    ``RELATIVE_CONFIDENCE`` of the best one's confidence (files keep the hook's own rules)."""
+def mostly_answers(result: "RecallResult", hook: HookParams) -> "RecallResult":
+    """Only the memories likely to answer: at most ``hook.max_memories``, each at least
+    ``hook.relative_confidence`` of the best one's confidence (files keep the hook's own rules)."""
     from dataclasses import replace
 
     from contextware.storage.schemas import CODE_TABLE
@@ -48,9 +46,9 @@ def mostly_answers(result: "RecallResult") -> "RecallResult":
     memories = [h.confidence for h in result.hits if h.collection != CODE_TABLE]
     if not memories:
         return result
-    least, kept, keep = RELATIVE_CONFIDENCE * max(memories), 0, []
+    least, kept, keep = hook.relative_confidence * max(memories), 0, []
     for h in result.hits:
-        ok = h.collection == CODE_TABLE or (kept < MAX_MEMORIES and h.confidence >= least)
+        ok = h.collection == CODE_TABLE or (kept < hook.max_memories and h.confidence >= least)
         kept += ok and h.collection != CODE_TABLE
         keep.append(ok)
     hits = tuple(h for h, ok in zip(result.hits, keep, strict=True) if ok)
