@@ -36,11 +36,13 @@ def add_params(parser: argparse.ArgumentParser, op: Operation) -> None:
         where = parser
         if p.group:
             where = groups.get(p.group) or groups.setdefault(p.group, parser.add_argument_group(p.group))
-        names = [p.cli_flag, *([p.short] if p.short else [])]
+        names = [p.cli_flag, *p.aliases, *([p.short] if p.short else [])]
         if p.kind is bool:
             where.add_argument(*names, dest=p.name, action="store_true", help=p.help)
             continue
         extra: dict[str, Any] = {"metavar": p.metavar} if p.metavar else {}
+        if p.repeat:
+            extra["action"] = "append"
         kind = str if p.kind in (list, object) else p.kind  # the library splits a list; the door parses JSON
         where.add_argument(*names, dest=p.name, type=kind, default=p.default, help=p.help, **extra)
 

@@ -42,7 +42,10 @@ class Param:
     function checks them.  ``positional``: on the command line also a positional argument of that
     metavar (given once, either way); ``required``: a call must give it.  ``path``: file paths,
     relative to the working directory on the command line and to the project root through MCP
-    (whose server may run elsewhere)."""
+    (whose server may run elsewhere); ``path_existing``: one missing under the root passes as given,
+    so its error names it as given.  ``split``: a text holds several items, comma-separated.
+    ``aliases``: more command-line flags; ``repeat``: the flag may be given more than once (its
+    values a list of texts)."""
 
     name: str
     kind: type
@@ -64,6 +67,10 @@ class Param:
     mcp: bool = True
     positional_only: bool = False
     path: bool = False
+    path_existing: bool = False
+    split: bool = False
+    aliases: tuple[str, ...] = ()
+    repeat: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -96,7 +103,9 @@ class Operation:
     ``service.client.QUICK``), ``in_process`` (long or it runs Gemini CLI: the MCP front never sends
     it to the service).  What a tool that writes does to the world, for its MCP annotations:
     ``destructive`` (it overwrites or removes), ``idempotent`` (twice is once: the MCP front may
-    send it again), ``open_world`` (it may call Gemini's API, outside this machine).  ``tool_text``:
+    send it again), ``open_world`` (it may call Gemini's API, outside this machine); ``serialise``
+    (an MCP call holds the project's call lock: not a long one), ``retry`` (a storage failure is
+    tried once more on a fresh connection: not one that may have asked Gemini).  ``tool_text``:
     the MCP tool's text content for these values (default: the JSON result).  The standard-library
     routing lists are held to these by tests/unit/test_operations.py, since the warm path may not
     import this."""
@@ -119,6 +128,8 @@ class Operation:
     destructive: bool = False
     idempotent: bool = False
     open_world: bool = False
+    serialise: bool = True
+    retry: bool = True
     tool_text: Callable[[Mapping[str, Any]], Callable[[dict[str, Any]], str] | None] | None = None
 
     @property

@@ -253,3 +253,23 @@ def test_a_store_input_an_action_does_not_take_is_named_by_each_door():
         assert exc.code == "bad_data"
     else:
         raise AssertionError("a save without data was accepted")
+
+
+def test_offload_keeps_its_repeated_flags_its_alias_and_refuses_sessions_inputs():
+    """``--files`` may be given more than once (each a comma-separated list), ``--topics`` is
+    ``--topic``; ``--keep-gemini`` belongs to ``sessions delete``, worded per door."""
+    from contextware.cli import flag_name
+    from contextware.core.errors import FieldError
+    from contextware.operations.offload import OFFLOAD
+
+    args = _parser(OFFLOAD).parse_args(["-p", "why?", "--files", "a.py,b.py", "--files", "c.py", "--topics", "x,y"])
+    values = values_of(args, OFFLOAD)
+    request = OFFLOAD.check(values)
+    assert request.files == ["a.py,b.py", "c.py"] and request.topic == "x,y" and request.prompt == "why?"
+    assert "topics" in _schema(OFFLOAD)["properties"] and "keep_gemini" not in _schema(OFFLOAD)["properties"]
+    try:
+        OFFLOAD.check({**values, "keep_gemini": True})
+    except FieldError as exc:
+        assert exc.to_dict(flag_name)["message"] == "--keep-gemini applies to sessions delete only."
+    else:
+        raise AssertionError("--keep-gemini was accepted without sessions delete")

@@ -197,7 +197,7 @@ def test_stats_dashboard_and_review_show_the_counts(project):
 
 
 def test_get_memory_by_id_counts_a_fetch(project, monkeypatch):
-    from contextware.hosts.mcp.memory_tools import TOOLS
+    from contextware.hosts.mcp.tools import TOOLS
 
     get_memory = TOOLS["get_memory"][0]
 

@@ -3,8 +3,8 @@
 - ``front``: the standard-library stdio front hosts start (``scripts/mcp_server.py``, ``contextware
   mcp``); answers discovery from ``declared`` and sends quick calls to the resident service;
 - ``server``: the SDK server behind it (``call_tool``), whose declaration ``declared`` freezes;
-- ``tools`` and ``memory_tools``: one thin adapter per tool over the function the CLI calls, with the
-  parameter types and annotations of ``params``; ``calls``: how a call runs on a warm project;
+- ``tools``: every tool, built from its behaviour's declaration (``contextware.operations``) by
+  ``params`` (parameter types and annotations); ``calls``: how a call runs on a warm project;
 - ``bounds``: every call's arguments bounded (sizes, lists, no ``true`` for a number) before a tool runs.
 
 May import memory, offload, codeindex, storage, the service client, the shared helpers, the MCP SDK

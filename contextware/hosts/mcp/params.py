@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.operations.spec import Absent, Operation, Param, texts
 
@@ -92,7 +93,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
     ``call`` on the current project, errors naming MCP parameters."""
     by_argument = {p.mcp_argument: p for p in op.mcp_params}
 
-    paths = [p.name for p in op.mcp_params if p.path]
+    paths = [p for p in op.mcp_params if p.path]
 
     def tool(**arguments: Any) -> CallToolResult:
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
@@ -100,10 +101,10 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
 
         def work(project: Any) -> dict[str, Any]:
             # Paths are relative to the project root: the server's cwd may be anywhere.
-            given = {**values, **{name: _under_root(project, values[name]) for name in paths}}
+            given = {**values, **{p.name: _under_root(project, p, values[p.name]) for p in paths}}
             return op.run(project, op.check(given), given)
 
-        return call(work, embeds=op.embeds, text=text)
+        return call(work, embeds=op.embeds, serialise=op.serialise, retry=op.retry, text=text)
 
     tool.__name__ = tool.__qualname__ = op.name
     tool.__doc__ = op.tool_summary
@@ -127,8 +128,10 @@ def declared_tool(op: Operation) -> tuple[Callable[..., CallToolResult], str, To
     return tool_function(op, call), op.title, tool_annotations(op)
 
 
-def _under_root(project: Any, given: Any) -> list[str] | None:
-    return None if given is None else under_root(project, texts(given))
+def _under_root(project: Any, p: Param, given: Any) -> list[str] | None:
+    if given is None:
+        return None
+    return under_root(project, split_list(given) if p.split else texts(given), existing_only=p.path_existing)
 
 
 # -- annotations ----------------------------------------------------------------------------------

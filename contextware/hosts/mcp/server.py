@@ -3,8 +3,9 @@ the standard-library ``front``, which answers discovery from ``declared`` (this 
 by ``uv run python -m contextware.hosts.mcp.server``) and has each ``tools/call`` run by
 ``call_tool`` here, in the resident service or in its own process.
 
-Each tool is a thin adapter (``tools``, ``memory_tools``: confirm too) over the plain function the CLI calls,
-whose argument checks stay there so error codes match the CLI's.  A result is the dict the CLI
+Each tool (``tools``) is built from its behaviour's declaration (``contextware.operations``) and
+calls the plain function the CLI calls, whose argument checks stay there so error codes match the
+CLI's.  A result is the dict the CLI
 prints, sent as structured content and as JSON text; a ``ContextwareError``, a wrong argument or an
 unknown tool becomes a tool error whose text is ``{"ok": false, "error": {...}}``.
 
@@ -30,11 +31,9 @@ from contextware import __version__
 from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.bounds import argument_error
 from contextware.hosts.mcp.calls import call_settings, error_result
-from contextware.hosts.mcp.memory_tools import TOOLS as MEMORY_TOOLS
-from contextware.hosts.mcp.tools import TOOLS as WORK_TOOLS
+from contextware.hosts.mcp.tools import TOOLS
 from contextware.memory import provenance
 
-TOOLS = {**WORK_TOOLS, **MEMORY_TOOLS}
 log = logging.getLogger("contextware.mcp")
 
 SERVER_NAME = "contextware"
