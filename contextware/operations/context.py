@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.memory.briefing import DEFAULT_BUDGET
 from contextware.operations.spec import Operation, Param
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 SUMMARY = """Brief a fresh session in one call, within a token budget, most important first: the
 project, its active constraints, preferences, decisions, conventions and environment facts
@@ -52,7 +55,7 @@ def check(values: Mapping[str, Any]) -> int:
     return int(values["budget_tokens"])
 
 
-def run(project: Any, budget: int, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", budget: int, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.briefing import render_fenced, session_context
 
     ctx = session_context(project, budget)

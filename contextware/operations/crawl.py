@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.summarizing import SUMMARIZERS
 from contextware.operations.spec import Operation, Param, texts
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 SUMMARY = """Index the project's source files: a summary and the symbols of each file, searchable with
 `recall.py --scope code`.
@@ -94,7 +97,7 @@ def check(values: Mapping[str, Any]) -> CrawlRequest:
     )
 
 
-def run(project: Any, request: CrawlRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: CrawlRequest, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.codeindex.indexer import crawl
 
     return crawl(

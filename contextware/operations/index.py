@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.codeindex.summarizing import SUMMARIZERS
 from contextware.operations.spec import Operation, Param, texts
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 SUMMARY = """(Re)index the given files in the code index. Safe to run many at once in the background
 (`uv run scripts/index_file.py src/app.py &`). Binary, too large (over max_file_bytes, default 1 MB),
@@ -71,7 +74,7 @@ def check(values: Mapping[str, Any]) -> IndexRequest:
     )
 
 
-def run(project: Any, request: IndexRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: IndexRequest, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.codeindex.indexer import index_files
 
     summarizer = request.summarizer or str(project.config["summarizer"])

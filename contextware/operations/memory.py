@@ -8,11 +8,14 @@ The maintenance subcommands with no MCP tool (``reembed``, ``compact``, ``retain
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
 from contextware.operations.spec import Operation, Param
 from contextware.storage.schemas import MEMORY_TABLES
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 STATUSES = ("active", "superseded")
 COLLECTIONS = tuple(MEMORY_TABLES)
@@ -31,19 +34,19 @@ def _id(action: str) -> Param:
     )
 
 
-def _run_confirm(project: Any, memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.edits import confirm
 
     return confirm(project, memory_id)
 
 
-def _run_delete(project: Any, memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_delete(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.edits import delete
 
     return delete(project, memory_id)
 
 
-def _run_history(project: Any, memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_history(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.history import history
 
     return history(project, memory_id)
@@ -58,7 +61,7 @@ def _check_list(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return values
 
 
-def _run_list(project: Any, values: Mapping[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
+def _run_list(project: "Project", values: Mapping[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.records import list_records
 
     return list_records(project, values.get("collection"), int(values["limit"]), stale=bool(values.get("stale")))
@@ -109,7 +112,7 @@ LIST = Operation(
 
 
 # -- one memory by its id -------------------------------------------------------------------------
-def _run_get(project: Any, memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.records import get
     from contextware.memory.turns.usage import fetched
 
@@ -233,7 +236,7 @@ def _check_update(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"record_id": str(values.get("id") or ""), **{p.name: values.get(p.name) for p in CHANGES}}
 
 
-def _run_update(project: Any, request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.edits import update
 
     changes = dict(request)
@@ -263,7 +266,7 @@ UPDATE = Operation(
 
 
 # -- stats ----------------------------------------------------------------------------------------
-def _run_stats(project: Any, _: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.maintenance import stats
 
     return stats(project)

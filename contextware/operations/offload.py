@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.operations.spec import Operation, Param
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 SUMMARY = """Hand a context-heavy research task to Gemini (1M-token context) and get back only a
 summary; the full answer is saved under contextware_data/offloads/ and indexed for recall.
@@ -184,7 +187,7 @@ def check(values: Mapping[str, Any]) -> OffloadRequest:
     )
 
 
-def run(project: Any, request: OffloadRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: OffloadRequest, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.offload.run import offload
 
     return offload(

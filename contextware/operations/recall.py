@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.memory.recall import SCOPES
 from contextware.memory.records import FACT_KINDS, RESULTS
 from contextware.operations.spec import Operation, Param
 
+if TYPE_CHECKING:
+    from contextware.memory.recall.query import RecallQuery
+    from contextware.storage.project import Project
+
 SUMMARY = """Search the project's memory with a question in plain words.
 
 Retrieval is hybrid (meaning plus exact words); each result carries a confidence (0-1) combined
 from several signals. A question with no answer in memory returns "answerable": false and no results
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 rather than the nearest junk. Superseded facts are hidden unless --include-superseded."""
 
 TOOL_SUMMARY = """Search the project's memory with a question in plain words; ask before acting.
@@ -162,7 +169,7 @@ PARAMS = (
 )
 
 
-def check(values: Mapping[str, Any]) -> Any:
+def check(values: Mapping[str, Any]) -> "RecallQuery":
     """The ``RecallQuery`` of these values (every input checked; nothing read yet)."""
     from contextware.memory.recall import parse_query
 
@@ -170,7 +177,7 @@ def check(values: Mapping[str, Any]) -> Any:
     return parse_query(values.get("query"), **asked)
 
 
-def run(project: Any, query: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", query: "RecallQuery", values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.recall import recall, recall_refreshing_stale
 
     step = recall_refreshing_stale if values.get("refresh_stale") else recall

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
 from contextware.operations.spec import Operation, Param
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 SUMMARY = """Save a fact (default), an episode or a conversation log to the project's memory.
 
@@ -132,7 +135,7 @@ def check(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(project: Any, request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.records import save
 
     return save(project, **request)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.operations.spec import ABSENT, Absent, Operation, Param
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 ACTIONS = ("save", "load", "list", "delete", "stats")
 # The inputs each action takes besides itself.
@@ -119,7 +122,7 @@ def check(values: Mapping[str, Any]) -> StoreRequest:
     return StoreRequest(action, namespace, key, values.get("data", ABSENT))
 
 
-def run(project: Any, request: StoreRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: StoreRequest, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.store import kvstore
 
     if request.action == "save":
