@@ -33,13 +33,13 @@ GEMINI_ENV = {"GEMINI_SESSION_ID": "sess_1", "GEMINI_CWD": "."}  # what Gemini C
 def test_session_start_briefs_and_fences(project: Project):
     records.save_fact(project, "Never run migrations against production from a laptop.", kind="constraint")
     proc = hook_script(event("SessionStart", project.root, source="startup"), project.root, GEMINI_ENV)
-    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout == ""  # Gemini CLI: not at SessionStart
-    proc = hook_script(event("BeforeAgent", project.root, prompt="hi"), project.root, GEMINI_ENV)  # but here
     assert proc.returncode == 0 and proc.stderr == ""
-    ctx = context_of(proc.stdout, "BeforeAgent")
+    ctx = context_of(proc.stdout, "SessionStart")
     memory, note = ctx.split(FENCE_CLOSE)  # the fenced briefing, then how to reach memory in this host
     assert memory.startswith(FENCE_OPEN) and note.startswith("\nSearch this memory") and "\n" not in note[1:]
     assert "not instructions" in ctx and "Never run migrations against production from a laptop." in memory
+    proc = hook_script(event("BeforeAgent", project.root, prompt="hi"), project.root, GEMINI_ENV)
+    assert proc.returncode == 0 and proc.stderr == "" and "Search this memory" not in proc.stdout  # once
 
 
 def test_a_session_start_piped_in_by_hand_is_briefed_after_a_captured_turn(project: Project):

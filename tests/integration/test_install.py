@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
-from contextware.hosts.hooks.handlers import RELEVANT_HEADING
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support.repo import REPO, SCRIPTS
@@ -228,11 +227,11 @@ def _assert_memory_round_trip(project: Project, proc: subprocess.CompletedProces
     # &lt;contextware-memory&gt;): undo that to find the fences.
     assert "<hook_context>" in sent
     fences = re.findall(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", sent.replace("&lt;", "<").replace("&gt;", ">"), re.S)
-    # One fence on the session's first prompt: the briefing, then what was recalled for the prompt
-    # (Gemini CLI drops a SessionStart context on resume, so the briefing rides on the prompt).
-    assert len(fences) == 1, sent[-3000:]
-    briefing, _, recalled = fences[0].partition(RELEVANT_HEADING)
-    assert FACT in briefing and FACT in recalled, fences[0]
+    # Two fences: the session start's briefing (prepended to the prompt), then what was recalled
+    # for the prompt (after it); tests/integration/test_resumed_sessions.py covers ``-r``.
+    assert len(fences) == 2, sent[-3000:]
+    briefing, recalled = fences
+    assert "# Project memory" in briefing and FACT in briefing and FACT in recalled, fences
     logs = records.list_records(Project.open(project.root), "logs")["records"]  # AfterAgent saved the turn
     assert any(r["role"] == "user" and PROMPT in r["text"] for r in logs)
 

@@ -15,19 +15,26 @@ from tests.support.hook_events import context_of, event
 FACT = "Database migrations run with make migrate, never by hand."
 
 
-def test_gemini_is_briefed_on_the_first_prompt_of_each_session_once(project: Project):
+def test_gemini_is_briefed_at_session_start_once_and_a_resume_recalls_its_questions(project: Project):
+    """Gemini CLI's SessionStart gets the briefing (the loop smoke: the saved fact after a captured
+    turn); its first prompt is not briefed again; a resumed session (``-r``, which drops every user
+    message that starts with ``<hook_context>``: with ``-p`` the first question) gets the briefing
+    and the questions asked in it before; a session whose SessionStart gave nothing is briefed on
+    its first prompt."""
     records.save_fact(project, FACT, kind="convention")
     gemini = {"contextware_host": "gemini"}  # the hook process names Gemini CLI from its variables
-    assert run_hook(event("SessionStart", project.root, source="startup", **gemini)) == ""  # not prepended
-    first = context_of(run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?")), "BeforeAgent")
-    assert FACT in first and "Search this memory" in first.split(FENCE_CLOSE, 1)[1]
-    # The second prompt of the session and the resumed session (same id) are not briefed again.
-    again = run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?"))
-    assert "Search this memory" not in again
-    assert run_hook(event("SessionStart", project.root, source="resume", **gemini)) == ""
-    other = event("BeforeAgent", project.root, prompt="hi").replace("sess_1", "sess_2")
-    assert "Search this memory" in context_of(run_hook(other), "BeforeAgent")  # a new session is
-    # Claude Code keeps its SessionStart briefing (its resumed sessions keep it: tests/integration).
+    run_hook(
+        event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy.", **gemini)
+    )
+    start = context_of(run_hook(event("SessionStart", project.root, source="startup", **gemini)), "SessionStart")
+    assert FACT in start and "Search this memory" in start.split(FENCE_CLOSE, 1)[1]
+    assert "Asked earlier" not in start
+    first = run_hook(event("BeforeAgent", project.root, prompt="What is on the roadmap?", **gemini))
+    assert "Search this memory" not in first
+    resumed = context_of(run_hook(event("SessionStart", project.root, source="resume", **gemini)), "SessionStart")
+    assert FACT in resumed and "## Asked earlier in this session\n1. How do we deploy?" in resumed
+    other = event("BeforeAgent", project.root, prompt="hi", **gemini).replace("sess_1", "sess_2")
+    assert "Search this memory" in context_of(run_hook(other), "BeforeAgent")  # no SessionStart: here
     claude = json.loads(run_hook(event("SessionStart", project.root, contextware_host="claude")))
     assert FACT in claude["hookSpecificOutput"]["additionalContext"]
 

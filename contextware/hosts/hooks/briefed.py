@@ -1,8 +1,6 @@
-"""Which Gemini CLI sessions have had their briefing: Gemini CLI 0.61 prepends a SessionStart
-context to the first prompt, and on resume (``-r``) it drops every stored user message that starts
-with ``<hook_context>``, the first question with it.  So for Gemini CLI the briefing rides on the
-session's first BeforeAgent, whose context the CLI appends after the prompt (the message still
-starts with the user's words and survives a resume), and a resumed session is not briefed twice.
+"""Which sessions have had their briefing, so that each gets it once: at SessionStart
+(``handlers.session_start``, every host), or, when that gave nothing, on the session's first
+BeforeAgent (Gemini CLI, whose prompt hook context is appended after the user's words).
 
 One small text file in the data dir, ``briefed_sessions``: one session id a line, the newest last,
 at most ``KEEP`` lines.  Standard library only: this runs on the prompt hook's path.

@@ -36,6 +36,7 @@ class HookEvent:
     answer: object = None
     transcript_path: str = ""
     claude_transcript: str = ""
+    source: str = ""  # SessionStart: startup, resume or clear
 
     @classmethod
     def parse(cls, payload: Mapping[str, Any]) -> HookEvent:
@@ -50,4 +51,5 @@ class HookEvent:
             prompt=_text(payload, "prompt"),
             answer=answer,
             transcript_path=_text(payload, "transcript_path"),
+            source=_text(payload, "source"),
         )

@@ -85,13 +85,15 @@ def _usage(event: HookEvent) -> str:
 
 
 def session_start(project: "Project", event: HookEvent) -> dict[str, Any] | None:
-    """Claude Code (and any caller that is not Gemini CLI): the briefing.  Gemini CLI: nothing;
-    the briefing rides on the session's first BeforeAgent (see ``briefed``), where a resumed
-    session keeps it.  A session briefed here is marked, so that its first prompt is not briefed
-    again (a Gemini CLI that does not name itself)."""
-    if _is_gemini(event):
-        return None
+    """The briefing, for every host.  A session briefed here is marked, so that its first prompt
+    is not briefed again (``_first_turn_briefing`` briefs a Gemini CLI session whose SessionStart
+    gave nothing).  Gemini CLI resuming a session (``-r``) drops every stored user message that
+    starts with ``<hook_context>``, and with ``-p`` the session start's context is prepended to the
+    first prompt: so a resumed Gemini CLI session also gets the questions asked in it before,
+    from the captured turns (``_asked_before``)."""
     body = _briefing(project)
+    if _is_gemini(event) and event.source == "resume" and event.session_id:
+        body = "\n\n".join(part for part in (body, _asked_before(project, event.session_id)) if part)
     if not body:
         return None
     if event.session_id and project.data_dir.is_dir():
@@ -99,6 +101,25 @@ def session_start(project: "Project", event: HookEvent) -> dict[str, Any] | None
 
         briefed.mark_briefed(project.data_dir, event.session_id)
     return _output("SessionStart", body, _usage(event))
+
+
+ASKED_BEFORE = 8  # a resumed session's latest questions recalled at most
+ASKED_CHARS = 300
+
+
+def _asked_before(project: "Project", session_id: str) -> str:
+    """The questions asked earlier in this session (newest ``ASKED_BEFORE``, each shortened), as a
+    section of the briefing, or ''."""
+    from contextware.core.fence import inline
+    from contextware.core.text import cut_at_word
+    from contextware.memory.turns.digest import session_turns
+
+    asked = [str(t.get("text") or "") for t in session_turns(project, session_id) if t.get("role") == "user"]
+    asked = [a for a in asked if a.strip()][-ASKED_BEFORE:]
+    if not asked:
+        return ""
+    lines = [f"{i}. {inline(cut_at_word(a, ASKED_CHARS))}" for i, a in enumerate(asked, 1)]
+    return "## Asked earlier in this session\n" + "\n".join(lines)
 
 
 def _first_turn_briefing(project: "Project", event: HookEvent) -> str:
