@@ -6,6 +6,7 @@ import argparse
 import os
 import stat
 import sys
+from dataclasses import replace
 from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
@@ -56,9 +57,8 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
     values = values_of(args, OFFLOAD)
     if words := values["words"]:
         return _sessions(args, values, words)
-    OFFLOAD.check(values)  # a prompt, and nothing of sessions, before stdin is read
-    values["context"] = _piped_stdin()
-    return OFFLOAD.run(open_project(args), OFFLOAD.check(values), values)
+    request = OFFLOAD.check(values)  # a prompt, and nothing of sessions, before stdin is read
+    return OFFLOAD.run(open_project(args), replace(request, context=_piped_stdin()), values)
 
 
 def _sessions(args: argparse.Namespace, values: dict[str, Any], words: list[str]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
@@ -48,14 +49,13 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
     from contextware.store import kvstore
 
     values = values_of(args, STORE)
-    text = values["data"]
-    STORE.check(values)  # everything is checked before the database or the value is read
+    request = STORE.check(values)  # everything is checked before the database or the value is read
     project = open_project(args)
-    if isinstance(text, str):
+    if isinstance(request.data, str):  # the command line's text: JSON, @FILE or - (standard input)
         # Pretty-printed JSON may shrink when compacted: read up to 4x the limit, kvstore.save decides.
-        raw, source = read_data(text, 4 * kvstore.settings(project)["max_bytes"])
-        values["data"] = kvstore.parse_json(raw, source)
-    return STORE.run(project, STORE.check(values), values)
+        raw, source = read_data(request.data, 4 * kvstore.settings(project)["max_bytes"])
+        request = replace(request, data=kvstore.parse_json(raw, source))
+    return STORE.run(project, request, values)
 
 
 def render_text(result: dict[str, Any]) -> str:
