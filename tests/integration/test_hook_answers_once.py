@@ -66,7 +66,7 @@ def test_an_event_that_was_answered_with_nothing_is_answered_when_sent_again(pro
     monkeypatch.setattr(once, "WINDOW_S", 600.0)
     monkeypatch.chdir(project_dir)
     event = {"hook_event_name": "SessionStart", "session_id": "s-new", "cwd": str(project_dir)}
-    start = with_host(json.dumps(event), "claude")  # Gemini CLI's briefing rides on the first prompt
+    start = with_host(json.dumps(event), "claude")
     assert entry.answer(start) == ""  # nothing remembered yet
     records.save_fact(Project.open(project_dir), "Releases go out on Fridays only.", kind="constraint")
     assert "Fridays" in entry.answer(start)

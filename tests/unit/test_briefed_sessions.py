@@ -1,5 +1,6 @@
-"""Gemini CLI's briefing rides on the session's first BeforeAgent (issue 34 item 3): its SessionStart
-context would be prepended to the first prompt, which Gemini CLI 0.61 drops on resume."""
+"""Each session is briefed once (``hosts/hooks/briefed.py``): at SessionStart, or on the first
+BeforeAgent of a Gemini CLI session whose SessionStart gave nothing; a resumed Gemini CLI session,
+which lost what was stored behind ``<hook_context>``, is briefed again with its earlier questions."""
 
 from __future__ import annotations
 

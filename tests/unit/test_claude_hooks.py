@@ -76,7 +76,7 @@ def test_the_session_start_note_names_the_tools_of_this_host(project: Project, m
     start = event("SessionStart", project.root, source="startup")
 
     def note(host: str | None, session: str = "s-claude") -> str:
-        # Gemini CLI's briefing rides on the session's first BeforeAgent (see hooks/briefed.py).
+        # Gemini CLI: a session with no SessionStart is briefed on its first BeforeAgent (hooks/briefed.py).
         first = start if host and host.startswith("claude") else event("BeforeAgent", project.root, prompt="hello")
         first = json.dumps({**json.loads(first), "session_id": session})
         ctx = json.loads(run_hook(with_host(first, host)))["hookSpecificOutput"]["additionalContext"]
