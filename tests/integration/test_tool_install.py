@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
-from contextware.hosts.hooks.handlers import RELEVANT_HEADING
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support.claude_fixtures import run_claude
@@ -237,9 +236,9 @@ def test_a_real_gemini_cli_turn_with_the_tool_installed_extension(
     assert proc.returncode == 0, proc.stderr[-3000:]
     sent = "\n".join(fake_gemini_api.chat_requests()[-1].texts()).replace("&lt;", "<").replace("&gt;", ">")
     fences = re.findall(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", sent, re.S)
-    assert len(fences) == 1, sent[-3000:]  # a Gemini session's first prompt: the briefing, then the recall
-    briefing, _, recalled = fences[0].partition(RELEVANT_HEADING)
-    assert FACT in briefing and FACT in recalled, fences[0]
+    assert len(fences) == 2, sent[-3000:]  # the session start's briefing, then the prompt's recall
+    briefing, recalled = fences
+    assert "# Project memory" in briefing and FACT in briefing and FACT in recalled, fences
     assert _turn_logged(project_dir)
 
 
