@@ -7,10 +7,15 @@ so that vectors of two models are never mixed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, TypedDict, Union, get_args, get_origin, get_type_hints
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+Int32 = Annotated[int, "int32"]
+Int64 = Annotated[int, "int64"]
 
 MODEL_KEY = b"contextware.embedding_model"
 # Field metadata with which Lance marks an unenforced primary key column (what set_unenforced_primary_key writes).
@@ -57,27 +62,6 @@ SUMMARIES_TABLE = "code_summaries"
 # Tables without a vector column: created without an embedding model, never re-embedded.
 PLAIN_TABLES = (KV_TABLE, CODE_REMOVED_TABLE, SUMMARIES_TABLE)
 
-# Columns of facts and episodes that tie a memory to the code it names (``memory.code_links``):
-# the linked project-relative paths, the content hash each had in the code index when linked, and
-# when the links were made (null: never linked, which ``memory repair`` does).
-CODE_LINK_COLUMNS = [("code_links", "list<string>"), ("code_hashes", "list<string>"), ("linked_at", "timestamp")]
-
-# Where a fact, episode or log was learned (``memory.branches``): the git branch and HEAD commit it
-# was saved on (a detached HEAD: the commit only); null in rows saved before, which are everyone's.
-# Not in the checksum (like ``status``): ``memory promote --branch`` clears them in place.
-BRANCH_COLUMNS = [("branch", "string"), ("commit", "string")]
-# Provenance of facts, episodes and logs (``memory.provenance``): the door, the person, the agent
-# host and its session; ``imported_at`` marks a memory that came from a team file and ``quarantine``
-# says why an imported memory is held back from the hooks until a person accepts it (null: not held).
-PROVENANCE_COLUMNS = [
-    ("origin", "string"),
-    ("author", "string"),
-    ("host", "string"),
-    ("session", "string"),
-    ("imported_at", "timestamp"),
-    ("quarantine", "string"),
-]
-
 # Scalar indexes per table on the columns our filters name (``text_hash`` for the duplicate check,
 # ``id`` for reads by id and supersession, sessions, dates and statuses for recall's filters): BTREE
 # for columns of many values, BITMAP for a few.  Every table has a BTREE on ``id`` (``storage.database``).
@@ -90,130 +74,238 @@ SCALAR_INDEXES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Each table's row, declared once: the columns in their order with their types (the Arrow type from
+# ``_ARROW``; ``Int32``/``Int64`` say which integer).  ``id`` comes first and ``checksum`` and
+# ``vector`` last in every table; the rest are nullable.  A row read back holds only the columns the
+# query selected, so every key may be absent (``total=False``).
+
+
+class StoredRow(TypedDict, total=False):
+    """The columns every table has: the key, the integrity checksum (``storage.integrity``), and the
+    embedding (absent from ``PLAIN_TABLES``)."""
+
+    id: str
+    checksum: str | None
+    vector: list[float]
+
+
+class _Searched(TypedDict, total=False):
+    text_hash: str  # the duplicate check
+    search_text: str  # what the full-text index covers (``FTS_COLUMN``)
+
+
+class CodeLinks(TypedDict, total=False):
+    """What ties a fact or an episode to the code it names (``memory.code_links``): the linked
+    project-relative paths, the content hash each had in the code index when linked, and when (null:
+    never linked, which ``memory repair`` does)."""
+
+    code_links: list[str] | None
+    code_hashes: list[str] | None
+    linked_at: datetime | None
+
+
+class LearnedOn(TypedDict, total=False):
+    """Where a fact, episode or log was learned (``memory.branches``): the git branch and HEAD commit
+    (a detached HEAD: the commit only); null in rows saved before, which are everyone's.  Not in the
+    checksum (like ``status``): ``memory promote --branch`` clears them in place."""
+
+    branch: str | None
+    commit: str | None
+
+
+class Provenance(TypedDict, total=False):
+    """Who a fact, episode or log came from (``memory.provenance``): the door, the person, the agent
+    host and its session; ``imported_at`` marks a memory from a team file, and ``quarantine`` says
+    why an imported memory is held back from the hooks until a person accepts it (null: not held)."""
+
+    origin: str | None
+    author: str | None
+    host: str | None
+    session: str | None
+    imported_at: datetime | None
+    quarantine: str | None
+
+
+class _FactColumns(TypedDict, total=False):
+    text: str
+    kind: str
+    topics: list[str]
+    source: str
+    created_at: datetime
+    updated_at: datetime
+    status: str
+    supersedes: str | None
+    superseded_by: str | None
+
+
+class FactRow(StoredRow, _FactColumns, _Searched, CodeLinks, LearnedOn, Provenance, total=False):
+    """A row of ``facts``: one decision, constraint, convention or other lasting fact."""
+
+
+class _EpisodeColumns(TypedDict, total=False):
+    goal: str
+    result: str
+    category: str
+    summary: str
+    topics: list[str]
+    source: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class EpisodeRow(StoredRow, _EpisodeColumns, _Searched, CodeLinks, LearnedOn, Provenance, total=False):
+    """A row of ``episodes``: one piece of work, its goal, result and summary."""
+
+
+class _LogColumns(TypedDict, total=False):
+    session_id: str
+    role: str
+    speaker: str | None  # who spoke, when a role has several people
+    text: str
+    chunk_index: Int32
+    chunk_count: Int32
+    source: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class _Answered(TypedDict, total=False):
+    prompt: str | None  # an agent's answer: the user's words it answers (one exchange)
+
+
+class LogRow(StoredRow, _LogColumns, _Searched, _Answered, LearnedOn, Provenance, total=False):
+    """A row of ``logs``: one turn of a conversation, or one chunk of a long one."""
+
+
+class CodeFileRow(StoredRow, total=False):
+    """A row of ``code_index``: one source file, keyed by its project-relative path (id == file_path)."""
+
+    file_path: str
+    language: str | None
+    summary: str
+    symbols: list[str]
+    summarizer: str
+    mtime: float
+    size: Int64
+    content_hash: str
+    indexed_at: datetime
+    search_text: str
+    imports: list[str] | None  # embedded_text.import_words of the content
+    questions: list[str] | None  # what the file answers, from a Gemini summary
+
+
+class CodeChunkRow(StoredRow, total=False):
+    """A row of ``code_chunks``: one definition of an indexed file, keyed "<file_path>#<start>-<end>"."""
+
+    file_path: str
+    name: str
+    kind: str
+    start_line: Int32  # 1-based, inclusive
+    end_line: Int32
+    text: str  # what is embedded (chunks.Chunk.embedding_text)
+    indexed_at: datetime
+    search_text: str
+
+
+class KvRow(StoredRow, total=False):
+    """A row of ``kv``, the session store: one JSON value, id == "<namespace>/<key>"."""
+
+    namespace: str
+    key: str
+    data: str  # the value as compact JSON text
+    size: Int64  # bytes of `data` (UTF-8)
+    created_at: datetime
+    updated_at: datetime
+    accessed_at: datetime  # last save; loads are logged beside it (see store/kvstore.py)
+
+
+class SummaryRow(StoredRow, total=False):
+    """A row of ``code_summaries``: a summary kept per file content, id == its content hash."""
+
+    language: str | None
+    summary: str
+    symbols: list[str]
+    questions: list[str] | None
+    summarizer: str
+    stored_at: datetime
+    model: str | None  # the embedding model of ``vectors``
+    vector_texts: list[str] | None  # text_hash of each embedded text (the file's, its definitions')
+    vectors: list[list[float]] | None  # their vectors, in that order
+
+
+class RemovedFileRow(StoredRow, total=False):
+    """A row of ``code_removed``: a file the code index dropped, id == file_path, and when."""
+
+    file_path: str
+    removed_at: datetime
+
+
+class OffloadRow(StoredRow, total=False):
+    """A row of ``offloads``: a cached research answer, a session turn or a session synthesis."""
+
+    prompt: str
+    prompt_hash: str
+    source_paths: list[str]  # project-relative POSIX files and folders
+    source_hash: str
+    source_type: str
+    session_name: str | None
+    turn_number: Int32 | None
+    feature: str | None
+    type: str  # offload | research | synthesis
+    topics: list[str]
+    model: str | None
+    created_at: datetime
+    summary: str
+    summary_method: str  # gemini | truncated | full
+    response_file: str  # relative to the data dir, POSIX
+    token_count: Int64
+    project: str  # the project root
+    search_text: str
+
+
+ROW_TYPES: dict[str, type] = {
+    "facts": FactRow,
+    "episodes": EpisodeRow,
+    "logs": LogRow,
+    CODE_TABLE: CodeFileRow,
+    CHUNKS_TABLE: CodeChunkRow,
+    KV_TABLE: KvRow,
+    SUMMARIES_TABLE: SummaryRow,
+    CODE_REMOVED_TABLE: RemovedFileRow,
+    OFFLOADS_TABLE: OffloadRow,
+}
+
+# The Arrow type of each Python type a row declares (``| None`` aside: every column is nullable).
+_ARROW = {
+    str: "string",
+    list[str]: "list<string>",
+    datetime: "timestamp",
+    Int32: "int32",
+    Int64: "int64",
+    float: "float64",
+    list[list[float]]: "list<list<float32>>",
+}
+
+
+def _column_types(row_type: type) -> list[tuple[str, str]]:
+    """The columns a row type declares, in order, with their Arrow types (``id``, ``checksum`` and
+    ``vector`` are placed by ``table_schema``)."""
+    hints = get_type_hints(row_type, include_extras=True)
+    columns = []
+    for column, hint in hints.items():
+        if column in StoredRow.__annotations__:
+            continue
+        if get_origin(hint) in (Union, UnionType):
+            (hint,) = (arg for arg in get_args(hint) if arg is not type(None))
+        columns.append((column, _ARROW[hint]))
+    return columns
+
+
+CODE_LINK_COLUMNS = _column_types(CodeLinks)
+
+
 def _columns(name: str) -> list[tuple[str, str]]:
-    common_tail = [("text_hash", "string"), ("search_text", "string")]
-    if name == "facts":
-        return [
-            ("text", "string"),
-            ("kind", "string"),
-            ("topics", "list<string>"),
-            ("source", "string"),
-            ("created_at", "timestamp"),
-            ("updated_at", "timestamp"),
-            ("status", "string"),
-            ("supersedes", "string"),
-            ("superseded_by", "string"),
-            *common_tail,
-            *CODE_LINK_COLUMNS,
-            *BRANCH_COLUMNS,
-            *PROVENANCE_COLUMNS,
-        ]
-    if name == "episodes":
-        return [
-            ("goal", "string"),
-            ("result", "string"),
-            ("category", "string"),
-            ("summary", "string"),
-            ("topics", "list<string>"),
-            ("source", "string"),
-            ("created_at", "timestamp"),
-            ("updated_at", "timestamp"),
-            *common_tail,
-            *CODE_LINK_COLUMNS,
-            *BRANCH_COLUMNS,
-            *PROVENANCE_COLUMNS,
-        ]
-    if name == "logs":
-        return [
-            ("session_id", "string"),
-            ("role", "string"),
-            ("speaker", "string"),  # who spoke, when a role has several people (optional)
-            ("text", "string"),
-            ("chunk_index", "int32"),
-            ("chunk_count", "int32"),
-            ("source", "string"),
-            ("created_at", "timestamp"),
-            ("updated_at", "timestamp"),
-            *common_tail,
-            ("prompt", "string"),  # an agent's answer: the user's words it answers (one exchange)
-            *BRANCH_COLUMNS,
-            *PROVENANCE_COLUMNS,
-        ]
-    if name == CODE_TABLE:
-        return [
-            ("file_path", "string"),
-            ("language", "string"),
-            ("summary", "string"),
-            ("symbols", "list<string>"),
-            ("summarizer", "string"),
-            ("mtime", "float64"),
-            ("size", "int64"),
-            ("content_hash", "string"),
-            ("indexed_at", "timestamp"),
-            ("search_text", "string"),
-            ("imports", "list<string>"),  # embedded_text.import_words of the content
-            ("questions", "list<string>"),  # what the file answers, from a Gemini summary
-        ]
-    if name == CHUNKS_TABLE:
-        return [
-            ("file_path", "string"),
-            ("name", "string"),
-            ("kind", "string"),
-            ("start_line", "int32"),  # 1-based, inclusive
-            ("end_line", "int32"),
-            ("text", "string"),  # what is embedded (chunks.Chunk.embedding_text)
-            ("indexed_at", "timestamp"),
-            ("search_text", "string"),
-        ]
-    if name == KV_TABLE:
-        return [
-            ("namespace", "string"),
-            ("key", "string"),
-            ("data", "string"),  # the value as compact JSON text
-            ("size", "int64"),  # bytes of `data` (UTF-8)
-            ("created_at", "timestamp"),
-            ("updated_at", "timestamp"),
-            ("accessed_at", "timestamp"),  # last save; loads are logged beside it (see memory/kvstore.py)
-        ]
-    if name == SUMMARIES_TABLE:
-        return [
-            ("language", "string"),
-            ("summary", "string"),
-            ("symbols", "list<string>"),
-            ("questions", "list<string>"),
-            ("summarizer", "string"),
-            ("stored_at", "timestamp"),
-            ("model", "string"),  # the embedding model of ``vectors``
-            ("vector_texts", "list<string>"),  # text_hash of each embedded text (the file's, its definitions')
-            ("vectors", "list<list<float32>>"),  # their vectors, in that order
-        ]
-    if name == CODE_REMOVED_TABLE:
-        return [
-            ("file_path", "string"),
-            ("removed_at", "timestamp"),
-        ]
-    if name == OFFLOADS_TABLE:
-        return [
-            ("prompt", "string"),
-            ("prompt_hash", "string"),
-            ("source_paths", "list<string>"),  # project-relative POSIX files and folders
-            ("source_hash", "string"),
-            ("source_type", "string"),
-            ("session_name", "string"),
-            ("turn_number", "int32"),
-            ("feature", "string"),
-            ("type", "string"),  # offload | research | synthesis
-            ("topics", "list<string>"),
-            ("model", "string"),
-            ("created_at", "timestamp"),
-            ("summary", "string"),
-            ("summary_method", "string"),  # gemini | truncated | full
-            ("response_file", "string"),  # relative to the data dir, POSIX
-            ("token_count", "int64"),
-            ("project", "string"),  # the project root
-            ("search_text", "string"),
-        ]
-    raise KeyError(name)
+    return _column_types(ROW_TYPES[name])
 
 
 def table_schema(name: str, dim: int, model_id: str) -> "pa.Schema":

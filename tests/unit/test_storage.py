@@ -107,3 +107,26 @@ def test_a_thousand_single_saves_stay_within_twice_a_compacted_table(project):
     # Unmaintained, search took 133 ms against 5 ms compacted; the margin leaves room for a loaded machine
     # (the other test worker runs beside this one), not for that.
     assert maintained_ms <= 3 * compact_ms + 15.0, (maintained_ms, compact_ms)
+
+
+def test_each_table_is_declared_once_by_its_row_type():
+    """A table's schema is built from its row type: the same columns in the same order, so a row
+    typed in the code is a row the table can hold (and a column added to one is in the other)."""
+    from typing import get_type_hints
+
+    from contextware.storage import schemas
+
+    tables = (*schemas.VECTOR_TABLES, *schemas.PLAIN_TABLES)
+    assert set(schemas.ROW_TYPES) == set(tables)
+    for name in tables:
+        row_type = schemas.ROW_TYPES[name]
+        schema = schemas.table_schema(name, 4, "m")
+        declared = [c for c in get_type_hints(row_type) if c not in ("id", "checksum", "vector")]
+        assert schema.names == ["id", *declared, "checksum", "vector"], name
+    kinds = {f.name: str(f.type) for f in schemas.table_schema("logs", 4, "m")}
+    assert (kinds["chunk_index"], kinds["created_at"], kinds["text"]) == (
+        "int32",
+        "timestamp[us, tz=UTC]",
+        "string",
+    )
+    assert str(schemas.table_schema("code_summaries", 4, "m").field("vectors").type) == "list<item: list<item: float>>"
