@@ -386,7 +386,7 @@ def review(project: "Project") -> dict[str, Any]:
     ]
     pairs: list[dict[str, Any]] = []
     if len(facts) > 1:
-        threshold = float(project.config["similar_threshold"])
+        threshold = project.config.similar_threshold
         m = np.asarray([f["vector"] for f in facts], dtype=np.float32)
         sims = np.triu(m @ m.T, k=1)
         for i, j in zip(*np.nonzero(sims >= threshold), strict=True):

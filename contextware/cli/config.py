@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
         return {**out, "valid": True}
     return {
         **out,
-        "settings": {s.key: settings[s.key] for s in SETTINGS},
+        "settings": settings.to_json(),
         "help": {s.key: s.help for s in SETTINGS},
     }
 

@@ -30,4 +30,4 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
     if not 50 <= args.debounce_ms <= 60_000:
         raise UsageError("--debounce-ms must be between 50 and 60000.", code="bad_debounce")
     project = open_project(args)
-    return watch(project, summarizer=str(args.summarizer or project.config["summarizer"]), debounce_ms=args.debounce_ms)
+    return watch(project, summarizer=str(args.summarizer or project.config.summarizer), debounce_ms=args.debounce_ms)

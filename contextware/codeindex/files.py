@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +30,7 @@ from contextware.codeindex.exclusions import (
     own_file,
 )
 from contextware.codeindex.source_text import DEFAULT_MAX_BYTES, SNIFF_BYTES, Candidate, looks_binary
-from contextware.core.errors import ConfigError
-from contextware.storage.config import load_config
+from contextware.storage.config import Config, load_config
 from contextware.storage.layout import DATA_DIR_NAME, find_git_root
 
 if TYPE_CHECKING:
@@ -95,9 +94,9 @@ def _clean_rel(rel_path: str) -> str:
 RESTORABLE = {"index_generated": "generated", "index_vendored": "vendored", "index_minified": "minified"}
 
 
-def restored_reasons(config: Mapping[str, object]) -> frozenset[str]:
+def restored_reasons(config: Config) -> frozenset[str]:
     """The exclusion classes a project's config brings back into the index."""
-    return frozenset(reason for key, reason in RESTORABLE.items() if config.get(key) is True)
+    return frozenset(reason for key, reason in RESTORABLE.items() if getattr(config, key) is True)
 
 
 # -- rules --------------------------------------------------------------------------------------
@@ -464,16 +463,8 @@ class IgnoreRules:
 
 def secret_files(data_dir: Path) -> SecretFiles:
     """The secret-file rules with the project's ``secret_files`` / ``secret_files_allowed`` config."""
-    config = load_config(data_dir)
-    lists = {}
-    for key in ("secret_files", "secret_files_allowed"):
-        value = config.get(key) or []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(
-                f'{key} in config.json must be a list of file patterns such as "*.pem".', code="bad_config"
-            )
-        lists[key] = value
-    return SecretFiles(lists["secret_files"], lists["secret_files_allowed"])
+    config = load_config(data_dir)  # checked when read: lists of non-empty patterns
+    return SecretFiles(list(config.secret_files), list(config.secret_files_allowed))
 
 
 # -- public API ---------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def attach_content(project: "Project", results: list[dict[str, Any]], query: str
             continue
         root = Path(r["project"]) if r.get("project") else project.root  # --global: the result's own project
         indexed_hash = r.pop("_content_hash", None)
-        max_bytes = int(project.config["max_file_bytes"])
+        max_bytes = project.config.max_file_bytes
         text, refused = read_indexed_file(root, r["file_path"], max_bytes, secrets, indexed_hash)
         if text is None:
             if refused:

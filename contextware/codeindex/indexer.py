@@ -310,7 +310,7 @@ def _run(
     from contextware.codeindex.files import restored_reasons
     from contextware.codeindex.source_text import MINIFIED_MIN_CHARS, looks_minified, read_source
 
-    max_bytes = int(project.config["max_file_bytes"])
+    max_bytes = project.config.max_file_bytes
     keep_minified = "minified" in restored_reasons(project.config)
     writer = _Writer(project, report)
     writer.removals.extend(removals)
@@ -347,7 +347,7 @@ def _run(
             writer.add(w, summary, made_by, reused=True, vectors=vectors)
         todo = [w for w in todo if w.digest not in kept]
     bar = _Progress(len(todo)) if progress and todo and sys.stderr.isatty() else None
-    workers = max(1, jobs or int(project.config.get("crawl_jobs") or 0) or min(8, os.cpu_count() or 2))
+    workers = max(1, jobs or project.config.crawl_jobs or min(8, os.cpu_count() or 2))
 
     def done(w: Work, summary: "LocalSummary", name: str) -> None:
         writer.add(w, summary, name)
@@ -497,7 +497,7 @@ def crawl(
         project.db.compact(CODE_TABLE)
         project.db.compact(CHUNKS_TABLE)
     out = report.to_dict(started)
-    if not paths and (pruned := prune(project, float(project.config["code_index_keep_days"]))):
+    if not paths and (pruned := prune(project, project.config.code_index_keep_days)):
         out["pruned_summaries"] = pruned
     return out
 
@@ -516,7 +516,7 @@ def index_files(
         _require_gemini("--summarizer gemini")
     report = Report()
     rules = IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))
-    max_bytes = int(project.config["max_file_bytes"])
+    max_bytes = project.config.max_file_bytes
     candidates: dict[str, "Candidate"] = {}
     missing: list[str] = []
     rules.ask_git(rel for rel in map(rules.relative, paths) if rel)  # one git process, not one per file

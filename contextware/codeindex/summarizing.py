@@ -81,8 +81,8 @@ class Summarizer:
                 files = [SourceFile(w.candidate.path, w.text, _language(w)) for w in items]
                 for batch in plan_batches(
                     files,
-                    max_files=int(self.project.config["gemini_batch_files"]),
-                    max_chars=int(self.project.config["gemini_batch_chars"]),
+                    max_files=self.project.config.gemini_batch_files,
+                    max_chars=self.project.config.gemini_batch_chars,
                 ):
                     works = [by_path[f.path] for f in batch]
                     futures[pool.submit(self._gemini, batch)] = works
@@ -134,11 +134,11 @@ class Summarizer:
                 results = summarize_batch(
                     batch,
                     cwd=cwd,
-                    model=cfg.get("gemini_model") or None,
-                    timeout=float(cfg["gemini_timeout_s"]),
+                    model=cfg.gemini_model or None,
+                    timeout=cfg.gemini_timeout_s,
                     state_dir=self.project.data_dir / "gemini",
-                    rate_limit_per_minute=int(cfg["gemini_requests_per_minute"]),
-                    rate_limit_backoff=float(cfg["gemini_rate_limit_backoff_s"]),
+                    rate_limit_per_minute=cfg.gemini_requests_per_minute,
+                    rate_limit_backoff=cfg.gemini_rate_limit_backoff_s,
                     cancel=self.stop,
                 )
         out: dict[str, tuple[Any, str]] = {}

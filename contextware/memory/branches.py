@@ -302,7 +302,7 @@ def gone_branches(project: "Project", days: float | None = None) -> list[dict[st
     view = view_of(project, "current")
     if view is None:
         return []
-    age = float(project.config["branch_memory_days"] if days is None else days)
+    age = float(project.config.branch_memory_days if days is None else days)
     candidates: dict[str, bool] = {}
     for name in BRANCH_TABLES:
         for b, c in learned_pairs(project, name):
@@ -341,7 +341,7 @@ def gone_branches(project: "Project", days: float | None = None) -> list[dict[st
 
 # -- recall's use -----------------------------------------------------------------------------------
 def showing(project: "Project") -> bool:
-    return project.config.get("branch_memory") == "show"
+    return project.config.branch_memory == "show"
 
 
 def recall_wheres(

@@ -173,7 +173,7 @@ class _Memory:
 
     def __init__(self, project: "Project", code: Callable[[], Any]) -> None:
         self.project = project
-        self.threshold = float(project.config["similar_threshold"])
+        self.threshold = project.config.similar_threshold
         self._episode_rows: list[dict[str, Any]] | None = None
         self.code = code  # the code index section (``_code``), read beside the other sections
 

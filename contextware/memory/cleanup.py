@@ -59,7 +59,7 @@ def clean_injected_logs(project: "Project") -> dict[str, Any]:
     out = {"checked": len(turns), "cleaned": 0, "removed": 0}
     if not polluted:
         return out
-    chunk_size = int(project.config["log_chunk_chars"])
+    chunk_size = project.config.log_chunk_chars
     doomed: list[str] = []
     new_rows: list[dict[str, Any]] = []
     for chunks in polluted.values():

@@ -143,7 +143,7 @@ def _similar(
     table = project.db.open_table(collection)
     if table is None:
         return []
-    threshold = float(project.config["similar_threshold"])
+    threshold = project.config.similar_threshold
     where = "status = 'active'" if collection == "facts" else None
     field = "summary" if collection == "episodes" else "text"
     out = []
@@ -303,7 +303,7 @@ def save_fact(
         if collection_for_id(supersedes) != "facts":
             raise FieldError(f"{{field}} takes a fact id; {supersedes} is not a fact.", field="supersedes")
     body, redactions = _prepare(text, "fact")
-    limit = int(project.config["max_fact_chars"])
+    limit = project.config.max_fact_chars
     if len(body) > limit:
         raise UsageError(
             f"The fact is {len(body)} characters, over the {limit}-character limit; save a shorter fact, or a log for long text.",
@@ -359,7 +359,7 @@ def save_episode(
     goal_text, goal_redactions = redact(goal.strip())
     for k, v in goal_redactions.items():
         redactions[k] = redactions.get(k, 0) + v
-    limit = int(project.config["max_episode_chars"])
+    limit = project.config.max_episode_chars
     if len(body) + len(goal_text) > limit:
         raise UsageError(
             f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long"
@@ -416,16 +416,16 @@ def save_log(
     session_id, found = redact(session_id, library=False)  # an id is stored and shown: no secret in it
     for k, v in found.items():
         redactions[k] = redactions.get(k, 0) + v
-    if len(body) > int(project.config["max_log_chars"]):
+    if len(body) > project.config.max_log_chars:
         raise UsageError(
-            f"The log is over {project.config['max_log_chars']} characters; save it in parts.", code="too_long"
+            f"The log is over {project.config.max_log_chars} characters; save it in parts.", code="too_long"
         )
     asked = None
     if prompt is not None and prompt.strip() and role_v == "agent":
         asked, more = redact(strip_terminal_controls(prompt).strip())  # cleaned like the text it answers
         for kind, n in more.items():
             redactions[kind] = redactions.get(kind, 0) + n
-    chunks = chunk_text(body, int(project.config["log_chunk_chars"]))
+    chunks = chunk_text(body, project.config.log_chunk_chars)
     digest = text_hash(session_id, role_v, body)
     now = utcnow()
     rows = [

@@ -51,8 +51,8 @@ def rows_of(project: "Project", ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def _trusted(project: "Project") -> tuple[bool, set[str]]:
     config = project.config
-    authors = config.get("trusted_authors") or []
-    return bool(config.get("trust_imported")), {str(a).strip().lower() for a in authors}
+    authors = config.trusted_authors
+    return bool(config.trust_imported), {str(a).strip().lower() for a in authors}
 
 
 def held_back(project: "Project", row: dict[str, Any]) -> str | None:

@@ -51,7 +51,7 @@ def cache_key(prompt: str, model: str | None, sources: Sources) -> str:
 
 
 def ttl_reason(project: "Project", meta: dict[str, Any]) -> str | None:
-    ttl = project.config.get("cache_ttl_days")
+    ttl = project.config.cache_ttl_days
     if not ttl or float(ttl) <= 0:
         return None
     created = parse_iso(meta.get("created_at"))

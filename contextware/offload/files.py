@@ -191,7 +191,7 @@ def entry_lock(project: "Project", kind: str, name: str) -> Iterator[None]:
     project.ensure_data_dir()
     lock_dir = project.lock_dir
     lock_dir.mkdir(parents=True, exist_ok=True)
-    timeout = float(project.config.get("offload_timeout_s") or 600) + LOCK_MARGIN_S
+    timeout = project.config.offload_timeout_s + LOCK_MARGIN_S
     lock = FileLock(str(lock_dir / f"offload-{kind}-{name}.lock"), timeout=timeout)
     try:
         with lock:
@@ -203,15 +203,15 @@ def entry_lock(project: "Project", kind: str, name: str) -> Iterator[None]:
 
 
 # -- Gemini --------------------------------------------------------------------------------------
-def gemini_options(project: "Project", *, timeout_key: str = "offload_timeout_s") -> dict[str, Any]:
-    """Keyword arguments for ``gemini.run_gemini`` shared by every offload call: timeout, the
-    project-wide rate limit and its state folder."""
+def gemini_options(project: "Project", *, research: bool = True) -> dict[str, Any]:
+    """Keyword arguments for ``gemini.run_gemini`` shared by every offload call: timeout (a research
+    call's, else a summary call's), the project-wide rate limit and its state folder."""
     cfg = project.config
     return {
-        "timeout": float(cfg.get(timeout_key) or cfg.get("gemini_timeout_s") or 180),
+        "timeout": cfg.offload_timeout_s if research else cfg.gemini_timeout_s,
         "state_dir": project.data_dir / "gemini",
-        "rate_limit_per_minute": int(cfg.get("gemini_requests_per_minute") or 50),
-        "rate_limit_backoff": float(cfg.get("gemini_rate_limit_backoff_s", 10)),
+        "rate_limit_per_minute": cfg.gemini_requests_per_minute,
+        "rate_limit_backoff": cfg.gemini_rate_limit_backoff_s,
     }
 
 

@@ -53,7 +53,7 @@ def _check_model(project: "Project", model: str | None) -> str | None:
         if not _MODEL.match(model):
             raise FieldError(f"{{field}} {model!r} is not a model name such as gemini-2.5-pro.", field="model")
         return model
-    return project.config.get("offload_model") or None
+    return project.config.offload_model or None
 
 
 def offload(

@@ -108,7 +108,7 @@ def session_delete(project: "Project", name: str, *, keep_gemini: bool = False) 
     if not keep_gemini and ids and gemini_available():
         for sid in ids:
             try:
-                delete_session(sid, cwd=project.root, timeout=float(project.config.get("gemini_timeout_s") or 60))
+                delete_session(sid, cwd=project.root, timeout=project.config.gemini_timeout_s)
                 deleted.append(sid)
             except GeminiError as exc:
                 if exc.code != "unknown_session":

@@ -169,11 +169,11 @@ def _recover(project: "Project", state: dict[str, Any], feature: str) -> str | N
     from contextware.gemini.sessions import list_sessions
 
     try:
-        sessions = list_sessions(cwd=project.root, timeout=float(project.config.get("gemini_timeout_s") or 60))
+        sessions = list_sessions(cwd=project.root, timeout=project.config.gemini_timeout_s)
     except GeminiError as exc:
         state["recovery_error"] = exc.message
         return None
-    found = find_recoverable(sessions, state["name"], feature, float(project.config.get("offload_recovery_days") or 7))
+    found = find_recoverable(sessions, state["name"], feature, project.config.offload_recovery_days)
     if found:
         state["gemini_sessions"].append(
             {"id": found, "started_at": None, "reason": "recovered from Gemini CLI's session list", "replaces": None}
@@ -209,8 +209,8 @@ def _call(
     from contextware.gemini.headless import run_gemini
 
     cfg = project.config
-    max_errors = max(1, int(cfg.get("offload_max_errors") or 3))
-    backoff = float(cfg.get("offload_retry_backoff_s") or 0)
+    max_errors = max(1, cfg.offload_max_errors)
+    backoff = cfg.offload_retry_backoff_s
     attempts_left = max_errors + 1
     info: dict[str, Any] = {"errors": []}
     restarted = switched = False
@@ -279,7 +279,7 @@ def _call(
         )
         if result.session_id and state.get("gemini_session_id") != result.session_id:
             state["gemini_session_id"] = result.session_id  # --resume-id, or a new id after a refused try
-        limit = int(cfg.get("offload_session_max_tokens") or 350_000)
+        limit = cfg.offload_session_max_tokens
         if result.prompt_tokens > limit and not override:
             state["rotate"] = f"the context reached {result.prompt_tokens} tokens (limit {limit})"
         return result, info

@@ -109,8 +109,9 @@ def policy_text(secret_globs: Sequence[str], root: Path, data_dir: Path, include
 def offload_policy(project: "Project", include_dirs: Sequence[Path]) -> Path:
     """The policy file of an offload that may read ``include_dirs`` (absolute), written under
     ``<data_dir>/gemini/`` and named by its content (concurrent offloads never share a half-written one)."""
-    extra = project.config.get("secret_files") or []
-    text = policy_text([*SECRET_FILE_PATTERNS, *extra], project.root, project.data_dir, include_dirs)
+    text = policy_text(
+        [*SECRET_FILE_PATTERNS, *project.config.secret_files], project.root, project.data_dir, include_dirs
+    )
     folder = project.data_dir / "gemini"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"offload-policy-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"

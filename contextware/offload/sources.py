@@ -209,7 +209,7 @@ def resolve_sources(
         tracked = _stat(project, path.resolve())
         if tracked.path not in {f.path for f in sources.files}:
             sources.files.append(tracked)
-    limit = int(project.config.get("offload_max_source_files") or 5000)
+    limit = project.config.offload_max_source_files
     listed: set[str] = set()
     for raw in include_dirs:
         path = _locate(project, raw)

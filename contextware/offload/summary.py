@@ -60,7 +60,7 @@ def truncate_sentences(text: str, max_tokens: int) -> str:
 
 
 def _words(project: "Project") -> tuple[int, int]:
-    max_tokens = int(project.config.get("summary_max_tokens") or 500)
+    max_tokens = project.config.summary_max_tokens
     if max_tokens < 20:
         raise ConfigError("summary_max_tokens in config.json must be at least 20.", code="bad_config")
     return max_tokens, max(10, int(max_tokens * 0.7))
@@ -69,7 +69,7 @@ def _words(project: "Project") -> tuple[int, int]:
 def _use_gemini(project: "Project") -> bool:
     from contextware.gemini.availability import gemini_available
 
-    return str(project.config.get("offload_summarizer") or "gemini") == "gemini" and gemini_available()
+    return project.config.offload_summarizer == "gemini" and gemini_available()
 
 
 def _ask(project: "Project", prompt: str, stdin: str) -> str:
@@ -77,13 +77,13 @@ def _ask(project: "Project", prompt: str, stdin: str) -> str:
     from contextware.gemini.availability import gemini_workdir
     from contextware.gemini.headless import run_gemini
 
-    model = project.config.get("offload_summary_model") or project.config.get("gemini_model") or None
+    model = project.config.offload_summary_model or project.config.gemini_model or None
     result = run_gemini(
         prompt,
         stdin_text=stdin,
         model=model,
         cwd=gemini_workdir(contextware_home(project.settings)),
-        **gemini_options(project, timeout_key="gemini_timeout_s"),
+        **gemini_options(project, research=False),
     )
     return result.response.strip()
 

@@ -83,7 +83,7 @@ def file_rows(project: "Project") -> tuple[dict[str, dict[str, Any]], list[dict[
         row = entry_row(project, meta, summary)
         rows[row["id"]] = row
         entries.append(meta)
-    max_tokens = int(project.config.get("summary_max_tokens") or 500)
+    max_tokens = project.config.summary_max_tokens
     for name in session_names(project):
         sdir = session_dir(project, name)
         state = load_state(sdir)

@@ -103,7 +103,7 @@ def run(project: "Project", request: CrawlRequest, values: Mapping[str, Any]) ->
     return crawl(
         project,
         list(request.paths) or None,
-        summarizer=request.summarizer or str(project.config["summarizer"]),
+        summarizer=request.summarizer or project.config.summarizer,
         jobs=request.jobs,
         force=request.force,
         upgrade=request.upgrade,

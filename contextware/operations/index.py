@@ -77,7 +77,7 @@ def check(values: Mapping[str, Any]) -> IndexRequest:
 def run(project: "Project", request: IndexRequest, values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.codeindex.indexer import index_files
 
-    summarizer = request.summarizer or str(project.config["summarizer"])
+    summarizer = request.summarizer or project.config.summarizer
     return index_files(project, request.paths, summarizer=summarizer, force=request.force)
 
 

@@ -94,12 +94,12 @@ class Service:
         self._db: Any = None  # the project's database, until its tables are read into memory
 
     def _idle_seconds(self) -> float:
-        from contextware.storage.config import DEFAULTS, load_config
+        from contextware.storage.config import Config, load_config
 
         try:
-            minutes = float(load_config(self.data_dir)["service_idle_minutes"])
+            minutes = load_config(self.data_dir).service_idle_minutes
         except Exception:  # noqa: BLE001 - a damaged config.json must not keep the service from idling out
-            minutes = float(DEFAULTS["service_idle_minutes"])
+            minutes = Config().service_idle_minutes
         return max(1.0, minutes * 60.0)
 
     # -- life cycle --------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
-"""Project settings: each declared once (``Setting``: default, help, choices, bounds), defaults
-overridden by ``<data_dir>/config.json`` and checked against their declarations when it is read."""
+"""Project settings: each declared once, as a typed field of ``Config`` with its default, help,
+choices and bounds (``setting``); ``<data_dir>/config.json`` overrides the defaults and is checked
+against the declarations when it is read, so code reads ``project.config.<key>`` as a checked value
+of its type.  ``config show``/``check`` and docs/settings.md are built from the same declarations."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import json
 import math
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from contextware.core.errors import ConfigError, load_json
+from contextware.core.json_types import JsonValue
 
 
 @dataclass(frozen=True)
@@ -39,190 +43,212 @@ class Setting:
 DAY_LIMIT = 36_500.0  # a hundred years: more is a typo, and would overflow date arithmetic
 COUNT_LIMIT = 10**9  # far above any real count or size, far below what overflows a C integer
 
-SETTINGS: tuple[Setting, ...] = (
+
+def setting(
+    default: object,
+    help: str,
+    *,
+    choices: tuple[str, ...] | None = None,
+    floor: float | None = None,
+    above: bool = False,
+    ceiling: float | None = None,
+    nullable: bool = False,
+) -> Any:
+    """A field of ``Config`` with its declaration (``Setting``).  A list default is held as a tuple
+    and an object as a dict (the field's value); ``Setting.default`` keeps the JSON form."""
+    rule = Setting("", default, help, choices, floor, above, ceiling, nullable)
+    if isinstance(default, list):
+        return field(default=tuple(default), metadata={"setting": rule})
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata={"setting": rule})
+    return field(default=default, metadata={"setting": rule})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting of ``<data_dir>/config.json`` with its type, read once when a project is opened
+    (``load_config``) and checked against its declaration: code reads ``project.config.max_fact_chars``
+    and gets an ``int`` within its bounds."""
+
     # Memory
-    Setting("max_fact_chars", 4000, "longest fact, in characters", floor=1, ceiling=COUNT_LIMIT),
-    Setting("max_episode_chars", 8000, "longest episode summary, in characters", floor=1, ceiling=COUNT_LIMIT),
-    Setting("log_chunk_chars", 1500, "characters per stored chunk of a long log", floor=1, ceiling=COUNT_LIMIT),
-    Setting("max_log_chars", 2_000_000, "longest log text, in characters", floor=1, ceiling=COUNT_LIMIT),
-    Setting(
-        "log_retention_days",
+    max_fact_chars: int = setting(4000, "longest fact, in characters", floor=1, ceiling=COUNT_LIMIT)
+    max_episode_chars: int = setting(8000, "longest episode summary, in characters", floor=1, ceiling=COUNT_LIMIT)
+    log_chunk_chars: int = setting(1500, "characters per stored chunk of a long log", floor=1, ceiling=COUNT_LIMIT)
+    max_log_chars: int = setting(2_000_000, "longest log text, in characters", floor=1, ceiling=COUNT_LIMIT)
+    log_retention_days: float = setting(
         0.0,
         "captured turns of a session idle longer than this are folded into its digest and archived; 0 keeps every turn",
         floor=0,
         ceiling=DAY_LIMIT,
-    ),
-    Setting(
-        "digest_summarizer",
+    )
+    digest_summarizer: str = setting(
         "local",
         "who writes the digest of a folded session: local (extractive) or gemini (headless, metered)",
         choices=("local", "gemini"),
-    ),
-    Setting("digest_daily_tokens", 200_000, "Gemini tokens a UTC day for digests", floor=0, ceiling=COUNT_LIMIT),
-    Setting(
-        "hook_turn_chars",
-        40_000,
-        "a hook turn longer than this is cut to it (the rest noted as cut)",
-        floor=1,
-        ceiling=COUNT_LIMIT,
-    ),
-    Setting("similar_threshold", 0.80, "cosine at which a saved memory is listed as similar", floor=0, ceiling=1),
+    )
+    digest_daily_tokens: int = setting(200_000, "Gemini tokens a UTC day for digests", floor=0, ceiling=COUNT_LIMIT)
+    hook_turn_chars: int = setting(
+        40_000, "a hook turn longer than this is cut to it (the rest noted as cut)", floor=1, ceiling=COUNT_LIMIT
+    )
+    similar_threshold: float = setting(0.80, "cosine at which a saved memory is listed as similar", floor=0, ceiling=1)
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
-    Setting("recall_candidates", 30, "candidates each ranker gives the fusion", floor=1, ceiling=10_000),
-    Setting(
-        "recall_min_confidence",
-        0.15,
-        "confidence the best result must reach, else answerable: false",
-        floor=0,
-        ceiling=1,
-    ),
-    Setting("hook_min_confidence", 0.25, "the prompt hook's stricter gate", floor=0, ceiling=1),
-    Setting(
-        "trusted_authors",
-        [],
-        "authors (git user.email or name) whose imported memories the hooks inject like your own",
-    ),
-    Setting(
-        "trust_imported",
-        False,
-        "inject every imported memory unasked (an instruction-like one stays quarantined until `memory accept`)",
-    ),
+    recall_candidates: int = setting(30, "candidates each ranker gives the fusion", floor=1, ceiling=10_000)
+    recall_min_confidence: float = setting(
+        0.15, "confidence the best result must reach, else answerable: false", floor=0, ceiling=1
+    )
+    hook_min_confidence: float = setting(0.25, "the prompt hook's stricter gate", floor=0, ceiling=1)
+    trusted_authors: tuple[str, ...] = setting(
+        [], "authors (git user.email or name) whose imported memories the hooks inject like your own"
+    )
+    trust_imported: bool = setting(
+        False, "inject every imported memory unasked (an instruction-like one stays quarantined until `memory accept`)"
+    )
     # Code index
-    Setting("summarizer", "auto", "who summarises files: auto, gemini or local", choices=("auto", "gemini", "local")),
-    Setting("max_file_bytes", 1_000_000, "largest file indexed, in bytes", floor=1, ceiling=COUNT_LIMIT),
-    Setting("crawl_jobs", 0, "files summarised in parallel; 0: one per CPU (at most 8)", floor=0, ceiling=256),
-    Setting("secret_files", [], "more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)"),
-    Setting("secret_files_allowed", [], "patterns of the default list to index anyway (their text is still redacted)"),
-    Setting("index_generated", False, "index files marked linguist-generated"),
-    Setting("index_vendored", False, "index files marked linguist-vendored"),
-    Setting("index_minified", False, "index minified files (.min.js, long lines)"),
-    Setting(
-        "code_index_keep_days",
+    summarizer: str = setting(
+        "auto", "who summarises files: auto, gemini or local", choices=("auto", "gemini", "local")
+    )
+    max_file_bytes: int = setting(1_000_000, "largest file indexed, in bytes", floor=1, ceiling=COUNT_LIMIT)
+    crawl_jobs: int = setting(0, "files summarised in parallel; 0: one per CPU (at most 8)", floor=0, ceiling=256)
+    secret_files: tuple[str, ...] = setting(
+        [], "more secret-bearing file patterns to skip (codeindex/exclusions.py has the defaults)"
+    )
+    secret_files_allowed: tuple[str, ...] = setting(
+        [], "patterns of the default list to index anyway (their text is still redacted)"
+    )
+    index_generated: bool = setting(False, "index files marked linguist-generated")
+    index_vendored: bool = setting(False, "index files marked linguist-vendored")
+    index_minified: bool = setting(False, "index minified files (.min.js, long lines)")
+    code_index_keep_days: float = setting(
         30.0,
         "summaries kept per file content that no indexed file has now are pruned by a full crawl after this many days; 0: never",
         floor=0,
         ceiling=DAY_LIMIT,
-    ),
+    )
     # Gemini CLI (code summaries and offloads)
-    Setting("gemini_model", "gemini-2.5-flash", "model of file summaries"),
-    Setting("gemini_timeout_s", 180.0, "seconds a summary call may take", floor=0, above=True, ceiling=DAY_LIMIT),
-    Setting(
-        "gemini_requests_per_minute",
-        50,
-        "Gemini calls a minute (the free tier allows 60)",
-        floor=1,
-        ceiling=COUNT_LIMIT,
-    ),
-    Setting(
-        "gemini_rate_limit_backoff_s",
-        10.0,
-        "a rate-limited call is retried twice, after this and twice this",
-        floor=0,
-        ceiling=DAY_LIMIT,
-    ),
-    Setting("gemini_batch_files", 8, "files per summary call", floor=1, ceiling=COUNT_LIMIT),
-    Setting("gemini_batch_chars", 60_000, "characters per summary call", floor=1, ceiling=COUNT_LIMIT),
+    gemini_model: str = setting("gemini-2.5-flash", "model of file summaries")
+    gemini_timeout_s: float = setting(180.0, "seconds a summary call may take", floor=0, above=True, ceiling=DAY_LIMIT)
+    gemini_requests_per_minute: int = setting(
+        50, "Gemini calls a minute (the free tier allows 60)", floor=1, ceiling=COUNT_LIMIT
+    )
+    gemini_rate_limit_backoff_s: float = setting(
+        10.0, "a rate-limited call is retried twice, after this and twice this", floor=0, ceiling=DAY_LIMIT
+    )
+    gemini_batch_files: int = setting(8, "files per summary call", floor=1, ceiling=COUNT_LIMIT)
+    gemini_batch_chars: int = setting(60_000, "characters per summary call", floor=1, ceiling=COUNT_LIMIT)
     # Offloads (scripts/offload.py): research handed to Gemini, answered with a summary
-    Setting("offload_model", "gemini-2.5-pro", "the research call's model (1M-token context)"),
-    Setting("offload_summary_model", "gemini-2.5-flash", "a fast model for summaries"),
-    Setting(
-        "offload_summarizer",
+    offload_model: str = setting("gemini-2.5-pro", "the research call's model (1M-token context)")
+    offload_summary_model: str = setting("gemini-2.5-flash", "a fast model for summaries")
+    offload_summarizer: str = setting(
         "gemini",
         "who shortens an answer: gemini (falls back to truncation) or truncate",
         choices=("gemini", "truncate"),
-    ),
-    Setting("summary_max_tokens", 500, "longest offload summary, in tokens", floor=20, ceiling=COUNT_LIMIT),
-    Setting(
-        "cache_ttl_days",
+    )
+    summary_max_tokens: int = setting(500, "longest offload summary, in tokens", floor=20, ceiling=COUNT_LIMIT)
+    cache_ttl_days: float | None = setting(
         30.0,
         "a cached answer older than this is asked again; 0 or null: never",
         floor=0,
         ceiling=DAY_LIMIT,
         nullable=True,
-    ),
-    Setting("offload_timeout_s", 600.0, "seconds a research call may take", floor=0, above=True, ceiling=DAY_LIMIT),
-    Setting("offload_max_source_files", 5000, "files tracked under --include-dirs", floor=1, ceiling=COUNT_LIMIT),
-    Setting(
-        "offload_max_errors",
-        3,
-        "consecutive errors or timeouts before a session is dropped",
-        floor=1,
-        ceiling=COUNT_LIMIT,
-    ),
-    Setting("offload_retry_backoff_s", 10.0, "wait error count x this before a retry", floor=0, ceiling=DAY_LIMIT),
-    Setting(
-        "offload_session_max_tokens",
-        350_000,
-        "context (prompt tokens of the latest call) that starts a new session",
-        floor=1,
-        ceiling=COUNT_LIMIT,
-    ),
-    Setting(
-        "offload_recovery_days",
-        7.0,
-        "Gemini sessions this recent are considered when our state is lost",
-        floor=0,
-        ceiling=DAY_LIMIT,
-    ),
+    )
+    offload_timeout_s: float = setting(
+        600.0, "seconds a research call may take", floor=0, above=True, ceiling=DAY_LIMIT
+    )
+    offload_max_source_files: int = setting(5000, "files tracked under --include-dirs", floor=1, ceiling=COUNT_LIMIT)
+    offload_max_errors: int = setting(
+        3, "consecutive errors or timeouts before a session is dropped", floor=1, ceiling=COUNT_LIMIT
+    )
+    offload_retry_backoff_s: float = setting(10.0, "wait error count x this before a retry", floor=0, ceiling=DAY_LIMIT)
+    offload_session_max_tokens: int = setting(
+        350_000, "context (prompt tokens of the latest call) that starts a new session", floor=1, ceiling=COUNT_LIMIT
+    )
+    offload_recovery_days: float = setting(
+        7.0, "Gemini sessions this recent are considered when our state is lost", floor=0, ceiling=DAY_LIMIT
+    )
     # Hooks: token budgets of the session briefing and of the memories added to a prompt
-    Setting("hook_session_tokens", 1000, "tokens of the session briefing", floor=0, ceiling=COUNT_LIMIT),
-    Setting("hook_prompt_tokens", 400, "tokens of the memories added to a prompt", floor=0, ceiling=COUNT_LIMIT),
+    hook_session_tokens: int = setting(1000, "tokens of the session briefing", floor=0, ceiling=COUNT_LIMIT)
+    hook_prompt_tokens: int = setting(400, "tokens of the memories added to a prompt", floor=0, ceiling=COUNT_LIMIT)
     # Team memory file
-    Setting(
-        "tombstone_days",
-        90.0,
-        "a deletion's tombstone is exported and kept this many days; 0: never dropped",
-        floor=0,
-        ceiling=DAY_LIMIT,
-    ),
-    Setting(
-        "worktrees",
+    tombstone_days: float = setting(
+        90.0, "a deletion's tombstone is exported and kept this many days; 0: never dropped", floor=0, ceiling=DAY_LIMIT
+    )
+    worktrees: str = setting(
         "shared",
         "linked git worktrees use the main checkout's memory (shared) or their own (separate)",
         choices=("shared", "separate"),
-    ),
-    Setting(
-        "branch_memory",
+    )
+    branch_memory: str = setting(
         "hide",
         'memories of a branch not merged into HEAD: left out of recall ("hide") or shown marked "not merged" ("show")',
         choices=("hide", "show"),
-    ),
-    Setting(
-        "branch_memory_days",
+    )
+    branch_memory_days: float = setting(
         30.0,
         "a branch deleted without being merged is listed in the review queue after this many days",
         floor=0,
         ceiling=DAY_LIMIT,
-    ),
+    )
     # Storage maintenance
-    Setting(
-        "compact_after_fragments", 24, "compact a table with this many small fragments", floor=1, ceiling=COUNT_LIMIT
-    ),
+    compact_after_fragments: int = setting(
+        24, "compact a table with this many small fragments", floor=1, ceiling=COUNT_LIMIT
+    )
     # Session store (scripts/store.py): limits enforced by eviction on every save
-    Setting(
-        "store_max_bytes",
-        10 * 1024 * 1024,
-        "JSON bytes of all values in the project",
-        floor=1,
-        ceiling=COUNT_LIMIT * 1024,
-    ),
-    Setting("store_max_keys_per_namespace", 50, "keys per namespace", floor=1, ceiling=COUNT_LIMIT),
-    Setting(
-        "store_eviction",
+    store_max_bytes: int = setting(
+        10 * 1024 * 1024, "JSON bytes of all values in the project", floor=1, ceiling=COUNT_LIMIT * 1024
+    )
+    store_max_keys_per_namespace: int = setting(50, "keys per namespace", floor=1, ceiling=COUNT_LIMIT)
+    store_eviction: str = setting(
         "lru",
         "lru (least recently loaded or saved first) or oldest (saved longest ago first)",
         choices=("lru", "oldest"),
-    ),
-    Setting("store_eviction_by_namespace", {}, 'per-namespace eviction, e.g. {"baselines": "oldest"}'),
+    )
+    store_eviction_by_namespace: dict[str, str] = setting({}, 'per-namespace eviction, e.g. {"baselines": "oldest"}')
     # Resident service
-    Setting(
-        "service_idle_minutes",
+    service_idle_minutes: float = setting(
         10.0,
         "the resident service exits after this many idle minutes",
         floor=0,
         above=True,
         ceiling=DAY_LIMIT * 24 * 60,
-    ),
+    )
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The settings as ``config.json`` would hold them (lists as lists)."""
+        return {s.key: _json_form(getattr(self, s.key)) for s in SETTINGS}
+
+    def with_values(self, values: Mapping[str, JsonValue], source: str | Path = "the settings") -> Config:
+        """A copy with ``values`` applied, each checked as when ``config.json`` is read (a
+        ``ConfigError`` naming ``source`` otherwise): for a caller that sets them in process."""
+        user = dict(values)
+        check_unknown_keys(user, source)
+        check_types(user, source)
+        check_values(user, source)
+        typed: dict[str, Any] = {key: _typed(BY_KEY[key], value) for key, value in user.items()}
+        return replace(self, **typed)
+
+
+def _json_form(value: object) -> JsonValue:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value  # type: ignore[return-value]  # a setting's value is a JSON scalar otherwise
+
+
+def _typed(rule: Setting, value: JsonValue) -> object:
+    """A checked JSON value as its field holds it: a number of a float setting as a float, a list as
+    a tuple."""
+    if value is None:
+        return None
+    if rule.kind is float and isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    replace(f.metadata["setting"], key=f.name) for f in fields(Config) if "setting" in f.metadata
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
@@ -231,9 +257,10 @@ DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
 MAX_CONFIG_BYTES = 1024 * 1024  # far above any real config.json
 
 
-def load_config(data_dir: Path) -> dict[str, Any]:
+def load_config(data_dir: Path) -> Config:
+    """The project's settings: the defaults, overridden by ``config.json`` when there is one."""
     path = data_dir / "config.json"
-    config = dict(DEFAULTS)
+    config = Config()
     try:
         # judged by its stat before it is opened: a named pipe or a device there would hang or
         # never end every command and hook of the project
@@ -267,14 +294,10 @@ def load_config(data_dir: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} must hold a JSON object; fix it or delete it to use the defaults.", code="damaged_config"
         )
-    check_unknown_keys(user, path)
-    check_types(user, path)
-    check_values(user, path)
-    config.update(user)
-    return config
+    return config.with_values(user, path)
 
 
-def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
+def check_unknown_keys(user: Mapping[str, JsonValue], path: str | Path) -> None:
     """A key that is not a setting (a typo would otherwise be ignored silently) is bad input: exit 2,
     naming the nearest valid key."""
     import difflib
@@ -293,7 +316,7 @@ def check_unknown_keys(user: dict[str, Any], path: Path) -> None:
 _TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", dict: "an object", list: "a list"}
 
 
-def check_types(user: dict[str, Any], path: Path) -> None:
+def check_types(user: Mapping[str, JsonValue], path: str | Path) -> None:
     """Each known setting must have the type of its default (a number where a number is expected:
     ``"500"`` is refused, not compared as text later).  Unknown keys are left to their own check."""
     for key, value in user.items():
@@ -311,7 +334,7 @@ def check_types(user: dict[str, Any], path: Path) -> None:
             _bad_value(key, path, f"{_TYPE_NAMES.get(kind, kind.__name__)} like {json.dumps(setting.default)}", value)
 
 
-def _bad_value(key: str, path: Path, rule: str, value: Any) -> None:
+def _bad_value(key: str, path: str | Path, rule: str, value: JsonValue) -> None:
     shown = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
     raise ConfigError(
         f"{key} in {path} must be {rule}, not {shown[:80]}; fix it or remove the key to use the default.",
@@ -319,7 +342,7 @@ def _bad_value(key: str, path: Path, rule: str, value: Any) -> None:
     )
 
 
-def check_values(user: dict[str, Any], path: Path) -> None:
+def check_values(user: Mapping[str, JsonValue], path: str | Path) -> None:
     """Each known setting of the right type (``check_types``) must also hold a value it can take, as
     its declaration says: one of its choices, a list of patterns, or a finite number within its floor
     and ceiling.  Checked when the file is read, so a bad value is the same error (exit 2) from
@@ -330,17 +353,17 @@ def check_values(user: dict[str, Any], path: Path) -> None:
             continue
         if setting.choices and value not in setting.choices:
             _bad_value(key, path, " or ".join(json.dumps(c) for c in setting.choices), value)
-        elif setting.kind is list and not all(isinstance(v, str) and v for v in value):
+        elif isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
             _bad_value(key, path, 'a list of file patterns such as ["*.pem"]', value)
-        elif key == "store_eviction_by_namespace" and not all(
-            v in (BY_KEY["store_eviction"].choices or ()) for v in value.values()
+        elif key == "store_eviction_by_namespace" and not (
+            isinstance(value, dict) and all(v in (BY_KEY["store_eviction"].choices or ()) for v in value.values())
         ):
             _bad_value(key, path, 'an object of "lru" or "oldest" per namespace', value)
-        elif setting.kind in (int, float):
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
             _check_number(setting, value, path)
 
 
-def _check_number(setting: Setting, value: float, path: Path) -> None:
+def _check_number(setting: Setting, value: float, path: str | Path) -> None:
     floor, ceiling = setting.floor, setting.ceiling
     if isinstance(value, float) and not math.isfinite(value):
         bound = f" of at most {ceiling:g}" if ceiling is not None else ""

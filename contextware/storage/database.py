@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
+    from contextware.storage.config import Config
+
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 120.0
@@ -148,7 +150,7 @@ class DatabaseOwner(Protocol):
     def lock_dir(self) -> Path: ...
 
     @property
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> "Config": ...
 
     def ensure_data_dir(self) -> Path: ...
 
@@ -413,7 +415,7 @@ class Database:
         25-fold. On an object store they are kept for a while (``_keep_versions``)."""
         import warnings
 
-        threshold = int(self.project.config["compact_after_fragments"])
+        threshold = self.project.config.compact_after_fragments
         self._ensure_indexes(table)
         if not force:
             try:

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import UsageError, disk_full, is_disk_full
+from contextware.core.json_types import JsonValue
 from contextware.core.private import private_umask
 from contextware.core.settings import Settings, current_settings
 from contextware.core.system import contextware_home, relative_posix, write_atomic
 from contextware.storage import layout
-from contextware.storage.config import load_config
+from contextware.storage.config import Config, load_config
 
 if TYPE_CHECKING:
     from contextware.storage.database import Database
@@ -78,8 +79,14 @@ class Project:
         return project
 
     @cached_property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> Config:
+        """The project's settings (``config.json`` over the defaults), read once per open."""
         return load_config(self.data_dir)
+
+    def configure(self, **values: JsonValue) -> None:
+        """Settings for this process only, checked as ``config.json``'s are (``config.json`` is
+        unchanged): for a library caller or a test that runs one project differently."""
+        self.__dict__["config"] = self.config.with_values(values)
 
     def ensure_data_dir(self) -> Path:
         """Create the data dir (with a .gitignore) on first write; refuse unwritable places."""

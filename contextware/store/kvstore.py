@@ -149,7 +149,7 @@ def settings(project: "Project") -> dict[str, Any]:
     where = f"in {project.data_dir / 'config.json'}"
 
     def positive(name: str) -> int:
-        value = cfg.get(name)
+        value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} {where} must be a whole number of at least 1, not {value!r}.", code="bad_config")
         return value
@@ -159,7 +159,7 @@ def settings(project: "Project") -> dict[str, Any]:
             raise ConfigError(f'{name} {where} must be "lru" or "oldest", not {value!r}.', code="bad_config")
         return value
 
-    by_ns = cfg.get("store_eviction_by_namespace") or {}
+    by_ns = cfg.store_eviction_by_namespace
     if not isinstance(by_ns, dict):
         raise ConfigError(
             f'store_eviction_by_namespace {where} must be an object such as {{"baselines": "oldest"}}.',
@@ -168,7 +168,7 @@ def settings(project: "Project") -> dict[str, Any]:
     return {
         "max_bytes": positive("store_max_bytes"),
         "max_keys_per_namespace": positive("store_max_keys_per_namespace"),
-        "eviction": policy("store_eviction", cfg.get("store_eviction")),
+        "eviction": policy("store_eviction", cfg.store_eviction),
         "eviction_by_namespace": {str(k): policy(f"store_eviction_by_namespace[{k!r}]", v) for k, v in by_ns.items()},
     }
 

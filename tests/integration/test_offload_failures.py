@@ -197,9 +197,9 @@ def test_include_dirs_over_the_configured_limit_counts_every_folder(real_gemini,
     project = Project.open(project.root)
     src, docs = str(project.root / "src"), str(project.root / "docs")
     assert len(resolve_sources(project, [], [src]).dir_files) == 2
-    project.config["offload_max_source_files"] = 3
+    project.configure(offload_max_source_files=3)
     assert len(resolve_sources(project, [], [src, docs]).tracked) == 3
-    project.config["offload_max_source_files"] = 2
+    project.configure(offload_max_source_files=2)
     with pytest.raises(UsageError) as info:
         resolve_sources(project, [], [src, docs])
     assert info.value.code == "too_many_files"

@@ -128,7 +128,7 @@ def test_recovery_after_state_is_lost_and_unknown_ids_start_fresh(real_gemini, m
     shutil.rmtree(project.data_dir)  # our state is gone; Gemini CLI still has the session
     config = project.config
     project = Project.open(project.root)
-    project.config.update(config)
+    project.configure(**config.to_json())
 
     two = offload(project, "How often is it rebuilt?", feature="search")
     assert two["recovered"] == sid and two["gemini_session_id"] == sid and two["new_gemini_session"] is False

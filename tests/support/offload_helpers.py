@@ -90,7 +90,7 @@ def make_project(tmp_path: Path):
     def _make(name: str = "proj", **config: Any) -> Project:
         root = write_sources(tmp_path / name)
         project = Project.open(root)
-        project.config.update({**TEST_CONFIG, **config})
+        project.configure(**{**TEST_CONFIG, **config})
         return project
 
     return _make

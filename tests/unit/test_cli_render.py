@@ -116,7 +116,7 @@ def test_unknown_and_mistyped_settings_exit_2_naming_the_nearest_key(tmp_path):
         load_config(tmp_path)
     assert caught.value.code == "bad_config"
     (tmp_path / "config.json").write_text('{"cache_ttl_days": null, "similar_threshold": 1, "summarizer": "local"}')
-    assert load_config(tmp_path)["summarizer"] == "local"
+    assert load_config(tmp_path).summarizer == "local"
 
 
 def test_config_show_and_check(project_dir, monkeypatch, capsys):

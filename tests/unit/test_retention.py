@@ -116,7 +116,7 @@ def test_a_run_that_died_after_archiving_is_finished_by_the_next(history):
 def test_the_configured_policy_runs_at_most_once_a_day(history):
     project, _ = history
     assert retention.retain_if_due(project) is None  # no policy configured: nothing happens
-    project.config["log_retention_days"] = 30.0
+    project.configure(log_retention_days=30.0)
     assert [s["session_id"] for s in retention.retain_if_due(project)["retained"]] == ["old-session"]
     assert retention.retain_if_due(project) is None  # ran today
 

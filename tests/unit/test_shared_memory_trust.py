@@ -66,7 +66,7 @@ def _git_user(root: Path, email: str) -> None:
 def _configure(project: Project, **values: object) -> None:
     """Settings as a person writes them (the hooks open the project, and its config, afresh)."""
     (project.data_dir / "config.json").write_text(json.dumps(values))
-    project.config.update(values)
+    project.configure(**values)
 
 
 def _team_file(benign: list[dict]) -> str:

@@ -72,7 +72,7 @@ def _briefing(project: "Project") -> str:
     from contextware.core.fence import inline_all
     from contextware.memory.briefing import SECTIONS, render_markdown, session_context
 
-    ctx = session_context(project, int(project.config["hook_session_tokens"]))
+    ctx = session_context(project, project.config.hook_session_tokens)
     if not any(s in ctx for s in SECTIONS) and not ctx["project"].get("session_count"):  # nothing remembered yet
         return ""
     return render_markdown(inline_all(ctx))
@@ -214,7 +214,7 @@ def _recalled(project: "Project", event: HookEvent) -> str:
     prompt = typed_prompt(event)
     if len(prompt) < 3:
         return ""
-    budget = int(project.config["hook_prompt_tokens"]) * 4
+    budget = project.config.hook_prompt_tokens * 4
     if project.data_dir.is_dir():  # memory to search: load the model while lancedb is imported
         from contextware.storage.embeddings import preload_in_background
 
@@ -387,7 +387,7 @@ def _refresh_digest(project: "Project", session: str) -> None:
 
 def turn_limit(project: "Project") -> int:
     """Characters kept of a hook turn's prompt or answer: ``hook_turn_chars`` within ``max_log_chars``."""
-    return min(int(project.config["max_log_chars"]), int(project.config["hook_turn_chars"]))
+    return min(project.config.max_log_chars, project.config.hook_turn_chars)
 
 
 def fit_log(project: "Project", text: str, cut_before: int = 0) -> str:

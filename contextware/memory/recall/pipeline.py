@@ -53,7 +53,7 @@ def recall(
     confidence; none (``answerable: false``) unless one reaches the gate.  ``explain``: the result
     also carries why (``explain.explain``, made from the same judged candidates and gate)."""
     gate = (
-        check_min_confidence(project.config["recall_min_confidence"], "recall_min_confidence in config.json")
+        check_min_confidence(project.config.recall_min_confidence, "recall_min_confidence in config.json")
         if query.min_confidence is None
         else query.min_confidence
     )
@@ -97,7 +97,7 @@ def recall_refreshing_stale(
 
     from contextware.codeindex.indexer import index_files
 
-    summarizer = str(project.config.get("summarizer") or "auto")
+    summarizer = project.config.summarizer
     index_files(project, [project.root / p for p in stale], summarizer=summarizer)
     return replace(recall(project, query, params, explain=explain), refreshed=tuple(stale))
 

@@ -22,7 +22,7 @@ def for_prompt(
     """The hook's recall for ``prompt`` (with its explanation, which feeds the turn's record), at
     ``gate`` or the project's ``hook_min_confidence`` (bench/quality.py sweeps it)."""
     if gate is None:
-        gate = float(project.config["hook_min_confidence"])  # stricter than recall's: nobody asked
+        gate = project.config.hook_min_confidence  # stricter than recall's: nobody asked
     margin = params.fusion.margin  # only memories close to the best: it injects unasked
     hook = params.hook
     query = parse_query(

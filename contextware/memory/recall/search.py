@@ -115,7 +115,7 @@ def candidates(
     for name in present:
         project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
     wide = expand_query(text)
-    limit = max(int(project.config["recall_candidates"]), query.limit * 3)
+    limit = max(project.config.recall_candidates, query.limit * 3)
     wheres = {name: query.filters.where(name, project.root) for name in present}
     # memory.branches: what HEAD sees; a query with a margin is the prompt hook's (it injects unasked)
     wheres = recall_wheres(project, query.filters.branch, wheres, unasked=query.margin is not None)

@@ -67,7 +67,7 @@ def later(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
 
 def expiry_days(project: "Project") -> float:
     try:
-        return float(project.config.get("tombstone_days", 90))
+        return project.config.tombstone_days
     except (TypeError, ValueError):
         return 90.0
 

@@ -42,7 +42,7 @@ def wanted(project: "Project") -> bool:
     """Whether the project asks for Gemini digests and Gemini CLI is there."""
     from contextware.gemini.availability import gemini_available
 
-    return str(project.config.get("digest_summarizer") or "local") == "gemini" and gemini_available()
+    return project.config.digest_summarizer == "gemini" and gemini_available()
 
 
 def _today() -> str:
@@ -51,7 +51,7 @@ def _today() -> str:
 
 def budget(project: "Project") -> dict[str, Any]:
     """Today's use: ``{"day", "tokens", "calls", "skipped", "limit"}``."""
-    limit = int(project.config.get("digest_daily_tokens") or 0)
+    limit = project.config.digest_daily_tokens
     try:
         data = json.loads((project.data_dir / BUDGET_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -117,7 +117,7 @@ def gemini_fields(project: "Project", turns: list[dict[str, Any]]) -> dict[str, 
         _charge(project, skipped=1)
         return None
     session_id = f"{secrets.token_hex(4)}_cw_digest"
-    model = project.config.get("gemini_model") or None
+    model = project.config.gemini_model or None
     try:
         result = run_gemini(
             PROMPT,
@@ -125,7 +125,7 @@ def gemini_fields(project: "Project", turns: list[dict[str, Any]]) -> dict[str, 
             model=model,
             cwd=gemini_workdir(contextware_home(project.settings)),
             session_id=session_id,
-            **gemini_options(project, timeout_key="gemini_timeout_s"),
+            **gemini_options(project, research=False),
         )
     except (GeminiError, OSError):
         _charge(project, calls=1, tokens=estimate)  # a failed call may still have cost its prompt

@@ -152,7 +152,7 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_
 
 def configured_days(project: "Project") -> float:
     """``log_retention_days`` (checked when the config is read: a number, at least 0)."""
-    return float(project.config.get("log_retention_days") or 0.0)
+    return project.config.log_retention_days
 
 
 def retain_if_due(project: "Project") -> dict[str, Any] | None:
@@ -173,7 +173,7 @@ def retention_stats(project: "Project") -> dict[str, Any]:
     ledger = _read_ledger(project)
     sessions = ledger.get("sessions", {})
     return {
-        "digest_summarizer": str(project.config.get("digest_summarizer") or "local"),
+        "digest_summarizer": project.config.digest_summarizer,
         "digest_tokens_today": budget(project),
         "log_retention_days": configured_days(project),
         "archived_sessions": len(sessions),
