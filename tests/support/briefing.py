@@ -3,6 +3,9 @@ section of the session briefing (tests/unit/test_context.py, tests/integration/t
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from contextware.codeindex.indexer import crawl
@@ -10,12 +13,25 @@ from contextware.memory import records
 from contextware.storage.project import Project
 from contextware.store import kvstore
 
+_TEMPLATE: list[Path] = []  # built once per test process, then copied (it takes ~2 s to build)
+
 
 @pytest.fixture
-def briefed(project: Project) -> Project:
+def briefed(project: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
     """A project with every section of the briefing: code (pkg/ledger.py imported by three modules),
     constraints (one superseded), a preference, a note, twelve alike failures, a success, two
-    sessions and a store namespace."""
+    sessions and a store namespace.  Each test gets its own copy of one built project (files and
+    data, their times kept), so a test that writes changes only its copy."""
+    if not _TEMPLATE:
+        template = tmp_path_factory.mktemp("briefed") / "proj"
+        template.mkdir()
+        _build(Project.open(template))
+        _TEMPLATE.append(template)
+    shutil.copytree(_TEMPLATE[0], project.root, dirs_exist_ok=True)
+    return Project.open(project.root)
+
+
+def _build(project: Project) -> None:
     root = project.root
     (root / "pkg").mkdir()
     (root / "pkg" / "ledger.py").write_text(
@@ -43,4 +59,3 @@ def briefed(project: Project) -> Project:
     records.save_log(project, "hello", session_id="s1", role="user")
     records.save_log(project, "again", session_id="s2", role="user")
     kvstore.save(project, "baselines", "p95", {"ms": 120})
-    return Project.open(root)
