@@ -4,6 +4,7 @@ one way with no import cycle, and ARCHITECTURE.md names what exists."""
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -94,7 +95,13 @@ def _module_name(path: Path) -> str:
 
 def _import_graph() -> dict[str, set[str]]:
     """Module -> the package modules it imports (at any depth of the file, TYPE_CHECKING included)."""
-    modules = {_module_name(p): p for p in (REPO / "contextware").rglob("*.py")}
+    return _graph_of(REPO)
+
+
+@functools.cache
+def _graph_of(repo: Path) -> dict[str, set[str]]:
+    """``_import_graph`` of one copy of the package, parsed once per test process."""
+    modules = {_module_name(p): p for p in (repo / "contextware").rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
