@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.codeindex.exclusions import SecretFiles
 from contextware.core.text import iso
 from contextware.core.words import STOP_WORDS, pieces, stem
+from contextware.storage.candidate import Excerpt, RecalledItem
 
 if TYPE_CHECKING:
     from contextware.storage.candidate import Candidate
@@ -38,12 +39,12 @@ def freshness(project: "Project", row: dict[str, Any]) -> str | None:
     return None
 
 
-def render_code_hit(project: "Project", hit: "Candidate", score: float, mode: str) -> dict[str, Any]:
+def render_code_hit(project: "Project", hit: "Candidate", score: float, mode: str) -> RecalledItem:
     """A code result as recall shows it: the file's row, its freshness and the definition it matched."""
     row = hit.row
     symbols = list(row.get("symbols") or [])
     note = freshness(project, row)
-    out: dict[str, Any] = {
+    out: RecalledItem = {
         "collection": hit.collection,
         "id": row["id"],
         "score": round(score, 4),
@@ -149,7 +150,7 @@ def read_indexed_file(
     return redact_text(data.decode("utf-8", errors="replace")), None
 
 
-def attach_content(project: "Project", results: list[dict[str, Any]], query: str, max_chars: int) -> None:
+def attach_content(project: "Project", results: list[RecalledItem], query: str, max_chars: int) -> None:
     """Exact mode: give each code result its file's content while ``max_chars`` lasts."""
     from contextware.codeindex.files import secret_files
 
@@ -179,7 +180,7 @@ def attach_content(project: "Project", results: list[dict[str, Any]], query: str
         ranges = relevant_ranges(lines, query, remaining)
         if r.get("lines"):  # the matched definition first, as much of it as the budget allows
             ranges = _with_definition(lines, r["lines"], ranges, remaining)
-        excerpts = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1 : b])} for a, b in ranges]
+        excerpts: list[Excerpt] = [{"lines": f"{a}-{b}", "text": "\n".join(lines[a - 1 : b])} for a, b in ranges]
         remaining -= sum(len(e["text"]) + 1 for e in excerpts)
         r["excerpts"] = excerpts
         r["content_note"] = (

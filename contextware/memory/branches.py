@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from contextware.core.errors import FieldError
 from contextware.core.text import sql_str, utcnow
 from contextware.storage import gitstate
+from contextware.storage.candidate import RecalledItem
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -361,7 +362,7 @@ def recall_wheres(
     return out
 
 
-def mark_unmerged(project: "Project", choice: str, rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
+def mark_unmerged(project: "Project", choice: str, rows: list[dict[str, Any]], results: list[RecalledItem]) -> None:
     """With ``branch_memory: "show"``: each result of a branch the checkout has not merged says so
     (``"branch_note": "from feature/x, not merged"``).  ``rows`` are the results' stored rows."""
     if choice != "current" or not showing(project):

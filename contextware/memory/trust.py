@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.core.text import sql_str
 from contextware.memory import provenance
+from contextware.storage.candidate import RecalledItem
 from contextware.storage.schemas import MEMORY_TABLES
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def only_trusted(project: "Project", table: Any, where: str | None) -> str | Non
 
 
 def annotate(
-    project: "Project", hits: list[dict[str, Any]], known: Mapping[str, Mapping[str, Any]] | None = None
+    project: "Project", hits: list[RecalledItem], known: Mapping[str, Mapping[str, Any]] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Add ``from`` ("from alice@example.com, imported") and ``quarantine`` to the hits that are not
     the user's own; the provenance from ``known`` (id -> the stored row, as recall found it), else
@@ -111,8 +112,8 @@ def annotate(
 
 
 def for_hooks(
-    project: "Project", hits: list[dict[str, Any]], known: Mapping[str, Mapping[str, Any]] | None = None
-) -> list[dict[str, Any]]:
+    project: "Project", hits: list[RecalledItem], known: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[RecalledItem]:
     """The hits a hook may inject unasked: quarantined and untrusted imported memories left out."""
     rows = annotate(project, hits, known)
     return [h for h in hits if (row := rows.get(str(h.get("id")))) is None or held_back(project, row) is None]

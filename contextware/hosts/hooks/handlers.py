@@ -29,6 +29,7 @@ from contextware.hosts.hooks.event import HOST_KEY, HookEvent
 
 if TYPE_CHECKING:
     from contextware.core.settings import Settings
+    from contextware.storage.candidate import RecalledItem
     from contextware.storage.project import Project
 
 
@@ -151,7 +152,7 @@ def before_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     return _output(name, body, _usage(event))
 
 
-def _line(hit: dict[str, Any]) -> str:
+def _line(hit: RecalledItem) -> str:
     from contextware.core.fence import inline
     from contextware.memory.briefing import first_sentence
     from contextware.memory.turns.digest import digest_label, is_digest
@@ -174,7 +175,7 @@ def _line(hit: dict[str, Any]) -> str:
     return ""
 
 
-def _handle(hit: dict[str, Any]) -> str:
+def _handle(hit: RecalledItem) -> str:
     """`` (fact-…, 2026-11-20)``: the memory's id and the day it was saved, so that the agent can
     fetch the whole of a shortened text (MCP ``get_memory``, ``memory get``) and weigh its age."""
     from contextware.core.fence import inline

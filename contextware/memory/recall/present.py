@@ -4,11 +4,12 @@ their files' content within a budget).  Reads files, never writes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from contextware.core.text import cut_at_word
 from contextware.memory.code_links import stale_flag
 from contextware.memory.records import public_row
+from contextware.storage.candidate import RecalledItem
 from contextware.storage.schemas import CODE_TABLE, OFFLOADS_TABLE
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from contextware.storage.project import Project
 
 
-def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -> dict[str, Any]:
+def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -> RecalledItem:
     project = hit.project or project
     if hit.collection == CODE_TABLE:
         from contextware.codeindex.hits import render_code_hit
@@ -26,18 +27,19 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
     if hit.collection == OFFLOADS_TABLE:
         from contextware.offload.table import public_offload
 
-        out = {
+        offload = cast(RecalledItem, public_offload(project, hit.row))
+        shown: RecalledItem = {
             "collection": OFFLOADS_TABLE,
             "id": hit.row["id"],
             "score": round(hit.score, 4),
             "confidence": round(hit.confidence, 3),
-            **public_offload(project, hit.row),
+            **offload,
         }
-        if mode == "summary" and isinstance(out.get("summary"), str):
-            out["summary"] = cut_at_word(out["summary"], summary_chars * 3)
-        return out
+        if mode == "summary" and isinstance(summary := shown.get("summary"), str):
+            shown["summary"] = cut_at_word(summary, summary_chars * 3)
+        return shown
     row = public_row(hit.row, hit.collection)
-    out = {
+    out: RecalledItem = {
         "collection": hit.collection,
         "id": row.pop("id"),
         "score": round(hit.score, 4),
@@ -50,16 +52,17 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
                 row[key] = cut_at_word(row[key], summary_chars)
         for key in ("source", "updated_at", "chunk_count"):
             row.pop(key, None)
-    out.update({k: v for k, v in row.items() if v is not None})
+    out.update(cast(RecalledItem, {k: v for k, v in row.items() if v is not None}))
     if hit.repeats:
         out["repeats"] = hit.repeats  # the same words were captured this many more times
-    out.update(stale_flag(project, hit.collection, hit.row))  # memory.code_links: the code it names changed
+    if stale := stale_flag(project, hit.collection, hit.row):  # memory.code_links: the code it names changed
+        out["may_be_stale"] = stale["may_be_stale"]
     return out
 
 
 def present(
     hits: list["Hit"], query: "RecallQuery", project: "Project", summary_chars: int, default_max_chars: int
-) -> list[dict[str, Any]]:
+) -> list[RecalledItem]:
     """The results of one recall, in order."""
     results = [present_hit(h, query.mode, project, summary_chars) for h in hits]
     if query.all_projects:

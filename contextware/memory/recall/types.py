@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.storage.candidate import Candidate, Row
+from contextware.storage.candidate import Candidate, RecalledItem, Row
 
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery
@@ -125,7 +125,7 @@ class RecallResult:
 
     query: RecallQuery
     hits: tuple[Hit, ...]
-    results: list[dict[str, Any]]
+    results: list[RecalledItem]
     min_confidence: float
     degraded: str | None = None
     refreshed: tuple[str, ...] = ()

@@ -8,6 +8,7 @@ when retention folds a finished session and the project asks for it (``gemini_di
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.text import cut_at_word, sql_str
@@ -23,7 +24,7 @@ _SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
 CATEGORY = "session"  # a digest episode's category: labelled "Session summary, <date>", never a success
 
 
-def is_digest(row: dict[str, Any]) -> bool:
+def is_digest(row: Mapping[str, object]) -> bool:
     """Whether an episode (a row, a recall hit or a briefing item) is a session digest."""
     return row.get("category") == CATEGORY or str(row.get("source") or "").startswith("digest:")
 
