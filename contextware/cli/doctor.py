@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contextware.cli import add_common, new_parser
+
+if TYPE_CHECKING:
+    from contextware.hosts.install.doctor import DoctorReport
 
 DESCRIPTION = """Check an install end to end, for this project and this user, and say what to do.
 
@@ -30,13 +33,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> DoctorReport:
     from contextware.hosts.install.doctor import doctor
 
     return doctor(args.project_root)
 
 
-def failure(result: dict[str, Any]) -> dict[str, Any] | None:
+def failure(result: DoctorReport) -> dict[str, str] | None:
     """The error of an unhealthy report (exit 1): its first problem."""
     if result["healthy"]:
         return None
@@ -45,7 +48,7 @@ def failure(result: dict[str, Any]) -> dict[str, Any] | None:
     return {"code": "unhealthy", "message": message}
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: DoctorReport) -> str:
     from contextware.cli.render import paint
 
     lines = [f"Contextware {result['version']} for {result['project_root']}"]

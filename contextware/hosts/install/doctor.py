@@ -22,11 +22,12 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contextware import __version__
 from contextware.core.errors import ContextwareError
 from contextware.hosts.install import loop, settings_merge
+from contextware.hosts.install.loop import DoctorCheck, check
 from contextware.hosts.install.shared import (
     NAME,
     PORTABLE_COMMAND,
@@ -40,10 +41,6 @@ from contextware.storage.layout import resolve_project_root
 
 RUN_TIMEOUT_S = 90.0  # a cold hook or server start on a busy machine loads the model once
 REINSTALL = "run the install again (`contextware install <host> ...`) from a working Contextware"
-
-
-def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -113,11 +110,11 @@ def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict[str, 
     return hooks, servers
 
 
-def check_command(needed: bool) -> dict[str, Any]:
+def check_command(needed: bool) -> DoctorCheck:
     """``needed``: some installed file calls the command from PATH."""
     found = shutil.which(PORTABLE_COMMAND)
     if found and not host_which(PORTABLE_COMMAND):
-        return _check(  # a problem when installed files call it: a host started elsewhere will not find it
+        return check(  # a problem when installed files call it: a host started elsewhere will not find it
             "command",
             not needed,
             f"`{PORTABLE_COMMAND}` is on PATH here only as this environment's own {found}, which is on PATH only inside "
@@ -125,10 +122,10 @@ def check_command(needed: bool) -> dict[str, Any]:
             f"`{fix_path_command()}`",
         )
     if found:
-        return _check("command", True, f"`{PORTABLE_COMMAND}` is on PATH: {found}")
+        return check("command", True, f"`{PORTABLE_COMMAND}` is on PATH: {found}")
     if not needed:
-        return _check("command", True, f"`{PORTABLE_COMMAND}` is not on PATH; nothing installed here calls it.")
-    return _check(
+        return check("command", True, f"`{PORTABLE_COMMAND}` is not on PATH; nothing installed here calls it.")
+    return check(
         "command",
         False,
         f"`{PORTABLE_COMMAND}` is not on PATH: the hooks and MCP servers a project commits call it, and do nothing here.",
@@ -144,14 +141,14 @@ def _env(root: Path, extra: dict[str, Any] | None = None) -> dict[str, str]:
     return env
 
 
-def _missing(kind: str, command: str, source: str, missing: list[str]) -> dict[str, Any]:
+def _missing(kind: str, command: str, source: str, missing: list[str]) -> DoctorCheck:
     if missing[0] == PORTABLE_COMMAND:
         detail = f"{command} (in {source}) calls `{PORTABLE_COMMAND}`, which is not on PATH."
-        return _check(kind, False, detail, f"`{fix_path_command()}`", command=command)
-    return _check(kind, False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command)
+        return check(kind, False, detail, f"`{fix_path_command()}`", command=command)
+    return check(kind, False, f"{command} (in {source}): {missing[0]} does not exist.", REINSTALL, command=command)
 
 
-def check_hook(command: str, source: str, root: Path) -> dict[str, Any]:
+def check_hook(command: str, source: str, root: Path) -> DoctorCheck:
     argv = shlex.split(command)
     missing = missing_paths(argv)
     if missing:
@@ -174,16 +171,16 @@ def check_hook(command: str, source: str, root: Path) -> dict[str, Any]:
             timeout=RUN_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return _check("hook", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
+        return check("hook", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
     out = run.stdout.strip()
     try:
         answered = run.returncode == 0 and (not out or isinstance(json.loads(out), dict))
     except ValueError:
         answered = False
     if answered:
-        return _check("hook", True, f"{command} answers a SessionStart event (in {source}).", command=command)
+        return check("hook", True, f"{command} answers a SessionStart event (in {source}).", command=command)
     said = (run.stderr.strip() or run.stdout.strip() or "no output").splitlines()[-1][:300]
-    return _check("hook", False, f"{command} (in {source}) exited {run.returncode}: {said}", REINSTALL, command=command)
+    return check("hook", False, f"{command} (in {source}) exited {run.returncode}: {said}", REINSTALL, command=command)
 
 
 def _messages(text: str) -> dict[Any, dict[str, Any]]:
@@ -198,7 +195,7 @@ def _messages(text: str) -> dict[Any, dict[str, Any]]:
     return out
 
 
-def check_mcp(server: dict[str, Any], source: str, root: Path) -> dict[str, Any]:
+def check_mcp(server: dict[str, Any], source: str, root: Path) -> DoctorCheck:
     argv = [str(server.get("command") or ""), *(str(a) for a in server.get("args") or [])]
     command = shlex.join(argv)
     missing = missing_paths(argv)
@@ -229,15 +226,15 @@ def check_mcp(server: dict[str, Any], source: str, root: Path) -> dict[str, Any]
             timeout=RUN_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return _check("mcp", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
+        return check("mcp", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
     answers = _messages(run.stdout)
     tools = ((answers.get(2) or {}).get("result") or {}).get("tools")
     if "result" in (answers.get(1) or {}) and isinstance(tools, list) and tools:
-        return _check(
+        return check(
             "mcp", True, f"{command} answers initialize and lists {len(tools)} tools (in {source}).", command=command
         )
     said = (run.stderr.strip() or "no answer").splitlines()[-1][:300]
-    return _check(
+    return check(
         "mcp",
         False,
         f"{command} (in {source}) did not answer initialize/tools/list: {said}",
@@ -246,22 +243,22 @@ def check_mcp(server: dict[str, Any], source: str, root: Path) -> dict[str, Any]
     )
 
 
-def check_service(root: Path) -> dict[str, Any]:
+def check_service(root: Path) -> DoctorCheck:
     from contextware.service import client
     from contextware.service.protocol import code_version, endpoint, supersedes
     from contextware.storage.layout import resolve_data_dir
 
     data_dir = resolve_data_dir(root)
     if not data_dir.is_dir():
-        return _check("service", True, f"No memory in {root} yet: the first save creates it and starts the service.")
+        return check("service", True, f"No memory in {root} yet: the first save creates it and starts the service.")
     if client.mode() == "off":
-        return _check("service", True, "CONTEXTWARE_SERVICE=off: every caller works in-process.")
+        return check("service", True, "CONTEXTWARE_SERVICE=off: every caller works in-process.")
     ep = endpoint(data_dir)
     try:
         client.ensure_running(ep)
         status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
     except (client.Unavailable, client.ServiceUnsafe, OSError) as exc:
-        return _check(
+        return check(
             "service",
             False,
             f"The service of {data_dir} does not answer ({exc}).",
@@ -276,44 +273,54 @@ def check_service(root: Path) -> dict[str, Any]:
         detail = (
             f"The service (pid {pid}) runs newer version {theirs}: this install ({code_version()}) works in-process."
         )
-    return _check("service", True, detail, pid=pid)
+    return check("service", True, detail, pid=pid)
 
 
-def check_data(root: Path) -> dict[str, Any]:
+def check_data(root: Path) -> DoctorCheck:
     from contextware.memory.maintenance import stats
     from contextware.storage.layout import resolve_data_dir
     from contextware.storage.project import Project
 
     if not resolve_data_dir(root).is_dir():
-        return _check("data", True, f"No memory in {root} yet.")
+        return check("data", True, f"No memory in {root} yet.")
     try:
         tables = stats(Project.open(str(root))).get("tables") or {}
     except ContextwareError as exc:
-        return _check("data", False, exc.message, "`contextware memory repair`")
+        return check("data", False, exc.message, "`contextware memory repair`")
     damaged = {name: info["damaged"] for name, info in tables.items() if isinstance(info, dict) and info.get("damaged")}
     if damaged:
         name, message = next(iter(damaged.items()))
-        return _check("data", False, f"Table {name} is damaged: {message}", "`contextware memory repair`")
+        return check("data", False, f"Table {name} is damaged: {message}", "`contextware memory repair`")
     rows = sum(int(info.get("rows") or 0) for info in tables.values() if isinstance(info, dict))
-    return _check("data", True, f"{len(tables)} tables readable, {rows} rows.")
+    return check("data", True, f"{len(tables)} tables readable, {rows} rows.")
 
 
-def check_briefing(root: Path) -> dict[str, Any]:
+def check_briefing(root: Path) -> DoctorCheck:
     """The session briefing, read in this process as ``contextware context`` reads it."""
     from contextware.memory.briefing import session_context
     from contextware.storage.layout import resolve_data_dir
     from contextware.storage.project import Project
 
     if not resolve_data_dir(root).is_dir():
-        return _check("briefing", True, f"No memory in {root} yet.")
+        return check("briefing", True, f"No memory in {root} yet.")
     try:
         out = session_context(Project.open(str(root)))
     except ContextwareError as exc:
-        return _check("briefing", False, f"The session briefing fails: {exc.message}", "`contextware memory repair`")
-    return _check("briefing", True, f"The session briefing reads ({len(json.dumps(out))} characters of JSON).")
+        return check("briefing", False, f"The session briefing fails: {exc.message}", "`contextware memory repair`")
+    return check("briefing", True, f"The session briefing reads ({len(json.dumps(out))} characters of JSON).")
 
 
-def doctor(project_root: str | None = None) -> dict[str, Any]:
+class DoctorReport(TypedDict):
+    """What ``doctor`` found: healthy when no check failed."""
+
+    healthy: bool
+    project_root: str
+    version: str
+    checks: list[DoctorCheck]
+    problems: int  # failed checks
+
+
+def doctor(project_root: str | None = None) -> DoctorReport:
     """Run every check for the project at ``project_root`` (default: as every command resolves it)."""
     root = resolve_project_root(project_root)
     hooks, servers = installed_commands(root)
@@ -327,7 +334,7 @@ def doctor(project_root: str | None = None) -> dict[str, Any]:
             shlex.join([own_server["command"], *own_server["args"]]), {"server": own_server, "file": "this install"}
         )
     except ContextwareError as exc:
-        checks.append(_check("install", False, exc.message, REINSTALL))
+        checks.append(check("install", False, exc.message, REINSTALL))
     hook_checks = [check_hook(command, source, root) for command, source in hooks.items()]
     checks += hook_checks
     runs = [  # the loop, for every hook a host's file installs (and that starts at all)
@@ -349,4 +356,4 @@ def doctor(project_root: str | None = None) -> dict[str, Any]:
     }
 
 
-__all__ = ["doctor"]
+__all__ = ["DoctorReport", "doctor"]

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 SAMPLE_PROMPT = "Contextware doctor: what does this project's memory hold?"
 SAMPLE_ANSWER = "Contextware doctor: a sample answer, removed after the check."
@@ -40,11 +40,29 @@ def host_and_scope(source: str, root: Path) -> tuple[str, str] | None:
     return ("claude" if claude else "gemini"), scope
 
 
-def _check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra}
+class _Check(TypedDict):
+    name: str  # command, install, hook, loop, duplicate, hooks_log, mcp, service, data, briefing
+    ok: bool
+    detail: str  # what was found, in a sentence
+    fix: str | None  # what to run when not ok
 
 
-def duplicates(sources: list[str], root: Path) -> list[dict[str, Any]]:
+class DoctorCheck(_Check, total=False):
+    """One line of ``doctor``'s report: a check, its verdict and the fix; some name the installed
+    command they ran, the service's pid, or what the loop's briefing gave the model."""
+
+    command: str
+    pid: int | None
+    briefing_chars: int
+    briefing_first_line: str
+
+
+def check(name: str, ok: bool, detail: str, fix: str | None = None, **extra: object) -> DoctorCheck:
+    """A ``DoctorCheck`` (``extra``: its optional keys); the fix only when it is not ok."""
+    return cast(DoctorCheck, {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix, **extra})
+
+
+def duplicates(sources: list[str], root: Path) -> list[DoctorCheck]:
     """A ``duplicate`` problem per host installed in both scopes (``sources``: the files holding our hooks)."""
     scopes: dict[str, dict[str, str]] = {}
     for source in sources:
@@ -52,7 +70,7 @@ def duplicates(sources: list[str], root: Path) -> list[dict[str, Any]]:
         if found:
             scopes.setdefault(found[0], {})[found[1]] = source
     return [
-        _check(
+        check(
             "duplicate",
             False,
             f"{host} has Contextware installed twice ({by['project']} and {by['user']}): the hooks answer once "
@@ -171,7 +189,7 @@ def forget_session(root: Path, session: str) -> int:
     return removed
 
 
-def run_loop(command: str, source: str, root: Path) -> dict[str, Any]:
+def run_loop(command: str, source: str, root: Path) -> DoctorCheck:
     """Feed one installed hook command a session start, a prompt and a turn end, as its host would."""
     host, scope = host_and_scope(source, root) or ("gemini", "this install")
     argv = shlex.split(command)
@@ -205,7 +223,7 @@ def run_loop(command: str, source: str, root: Path) -> dict[str, Any]:
         problem = f"the hook failed open (hooks.log: {failed[-1][:300]})"
     where = f"{host} ({scope}, {source})"
     if problem:
-        return _check("loop", False, f"{command} for {where}: {problem}", f"see {logs[0]}", command=command)
+        return check("loop", False, f"{command} for {where}: {problem}", f"see {logs[0]}", command=command)
     briefing, carrier = seen.get("SessionStart", ""), "the session start"
     if not briefing and host == "gemini":  # Gemini CLI's briefing rides on the session's first prompt
         briefing, carrier = seen.get(EVENTS[host][0], ""), "the first prompt's briefing"
@@ -216,19 +234,19 @@ def run_loop(command: str, source: str, root: Path) -> dict[str, Any]:
         + (f" (first line: {first[:120]!r})" if first else "")
         + f", a prompt {prompt_chars}; the sample turn was saved and its {removed} rows removed."
     )
-    return _check("loop", True, detail, command=command, briefing_chars=len(briefing), briefing_first_line=first[:300])
+    return check("loop", True, detail, command=command, briefing_chars=len(briefing), briefing_first_line=first[:300])
 
 
-def check_log(root: Path, loop_ok: bool) -> dict[str, Any]:
+def check_log(root: Path, loop_ok: bool) -> DoctorCheck:
     """Recent ``hooks.log`` failures: a problem unless the loop, run just now, shows they are over."""
     files = log_files(root)
     recent = recent_failures(files)
     if not recent:
-        return _check("hooks_log", True, "No hook failure in the last day.")
+        return check("hooks_log", True, "No hook failure in the last day.")
     detail = f"{len(recent)} hook failure(s) in the last day, the last: {recent[-1][:300]}"
     if loop_ok:
-        return _check("hooks_log", True, detail + " (the hooks work now).")
-    return _check("hooks_log", False, detail, f"see {' and '.join(str(f) for f in files if f.is_file())}")
+        return check("hooks_log", True, detail + " (the hooks work now).")
+    return check("hooks_log", False, detail, f"see {' and '.join(str(f) for f in files if f.is_file())}")
 
 
-__all__ = ["check_log", "duplicates", "forget_session", "run_loop"]
+__all__ = ["DoctorCheck", "check", "check_log", "duplicates", "forget_session", "run_loop"]
