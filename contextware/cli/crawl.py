@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     values = values_of(args, CRAWL)
     request = replace(CRAWL.check(values), progress=True)  # progress on standard error
     return CRAWL.run(open_project(args), request, values)

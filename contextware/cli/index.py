@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Mapping
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.crawl import render_text  # noqa: F401 - same report as a crawl
@@ -20,7 +20,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     values = values_of(args, INDEX)
     request = INDEX.check(values)  # a bad --summarizer is refused before the project opens
     return INDEX.run(open_project(args), request, values)

@@ -6,6 +6,7 @@ import argparse
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -53,7 +54,7 @@ def _piped_stdin() -> str | None:
     return text if text.strip() else None
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     values = values_of(args, OFFLOAD)
     if words := values["words"]:
         return _sessions(args, values, words)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -45,7 +46,7 @@ def read_data(value: str, limit: int = MAX_INPUT_BYTES) -> tuple[str, str]:
         raise UsageError(f"{source} is not UTF-8 text; nothing was saved.", code="bad_encoding") from None
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.store import kvstore
 
     values = values_of(args, STORE)
@@ -53,7 +54,7 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
     project = open_project(args)
     if isinstance(request.data, str):  # the command line's text: JSON, @FILE or - (standard input)
         # Pretty-printed JSON may shrink when compacted: read up to 4x the limit, kvstore.save decides.
-        raw, source = read_data(request.data, 4 * kvstore.settings(project)["max_bytes"])
+        raw, source = read_data(request.data, 4 * kvstore.settings(project).max_bytes)
         request = replace(request, data=kvstore.parse_json(raw, source))
     return STORE.run(project, request, values)
 

@@ -62,7 +62,7 @@ def run(project: "Project", budget: int, values: Mapping[str, Any]) -> dict[str,
     return {**ctx, "markdown": render_fenced(ctx)} if "format" in values else ctx
 
 
-def tool_text(values: Mapping[str, Any]) -> Callable[[dict[str, Any]], str] | None:
+def tool_text(values: Mapping[str, Any]) -> Callable[[Mapping[str, object]], str] | None:
     """The tool's text content: the markdown briefing, unless JSON was asked for."""
     return (lambda result: str(result["markdown"])) if values.get("format", "markdown") == "markdown" else None
 

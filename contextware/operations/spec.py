@@ -120,7 +120,7 @@ class Operation:
     tool_summary: str
     params: tuple[Param, ...]
     check: Callable[[Mapping[str, Any]], Any]
-    run: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]
+    run: Callable[[Any, Any, Mapping[str, Any]], Mapping[str, object]]  # a JSON object, typed by each run
     embeds: bool = False
     read_only: bool = False
     quick: bool = False
@@ -130,7 +130,7 @@ class Operation:
     open_world: bool = False
     serialise: bool = True
     retry: bool = True
-    tool_text: Callable[[Mapping[str, Any]], Callable[[dict[str, Any]], str] | None] | None = None
+    tool_text: Callable[[Mapping[str, Any]], Callable[[Mapping[str, object]], str] | None] | None = None
 
     @property
     def command(self) -> str:

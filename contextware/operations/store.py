@@ -10,6 +10,7 @@ from contextware.operations.spec import ABSENT, Absent, Operation, Param
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
+    from contextware.store.results import StoreAnswer
 
 ACTIONS = ("save", "load", "list", "delete", "stats")
 # The inputs each action takes besides itself.
@@ -122,7 +123,7 @@ def check(values: Mapping[str, Any]) -> StoreRequest:
     return StoreRequest(action, namespace, key, values.get("data", ABSENT))
 
 
-def run(project: "Project", request: StoreRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: StoreRequest, values: Mapping[str, Any]) -> "StoreAnswer":
     from contextware.store import kvstore
 
     if request.action == "save":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contextware.core.errors import DamagedDataError
@@ -51,7 +51,7 @@ GUARDED: dict[str, tuple[str, ...]] = {
 }
 
 
-def _encode(value: Any) -> bytes:
+def _encode(value: object) -> bytes:
     if value is None:
         return b"\x00"
     if isinstance(value, str):
@@ -83,7 +83,7 @@ def hashed_columns(name: str) -> tuple[str, ...]:
     return (*GUARDED.get(name, ()), *GUARDED_WHEN_SET.get(name, ()))
 
 
-def content_digest(name: str, row: dict[str, Any]) -> str:
+def content_digest(name: str, row: Mapping[str, object]) -> str:
     data = b"\x1f".join(_encode(row.get(col)) for col in GUARDED[name])
     for col in GUARDED_WHEN_SET.get(name, ()):
         if row.get(col) is not None:
@@ -99,7 +99,7 @@ def vector_digest(vector: Any) -> str:
     return _digest(np.asarray(vector, dtype="<f4").tobytes())
 
 
-def checksum(name: str, row: dict[str, Any]) -> str | None:
+def checksum(name: str, row: Mapping[str, object]) -> str | None:
     if name not in GUARDED:
         return None
     return f"{content_digest(name, row)}:{vector_digest(row.get(VECTOR_COLUMN))}"
@@ -127,13 +127,13 @@ def vector_problem(vector: Any) -> str | None:
     return None
 
 
-def row_problem(name: str, row: dict[str, Any]) -> str | None:
+def row_problem(name: str, row: Mapping[str, object]) -> str | None:
     """``"content"`` when a guarded column differs from what was written, ``"vector"`` when only the
     vector is damaged, None for a sound row.  The content is judged only when the query selected
     every hashed column: a row read without one of them cannot be told from a damaged one."""
     stored = row.get(CHECKSUM_COLUMN)
     has_vector = VECTOR_COLUMN in row
-    if stored and name in GUARDED:
+    if isinstance(stored, str) and stored and name in GUARDED:
         content, _, vec = stored.partition(":")
         if all(col in row for col in hashed_columns(name)) and content != content_digest(name, row):
             return "content"
@@ -145,7 +145,7 @@ def row_problem(name: str, row: dict[str, Any]) -> str | None:
     return None
 
 
-def verify_rows(name: str, rows: Iterable[dict[str, Any]]) -> None:
+def verify_rows(name: str, rows: Iterable[Mapping[str, object]]) -> None:
     """Raise ``damaged_data`` naming the repair command if any row read back is not what was written
     (rows marked ``CHECKED`` were checked when they were read)."""
     for row in rows:

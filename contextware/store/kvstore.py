@@ -25,14 +25,28 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import ConfigError, FieldError, NotFoundError, StorageError, UsageError
+from contextware.core.json_types import JsonValue
 from contextware.core.redact import redact_json, refuse_secret_name
 from contextware.core.system import write_atomic
 from contextware.core.text import cut_at_word, iso, sql_str, utcnow
-from contextware.storage.integrity import stamp, verify_rows
-from contextware.storage.schemas import KV_TABLE
+from contextware.storage.integrity import checksum, verify_rows
+from contextware.storage.schemas import KV_TABLE, KvRow
+from contextware.store.results import (
+    DeletedKeys,
+    Evicted,
+    KeyInfo,
+    KeyList,
+    KeyRef,
+    LoadedValue,
+    NamespaceStats,
+    OldestValue,
+    SavedValue,
+    StoreLimits,
+    StoreStats,
+)
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -143,7 +157,7 @@ def encode(value: Any) -> str:
 
 
 # -- settings -------------------------------------------------------------------------------------
-def settings(project: "Project") -> dict[str, Any]:
+def settings(project: "Project") -> StoreLimits:
     """The store's limits and policies from the project's config, checked."""
     cfg = project.config
     where = f"in {project.data_dir / 'config.json'}"
@@ -154,8 +168,8 @@ def settings(project: "Project") -> dict[str, Any]:
             raise ConfigError(f"{name} {where} must be a whole number of at least 1, not {value!r}.", code="bad_config")
         return value
 
-    def policy(name: str, value: Any) -> str:
-        if value not in POLICIES:
+    def policy(name: str, value: object) -> str:
+        if not isinstance(value, str) or value not in POLICIES:
             raise ConfigError(f'{name} {where} must be "lru" or "oldest", not {value!r}.', code="bad_config")
         return value
 
@@ -165,16 +179,12 @@ def settings(project: "Project") -> dict[str, Any]:
             f'store_eviction_by_namespace {where} must be an object such as {{"baselines": "oldest"}}.',
             code="bad_config",
         )
-    return {
-        "max_bytes": positive("store_max_bytes"),
-        "max_keys_per_namespace": positive("store_max_keys_per_namespace"),
-        "eviction": policy("store_eviction", cfg.store_eviction),
-        "eviction_by_namespace": {str(k): policy(f"store_eviction_by_namespace[{k!r}]", v) for k, v in by_ns.items()},
-    }
-
-
-def policy_for(limits: dict[str, Any], namespace: str) -> str:
-    return limits["eviction_by_namespace"].get(namespace, limits["eviction"])
+    return StoreLimits(
+        max_bytes=positive("store_max_bytes"),
+        max_keys_per_namespace=positive("store_max_keys_per_namespace"),
+        eviction=policy("store_eviction", cfg.store_eviction),
+        eviction_by_namespace={str(k): policy(f"store_eviction_by_namespace[{k!r}]", v) for k, v in by_ns.items()},
+    )
 
 
 def _human(size: int) -> str:
@@ -251,25 +261,25 @@ def _fold_access_log(project: "Project", column: dict[str, int]) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def _meta_rows(table: Any, where: str | None = None) -> list[dict[str, Any]]:
+def _meta_rows(table: Any, where: str | None = None) -> list[KvRow]:
     query = table.search().select(META_COLUMNS)
     if where:
         query = query.where(where)
-    return query.limit(None).to_arrow().to_pylist()
+    return cast("list[KvRow]", query.limit(None).to_arrow().to_pylist())
 
 
-def _read_meta(project: "Project", where: str | None = None) -> list[dict[str, Any]]:
+def _read_meta(project: "Project", where: str | None = None) -> list[KvRow]:
     table = project.db.open_table(KV_TABLE)
     if table is None:
         return []
     return project.db.read(lambda: _meta_rows(table, where))
 
 
-def _accessed(row: dict[str, Any], access: dict[str, int]) -> int:
+def _accessed(row: KvRow, access: dict[str, int]) -> int:
     return max(_us(row.get("accessed_at")), access.get(row["id"], 0))
 
 
-def _public(row: dict[str, Any], access: dict[str, int]) -> dict[str, Any]:
+def _public(row: KvRow, access: dict[str, int]) -> KeyInfo:
     return {
         "namespace": row["namespace"],
         "key": row["key"],
@@ -281,7 +291,7 @@ def _public(row: dict[str, Any], access: dict[str, int]) -> dict[str, Any]:
 
 
 # -- the API --------------------------------------------------------------------------------------
-def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, Any]:
+def save(project: "Project", namespace: str, key: str, value: JsonValue) -> SavedValue:
     """Store a JSON value under (namespace, key), evicting by policy to keep the limits."""
     import pyarrow as pa
 
@@ -295,25 +305,27 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, 
     text = encode(value)
     size = len(text.encode("utf-8"))
     limits = settings(project)
-    if size > limits["max_bytes"]:
+    if size > limits.max_bytes:
         raise UsageError(
             f"The value is {_human(size)}{f' ({size} bytes)' if size >= 1024 else ''}, more than the whole store may hold "
-            f"({_human(limits['max_bytes'])}, store_max_bytes in config.json); nothing was saved.",
+            f"({_human(limits.max_bytes)}, store_max_bytes in config.json); nothing was saved.",
             code="value_too_large",
-            details={"size": size, "max_bytes": limits["max_bytes"]},
+            details={"size": size, "max_bytes": limits.max_bytes},
         )
     rid = record_id(namespace, key)
     project.ensure_data_dir()
 
-    def write(table: Any) -> dict[str, Any]:
+    def write(table: Any) -> tuple[bool, datetime, list[Evicted]]:
         others = {r["id"]: r for r in _meta_rows(table)}
         existing = others.pop(rid, None)
         access = _read_access(project)
         now = utcnow()
-        latest = max((_us(r.get("updated_at")) for r in [*others.values(), existing or {}]), default=0)
+        latest = max(
+            (_us(r.get("updated_at")) for r in [*others.values(), *([existing] if existing else [])]), default=0
+        )
         if _us(now) <= latest:  # keep save order == time order even if the clock steps back
             now = _from_us(latest + 1)
-        row = {
+        row: KvRow = {
             "id": rid,
             "namespace": namespace,
             "key": key,
@@ -323,7 +335,7 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, 
             "updated_at": now,
             "accessed_at": now,
         }
-        stamp(KV_TABLE, [row])
+        row["checksum"] = checksum(KV_TABLE, row)
         evicted = _plan_evictions(list(others.values()), namespace, size, limits, access)
         merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         if evicted:
@@ -336,49 +348,48 @@ def save(project: "Project", namespace: str, key: str, value: Any) -> dict[str, 
         column = {i: _us(r.get("accessed_at")) for i, r in others.items() if i not in gone}
         column[rid] = _us(now)
         _fold_access_log(project, column)
-        return {
-            "created": existing is None,
-            "updated_at": iso(now),
-            "evicted": [
-                {
-                    "namespace": r["namespace"],
-                    "key": r["key"],
-                    "size": r["size"],
-                    "reason": reason,
-                    "policy": policy_for(limits, r["namespace"]),
-                }
-                for r, reason in evicted
-            ],
-        }
+        gone_values: list[Evicted] = [
+            {
+                "namespace": r["namespace"],
+                "key": r["key"],
+                "size": r["size"],
+                "reason": reason,
+                "policy": limits.policy_for(r["namespace"]),
+            }
+            for r, reason in evicted
+        ]
+        return existing is None, now, gone_values
 
-    outcome = project.db.write(KV_TABLE, write)
-    return {
+    created, now, gone_values = project.db.write(KV_TABLE, write)
+    saved: SavedValue = {
         "namespace": namespace,
         "key": key,
         "size": size,
-        "created": outcome["created"],
-        "updated_at": outcome["updated_at"],
-        "evicted": outcome["evicted"],
-        **({"redacted": redacted} if redacted else {}),
+        "created": created,
+        "updated_at": iso(now),
+        "evicted": gone_values,
     }
+    if redacted:
+        saved["redacted"] = redacted
+    return saved
 
 
 def _plan_evictions(
-    others: list[dict[str, Any]], namespace: str, size: int, limits: dict[str, Any], access: dict[str, int]
-) -> list[tuple[dict[str, Any], str]]:
+    others: list[KvRow], namespace: str, size: int, limits: StoreLimits, access: dict[str, int]
+) -> list[tuple[KvRow, str]]:
     """Which rows to remove so that, with the new value in ``namespace``, every limit holds."""
 
-    def rank(row: dict[str, Any]) -> tuple[Any, ...]:
-        when = _accessed(row, access) if policy_for(limits, row["namespace"]) == "lru" else _us(row.get("updated_at"))
+    def _rank(row: KvRow) -> tuple[int, int, str]:
+        when = _accessed(row, access) if limits.policy_for(row["namespace"]) == "lru" else _us(row.get("updated_at"))
         return (when, _us(row.get("created_at")), row["id"])
 
-    remaining = sorted(others, key=rank)
-    evicted: list[tuple[dict[str, Any], str]] = []
+    remaining = sorted(others, key=_rank)
+    evicted: list[tuple[KvRow, str]] = []
     counts: dict[str, int] = {}
     for row in remaining:
         counts[row["namespace"]] = counts.get(row["namespace"], 0) + 1
     counts[namespace] = counts.get(namespace, 0) + 1
-    max_keys = limits["max_keys_per_namespace"]
+    max_keys = limits.max_keys_per_namespace
     for row in list(remaining):
         if counts[row["namespace"]] > max_keys:
             counts[row["namespace"]] -= 1
@@ -386,7 +397,7 @@ def _plan_evictions(
             remaining.remove(row)
     total = size + sum(int(r["size"] or 0) for r in remaining)
     for row in list(remaining):
-        if total <= limits["max_bytes"]:
+        if total <= limits.max_bytes:
             break
         total -= int(row["size"] or 0)
         evicted.append((row, "max_bytes"))
@@ -394,27 +405,28 @@ def _plan_evictions(
     return evicted
 
 
-def load(project: "Project", namespace: str, key: str, *, touch: bool = True) -> dict[str, Any]:
+def load(project: "Project", namespace: str, key: str, *, touch: bool = True) -> LoadedValue:
     """The value under (namespace, key); ``NotFoundError`` when there is none.  Records the access
     for LRU eviction unless ``touch`` is false."""
     namespace = check_namespace(namespace)
     key = check_key(key)
     rid = record_id(namespace, key)
     table = project.db.open_table(KV_TABLE)
-    rows: list[dict[str, Any]] = []
+    rows: list[KvRow] = []
     if table is not None:
 
-        def query() -> list[dict[str, Any]]:
-            return (
+        def _query() -> list[KvRow]:
+            return cast(
+                "list[KvRow]",
                 table.search()
                 .where(f"id = {sql_str(rid)}")
                 .select(["id", "namespace", "key", "data", "size", "updated_at", "checksum"])
                 .limit(1)
                 .to_arrow()
-                .to_pylist()
+                .to_pylist(),
             )
 
-        rows = project.db.read(query)
+        rows = project.db.read(_query)
         verify_rows(KV_TABLE, rows)
     if not rows:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(namespace)}.")
@@ -436,7 +448,7 @@ def load(project: "Project", namespace: str, key: str, *, touch: bool = True) ->
     }
 
 
-def list_keys(project: "Project", namespace: str | None = None) -> dict[str, Any]:
+def list_keys(project: "Project", namespace: str | None = None) -> KeyList:
     """The keys (without values) of one namespace, or of all of them (``None`` or ``*``)."""
     ns = None if namespace in (None, ALL) else check_namespace(namespace)
     rows = _read_meta(project, f"namespace = {sql_str(ns)}" if ns else None)
@@ -445,7 +457,7 @@ def list_keys(project: "Project", namespace: str | None = None) -> dict[str, Any
     return {"namespace": ns or ALL, "count": len(keys), "bytes": sum(k["size"] for k in keys), "keys": keys}
 
 
-def delete(project: "Project", namespace: str, key: str | None) -> dict[str, Any]:
+def delete(project: "Project", namespace: str, key: str | None) -> DeletedKeys:
     """Delete one key; ``key='*'`` clears a namespace; ``namespace='*'`` clears the whole store."""
     ns = check_namespace(namespace, allow_all=True)
     if ns == ALL:
@@ -455,16 +467,16 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict[str, Any
     else:
         key = check_key(key, allow_all=True)
         where = f"namespace = {sql_str(ns)}" if key == ALL else f"id = {sql_str(record_id(ns, key))}"
-    deleted: list[dict[str, Any]] = []
+    deleted: list[KeyRef] = []
     if project.db.open_table(KV_TABLE) is not None:
 
-        def write(table: Any) -> list[dict[str, Any]]:
+        def _write(table: Any) -> list[KeyRef]:
             doomed = _meta_rows(table, where)
             if doomed:
                 table.delete(where)
             return [{"namespace": r["namespace"], "key": r["key"], "size": r["size"]} for r in doomed]
 
-        deleted = project.db.write(KV_TABLE, write)
+        deleted = project.db.write(KV_TABLE, _write)
     if key != ALL and not deleted:
         raise NotFoundError(f"Nothing is stored under key {_show(key)} in namespace {_show(ns)}; nothing was deleted.")
     deleted.sort(key=lambda r: (r["namespace"], r["key"]))
@@ -477,55 +489,55 @@ def delete(project: "Project", namespace: str, key: str | None) -> dict[str, Any
     }
 
 
-def stats(project: "Project", namespace: str | None = None) -> dict[str, Any]:
+def stats(project: "Project", namespace: str | None = None) -> StoreStats:
     """Size and entries per namespace, the oldest value and the last write, against the limits.
     The totals are the project's; ``namespace`` only narrows the per-namespace list."""
     limits = settings(project)
     ns_filter = None if namespace in (None, ALL) else check_namespace(namespace)
     rows = _read_meta(project)
     access = _read_access(project) if rows else {}
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[KvRow]] = {}
     for row in rows:
         groups.setdefault(row["namespace"], []).append(row)
     if ns_filter:
         groups = {ns_filter: groups.get(ns_filter, [])}
 
-    def oldest(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def _oldest(items: list[KvRow]) -> OldestValue | None:
         if not items:
             return None
         row = min(items, key=lambda r: (_us(r.get("updated_at")), r["id"]))
         return {"namespace": row["namespace"], "key": row["key"], "updated_at": iso(row.get("updated_at"))}
 
-    def newest(items: list[dict[str, Any]], column: str) -> str | None:
-        times = [_accessed(r, access) if column == "accessed_at" else _us(r.get(column)) for r in items]
+    def _newest(items: list[KvRow], column: str) -> str | None:
+        times = [_accessed(r, access) if column == "accessed_at" else _us(r.get("updated_at")) for r in items]
         return iso(_from_us(max(times))) if times else None
 
-    namespaces = []
+    namespaces: list[NamespaceStats] = []
     for name in sorted(groups):
         items = groups[name]
-        first = oldest(items)
+        first = _oldest(items)
         namespaces.append(
             {
                 "namespace": name,
                 "keys": len(items),
                 "bytes": sum(r["size"] for r in items),
-                "max_keys": limits["max_keys_per_namespace"],
-                "eviction": policy_for(limits, name),
+                "max_keys": limits.max_keys_per_namespace,
+                "eviction": limits.policy_for(name),
                 "oldest": {"key": first["key"], "updated_at": first["updated_at"]} if first else None,
-                "last_write": newest(items, "updated_at"),
-                "last_access": newest(items, "accessed_at"),
+                "last_write": _newest(items, "updated_at"),
+                "last_access": _newest(items, "accessed_at"),
             }
         )
     total = sum(r["size"] for r in rows)
     return {
         "keys": len(rows),
         "bytes": total,
-        "max_bytes": limits["max_bytes"],
-        "used": round(total / limits["max_bytes"], 4),
-        "max_keys_per_namespace": limits["max_keys_per_namespace"],
-        "eviction": limits["eviction"],
-        "eviction_by_namespace": limits["eviction_by_namespace"],
-        "oldest": oldest(rows),
-        "last_write": newest(rows, "updated_at"),
+        "max_bytes": limits.max_bytes,
+        "used": round(total / limits.max_bytes, 4),
+        "max_keys_per_namespace": limits.max_keys_per_namespace,
+        "eviction": limits.eviction,
+        "eviction_by_namespace": dict(limits.eviction_by_namespace),
+        "oldest": _oldest(rows),
+        "last_write": _newest(rows, "updated_at"),
         "namespaces": namespaces,
     }

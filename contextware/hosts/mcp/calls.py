@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,7 +103,7 @@ def _warm_up(project: "Project", embeds: bool) -> None:
             _warm["lancedb"] = True
 
 
-def _envelope_result(result: dict[str, Any], text: str | None = None) -> CallToolResult:
+def _envelope_result(result: Mapping[str, object], text: str | None = None) -> CallToolResult:
     envelope = json.loads(json.dumps({"ok": True, **result}, ensure_ascii=False, default=str))
     body = json.dumps(envelope, ensure_ascii=False)
     return CallToolResult(
@@ -135,12 +135,12 @@ def _forget(project: "Project") -> None:
 
 
 def call(
-    work: Callable[["Project"], dict[str, Any]],
+    work: Callable[["Project"], Mapping[str, object]],
     *,
     embeds: bool = False,
     serialise: bool = True,
     retry: bool = True,
-    text: Callable[[dict[str, Any]], str] | None = None,
+    text: Callable[[Mapping[str, object]], str] | None = None,
 ) -> CallToolResult:
     """Run one tool call on the current project and wrap its result or error in the envelope.
 

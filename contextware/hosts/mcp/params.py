@@ -9,7 +9,7 @@ and weigh it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from mcp.types import CallToolResult, ToolAnnotations
@@ -99,7 +99,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
         text = op.tool_text(values) if op.tool_text else None
 
-        def work(project: Any) -> dict[str, Any]:
+        def work(project: Any) -> Mapping[str, object]:
             # Paths are relative to the project root: the server's cwd may be anywhere.
             given = {**values, **{p.name: _under_root(project, p, values[p.name]) for p in paths}}
             return op.run(project, op.check(given), given)
