@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from contextware.cli import open_project
@@ -21,7 +22,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return memory_file_parser(prog, DESCRIPTION, ["--output", "-o"], "where to write", "stdout", "--include-logs", logs)
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.core.errors import UsageError, disk_full, is_disk_full
     from contextware.memory.team.share import export_memory
 

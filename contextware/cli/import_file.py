@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from contextware.cli import open_project
@@ -25,7 +26,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return memory_file_parser(prog, DESCRIPTION, ["file"], "the export to merge", "stdin", "--dry-run", dry)
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.core.inputs import MAX_IMPORT_BYTES, read_input_file
     from contextware.core.system import fewer_heaps, read_limited
     from contextware.memory.team.share import import_memory

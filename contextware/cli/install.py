@@ -4,6 +4,7 @@ MCP host, or take them out."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from contextware.cli import add_common, new_parser
@@ -112,7 +113,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.hosts.install.dispatch import install, uninstall
 
     scope = args.scope or "user"

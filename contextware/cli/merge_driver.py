@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.core.errors import UsageError
     from contextware.memory.team.memfile import merge_files, with_markers
 

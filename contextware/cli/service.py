@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from contextware.cli import add_common, new_parser, open_project
@@ -32,7 +33,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     from contextware.service import client
     from contextware.service.protocol import endpoint
 

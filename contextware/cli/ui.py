@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Mapping
 
 from contextware.cli import add_common, new_parser, open_project
 
@@ -26,7 +26,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> dict[str, Any]:
+def handle(args: argparse.Namespace) -> Mapping[str, object]:
     import sys
 
     from contextware.browser.server import Served, serve

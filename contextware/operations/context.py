@@ -55,7 +55,7 @@ def check(values: Mapping[str, Any]) -> int:
     return int(values["budget_tokens"])
 
 
-def run(project: "Project", budget: int, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", budget: int, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.briefing import render_fenced, session_context
 
     ctx = session_context(project, budget)

@@ -97,7 +97,7 @@ def check(values: Mapping[str, Any]) -> CrawlRequest:
     )
 
 
-def run(project: "Project", request: CrawlRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: CrawlRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.codeindex.indexer import crawl
 
     return crawl(

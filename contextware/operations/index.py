@@ -74,7 +74,7 @@ def check(values: Mapping[str, Any]) -> IndexRequest:
     )
 
 
-def run(project: "Project", request: IndexRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: IndexRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.codeindex.indexer import index_files
 
     summarizer = request.summarizer or project.config.summarizer

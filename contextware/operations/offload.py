@@ -187,7 +187,7 @@ def check(values: Mapping[str, Any]) -> OffloadRequest:
     )
 
 
-def run(project: "Project", request: OffloadRequest, values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: OffloadRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.offload.run import offload
 
     return offload(

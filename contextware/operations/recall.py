@@ -177,7 +177,7 @@ def check(values: Mapping[str, Any]) -> "RecallQuery":
     return parse_query(values.get("query"), **asked)
 
 
-def run(project: "Project", query: "RecallQuery", values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", query: "RecallQuery", values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.recall import recall, recall_refreshing_stale
 
     step = recall_refreshing_stale if values.get("refresh_stale") else recall

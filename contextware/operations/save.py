@@ -135,7 +135,7 @@ def check(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def run(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.records import save
 
     return save(project, **request)
