@@ -4,6 +4,7 @@ the project or the request."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from contextware.browser import views
@@ -19,14 +20,14 @@ def short(text: Any, limit: int = TEXT_CHARS) -> str:
     return cut_at_word(" ".join(str(text or "").split()), limit)
 
 
-def body_of(r: dict[str, Any]) -> str:
+def body_of(r: Mapping[str, object]) -> str:
     """The words of a memory, whatever its collection."""
     if r.get("collection") == "episodes":
         return f"{r.get('goal') or ''} → {r.get('summary') or ''}"
     return str(r.get("text") or r.get("summary") or r.get("prompt") or "")
 
 
-def badge(r: dict[str, Any]) -> str:
+def badge(r: Mapping[str, object]) -> str:
     tags = [r.get("kind") or r.get("result") or r.get("role") or ""]
     out = "".join(f"<span class=tag>{e(t)}</span>" for t in tags if t)
     if r.get("status") == "superseded":
@@ -99,7 +100,7 @@ def dashboard(d: dict[str, Any]) -> str:
 
 
 def turns(found: list[dict[str, Any]]) -> str:
-    def item(x: dict[str, Any], why: str | None = None) -> str:
+    def item(x: Mapping[str, object], why: str | None = None) -> str:
         rid = str(x.get("id") or "")
         target = f"/offloads/{rid}" if x.get("collection") == "offloads" else f"/memory/{rid}"
         if x.get("collection") == "code_index":

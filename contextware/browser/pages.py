@@ -7,7 +7,7 @@ one sentence, never a traceback."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -486,7 +486,7 @@ class Pages:
             for r in q["keep"]
         ]
 
-        def use_row(r: dict[str, Any]) -> tuple[str, ...]:
+        def use_row(r: Mapping[str, object]) -> tuple[str, ...]:
             text = r.get("text")
             return (
                 a(f"/memory/{r['id']}", r["id"]),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import getpass
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -128,14 +128,14 @@ def fill(rows: list[dict[str, Any]], root: str | None) -> None:
             row["session"] = door.session or row.get("session_id")
 
 
-def is_own(row: dict[str, Any], root: str | None) -> bool:
+def is_own(row: Mapping[str, object], root: str | None) -> bool:
     """Whether the memory is the user's own: not imported, or written by the same author."""
     if row.get("imported_at") is None:
         return True
     return bool(row.get("author")) and row.get("author") == author(root)
 
 
-def whose(row: dict[str, Any], root: str | None) -> str | None:
+def whose(row: Mapping[str, object], root: str | None) -> str | None:
     """ "from alice@example.com, imported" for a memory that is not the user's own, else None."""
     if is_own(row, root):
         return None

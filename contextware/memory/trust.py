@@ -56,7 +56,7 @@ def _trusted(project: "Project") -> tuple[bool, set[str]]:
     return bool(config.trust_imported), {str(a).strip().lower() for a in authors}
 
 
-def held_back(project: "Project", row: dict[str, Any]) -> str | None:
+def held_back(project: "Project", row: Mapping[str, object]) -> str | None:
     """Why the hooks must not inject this memory, or None."""
     if row.get("quarantine"):
         return f"quarantined: {row['quarantine']}"

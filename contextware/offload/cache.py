@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ def cache_key(prompt: str, model: str | None, sources: Sources) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def ttl_reason(project: "Project", meta: dict[str, Any]) -> str | None:
+def ttl_reason(project: "Project", meta: Mapping[str, object]) -> str | None:
     ttl = project.config.cache_ttl_days
     if not ttl or float(ttl) <= 0:
         return None

@@ -27,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -326,7 +327,7 @@ class Service:
         with caller_context(request.get("cwd")):
             return {"ok": True, "result": call_tool(tool, arguments, self.caller_settings(request))}
 
-    def caller_settings(self, request: dict[str, Any]) -> Settings:
+    def caller_settings(self, request: Mapping[str, object]) -> Settings:
         """The settings of the request's caller, from the ``CONTEXTWARE_*`` variables it sent."""
         env = request.get("env")
         return self.settings.for_caller(env if isinstance(env, dict) else {})

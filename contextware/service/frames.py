@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from collections.abc import Mapping
 
 OPS = {"status", "stop", "drain", "run", "hook", "mcp"}
 MAX_ARGS = 1_000
@@ -44,7 +44,7 @@ def _base64(value: object) -> bool:
     return True
 
 
-def problem(request: dict[str, Any]) -> str | None:
+def problem(request: Mapping[str, object]) -> str | None:
     """Why the service must not act on ``request`` (one sentence), or None when it may."""
     from contextware.service.client import routed
 

@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,7 @@ def supersedes(ours: str, theirs: object) -> bool:
     return (mine[0], mine[1] == "", mine[1]) > (other[0], other[1] == "", other[1])
 
 
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
+def send(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ def _entry(line: bytes) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else None
 
 
-def append(data_dir: Path, entry: dict[str, Any]) -> None:
+def append(data_dir: Path, entry: Mapping[str, object]) -> None:
     """Add one entry with a single ``O_APPEND`` write (lines of concurrent writers never mix), on disk
     before this returns (fsync, ~3 ms): the hook then exits and the turn exists nowhere else.
     Raises OSError (a read-only data dir, say)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,7 @@ def plugin_files() -> dict[str, str]:
         "keywords": ["memory", "context", "mcp"],
     }
 
-    def dump(doc: dict[str, Any]) -> str:
+    def dump(doc: Mapping[str, object]) -> str:
         return json.dumps(doc, indent=2) + "\n"
 
     return {

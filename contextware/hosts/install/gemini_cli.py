@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def link_metadata(home: Path) -> tuple[Path, dict[str, Any] | None]:
     return where, meta if isinstance(meta, dict) else None
 
 
-def is_our_link(meta: dict[str, Any] | None, ext: Path) -> bool:
+def is_our_link(meta: Mapping[str, object] | None, ext: Path) -> bool:
     return (
         meta is not None
         and meta.get("type") == "link"

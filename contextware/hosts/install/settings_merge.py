@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def is_plain(text: str | None) -> bool:
     return True
 
 
-def dump_like(data: dict[str, Any], original: str | None) -> str:
+def dump_like(data: Mapping[str, object], original: str | None) -> str:
     """JSON text of ``data`` in the layout of ``original`` (indent, final newline); 2 spaces for a new file."""
     indent: int | str | None = 2
     newline = True
@@ -189,7 +190,7 @@ def unmerge(
     return new
 
 
-def has_ours(data: dict[str, Any], mcp_name: str, mcp_key: str = "mcpServers") -> bool:
+def has_ours(data: Mapping[str, object], mcp_name: str, mcp_key: str = "mcpServers") -> bool:
     hook_obj = data.get("hooks")
     hooked = isinstance(hook_obj, dict) and any(
         isinstance(defs, list) and any(is_our_hook_definition(d) for d in defs) for defs in hook_obj.values()

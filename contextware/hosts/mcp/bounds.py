@@ -11,6 +11,7 @@ naming the parameter, and the front's memory stays within a message's bound.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # one JSON-RPC line; a session_store value is at most 10 MB
@@ -53,7 +54,7 @@ def _longest(value: Any, items: int) -> tuple[int, int]:
     return longest, most
 
 
-def argument_error(tool: str, arguments: dict[str, Any]) -> tuple[str, str] | None:
+def argument_error(tool: str, arguments: Mapping[str, object]) -> tuple[str, str] | None:
     """(code, one sentence naming the parameter) for the first argument out of bounds, else None."""
     declared = _declared_types(tool)
     for name, value in arguments.items():

@@ -14,6 +14,7 @@ tombstone), here so that the file module and this store agree.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ CLOCK_SKEW = timedelta(days=1)
 LOCK_NAME = "tombstones"
 
 
-def is_tombstone(entry: dict[str, Any]) -> bool:
+def is_tombstone(entry: Mapping[str, object]) -> bool:
     return "deleted_at" in entry
 
 
