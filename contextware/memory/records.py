@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import DamagedDataError, FieldError, NotFoundError, UsageError
 from contextware.core.redact import redact, refuse_secret_name, refuse_secret_topics
@@ -26,6 +26,7 @@ from contextware.core.text import (
 )
 from contextware.memory import provenance
 from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
+from contextware.memory.saved import SavedMemory, SimilarMemory
 from contextware.memory.team.tombstones import changed_after
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
@@ -132,9 +133,7 @@ def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict[str, Any] 
     return rows[0] if rows else None
 
 
-def _similar(
-    project: "Project", collection: str, vector: list[float] | None, exclude: set[str]
-) -> list[dict[str, Any]]:
+def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[SimilarMemory]:
     """The saved memories nearest to ``vector`` at or over ``similar_threshold``.  In the resident
     service the search runs on its in-memory snapshot of the table (one matrix product, kept current by
     its own writes: ``storage.table_search``), so a save does not scan the table."""
@@ -146,7 +145,7 @@ def _similar(
     threshold = project.config.similar_threshold
     where = "status = 'active'" if collection == "facts" else None
     field = "summary" if collection == "episodes" else "text"
-    out = []
+    out: list[SimilarMemory] = []
     try:
         nearest = vector_rows(project.db, collection, table, vector, where, 5)
     except DamagedDataError:  # a damaged neighbour is reported by the reads, not by a save
@@ -188,6 +187,22 @@ def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
         row["created_at"] = row["updated_at"] = deleted + timedelta(seconds=1)
 
 
+def _answer(
+    collection: str, redactions: dict[str, int] | None, saved_id: str, written: int, *, duplicate_of: str | None
+) -> SavedMemory:
+    """The head of a save's answer, its keys in the order every door prints them."""
+    return cast(
+        SavedMemory,
+        {
+            "collection": collection,
+            **({"redacted": redactions} if redactions else {}),
+            "id": saved_id,
+            **({"duplicate_of": duplicate_of} if duplicate_of is not None else {}),
+            "written": written,
+        },
+    )
+
+
 def _save_rows(
     project: "Project",
     collection: str,
@@ -197,7 +212,7 @@ def _save_rows(
     supersedes: str | None = None,
     redactions: dict[str, int] | None = None,
     id_parts: tuple[str, ...] | None = None,
-) -> dict[str, Any]:
+) -> SavedMemory:
     """The one write path for new memories: dedup, embed, similar, supersede, insert.  With
     ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
@@ -209,9 +224,6 @@ def _save_rows(
     db = project.db
     embedder = project.embedder
     active_only = collection == "facts"
-    result: dict[str, Any] = {"collection": collection}
-    if redactions:
-        result["redacted"] = redactions
 
     table = db.open_table(collection)
     if table is not None:
@@ -219,7 +231,7 @@ def _save_rows(
         existing = db.read(lambda: _find_by_hash(table, dedup_hash, active_only))
         if existing and supersedes is None:
             learned_again(project, collection, existing["id"], rows[0])  # on a second branch: everyone's
-            return {**result, "id": existing["id"], "duplicate_of": existing["id"], "written": 0}
+            return _answer(collection, redactions, existing["id"], 0, duplicate_of=existing["id"])
 
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in rows])
     for i, row in enumerate(rows):
@@ -235,11 +247,12 @@ def _save_rows(
 
     ids = [r["id"] for r in rows]
 
-    def write(tbl: Any) -> dict[str, Any]:
+    def write(tbl: Any) -> tuple[str, int, str | None, str | None]:
+        """(id, rows written, the id it duplicates, the fact it superseded)."""
         checked = tbl.version  # before the check: a commit at checked + 1 proves none came in between
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
-            return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
+            return found["id"], 0, found["id"], None
         if id_parts is not None:
             _free_content_id(project, tbl, collection, rows, id_parts, supersedes)
             ids[:] = [r["id"] for r in rows]
@@ -249,8 +262,8 @@ def _save_rows(
             if committed != checked + 1:  # another writer (no shared lock: an object store) committed meanwhile
                 first = keep_first_copy(db, collection, _hash_filter(dedup_hash, active_only), ids, committed)
                 if first is not None:
-                    return {"id": first, "duplicate_of": first, "written": 0}
-            return {"id": rows[0]["id"], "written": len(rows)}
+                    return first, 0, first, None
+            return rows[0]["id"], len(rows), None, None
         old = tbl.search().where(f"id = {sql_str(supersedes)}").limit(1).to_list()
         if not old:
             raise NotFoundError(f"No fact has the id {supersedes!r} to supersede.")
@@ -266,16 +279,19 @@ def _save_rows(
         both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
         # One commit marks the old fact and inserts the new one: never half-superseded.
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
-        return {"id": rows[0]["id"], "written": 1, "superseded": supersedes}
+        return rows[0]["id"], 1, None, supersedes
 
-    outcome = db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
-    result.update(outcome)
-    if outcome.get("superseded"):  # replacing a memory is relying on it: its use feedback counts it
+    saved_id, written, duplicate_of, superseded = db.write(
+        collection, write, dim=embedder.dim, model_id=embedder.model_id
+    )
+    result = _answer(collection, redactions, saved_id, written, duplicate_of=duplicate_of)
+    if superseded:  # replacing a memory is relying on it: its use feedback counts it
         from contextware.memory.turns.usage import relied_on
 
-        relied_on(project.data_dir, [str(outcome["superseded"])])
-    if "duplicate_of" not in outcome:
-        result["similar"] = [s for s in similar if s["id"] != outcome["id"]]
+        result["superseded"] = superseded
+        relied_on(project.data_dir, [superseded])
+    if duplicate_of is None:
+        result["similar"] = [s for s in similar if s["id"] != saved_id]
         if degraded:
             result["degraded"] = degraded
             result["vector"] = "pending: run `memory.py reembed` once the model loads"
@@ -295,7 +311,7 @@ def save_fact(
     topics: str | Iterable[str] | None = None,
     supersedes: str | None = None,
     source: str = "agent",
-) -> dict[str, Any]:
+) -> SavedMemory:
     kind = check_choice(kind, FACT_KINDS, "kind") or "note"
     topic_list = parse_topics(refuse_secret_topics(topics))
     if supersedes is not None:
@@ -344,7 +360,7 @@ def save_episode(
     category: str | None = None,
     topics: str | Iterable[str] | None = None,
     source: str = "agent",
-) -> dict[str, Any]:
+) -> SavedMemory:
     if goal is None or not goal.strip():
         raise FieldError("An episode needs a {field}: what the task set out to do.", field="goal", code="missing_goal")
     check_unicode(goal, "goal")
@@ -401,7 +417,7 @@ def save_log(
     speaker: str | None = None,
     source: str = "agent",
     prompt: str | None = None,
-) -> dict[str, Any]:
+) -> SavedMemory:
     """A chunk of the conversation.  An agent's answer may carry the user's ``prompt`` it answers:
     the row then is one exchange, found by the question's words and by the answer's."""
     if session_id is None or not _SESSION.match(session_id):
@@ -447,12 +463,12 @@ def save_log(
     ]
     out = _save_rows(project, "logs", rows, dedup_hash=f"{digest}:0", redactions=redactions)
     if "duplicate_of" not in out:
-        out["ids"] = [r["id"] for r in rows]
+        out["ids"] = [str(r["id"]) for r in rows]
         out["chunks"] = len(rows)
     return out
 
 
-def save(project: "Project", type_: str, content: str, **options: Any) -> dict[str, Any]:
+def save(project: "Project", type_: str, content: str, **options: Any) -> SavedMemory:
     """Dispatch on the type; inputs that do not apply to it are refused rather than ignored."""
     type_ = check_choice(type_, tuple(COLLECTIONS), "type") or "fact"
     allowed = {
@@ -466,7 +482,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> dict[s
         names = ["session" if e == "session_id" else e for e in extra]
         also = f" (nor {', '.join(names[1:])})" if names[1:] else ""
         raise FieldError(f"{{field}}{also} does not apply to a {type_}.", field=names[0], code="bad_option")
-    savers: dict[str, Callable[..., dict[str, Any]]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
+    savers: dict[str, Callable[..., SavedMemory]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
     func = savers[type_]
     return func(project, content, **given)
 

@@ -29,6 +29,7 @@ from contextware.hosts.hooks.event import HOST_KEY, HookEvent
 
 if TYPE_CHECKING:
     from contextware.core.settings import Settings
+    from contextware.memory.saved import SavedMemory
     from contextware.storage.candidate import RecalledItem
     from contextware.storage.project import Project
 
@@ -352,7 +353,7 @@ def after_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     return None
 
 
-def _save_instructions(project: "Project", text: str, saved: dict[str, Any]) -> None:
+def _save_instructions(project: "Project", text: str, saved: "SavedMemory") -> None:
     """A user turn that asks to remember something ("please remember: …", "from now on …") adds it
     as a fact, its source the turn's log row (``memory.remember``).  Only for a turn seen the first
     time: a fact deleted in the browser does not come back when the same turn is captured again.

@@ -106,7 +106,7 @@ def session_turns(project: "Project", session_id: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r.get("created_at") is None, r.get("created_at")))
 
 
-def refresh_digest(project: "Project", session_id: str, *, use_model: bool = False) -> dict[str, Any] | None:
+def refresh_digest(project: "Project", session_id: str, *, use_model: bool = False) -> Mapping[str, object] | None:
     """Write (or rewrite) the digest episode of one session; None when the session is too short.
     ``use_model``: written by Gemini when the project asks for it and the day's budget allows
     (``gemini_digest``; never from a hook), ``"by": "gemini"`` in the answer; else extracted here."""
@@ -127,7 +127,7 @@ def refresh_digest(project: "Project", session_id: str, *, use_model: bool = Fal
         return {**_store(project, session_id, fields), "by": by}
 
 
-def _store(project: "Project", session_id: str, fields: dict[str, str]) -> dict[str, Any]:
+def _store(project: "Project", session_id: str, fields: dict[str, str]) -> Mapping[str, object]:
     from contextware.memory import edits, records
 
     source = f"digest:{session_id}"
