@@ -4,11 +4,14 @@ the project or the request."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextware.browser import views
 from contextware.browser.html import a, dl, e, size, table, url
+
+if TYPE_CHECKING:
+    from contextware.memory.turns.decisions import TurnDecision
 
 TEXT_CHARS = 400  # a memory's text in a list is shortened to this
 COLLECTIONS = ("facts", "episodes", "logs")
@@ -99,7 +102,7 @@ def dashboard(d: dict[str, Any]) -> str:
     return body
 
 
-def turns(found: list[dict[str, Any]]) -> str:
+def turns(found: "list[TurnDecision]") -> str:
     def item(x: Mapping[str, object], why: str | None = None) -> str:
         rid = str(x.get("id") or "")
         target = f"/offloads/{rid}" if x.get("collection") == "offloads" else f"/memory/{rid}"
@@ -113,7 +116,7 @@ def turns(found: list[dict[str, Any]]) -> str:
     rows = []
     for d in found:
         sid = d.get("session")
-        injected = d.get("injected") or []
+        injected: Sequence[Mapping[str, object]] = d.get("injected") or []
         rows.append(
             (
                 e(str(d.get("at") or "").replace("T", " ").rstrip("Z"))

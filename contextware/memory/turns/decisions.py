@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
     from contextware.memory.recall.types import RecallResult
@@ -30,7 +30,39 @@ _BLANK_LINES = re.compile(r"\s*\n\s*")
 HELD_SHOWN = 3  # best candidates held back, per turn
 
 
-def entry(event: str, session_id: str, prompt: str, result: RecallResult, injected: list[str]) -> dict[str, Any]:
+class Injected(TypedDict):
+    """A memory that went into the context (``None``: the result lacked the key)."""
+
+    id: object
+    collection: object
+    score: object
+    confidence: object
+
+
+class HeldBack(TypedDict):
+    """One of the best candidates left out, and why."""
+
+    id: str
+    collection: str
+    score: float
+    confidence: float
+    why: str
+
+
+class TurnDecision(TypedDict):
+    """One line of ``decisions.jsonl``: what the prompt hook injected on a turn and what it held back."""
+
+    at: str
+    event: str
+    session: str | None
+    prompt: str  # redacted and shortened
+    verdict: str | None
+    gate: float
+    injected: list[Injected]
+    held: list[HeldBack]
+
+
+def entry(event: str, session_id: str, prompt: str, result: RecallResult, injected: list[str]) -> TurnDecision:
     """One turn's decision for the host's ``event`` (its name) in ``session_id``: ``injected`` are
     the ids that went into the context."""
     from contextware.core.redact import redact_text
@@ -53,7 +85,14 @@ def entry(event: str, session_id: str, prompt: str, result: RecallResult, inject
         "verdict": why.verdict if why is not None else None,
         "gate": result.min_confidence,
         "injected": [
-            {k: shown[i].get(k) for k in ("id", "collection", "score", "confidence")} for i in injected if i in shown
+            {
+                "id": shown[i].get("id"),
+                "collection": shown[i].get("collection"),
+                "score": shown[i].get("score"),
+                "confidence": shown[i].get("confidence"),
+            }
+            for i in injected
+            if i in shown
         ],
         "held": [
             {
@@ -70,7 +109,7 @@ def entry(event: str, session_id: str, prompt: str, result: RecallResult, inject
     }
 
 
-def record(project: "Project", decision: dict[str, Any]) -> None:
+def record(project: "Project", decision: TurnDecision) -> None:
     """Append one decision; cut the file back when it grew past ``MAX_BYTES``.  Never raises."""
     try:
         path = project.data_dir / FILE_NAME
@@ -87,20 +126,21 @@ def record(project: "Project", decision: dict[str, Any]) -> None:
         pass
 
 
-def recent(project: "Project", limit: int = KEEP) -> list[dict[str, Any]]:
-    """The newest decisions first (lines that do not parse are skipped)."""
+def recent(project: "Project", limit: int = KEEP) -> list[TurnDecision]:
+    """The newest decisions first (lines that do not parse as an object are skipped; the file is
+    ours, written by ``record``, so an object is taken as a ``TurnDecision``)."""
     try:
         text = (project.data_dir / FILE_NAME).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    out = []
+    out: list[TurnDecision] = []
     for line in reversed(text.splitlines()):
         try:
             item = json.loads(line)
         except ValueError:
             continue
         if isinstance(item, dict):
-            out.append(item)
+            out.append(cast(TurnDecision, item))
         if len(out) >= limit:
             break
     return out
