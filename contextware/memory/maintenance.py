@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contextware.core.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.core.text import iso
@@ -32,12 +33,46 @@ def _disk_bytes(path: str) -> int | None:
     return total
 
 
-def stats(project: "Project") -> dict[str, Any]:
+class TableStats(TypedDict, total=False):
+    """One table in ``memory stats``: its size and history, or why it cannot be read (``damaged``,
+    with the ids of the first damaged rows)."""
+
+    rows: int
+    versions: int
+    version: int
+    last_write: str | None
+    model: str | None  # the embedding model of its vectors
+    disk_bytes: int | None  # None: not on a local disk
+    missing_vectors: int
+    superseded: int
+    damaged: str
+    damaged_rows: int
+    damaged_ids: list[str]
+
+
+class MemoryStats(TypedDict):
+    """``memory stats``: where the memory is and why there, each table, and what retention and the
+    use feedback hold."""
+
+    project_root: str
+    project_root_from: str
+    data_dir: str
+    data_dir_from: str
+    db_uri: str
+    model: str
+    tables: dict[str, TableStats]
+    disk_bytes: int | None  # None: not on a local disk
+    last_write: str | None
+    retention: Mapping[str, object]
+    use: Mapping[str, object]
+
+
+def stats(project: "Project") -> MemoryStats:
     from contextware.memory.turns.retention import retention_stats
     from contextware.memory.turns.usage import summary as use_summary
 
     db = project.db
-    tables: dict[str, Any] = {}
+    tables: dict[str, TableStats] = {}
     last_write = None
     for name in db.table_names():
         try:
@@ -53,7 +88,7 @@ def stats(project: "Project") -> dict[str, Any]:
             tables[name] = {"damaged": exc.message}
             continue
         latest = max((v["timestamp"] for v in versions), default=None)
-        info: dict[str, Any] = {
+        info: TableStats = {
             "rows": table.count_rows(),
             "versions": len(versions),
             "version": table.version,

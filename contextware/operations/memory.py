@@ -34,19 +34,19 @@ def _id(action: str) -> Param:
     )
 
 
-def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.edits import confirm
 
     return confirm(project, memory_id)
 
 
-def _run_delete(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_delete(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.edits import delete
 
     return delete(project, memory_id)
 
 
-def _run_history(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_history(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.history import history
 
     return history(project, memory_id)
@@ -61,7 +61,7 @@ def _check_list(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return values
 
 
-def _run_list(project: "Project", values: Mapping[str, Any], _: Mapping[str, Any]) -> dict[str, Any]:
+def _run_list(project: "Project", values: Mapping[str, Any], _: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.records import list_records
 
     return list_records(project, values.get("collection"), int(values["limit"]), stale=bool(values.get("stale")))
@@ -112,7 +112,7 @@ LIST = Operation(
 
 
 # -- one memory by its id -------------------------------------------------------------------------
-def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.records import get
     from contextware.memory.turns.usage import fetched
 
@@ -236,7 +236,7 @@ def _check_update(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"record_id": str(values.get("id") or ""), **{p.name: values.get(p.name) for p in CHANGES}}
 
 
-def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.edits import update
 
     changes = dict(request)
@@ -266,7 +266,7 @@ UPDATE = Operation(
 
 
 # -- stats ----------------------------------------------------------------------------------------
-def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.maintenance import stats
 
     return stats(project)
