@@ -32,6 +32,7 @@ from contextware.hosts.install.installed_files import json_edit, record_and_writ
 from contextware.hosts.install.shared import (
     NAME,
     PORTABLE_COMMAND,
+    InstallResult,
     Runner,
     choose_runner,
     install_result,
@@ -98,7 +99,7 @@ def _edits(paths: dict[str, Path], runner: Runner, mcp: dict[str, Any]) -> list[
     ]
 
 
-def install(scope: str, root: Path | None, *, python: str | None) -> dict[str, Any]:
+def install(scope: str, root: Path | None, *, python: str | None) -> InstallResult:
     """Install for ``scope`` ("project": ``root``'s committed files; "user": this user's). Idempotent."""
     project = scope == "project"
     runner, warnings = choose_runner(python, project=project)
@@ -133,7 +134,7 @@ def install(scope: str, root: Path | None, *, python: str | None) -> dict[str, A
     )
 
 
-def uninstall(scope: str, root: Path | None) -> dict[str, Any]:
+def uninstall(scope: str, root: Path | None) -> InstallResult:
     """Remove exactly what :func:`install` added at ``scope`` (idempotent)."""
     if scope == "project":
         assert root is not None

@@ -23,10 +23,10 @@ server) or ``uv run --no-sync --project <skill_dir> ...`` (commands) after one `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from contextware.core.errors import UsageError
 from contextware.core.settings import Settings, current_settings
+from contextware.hosts.install.shared import InstallResult, MergeDriverReport
 from contextware.storage.layout import resolve_project_root
 
 AGENTS = ("gemini", "claude", "mcp")
@@ -49,7 +49,7 @@ def install(
     host: str | None = None,
     settings: Settings | None = None,
     replace: bool = False,
-) -> dict[str, Any]:
+) -> InstallResult:
     """Install the hooks, MCP server and skill for ``agent`` at ``scope`` (idempotent); ``replace``:
     repoint Claude Desktop's one server from another project to this one; ``settings``:
     the caller's (``CONTEXTWARE_HOOK_PYTHON``, ``CONTEXTWARE_PROJECT_ROOT``), by default this process's.
@@ -69,7 +69,7 @@ def install(
     return _with_merge_driver(_warn_if_twice(result, agent, root), root, install=True)
 
 
-def _warn_if_twice(result: dict[str, Any], agent: str, root: Path) -> dict[str, Any]:
+def _warn_if_twice(result: InstallResult, agent: str, root: Path) -> InstallResult:
     """``result`` with a warning when ``agent`` now has our hooks in both scopes for ``root``: the
     hooks answer each event once (``hooks.once``), but two installs are two to keep working, and
     ``doctor`` calls that unhealthy until one goes."""
@@ -93,7 +93,7 @@ def _install_host(
     settings: Settings,
     replace: bool = False,
     named: str | None = None,
-) -> dict[str, Any]:
+) -> InstallResult:
     """``named``: ``--project-root`` of a user-scope install (the project Claude Desktop's server serves)."""
     scope = "user" if root is None else "project"
     if agent == "claude":
@@ -112,7 +112,7 @@ def _install_host(
     return gemini_cli.install_project(root, python=python)
 
 
-def _with_merge_driver(result: dict[str, Any], root: Path, *, install: bool) -> dict[str, Any]:
+def _with_merge_driver(result: InstallResult, root: Path, *, install: bool) -> InstallResult:
     """``result`` with the git merge driver of the memory file registered (or, when no project install
     of ``root`` is left, removed): what that wrote or removed is under ``merge_driver``."""
     from contextware.hosts.install import git_merge
@@ -121,7 +121,7 @@ def _with_merge_driver(result: dict[str, Any], root: Path, *, install: bool) -> 
     with manifest(write=install or manifest_path().exists()) as installs:
         if install:
             done, warnings = git_merge.install(installs, root)
-            report = {"driver": git_merge.driver_command(), "written": done, "warnings": warnings}
+            report: MergeDriverReport = {"driver": git_merge.driver_command(), "written": done, "warnings": warnings}
         else:
             done = git_merge.uninstall(installs, root)
             report = {"removed": done}
@@ -137,7 +137,7 @@ def uninstall(
     project_root: str | None = None,
     host: str | None = None,
     settings: Settings | None = None,
-) -> dict[str, Any]:
+) -> InstallResult:
     """Remove what ``install`` added at ``scope`` (idempotent); the last project install of a
     folder to go also takes its merge driver."""
     _check(agent, scope)
@@ -149,7 +149,7 @@ def uninstall(
     return result
 
 
-def _uninstall_host(agent: str, scope: str, root: Path | None, *, host: str | None) -> dict[str, Any]:
+def _uninstall_host(agent: str, scope: str, root: Path | None, *, host: str | None) -> InstallResult:
     if agent == "claude":
         from contextware.hosts.install import claude_code
 

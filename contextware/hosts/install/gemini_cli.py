@@ -21,6 +21,7 @@ from contextware.hosts.install.installed_files import json_edit, record_and_writ
 from contextware.hosts.install.shared import (
     CLI_TIMEOUT,
     NAME,
+    InstallResult,
     Runner,
     choose_runner,
     install_result,
@@ -159,7 +160,7 @@ def folder_trusted(root: Path) -> bool | None:
     return None if level is None else level != "DO_NOT_TRUST"
 
 
-def _result(action: str, scope: str, **fields) -> dict[str, Any]:
+def _result(action: str, scope: str, **fields) -> InstallResult:
     return install_result("gemini", action, scope, **fields)
 
 
@@ -171,7 +172,7 @@ def _mcp_warning(runner: Runner) -> list[str]:
 
 
 # -- user scope: a linked extension ----------------------------------------------------------------
-def install_user(*, python: str | None, link: bool) -> dict[str, Any]:
+def install_user(*, python: str | None, link: bool) -> InstallResult:
     runner, warnings = choose_runner(python)
     ext, home = extension_dir(), gemini_home()
     binary = None
@@ -233,7 +234,7 @@ def install_user(*, python: str | None, link: bool) -> dict[str, Any]:
     )
 
 
-def uninstall_user() -> dict[str, Any]:
+def uninstall_user() -> InstallResult:
     with manifest(write=manifest_path().exists()) as installs:
         entry = installs.get(USER_KEY) or {}
         ext = Path(entry.get("extension_dir") or extension_dir())
@@ -277,7 +278,7 @@ def _paths(root: Path) -> tuple[Path, Path]:
     return gem / "settings.json", gem / "skills" / NAME / "SKILL.md"
 
 
-def install_project(root: Path, *, python: str | None) -> dict[str, Any]:
+def install_project(root: Path, *, python: str | None) -> InstallResult:
     runner, warnings = choose_runner(python, project=True)  # a committed file: portable unless --python
     settings_path, skill_path = _paths(root)
     edits = [
@@ -310,7 +311,7 @@ def install_project(root: Path, *, python: str | None) -> dict[str, Any]:
     )
 
 
-def uninstall_project(root: Path) -> dict[str, Any]:
+def uninstall_project(root: Path) -> InstallResult:
     settings_path, skill_path = _paths(root)
     with manifest(write=manifest_path().exists()) as installs:
         defaults = {"settings": (settings_path, "json", None), "skill": (skill_path, "text", skill_text())}

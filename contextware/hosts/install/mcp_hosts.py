@@ -25,6 +25,7 @@ from contextware.core.system import relative_posix
 from contextware.hosts.install.installed_files import json_edit, record_and_write, undo
 from contextware.hosts.install.shared import (
     NAME,
+    InstallResult,
     choose_runner,
     install_result,
     manifest,
@@ -90,7 +91,7 @@ def _served_elsewhere(path: Path, key_name: str, root: Path) -> str | None:
     return served if isinstance(served, str) and served and served != str(root) else None
 
 
-def install(host: str, scope: str, root: Path, *, python: str | None, replace: bool = False) -> dict[str, Any]:
+def install(host: str, scope: str, root: Path, *, python: str | None, replace: bool = False) -> InstallResult:
     _check(host, scope)
     if host == "claude-desktop" and not replace:  # one server for every project: never repointed silently
         path, key_name = config_file(host, scope, root)
@@ -151,7 +152,7 @@ def install(host: str, scope: str, root: Path, *, python: str | None, replace: b
     )
 
 
-def uninstall(host: str, scope: str, root: Path) -> dict[str, Any]:
+def uninstall(host: str, scope: str, root: Path) -> InstallResult:
     _check(host, scope)
     if host == "print":
         return install_result("mcp", "uninstall", scope, host=host, warnings=["print writes nothing to remove."])

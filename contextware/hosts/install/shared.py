@@ -22,11 +22,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from contextware.core.errors import ContextwareError, UsageError
 from contextware.core.system import contextware_home, write_atomic
@@ -367,19 +367,63 @@ def put_text(path: Path, text: str, created_dirs: list[str]) -> bool:
     return True
 
 
-def install_result(agent: str, action: str, scope: str, **fields) -> dict[str, Any]:
+class _Installed(TypedDict):
+    action: str  # install | uninstall | print
+    agent: str  # gemini | claude | mcp
+    scope: str  # user | project
+    changed: bool
+    written: list[str]
+    removed: list[str]
+    manifest: str  # the install manifest, which records what to undo
+
+
+class MergeDriverReport(TypedDict, total=False):
+    """What a project install registered of the memory file's git merge driver, or removed."""
+
+    driver: str
+    written: list[str]
+    removed: list[str]
+    warnings: list[str]
+
+
+class InstallResult(_Installed, total=False):
+    """What an install or uninstall did, for every host: the files written, removed or ``kept``
+    (changed by someone since), and what the host needs next."""
+
+    kept: list[str]
+    project_root: str | None
+    runner: str  # how the hooks start Python: uv, venv, command
+    hook_command: str
+    mcp_server: Mapping[str, object]  # the server entry written (command, args, env)
+    config: Mapping[str, object]  # ``mcp print``: the entry to paste
+    config_file: str
+    host: str
+    extension_dir: str
+    linked: bool
+    linked_now: bool
+    unlinked: bool
+    project: str
+    merge_driver: MergeDriverReport
+    warnings: list[str]
+    next: str
+
+
+def install_result(agent: str, action: str, scope: str, **fields: object) -> InstallResult:
     """The result every installer returns: what was written and removed, and whether anything changed."""
     written, removed = fields.pop("written", []), fields.pop("removed", [])
-    return {
-        "action": action,
-        "agent": agent,
-        "scope": scope,
-        "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
-        "written": written,
-        "removed": removed,
-        **fields,
-        "manifest": str(manifest_path()),
-    }
+    return cast(
+        InstallResult,
+        {
+            "action": action,
+            "agent": agent,
+            "scope": scope,
+            "changed": bool(written or removed or fields.get("linked_now") or fields.get("unlinked")),
+            "written": written,
+            "removed": removed,
+            **fields,
+            "manifest": str(manifest_path()),
+        },
+    )
 
 
 def manifest_path() -> Path:
