@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contextware.browser.guard import Guard, run_prefix
+from contextware.browser.models import ServedSummary
 
 if TYPE_CHECKING:
     from contextware.browser.pages import Pages
@@ -147,7 +148,7 @@ def serve(
     announce: Callable[[Served], None],
     open_browser: bool = True,
     port: int = 0,
-) -> dict[str, Any]:
+) -> ServedSummary:
     """Serve until stopped; ``announce`` is told the URL once the server listens.  Returns what
     the CLI prints on exit (the address without the token)."""
     server, served, sock = build_server(project, port)
