@@ -5,9 +5,32 @@ are passed through as those folders return them (``dict[str, Any]`` until they d
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypedDict
 
 from contextware.core.json_types import JsonObject
+
+
+class _IndexedPath(TypedDict):
+    file_path: str
+
+
+class IndexedFile(_IndexedPath, total=False):
+    """A ``code_index`` row as the browser reads it: the columns it asked for (``storage.schemas``)."""
+
+    id: str
+    language: str | None
+    summary: str | None
+    symbols: list[str] | None
+    summarizer: str | None
+    mtime: float | None
+    size: int | None
+    content_hash: str | None
+    indexed_at: datetime | None
+    checksum: str | None
+    search_text: str | None
+    imports: list[str] | None
+    questions: list[str] | None
 
 
 class _ServiceMode(TypedDict):

@@ -8,14 +8,16 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from contextware.browser.models import (
     CodeFile,
     Dashboard,
     Definition,
     DuplicatePair,
+    IndexedFile,
     OffloadPage,
     OffloadView,
     ReviewQueues,
@@ -51,6 +53,13 @@ def _read(project: "Project", table: str, columns: list[str], where: str | None 
     return project.db.read(query)
 
 
+def _code_rows(project: "Project", columns: list[str], where: str | None = None) -> list[IndexedFile]:
+    """Rows of the code index, with those of ``columns`` it has."""
+    return [
+        cast(IndexedFile, r) for r in _read(project, CODE_TABLE, columns, where)
+    ]  # the columns asked for, typed as storage.schemas has them
+
+
 def service_status(project: "Project") -> ServiceStatus:
     """Whether the project's resident service runs (never starts it)."""
     from contextware.service import client
@@ -65,7 +74,7 @@ def service_status(project: "Project") -> ServiceStatus:
     return cast(ServiceStatus, answer)  # the service's ``status`` keys (``resident.server``)
 
 
-def freshness(project: "Project", row: dict[str, Any]) -> str:
+def freshness(project: "Project", row: IndexedFile) -> str:
     """fresh, changed or deleted: the file as it is now against its row."""
     try:
         st = os.stat(project.root / row["file_path"])
@@ -86,9 +95,7 @@ def link_states(project: "Project", collection: str, record_id: str) -> dict[str
     if not paths:
         return {}
     where = f"file_path IN ({', '.join(sql_str(p) for p in paths)})"
-    rows = {
-        r["file_path"]: r for r in _read(project, CODE_TABLE, ["file_path", "mtime", "size", "content_hash"], where)
-    }
+    rows = {r["file_path"]: r for r in _code_rows(project, ["file_path", "mtime", "size", "content_hash"], where)}
     out = {}
     for i, path in enumerate(paths):
         row = rows.get(path)
@@ -106,8 +113,8 @@ def dashboard(project: "Project") -> Dashboard:
     from contextware.memory.maintenance import stats
     from contextware.memory.records import list_records
 
-    code = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at"])
-    last = max((r["indexed_at"] for r in code if r.get("indexed_at")), default=None)
+    code = _code_rows(project, ["file_path", "mtime", "size", "indexed_at"])
+    last = max((when for r in code if (when := r.get("indexed_at"))), default=None)
     figures = {
         **stats(project),
         "service": service_status(project),
@@ -241,7 +248,7 @@ def code_map(project: "Project", folder: str | None = None) -> CodeMap:
     files (bytes, lines, fresh/changed/deleted), largest first."""
     base = clean_folder(folder)
     prefix = f"{base}/" if base else ""
-    rows = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "language"])
+    rows = _code_rows(project, ["file_path", "mtime", "size", "language"])
     out = CodeMap(base, total_files=len(rows))
     recalled = recall_counts(project)
     folders: dict[str, Folder] = {}
@@ -300,7 +307,7 @@ def code_file(project: "Project", path: str) -> CodeFile:
     if not rows:
         raise NotFoundError(f"The code index has no file {path!r}.")
     verify_rows(CODE_TABLE, rows)
-    row = rows[0]
+    row = cast(IndexedFile, rows[0])  # the columns asked for, typed as storage.schemas has them
     read = _read(project, CHUNKS_TABLE, ["name", "kind", "start_line", "end_line"], f"file_path = {sql_str(path)}")
     chunks = [cast(Definition, c) for c in read]  # the columns asked for, as the code_chunks table holds them
     chunks.sort(key=lambda c: c.get("start_line") or 0)
@@ -330,9 +337,18 @@ def code_file(project: "Project", path: str) -> CodeFile:
     }
 
 
+class _SessionTally(TypedDict):
+    """One session while its turns are counted: first and last time still as read."""
+
+    session_id: str
+    turns: int
+    first: datetime | None
+    last: datetime | None
+
+
 def sessions(project: "Project") -> list[Session]:
     """Captured sessions, newest first: turns, first and last time, and whether a digest exists."""
-    by: dict[str, dict[str, Any]] = {}
+    by: dict[str, _SessionTally] = {}
     for r in _read(project, "logs", ["session_id", "created_at"]):
         sid = r.get("session_id") or "(none)"
         s = by.setdefault(sid, {"session_id": sid, "turns": 0, "first": None, "last": None})
