@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.browser import views
 from contextware.browser.html import a, dl, e, size, table, url
+from contextware.browser.models import CodeFile, Dashboard
+from contextware.core.json_types import JsonObject
 
 if TYPE_CHECKING:
     from contextware.memory.turns.decisions import TurnDecision
@@ -17,7 +19,7 @@ TEXT_CHARS = 400  # a memory's text in a list is shortened to this
 COLLECTIONS = ("facts", "episodes", "logs")
 
 
-def short(text: Any, limit: int = TEXT_CHARS) -> str:
+def short(text: object, limit: int = TEXT_CHARS) -> str:
     from contextware.core.text import cut_at_word
 
     return cut_at_word(" ".join(str(text or "").split()), limit)
@@ -40,14 +42,14 @@ def badge(r: Mapping[str, object]) -> str:
     return out
 
 
-def _use_rate(use: dict[str, Any]) -> str:
+def _use_rate(use: JsonObject) -> str:
     """Of the memories the prompt hook injected, the share the agent used ("—" before any)."""
     rate = use.get("use_rate")
     return "—" if rate is None else f"{rate:.0%} of {use.get('injections', 0)}"
 
 
-def dashboard(d: dict[str, Any]) -> str:
-    tables = d.get("tables") or {}
+def dashboard(d: Dashboard) -> str:
+    tables = d["tables"] or {}
     rows = [(tables.get(n) or {}).get("rows", 0) for n in COLLECTIONS]
     cards = "".join(
         f"<div class=card>{e(label)}<b>{e(value)}</b></div>"
@@ -57,7 +59,7 @@ def dashboard(d: dict[str, Any]) -> str:
             ("logs", rows[2]),
             ("files indexed", d["code"]["files"]),
             ("stale memories", d["stale_memories"]),
-            ("use rate", _use_rate(d.get("use") or {})),
+            ("use rate", _use_rate(d["use"] or {})),
             ("changed files", "…" if d["code"]["stale"] is None else d["code"]["stale"]),
         )
     )
@@ -68,8 +70,8 @@ def dashboard(d: dict[str, Any]) -> str:
             ("project", d["project_root"]),
             ("data", d["data_dir"]),
             ("model", d["model"]),
-            ("disk", size(d.get("disk_bytes"))),
-            ("last write", d.get("last_write") or "never"),
+            ("disk", size(d["disk_bytes"])),
+            ("last write", d["last_write"] or "never"),
             ("last crawl", d["code"]["last_crawl"] or "never"),
             ("service", f"{service}; mode {svc.get('mode')}"),
         ]
@@ -95,7 +97,7 @@ def dashboard(d: dict[str, Any]) -> str:
     )
     source = (
         "<p class=muted id=partial>Figures from the resident service; changed files are being counted.</p>"
-        if d.get("from_service")
+        if d["from_service"]
         else ""
     )
     body = f"<div class=cards>{cards}</div>{links}{overview}<h2>Tables</h2>{per_table}{source}"
@@ -176,7 +178,7 @@ def code_map(m: views.CodeMap) -> str:
     return body
 
 
-def code_file(f: dict[str, Any], path: str) -> str:
+def code_file(f: CodeFile, path: str) -> str:
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     parts = [
         f"<p>{a(url('/code', folder=folder), 'Back to ' + (folder or 'the project'))}</p>",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
@@ -126,7 +126,7 @@ class Guard:
 
         await self.app(scope, receive, secured)
 
-    def _prefixed(self, headers: Any) -> list[tuple[bytes, bytes]]:
+    def _prefixed(self, headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         """A page's redirect (``/memory/x``) leads under this run's prefix, and only to this server."""
         out = []
         for key, value in headers:
@@ -179,7 +179,7 @@ class Guard:
         await send({"type": "http.response.body", "body": b""})
 
 
-def form_token_ok(form: Any, token: str) -> bool:
+def form_token_ok(form: Mapping[str, str], token: str) -> bool:
     """A POST's form must carry the token too (a cookie alone is what a forged request would have)."""
     value = form.get(TOKEN_FIELD)
     return isinstance(value, str) and same(value, token)

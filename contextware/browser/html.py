@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
 from urllib.parse import urlencode
 
 NAV = (
@@ -21,18 +20,18 @@ NAV = (
 )
 
 
-def e(value: Any) -> str:
+def e(value: object) -> str:
     """Any value as escaped text (None is empty)."""
     return "" if value is None else escape(str(value), quote=True)
 
 
-def url(route: str, /, **params: Any) -> str:
+def url(route: str, /, **params: str | int | None) -> str:
     """A link with its query; empty parameters are left out.  Escape it with ``e`` in markup."""
     kept = {k: v for k, v in params.items() if v not in (None, "", False)}
     return route + (f"?{urlencode(kept)}" if kept else "")
 
 
-def a(href: str, text: Any, cls: str = "") -> str:
+def a(href: str, text: object, cls: str = "") -> str:
     attr = f' class="{e(cls)}"' if cls else ""
     return f'<a href="{e(href)}"{attr}>{e(text)}</a>'
 
@@ -59,12 +58,12 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") 
     return f'<table class="{e(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def dl(pairs: Iterable[tuple[str, Any]]) -> str:
+def dl(pairs: Iterable[tuple[str, object]]) -> str:
     """A definition list of (label, value); values are escaped here."""
     return "<dl>" + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in pairs) + "</dl>"
 
 
-def hidden(token: str, **fields: Any) -> str:
+def hidden(token: str, **fields: object) -> str:
     """The hidden inputs of a form: the run's token first."""
     items = {"token": token, **fields}
     return "".join(f'<input type=hidden name="{e(k)}" value="{e(v)}">' for k, v in items.items())
@@ -81,7 +80,7 @@ def error_page(message: str, status: int) -> str:
     return page("Error" if status >= 500 else "Not possible", f"<p class=error role=alert>{e(message)}</p>")
 
 
-def size(n: Any) -> str:
+def size(n: object) -> str:
     if not isinstance(n, int | float):
         return ""
     for unit in ("B", "KB", "MB", "GB"):

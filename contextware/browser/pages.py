@@ -7,20 +7,21 @@ one sentence, never a traceback."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from contextware.browser import bodies, views
 from contextware.browser.bodies import COLLECTIONS, badge, body_of, short
 from contextware.browser.guard import form_token_ok
 from contextware.browser.html import a, dl, e, error_page, hidden, page, select, table, url
+from contextware.browser.models import UseRow
 from contextware.core.errors import ContextwareError, NotFoundError, UsageError, internal_error
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ EDITABLE = {  # what the edit form offers per collection (edits.update takes the
 }
 
 Handler = Callable[[Request], Awaitable[Response]]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Pages:
@@ -61,14 +64,14 @@ class Pages:
         finally:
             self.warm.set()
 
-    async def work(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        def call() -> Any:
+    async def work(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        def call() -> T:
             with self.lock:
                 return fn(*args, **kwargs)
 
         return await run_in_threadpool(call)
 
-    def routes(self) -> list[Any]:
+    def routes(self) -> list[BaseRoute]:
         def guarded(handler: Handler) -> Handler:
             async def run(request: Request) -> Response:
                 try:
@@ -137,11 +140,10 @@ class Pages:
 
     # -- dashboard ---------------------------------------------------------------------------------
     async def dashboard(self, request: Request) -> Response:
-        d = None
+        served = None
         if not self.warm.is_set():  # a warm resident service answers while this process loads
-            d = await run_in_threadpool(views.served_dashboard, self.project)
-        if d is None:
-            d = await self.work(views.dashboard, self.project)
+            served = await run_in_threadpool(views.served_dashboard, self.project)
+        d = served if served is not None else await self.work(views.dashboard, self.project)
         body = bodies.dashboard(d)
         return HTMLResponse(page("Dashboard", body, active="/"))
 
@@ -486,7 +488,7 @@ class Pages:
             for r in q["keep"]
         ]
 
-        def use_row(r: Mapping[str, object]) -> tuple[str, ...]:
+        def use_row(r: UseRow) -> tuple[str, ...]:
             text = r.get("text")
             return (
                 a(f"/memory/{r['id']}", r["id"]),

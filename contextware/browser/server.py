@@ -10,11 +10,13 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from contextware.browser.guard import Guard, run_prefix
+from contextware.browser.models import ServedSummary
 
 if TYPE_CHECKING:
     from contextware.browser.pages import Pages
@@ -44,7 +46,7 @@ class Served:
         return f"{self.base}?token={self.token}"
 
 
-def make_app(project: "Project", token: str, port: int) -> tuple[Any, "Pages"]:
+def make_app(project: "Project", token: str, port: int) -> tuple[Guard, "Pages"]:
     """The guarded ASGI app of one project's pages, and the pages (their ``warm_up``)."""
     from starlette.applications import Starlette
 
@@ -76,12 +78,12 @@ def _server_class() -> Any:
         warm_up: Callable[[], None] = staticmethod(lambda: None)
 
         @contextlib.contextmanager
-        def capture_signals(self) -> Any:
+        def capture_signals(self) -> Iterator[None]:
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
 
-            def stop(_sig: int, _frame: Any) -> None:
+            def stop(_sig: int, _frame: FrameType | None) -> None:
                 if self.should_exit:
                     self.force_exit = True  # a second Ctrl-C: do not wait for requests in flight
                 self.should_exit = True
@@ -147,7 +149,7 @@ def serve(
     announce: Callable[[Served], None],
     open_browser: bool = True,
     port: int = 0,
-) -> dict[str, Any]:
+) -> ServedSummary:
     """Serve until stopped; ``announce`` is told the URL once the server listens.  Returns what
     the CLI prints on exit (the address without the token)."""
     server, served, sock = build_server(project, port)

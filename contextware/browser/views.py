@@ -6,9 +6,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+from contextware.browser.models import (
+    CodeFile,
+    Dashboard,
+    Definition,
+    DuplicatePair,
+    IndexedFile,
+    OffloadPage,
+    OffloadView,
+    ReviewQueues,
+    ServiceStatus,
+    Session,
+    Timeline,
+    UseRow,
+)
 from contextware.core.errors import NotFoundError, UsageError
 from contextware.core.text import iso, sql_str
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
@@ -36,7 +53,14 @@ def _read(project: "Project", table: str, columns: list[str], where: str | None 
     return project.db.read(query)
 
 
-def service_status(project: "Project") -> dict[str, Any]:
+def _code_rows(project: "Project", columns: list[str], where: str | None = None) -> list[IndexedFile]:
+    """Rows of the code index, with those of ``columns`` it has."""
+    return [
+        cast(IndexedFile, r) for r in _read(project, CODE_TABLE, columns, where)
+    ]  # the columns asked for, typed as storage.schemas has them
+
+
+def service_status(project: "Project") -> ServiceStatus:
     """Whether the project's resident service runs (never starts it)."""
     from contextware.service import client
     from contextware.service.protocol import endpoint
@@ -46,10 +70,11 @@ def service_status(project: "Project") -> dict[str, Any]:
         status = client.exchange(ep, {"op": "status"}, timeout=client.STATUS_TIMEOUT_S)
     except client.Unavailable:
         return {"mode": client.mode(project.settings), "running": False}
-    return {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
+    answer = {"mode": client.mode(project.settings), **{k: v for k, v in status.items() if k != "ok"}}
+    return cast(ServiceStatus, answer)  # the service's ``status`` keys (``resident.server``)
 
 
-def freshness(project: "Project", row: dict[str, Any]) -> str:
+def freshness(project: "Project", row: IndexedFile) -> str:
     """fresh, changed or deleted: the file as it is now against its row."""
     try:
         st = os.stat(project.root / row["file_path"])
@@ -70,9 +95,7 @@ def link_states(project: "Project", collection: str, record_id: str) -> dict[str
     if not paths:
         return {}
     where = f"file_path IN ({', '.join(sql_str(p) for p in paths)})"
-    rows = {
-        r["file_path"]: r for r in _read(project, CODE_TABLE, ["file_path", "mtime", "size", "content_hash"], where)
-    }
+    rows = {r["file_path"]: r for r in _code_rows(project, ["file_path", "mtime", "size", "content_hash"], where)}
     out = {}
     for i, path in enumerate(paths):
         row = rows.get(path)
@@ -85,14 +108,14 @@ def link_states(project: "Project", collection: str, record_id: str) -> dict[str
     return out
 
 
-def dashboard(project: "Project") -> dict[str, Any]:
+def dashboard(project: "Project") -> Dashboard:
     """``memory stats`` plus the service, the code index's last crawl and what went stale."""
     from contextware.memory.maintenance import stats
     from contextware.memory.records import list_records
 
-    code = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "indexed_at"])
-    last = max((r["indexed_at"] for r in code if r.get("indexed_at")), default=None)
-    return {
+    code = _code_rows(project, ["file_path", "mtime", "size", "indexed_at"])
+    last = max((when for r in code if (when := r.get("indexed_at"))), default=None)
+    figures = {
         **stats(project),
         "service": service_status(project),
         "code": {
@@ -103,6 +126,7 @@ def dashboard(project: "Project") -> dict[str, Any]:
         "stale_memories": list_records(project, stale=True, limit=1)["total"],
         "from_service": False,
     }
+    return cast(Dashboard, figures)  # ``memory stats`` keys, untyped where memory returns them
 
 
 def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any] | None:
@@ -133,7 +157,7 @@ def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any
     return out if isinstance(out, dict) and out.get("ok") else None
 
 
-def served_dashboard(project: "Project") -> dict[str, Any] | None:
+def served_dashboard(project: "Project") -> Dashboard | None:
     """The dashboard's figures from a running resident service (its database is open, its
     LanceDB imported): what the first page shows while this process still loads its own.  Partial:
     changed files need this process's own read of the code index (``code.stale`` is None)."""
@@ -145,13 +169,14 @@ def served_dashboard(project: "Project") -> dict[str, Any] | None:
     if stats is None or stale is None:
         return None
     code = (stats.get("tables") or {}).get(CODE_TABLE) or {}
-    return {
+    figures = {
         **{k: v for k, v in stats.items() if k != "ok"},
         "service": service_status(project),
         "code": {"files": code.get("rows", 0), "stale": None, "last_crawl": code.get("last_write")},
         "stale_memories": stale.get("total", 0),
         "from_service": True,
     }
+    return cast(Dashboard, figures)  # ``memory stats`` as that command prints it
 
 
 def warm_up(project: "Project") -> None:
@@ -188,7 +213,7 @@ class CodeMap:
     largest: int = 1  # bytes of the largest entry shown (the scale of the bars)
 
 
-def _lines(path: Any) -> int | None:
+def _lines(path: Path) -> int | None:
     try:
         if os.path.getsize(path) > MAX_LINE_COUNT_BYTES:
             return None
@@ -206,10 +231,8 @@ def clean_folder(folder: str | None) -> str:
     return "/".join(parts)
 
 
-def recall_counts(project: "Project") -> dict[str, int]:
+def recall_counts(project: "Project") -> Counter[str]:
     """How often each file went into a prompt's context in the prompt hook's recent turns."""
-    from collections import Counter
-
     from contextware.memory.turns.decisions import recent
 
     return Counter(
@@ -225,7 +248,7 @@ def code_map(project: "Project", folder: str | None = None) -> CodeMap:
     files (bytes, lines, fresh/changed/deleted), largest first."""
     base = clean_folder(folder)
     prefix = f"{base}/" if base else ""
-    rows = _read(project, CODE_TABLE, ["file_path", "mtime", "size", "language"])
+    rows = _code_rows(project, ["file_path", "mtime", "size", "language"])
     out = CodeMap(base, total_files=len(rows))
     recalled = recall_counts(project)
     folders: dict[str, Folder] = {}
@@ -254,7 +277,7 @@ def code_map(project: "Project", folder: str | None = None) -> CodeMap:
     return out
 
 
-def code_file(project: "Project", path: str) -> dict[str, Any]:
+def code_file(project: "Project", path: str) -> CodeFile:
     """One indexed file: its summary and symbols, its definitions (code_chunks) and the memories
     that name it (their ``code_links``)."""
     from contextware.memory.records import public_row
@@ -284,8 +307,9 @@ def code_file(project: "Project", path: str) -> dict[str, Any]:
     if not rows:
         raise NotFoundError(f"The code index has no file {path!r}.")
     verify_rows(CODE_TABLE, rows)
-    row = rows[0]
-    chunks = _read(project, CHUNKS_TABLE, ["name", "kind", "start_line", "end_line"], f"file_path = {sql_str(path)}")
+    row = cast(IndexedFile, rows[0])  # the columns asked for, typed as storage.schemas has them
+    read = _read(project, CHUNKS_TABLE, ["name", "kind", "start_line", "end_line"], f"file_path = {sql_str(path)}")
+    chunks = [cast(Definition, c) for c in read]  # the columns asked for, as the code_chunks table holds them
     chunks.sort(key=lambda c: c.get("start_line") or 0)
     linked = []
     for name in ("facts", "episodes"):
@@ -313,9 +337,18 @@ def code_file(project: "Project", path: str) -> dict[str, Any]:
     }
 
 
-def sessions(project: "Project") -> list[dict[str, Any]]:
+class _SessionTally(TypedDict):
+    """One session while its turns are counted: first and last time still as read."""
+
+    session_id: str
+    turns: int
+    first: datetime | None
+    last: datetime | None
+
+
+def sessions(project: "Project") -> list[Session]:
     """Captured sessions, newest first: turns, first and last time, and whether a digest exists."""
-    by: dict[str, dict[str, Any]] = {}
+    by: dict[str, _SessionTally] = {}
     for r in _read(project, "logs", ["session_id", "created_at"]):
         sid = r.get("session_id") or "(none)"
         s = by.setdefault(sid, {"session_id": sid, "turns": 0, "first": None, "last": None})
@@ -325,10 +358,13 @@ def sessions(project: "Project") -> list[dict[str, Any]]:
             s["first"] = when if s["first"] is None else min(s["first"], when)
             s["last"] = when if s["last"] is None else max(s["last"], when)
     out = sorted(by.values(), key=lambda s: s["last"].timestamp() if s["last"] else 0.0, reverse=True)
-    return [{**s, "first": iso(s["first"]), "last": iso(s["last"])} for s in out]
+    return [
+        {"session_id": s["session_id"], "turns": s["turns"], "first": iso(s["first"]), "last": iso(s["last"])}
+        for s in out
+    ]
 
 
-def timeline(project: "Project", session_id: str) -> dict[str, Any]:
+def timeline(project: "Project", session_id: str) -> Timeline:
     """One session in order: its captured turns and the episode digesting it (``memory.digest``)."""
     from contextware.memory.records import public_row
     from contextware.storage.integrity import verify_rows
@@ -367,7 +403,7 @@ def worth_keeping(text: str) -> bool:
     return 20 <= len(text) <= 400 and not text.endswith("?") and bool(_KEEPER.search(text))
 
 
-def review(project: "Project") -> dict[str, Any]:
+def review(project: "Project") -> ReviewQueues:
     """The review queues: memories whose code changed (``list --stale``), pairs of active facts
     that say nearly the same (cosine at or over ``similar_threshold``), and captured user turns that
     read like a convention or decision worth saving as a fact."""
@@ -384,7 +420,7 @@ def review(project: "Project") -> dict[str, Any]:
     facts = sorted((f for f in facts if f.get("vector") is not None), key=lambda f: iso(f["created_at"]) or "")[
         -MAX_REVIEWED:
     ]
-    pairs: list[dict[str, Any]] = []
+    pairs: list[DuplicatePair] = []
     if len(facts) > 1:
         threshold = project.config.similar_threshold
         m = np.asarray([f["vector"] for f in facts], dtype=np.float32)
@@ -420,7 +456,7 @@ def review(project: "Project") -> dict[str, Any]:
     }
 
 
-def _use_queues(project: "Project") -> dict[str, list[dict[str, Any]]]:
+def _use_queues(project: "Project") -> dict[str, list[UseRow]]:
     """Memories the prompt hook injected often and the agent never used, and those used often
     (``memory.turns.usage``), each with its text when it is still stored."""
     import re
@@ -435,13 +471,13 @@ def _use_queues(project: "Project") -> dict[str, list[dict[str, Any]]]:
         for name, cols in (("facts", ["id", "text"]), ("episodes", ["id", "goal", "summary"])):
             for row in _read(project, name, cols, where):
                 texts[row["id"]] = str(row.get("text") or f"{row.get('goal') or ''} → {row.get('summary') or ''}")
-    return {k: [{**r, "text": texts.get(r["id"])} for r in rows] for k, rows in queues.items()}
+    return {k: [cast(UseRow, {**r, "text": texts.get(r["id"])}) for r in rows] for k, rows in queues.items()}
 
 
 MAX_ANSWER_BYTES = 2_000_000  # a full offload answer shown in the page at most
 
 
-def offloads(project: "Project", offset: int = 0, limit: int = 50) -> dict[str, Any]:
+def offloads(project: "Project", offset: int = 0, limit: int = 50) -> OffloadPage:
     """Offload answers and session turns, newest first (``offloads`` table: the index of the files)."""
     from contextware.offload.table import public_offload
     from contextware.storage.integrity import hashed_columns, verify_rows
@@ -454,7 +490,7 @@ def offloads(project: "Project", offset: int = 0, limit: int = 50) -> dict[str, 
     return {"total": len(rows), "offloads": page}
 
 
-def offload(project: "Project", offload_id: str) -> dict[str, Any]:
+def offload(project: "Project", offload_id: str) -> OffloadView:
     """One offload: its row as recall shows it and its full answer, read from the offload files
     (inside the data dir only, at most ``MAX_ANSWER_BYTES``)."""
     from contextware.offload.files import offloads_dir
@@ -478,10 +514,11 @@ def offload(project: "Project", offload_id: str) -> dict[str, Any]:
         note = f"The full answer is {path.stat().st_size:,} bytes: open {public_offload(project, row)['full_response_path']}."
     else:
         answer = path.read_text(encoding="utf-8", errors="replace")
-    return {
+    view = {
         "id": offload_id,
         "prompt": row.get("prompt"),
         **public_offload(project, row, prompt_chars=10_000),
         "answer": answer,
         "note": note,
     }
+    return cast(OffloadView, view)  # ``public_offload``'s keys, untyped where offload returns them

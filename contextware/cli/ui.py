@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from contextware.cli import add_common, new_parser, open_project
+
+if TYPE_CHECKING:
+    from contextware.browser.models import ServedSummary
 
 DESCRIPTION = """Serve this project's memory as local web pages and open them in the browser.
 
@@ -26,7 +29,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
-def handle(args: argparse.Namespace) -> Mapping[str, object]:
+def handle(args: argparse.Namespace) -> "ServedSummary":
     import sys
 
     from contextware.browser.server import Served, serve
