@@ -251,6 +251,7 @@ SETTINGS: tuple[Setting, ...] = tuple(
     replace(f.metadata["setting"], key=f.name) for f in fields(Config) if "setting" in f.metadata
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+DEFAULT_CONFIG = Config()  # frozen: every project without a config.json shares it
 DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
 
 
@@ -260,7 +261,7 @@ MAX_CONFIG_BYTES = 1024 * 1024  # far above any real config.json
 def load_config(data_dir: Path) -> Config:
     """The project's settings: the defaults, overridden by ``config.json`` when there is one."""
     path = data_dir / "config.json"
-    config = Config()
+    config = DEFAULT_CONFIG
     try:
         # judged by its stat before it is opened: a named pipe or a device there would hang or
         # never end every command and hook of the project
