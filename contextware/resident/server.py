@@ -28,7 +28,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 from contextware.core.settings import Settings, current_settings
 from contextware.core.system import fewer_heaps
@@ -36,6 +37,7 @@ from contextware.service import spool
 from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
 from contextware.service.frames import problem
+from contextware.service.messages import ServiceReply, ServiceRequest, ServiceStatus
 from contextware.service.protocol import (
     FRAME_DEADLINE_S,
     Endpoint,
@@ -224,20 +226,21 @@ class Service:
         with contextlib.suppress(OSError):
             conn.sendall(b" ")  # accepted: the caller's short first-byte wait is over (JSON allows it)
         try:
-            request = receive(conn, deadline=time.monotonic() + FRAME_DEADLINE_S)
+            frame = receive(conn, deadline=time.monotonic() + FRAME_DEADLINE_S)
         except (OSError, ProtocolError) as exc:
             if "closed before" not in str(exc):  # a caller checking that we listen
                 log(f"bad request: {exc}")
                 if isinstance(exc, ProtocolError):
                     self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Bad frame: {exc}."}})
             return
-        op = request.get("op")
+        op = frame.get("op")
         self.last_request = time.monotonic()
-        why = problem(request)
+        why = problem(frame)
         if why is not None:
             log(f"bad request: {why}")
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": why}})
             return
+        request = cast(ServiceRequest, frame)  # problem() checked the type of each field it holds
         if op in VERSIONED_OPS and request.get("version") != self.version:
             self._reply(conn, {"ok": False, "error": {"code": "version_mismatch"}, **self.status()})
             return
@@ -270,14 +273,14 @@ class Service:
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Unknown op {op!r}."}})
         self.last_request = time.monotonic()
 
-    def _reply(self, conn: socket.socket, message: dict[str, Any]) -> None:
+    def _reply(self, conn: socket.socket, message: ServiceReply) -> None:
         try:
             conn.settimeout(READ_TIMEOUT_S)
             send(conn, message)
         except OSError:
             pass  # the caller went away; it works in-process
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ServiceStatus:
         return {
             "running": True,
             "pid": os.getpid(),
@@ -289,7 +292,7 @@ class Service:
             "idle_exit_s": self.idle_s,
         }
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: ServiceRequest) -> ServiceReply:
         from contextware.cli import COMMANDS, run
 
         command = request.get("command")
@@ -309,14 +312,14 @@ class Service:
         self._forget_on_storage_error(out.getvalue())
         return {"ok": True, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
-    def hook(self, request: dict[str, Any]) -> dict[str, Any]:
+    def hook(self, request: ServiceRequest) -> ServiceReply:
         from contextware.hosts.hooks.handlers import run_hook
 
         with caller_context(request.get("cwd")):
             out = run_hook(str(request.get("stdin") or ""), self.caller_settings(request))
         return {"ok": True, "stdout": out}
 
-    def mcp(self, request: dict[str, Any]) -> dict[str, Any]:
+    def mcp(self, request: ServiceRequest) -> ServiceReply:
         """One MCP ``tools/call`` forwarded by the stdio front (``hosts.mcp.front``)."""
         from contextware.hosts.mcp.server import call_tool
 
@@ -326,7 +329,7 @@ class Service:
         with caller_context(request.get("cwd")):
             return {"ok": True, "result": call_tool(tool, arguments, self.caller_settings(request))}
 
-    def caller_settings(self, request: dict[str, Any]) -> Settings:
+    def caller_settings(self, request: ServiceRequest) -> Settings:
         """The settings of the request's caller, from the ``CONTEXTWARE_*`` variables it sent."""
         env = request.get("env")
         return self.settings.for_caller(env if isinstance(env, dict) else {})
@@ -358,7 +361,7 @@ def main(argv: list[str]) -> int:
         log("another service already runs for this data dir")
         return 0
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
