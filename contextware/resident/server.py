@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from contextware.core.settings import Settings, current_settings
 from contextware.core.system import fewer_heaps
@@ -49,6 +49,9 @@ from contextware.service.protocol import (
     send,
 )
 from contextware.storage.table_search import release_unused
+
+if TYPE_CHECKING:
+    from contextware.storage.database import Database
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
@@ -93,7 +96,7 @@ class Service:
         self.idle_s = self._idle_seconds()
         self._listener: socket.socket | None = None
         self._inode: int | None = None
-        self._db: Any = None  # the project's database, until its tables are read into memory
+        self._db: Database | None = None  # the project's database, until its tables are read into memory
 
     def _idle_seconds(self) -> float:
         from contextware.storage.config import DEFAULTS, load_config
