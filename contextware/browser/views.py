@@ -31,6 +31,7 @@ from contextware.core.text import iso, sql_str
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 
 if TYPE_CHECKING:
+    from contextware.service.messages import ServiceRequest
     from contextware.storage.project import Project
 
 MAX_LINE_COUNT_BYTES = 4_000_000  # a file this large shows its size, not its lines
@@ -139,7 +140,7 @@ def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any
 
     if client.mode(project.settings) == "off":
         return None
-    message = {
+    message: ServiceRequest = {
         "op": "run",
         "id": os.urandom(8).hex(),
         "command": command,
@@ -151,7 +152,7 @@ def _from_service(project: "Project", command: str, *argv: str) -> dict[str, Any
     }
     try:
         answer = client.exchange(endpoint(project.data_dir, project.settings), message, SERVICE_TIMEOUT_S)
-        out = json.loads(answer.get("stdout") or "null") if answer.get("ok") and answer.get("exit") == 0 else None
+        out = json.loads(str(answer.get("stdout") or "null")) if answer.get("ok") and answer.get("exit") == 0 else None
     except (client.Unavailable, ValueError):
         return None
     return out if isinstance(out, dict) and out.get("ok") else None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from contextware.core.errors import GeminiError
+from contextware.core.json_types import JsonObject, JsonValue
 from contextware.core.text import cut_at_word
 
 TOKEN_KEYS = ("input", "prompt", "candidates", "total", "cached", "thoughts", "tool")
@@ -48,7 +48,7 @@ class GeminiResult:
     session_id: str | None
     tokens: dict[str, int]
     models: list[str] = field(default_factory=list)
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: JsonObject = field(default_factory=dict, repr=False)  # the CLI's whole result document
 
     @property
     def prompt_tokens(self) -> int:
@@ -67,9 +67,10 @@ def meaningful_lines(text: str) -> list[str]:
     return [ln for ln in lines if ln and not ln.startswith(_NOISE_PREFIXES)]
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
+def json_objects(text: str) -> list[JsonObject]:
     """Top-level JSON objects embedded in ``text`` (other text around them is skipped)."""
-    decoder, out, pos = json.JSONDecoder(), [], 0
+    decoder, pos = json.JSONDecoder(), 0
+    out: list[JsonObject] = []
     while (start := text.find("{", pos)) != -1:
         try:
             obj, end = decoder.raw_decode(text, start)
@@ -82,7 +83,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _unwrap_message(message: Any) -> str:
+def _unwrap_message(message: JsonValue) -> str:
     """The innermost human message: API errors arrive as JSON inside the CLI's message string."""
     for _ in range(4):
         if not isinstance(message, str) or not message.strip().startswith(("{", "[")):
@@ -117,7 +118,7 @@ def sentence(prefix: str, detail: str) -> str:
     return f"{prefix}: {detail}" + ("" if detail[-1] in ".!?" else ".")
 
 
-def stderr_error(stderr: str) -> tuple[str, Any]:
+def stderr_error(stderr: str) -> tuple[str, JsonValue]:
     """(message, code field) from the error JSON on stderr, else the first meaningful line."""
     tail = stderr[-65536:]
     for obj in reversed(json_objects(tail)):
@@ -128,7 +129,7 @@ def stderr_error(stderr: str) -> tuple[str, Any]:
     return (one_sentence(lines[0]) if lines else ""), None
 
 
-def _http_status(exit_code: int, field_code: Any) -> int | None:
+def _http_status(exit_code: int, field_code: JsonValue) -> int | None:
     if isinstance(field_code, int) and 400 <= field_code <= 599:
         return field_code
     if 144 <= exit_code <= 255:  # the CLI exits with the HTTP status & 0xFF
@@ -140,7 +141,7 @@ def failure(exit_code: int, stderr: str) -> GeminiError:
     """The error of a run that exited ``exit_code``: its code from the exit code and the message."""
     message, field_code = stderr_error(stderr)
     code = _EXIT_CODES.get(exit_code)
-    details: dict[str, Any] = {"exit_code": exit_code}
+    details: dict[str, int] = {"exit_code": exit_code}
     lowered = message.lower()
     if exit_code == 42 and ("invalid session identifier" in lowered or "no previous sessions" in lowered):
         code = "unknown_session"
@@ -182,11 +183,21 @@ def parse_output(stdout: str) -> GeminiResult:
     if err is not None:
         raise GeminiError(sentence("Gemini CLI reported an error", err_msg or str(err)), code="invalid_response")
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
-    models = (doc.get("stats") or {}).get("models") or {}
+    models = _object(_object(doc.get("stats")).get("models"))
     for stats in models.values():
-        for key, value in ((stats or {}).get("tokens") or {}).items():
+        for key, value in _object(_object(stats).get("tokens")).items():
             if key in tokens and isinstance(value, (int, float)):
                 tokens[key] += int(value)
+    session_id = doc.get("session_id")
     return GeminiResult(
-        response=response, session_id=doc.get("session_id"), tokens=tokens, models=list(models), raw=doc
+        response=response,
+        session_id=session_id if isinstance(session_id, str) else None,
+        tokens=tokens,
+        models=list(models),
+        raw=doc,
     )
+
+
+def _object(value: JsonValue) -> JsonObject:
+    """``value`` when the CLI's document holds an object there, else an empty one."""
+    return value if isinstance(value, dict) else {}

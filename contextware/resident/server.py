@@ -27,9 +27,9 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, cast
 
 from contextware.core.settings import Settings, current_settings
 from contextware.core.system import fewer_heaps
@@ -37,6 +37,7 @@ from contextware.service import spool
 from contextware.service.client import names_a_file
 from contextware.service.context import caller_context
 from contextware.service.frames import problem
+from contextware.service.messages import ServiceReply, ServiceRequest, ServiceStatus
 from contextware.service.protocol import (
     FRAME_DEADLINE_S,
     Endpoint,
@@ -48,6 +49,9 @@ from contextware.service.protocol import (
     send,
 )
 from contextware.storage.table_search import release_unused
+
+if TYPE_CHECKING:
+    from contextware.storage.database import Database
 
 ACCEPT_POLL_S = 0.5
 READ_TIMEOUT_S = 10.0
@@ -92,7 +96,7 @@ class Service:
         self.idle_s = self._idle_seconds()
         self._listener: socket.socket | None = None
         self._inode: int | None = None
-        self._db: Any = None  # the project's database, until its tables are read into memory
+        self._db: Database | None = None  # the project's database, until its tables are read into memory
 
     def _idle_seconds(self) -> float:
         from contextware.storage.config import Config, load_config
@@ -225,20 +229,21 @@ class Service:
         with contextlib.suppress(OSError):
             conn.sendall(b" ")  # accepted: the caller's short first-byte wait is over (JSON allows it)
         try:
-            request = receive(conn, deadline=time.monotonic() + FRAME_DEADLINE_S)
+            frame = receive(conn, deadline=time.monotonic() + FRAME_DEADLINE_S)
         except (OSError, ProtocolError) as exc:
             if "closed before" not in str(exc):  # a caller checking that we listen
                 log(f"bad request: {exc}")
                 if isinstance(exc, ProtocolError):
                     self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Bad frame: {exc}."}})
             return
-        op = request.get("op")
+        op = frame.get("op")
         self.last_request = time.monotonic()
-        why = problem(request)
+        why = problem(frame)
         if why is not None:
             log(f"bad request: {why}")
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": why}})
             return
+        request = cast(ServiceRequest, frame)  # problem() checked the type of each field it holds
         if op in VERSIONED_OPS and request.get("version") != self.version:
             self._reply(conn, {"ok": False, "error": {"code": "version_mismatch"}, **self.status()})
             return
@@ -271,14 +276,14 @@ class Service:
             self._reply(conn, {"ok": False, "error": {"code": "bad_request", "message": f"Unknown op {op!r}."}})
         self.last_request = time.monotonic()
 
-    def _reply(self, conn: socket.socket, message: dict[str, Any]) -> None:
+    def _reply(self, conn: socket.socket, message: ServiceReply) -> None:
         try:
             conn.settimeout(READ_TIMEOUT_S)
             send(conn, message)
         except OSError:
             pass  # the caller went away; it works in-process
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ServiceStatus:
         return {
             "running": True,
             "pid": os.getpid(),
@@ -290,7 +295,7 @@ class Service:
             "idle_exit_s": self.idle_s,
         }
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: ServiceRequest) -> ServiceReply:
         from contextware.cli import COMMANDS, run
 
         command = request.get("command")
@@ -310,14 +315,14 @@ class Service:
         self._forget_on_storage_error(out.getvalue())
         return {"ok": True, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
-    def hook(self, request: dict[str, Any]) -> dict[str, Any]:
+    def hook(self, request: ServiceRequest) -> ServiceReply:
         from contextware.hosts.hooks.handlers import run_hook
 
         with caller_context(request.get("cwd")):
             out = run_hook(str(request.get("stdin") or ""), self.caller_settings(request))
         return {"ok": True, "stdout": out}
 
-    def mcp(self, request: dict[str, Any]) -> dict[str, Any]:
+    def mcp(self, request: ServiceRequest) -> ServiceReply:
         """One MCP ``tools/call`` forwarded by the stdio front (``hosts.mcp.front``)."""
         from contextware.hosts.mcp.server import call_tool
 
@@ -327,7 +332,7 @@ class Service:
         with caller_context(request.get("cwd")):
             return {"ok": True, "result": call_tool(tool, arguments, self.caller_settings(request))}
 
-    def caller_settings(self, request: Mapping[str, object]) -> Settings:
+    def caller_settings(self, request: ServiceRequest) -> Settings:
         """The settings of the request's caller, from the ``CONTEXTWARE_*`` variables it sent."""
         env = request.get("env")
         return self.settings.for_caller(env if isinstance(env, dict) else {})
@@ -359,7 +364,7 @@ def main(argv: list[str]) -> int:
         log("another service already runs for this data dir")
         return 0
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -8,7 +8,8 @@ the ``contextware`` command through ``cli``, the hook entry point in ``hosts``) 
 - ``client``: ask the service (starting it on demand, detached) and say when to work in-process
   instead (``CONTEXTWARE_SERVICE=off``, nothing answers, a stale socket, a version mismatch, a
   service that died mid-request);
-- ``spool``: finished turns queued in the data dir for the next writer, so a hook never waits.
+- ``spool``: finished turns queued in the data dir for the next writer, so a hook never waits;
+- ``messages``: the shapes of the requests, answers and spool entries (``TypedDict``s).
 
 The service is a transport: it runs the very same command handlers and hook handlers as the
 in-process path.  Standard library only (plus ``errors``, ``system`` and ``storage.layout``, which

@@ -26,9 +26,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from contextware.core.json_types import JsonObject, JsonValue
 from contextware.core.settings import Settings, current_settings
+from contextware.service.messages import ServiceRequest, StopResult
 from contextware.service.protocol import (
     Endpoint,
     ProtocolError,
@@ -61,7 +62,7 @@ class Unavailable(Exception):
 
 
 class VersionMismatch(Unavailable):
-    def __init__(self, answer: dict[str, Any]) -> None:
+    def __init__(self, answer: JsonObject) -> None:
         super().__init__(f"the service runs version {answer.get('version')}")
         self.answer = answer
 
@@ -140,7 +141,7 @@ def _connect(ep: Endpoint) -> socket.socket:
     return sock
 
 
-def _frame(message: dict[str, Any]) -> bytes:
+def _frame(message: ServiceRequest) -> bytes:
     """The request's bytes; Unavailable when it holds text that is not UTF-8 (a non-UTF-8 argument,
     working directory or variable): the in-process path reports it in the command's own words."""
     try:
@@ -149,7 +150,7 @@ def _frame(message: dict[str, Any]) -> bytes:
         raise Unavailable("the request holds text that is not UTF-8") from None
 
 
-def exchange(ep: Endpoint, message: dict[str, Any], timeout: float, first_byte: float | None = None) -> dict[str, Any]:
+def exchange(ep: Endpoint, message: ServiceRequest, timeout: float, first_byte: float | None = None) -> JsonObject:
     """Send one request and read its answer.  Busy when the service does not acknowledge the
     connection within ``first_byte`` seconds (``call`` waits ``FIRST_BYTE_S`` for a running service;
     by default, ``timeout``); DiedMidRequest when it goes away after taking the
@@ -180,7 +181,7 @@ def exchange(ep: Endpoint, message: dict[str, Any], timeout: float, first_byte: 
     return answer
 
 
-def notify(ep: Endpoint, message: dict[str, Any]) -> None:
+def notify(ep: Endpoint, message: ServiceRequest) -> None:
     """Send a request without waiting for its answer (Unavailable when nobody listens)."""
     data = _frame(message)
     sock = _connect(ep)
@@ -343,7 +344,7 @@ def replace_dead(ep: Endpoint, wait_s: float = 2.0) -> None:
         pass
 
 
-def stop(ep: Endpoint, wait_s: float = 10.0) -> dict[str, Any]:
+def stop(ep: Endpoint, wait_s: float = 10.0) -> StopResult:
     """Ask the service to exit and wait until it is gone; kill it when it does not go."""
     try:
         status = exchange(ep, {"op": "status"}, timeout=STATUS_TIMEOUT_S)
@@ -366,7 +367,7 @@ def stop(ep: Endpoint, wait_s: float = 10.0) -> dict[str, Any]:
     return {"was_running": True, "stopped": stopped, "pid": pid}
 
 
-def _wait_gone(pid: Any, wait_s: float) -> bool:
+def _wait_gone(pid: JsonValue, wait_s: float) -> bool:
     if not isinstance(pid, int):
         return True
     deadline = time.monotonic() + wait_s
@@ -397,7 +398,7 @@ def replace_older(ep: Endpoint, mismatch: VersionMismatch) -> None:
     stop(ep)
 
 
-def call(data_dir: Path, message: dict[str, Any], timeout: float, settings: Settings | None = None) -> dict[str, Any]:
+def call(data_dir: Path, message: ServiceRequest, timeout: float, settings: Settings | None = None) -> JsonObject:
     """Ask the service of ``data_dir``, starting it (or replacing one of an older version) when needed.
     Raises Unavailable when the caller should work in-process."""
     ep = endpoint(data_dir, settings)
@@ -453,7 +454,7 @@ def run_command(command: str, argv: Sequence[str], prog: str, settings: Settings
         if len(data) > MAX_STDIN_BYTES:
             return None  # far over every command's limit: refused in-process, in the command's words
         stdin = base64.b64encode(data).decode("ascii")
-    message = {
+    message: ServiceRequest = {
         "op": "run",
         "id": os.urandom(8).hex(),
         "command": command,
@@ -467,9 +468,10 @@ def run_command(command: str, argv: Sequence[str], prog: str, settings: Settings
         answer = call(data_dir, message, COMMAND_TIMEOUT_S, settings)
     except Unavailable:
         return None
-    if not answer.get("ok") or not isinstance(answer.get("exit"), int):
+    code, out, err = answer.get("exit"), answer.get("stdout"), answer.get("stderr")
+    if not answer.get("ok") or not isinstance(code, int):
         return None
-    sys.stderr.write(answer.get("stderr") or "")
-    sys.stdout.write(answer.get("stdout") or "")
+    sys.stderr.write(str(err or ""))
+    sys.stdout.write(str(out or ""))
     sys.stdout.flush()
-    return int(answer["exit"])
+    return int(code)

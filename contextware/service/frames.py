@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+
+from contextware.core.json_types import JsonObject
 
 OPS = {"status", "stop", "drain", "run", "hook", "mcp"}
 MAX_ARGS = 1_000
@@ -44,7 +45,7 @@ def _base64(value: object) -> bool:
     return True
 
 
-def problem(request: Mapping[str, object]) -> str | None:
+def problem(request: JsonObject) -> str | None:
     """Why the service must not act on ``request`` (one sentence), or None when it may."""
     from contextware.service.client import routed
 
@@ -64,7 +65,7 @@ def problem(request: Mapping[str, object]) -> str | None:
             return "A run request's arguments must be strings."
         if not _base64(request.get("stdin")):
             return "A run request's stdin must be base64."
-        if not routed(str(command), argv):
+        if not routed(str(command), [str(a) for a in argv]):
             return f"The service does not run {str(command)[:40]!r} with these arguments; run it in-process."
     elif op == "hook" and not _optional_text(request.get("stdin")):
         return "A hook request's stdin must be a string."

@@ -16,12 +16,16 @@ import json
 import os
 import socket
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contextware.core.errors import ContextwareError
+from contextware.core.json_types import JsonObject
 from contextware.core.settings import Settings, current_settings
+from contextware.service.messages import ServiceReply
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 PROTOCOL = 1
 MAX_MESSAGE = 64 * 1024 * 1024  # a saved log may be a few MB; stdin travels inside the request
@@ -77,7 +81,7 @@ def runtime_base(settings: Settings | None = None) -> Path:
 MAX_RUNTIME_BASE = 107 - len(f"/contextware-{2**32}-{'0' * 16}/") - 16
 
 
-def _sha1(data: bytes = b"") -> Any:
+def _sha1(data: bytes = b"") -> _Hash:
     """SHA-1 from CPython's built-in module when it has one: ``hashlib`` loads OpenSSL first (~2 ms
     of every hook start); the digest is the same."""
     try:
@@ -169,7 +173,7 @@ def supersedes(ours: str, theirs: object) -> bool:
     return (mine[0], mine[1] == "", mine[1]) > (other[0], other[1] == "", other[1])
 
 
-def send(sock: socket.socket, message: Mapping[str, object]) -> None:
+def send(sock: socket.socket, message: ServiceReply) -> None:
     sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
 
 
@@ -203,7 +207,7 @@ def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def parse(data: bytes) -> dict[str, Any]:
+def parse(data: bytes) -> JsonObject:
     """One JSON object from a frame's bytes; ProtocolError for anything else (too deep, not JSON,
     not UTF-8, not an object)."""
     if too_deep(data):
@@ -217,7 +221,7 @@ def parse(data: bytes) -> dict[str, Any]:
     return message
 
 
-def receive(sock: socket.socket, deadline: float | None = None, first: bytes = b"") -> dict[str, Any]:
+def receive(sock: socket.socket, deadline: float | None = None, first: bytes = b"") -> JsonObject:
     """One JSON object ending with a newline; ProtocolError on EOF, garbage, an oversized or too deep
     message.  ``deadline`` (``time.monotonic()``) bounds the whole message, however slowly its bytes
     come (a per-read timeout alone lets a sender hold us one byte at a time); TimeoutError past it.

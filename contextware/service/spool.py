@@ -15,9 +15,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from contextware.core.json_types import JsonObject
+from contextware.service.messages import SpoolEntry
 
 SPOOL = "hook-spool.jsonl"
 DRAINING = "hook-spool.draining.jsonl"
@@ -40,7 +42,7 @@ def quarantine(data_dir: Path, line: bytes) -> None:
         pass
 
 
-def _entry(line: bytes) -> dict[str, Any] | None:
+def _entry(line: bytes) -> JsonObject | None:
     """The entry a line holds, or None (not JSON, too deep to parse safely, not an object)."""
     from contextware.service.protocol import too_deep
 
@@ -53,7 +55,7 @@ def _entry(line: bytes) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else None
 
 
-def append(data_dir: Path, entry: Mapping[str, object]) -> None:
+def append(data_dir: Path, entry: SpoolEntry) -> None:
     """Add one entry with a single ``O_APPEND`` write (lines of concurrent writers never mix), on disk
     before this returns (fsync, ~3 ms): the hook then exits and the turn exists nowhere else.
     Raises OSError (a read-only data dir, say)."""
@@ -73,7 +75,7 @@ def pending(data_dir: Path) -> bool:
     return (data_dir / SPOOL).exists() or (data_dir / DRAINING).exists()
 
 
-def drain(data_dir: Path, replay: Callable[[dict[str, Any]], None]) -> int:
+def drain(data_dir: Path, replay: Callable[[JsonObject], None]) -> int:
     """Replay every spooled entry once; the number replayed.  Raises OSError when the spool cannot
     be locked or moved (it then stays for the next drainer)."""
     if not pending(data_dir):

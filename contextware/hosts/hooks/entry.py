@@ -19,10 +19,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.settings import Settings, current_settings
 from contextware.hosts.hooks import handlers
+
+if TYPE_CHECKING:
+    from contextware.service.messages import ServiceRequest
 
 HOOK_TIMEOUT_S = 30.0
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # an event read from stdin (a turn is cut far below: hook_turn_chars)
@@ -130,7 +133,7 @@ def _answer(data: str, payload: dict[str, Any], event: str, settings: Settings) 
             return _in_process("", data_dir, event, settings)  # no service can be had: save the spool here
         return ""
     try:
-        message = {"op": "hook", "stdin": data, "cwd": here, "env": env}
+        message: ServiceRequest = {"op": "hook", "stdin": data, "cwd": here, "env": env}
         reply = client.call(data_dir, message, HOOK_TIMEOUT_S, settings)
     except client.Unavailable:
         return handlers.run_hook(data, settings)

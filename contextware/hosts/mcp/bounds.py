@@ -11,8 +11,7 @@ naming the parameter, and the front's memory stays within a message's bound.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from contextware.core.json_types import JsonObject, JsonValue
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # one JSON-RPC line; a session_store value is at most 10 MB
 MAX_STRING_CHARS = 100_000  # a query, a topic, a path, an id: far above any real one
@@ -37,7 +36,7 @@ def _declared_types(tool: str) -> dict[str, set[str]]:
     return {}
 
 
-def _longest(value: Any, items: int) -> tuple[int, int]:
+def _longest(value: JsonValue, items: int) -> tuple[int, int]:
     """(the longest string, the longest list) inside ``value``, iteratively."""
     longest, most, stack = 0, 0, [value]
     while stack:
@@ -54,7 +53,7 @@ def _longest(value: Any, items: int) -> tuple[int, int]:
     return longest, most
 
 
-def argument_error(tool: str, arguments: Mapping[str, object]) -> tuple[str, str] | None:
+def argument_error(tool: str, arguments: JsonObject) -> tuple[str, str] | None:
     """(code, one sentence naming the parameter) for the first argument out of bounds, else None."""
     declared = _declared_types(tool)
     for name, value in arguments.items():

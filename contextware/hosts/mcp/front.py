@@ -22,13 +22,16 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import IO, Any
+from typing import IO, cast
 
 from contextware import __version__
 from contextware.core.errors import internal_error
+from contextware.core.json_types import JsonObject, JsonValue
 from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.bounds import MAX_MESSAGE_BYTES, argument_error
 from contextware.hosts.mcp.declared import DECLARED
+from contextware.hosts.mcp.messages import InitializeResult, JsonRpcReply
+from contextware.service.messages import ServiceRequest, ToolCallResult
 
 # Long, or they run Gemini CLI with this process's environment: never sent to the service.
 IN_PROCESS_TOOLS = {"index_file", "crawl_project", "offload"}
@@ -52,10 +55,14 @@ def _repeatable() -> set[str]:
 REPEATABLE = _repeatable()
 
 
-def initialize_result(params: Any) -> dict[str, Any]:
+def initialize_result(params: JsonValue) -> InitializeResult:
     """The SDK's answer: the client's protocol version when supported, else the latest one."""
     requested = params.get("protocolVersion") if isinstance(params, dict) else None
-    version = requested if requested in DECLARED["protocolVersions"] else DECLARED["latestProtocolVersion"]
+    version = (
+        requested
+        if isinstance(requested, str) and requested in DECLARED["protocolVersions"]
+        else DECLARED["latestProtocolVersion"]
+    )
     return {
         "protocolVersion": version,
         "capabilities": DECLARED["capabilities"],
@@ -64,9 +71,9 @@ def initialize_result(params: Any) -> dict[str, Any]:
     }
 
 
-def error_result(code: str, message: str) -> dict[str, Any]:
+def error_result(code: str, message: str) -> ToolCallResult:
     """A tool error in the Contextware envelope, as ``calls.error_result`` puts it on the wire."""
-    envelope = {"ok": False, "error": {"code": code, "message": message}}
+    envelope: JsonObject = {"ok": False, "error": {"code": code, "message": message}}
     return {
         "content": [{"type": "text", "text": json.dumps(envelope, ensure_ascii=False)}],
         "structuredContent": envelope,
@@ -75,13 +82,13 @@ def error_result(code: str, message: str) -> dict[str, Any]:
 
 
 # -- one tool call --------------------------------------------------------------------------------
-def _in_process(name: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def _in_process(name: str, arguments: JsonObject, settings: Settings) -> ToolCallResult:
     from contextware.hosts.mcp.server import call_tool
 
     return call_tool(name, arguments, settings)
 
 
-def _via_service(name: str, arguments: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
+def _via_service(name: str, arguments: JsonObject, settings: Settings) -> ToolCallResult | None:
     """The service's answer, an error result for a write it died in, or None: run it here."""
     from contextware.service import client
 
@@ -94,7 +101,7 @@ def _via_service(name: str, arguments: dict[str, Any], settings: Settings) -> di
         cwd = os.getcwd()
     except OSError:
         return None
-    message = {
+    message: ServiceRequest = {
         "op": "mcp",
         "id": os.urandom(8).hex(),
         "tool": name,
@@ -115,10 +122,11 @@ def _via_service(name: str, arguments: dict[str, Any], settings: Settings) -> di
     except client.Unavailable:
         return None
     result = answer.get("result")
-    return result if answer.get("ok") and isinstance(result, dict) else None
+    # the service's reply carries the result its own ``server.call_tool`` built
+    return cast(ToolCallResult, result) if answer.get("ok") and isinstance(result, dict) else None
 
 
-def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+def call_tool(name: str, arguments: JsonObject, settings: Settings | None = None) -> ToolCallResult:
     """The ``tools/call`` result: through the service when it can answer, else in this process.
     ``settings``: the server's (``Front``), by default this process's."""
     settings = settings or current_settings()
@@ -131,9 +139,10 @@ def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = 
 MAX_DEPTH = 64  # no tool's arguments nest this deep; deeper JSON is refused before any parser recurses
 
 
-def nesting(value: Any) -> int:
+def nesting(value: JsonValue) -> int:
     """How deeply a parsed JSON value nests (iteratively: a hostile message cannot exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
+    deepest = 0
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (dict, list)):
@@ -152,7 +161,7 @@ class Front:
         self._write_lock = threading.Lock()
         self._calls: list[threading.Thread] = []
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JsonRpcReply) -> None:
         data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
         with self._write_lock:
             try:
@@ -161,10 +170,10 @@ class Front:
             except (OSError, ValueError):
                 pass  # the client went away
 
-    def reply(self, id_: Any, result: dict[str, Any]) -> None:
+    def reply(self, id_: JsonValue, result: InitializeResult | ToolCallResult | JsonObject) -> None:
         self.send({"jsonrpc": "2.0", "id": id_, "result": result})
 
-    def fail(self, id_: Any, code: int, message: str) -> None:
+    def fail(self, id_: JsonValue, code: int, message: str) -> None:
         self.send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
 
     def handle(self, line: bytes) -> None:
@@ -206,7 +215,7 @@ class Front:
         else:
             self.fail(id_, METHOD_NOT_FOUND, f"Method not found: {method}.")
 
-    def start_call(self, id_: Any, params: Any) -> None:
+    def start_call(self, id_: JsonValue, params: JsonValue) -> None:
         name = params.get("name") if isinstance(params, dict) else None
         arguments = params.get("arguments") if isinstance(params, dict) else None
         if not isinstance(name, str) or not isinstance(arguments, (dict, type(None))):

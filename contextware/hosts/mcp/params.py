@@ -15,55 +15,56 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from contextware.core.json_types import JsonObject
 from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.operations.spec import Absent, Operation, Param, texts
 
 
 # -- parameter types ------------------------------------------------------------------------------
-def choice(values: Sequence[str], description: str) -> Any:
+def choice(values: Sequence[str], description: str) -> object:
     return Annotated[str, WithJsonSchema({"type": "string", "enum": list(values)}), Field(description=description)]
 
 
-def opt_choice(values: Sequence[str], description: str) -> Any:
+def opt_choice(values: Sequence[str], description: str) -> object:
     return Annotated[
         str | None, WithJsonSchema({"type": "string", "enum": list(values)}), Field(description=description)
     ]
 
 
-def opt_text(description: str) -> Any:
+def opt_text(description: str) -> object:
     return Annotated[str | None, WithJsonSchema({"type": "string"}), Field(description=description)]
 
 
-def strings(description: str, min_items: int = 0) -> Any:
-    schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+def strings(description: str, min_items: int = 0) -> object:
+    schema: JsonObject = {"type": "array", "items": {"type": "string"}}
     if min_items:
         schema["minItems"] = min_items
     return Annotated[list[str] | str | None, WithJsonSchema(schema), Field(description=description)]
 
 
-def bounded_int(description: str, minimum: int, maximum: int | None = None) -> Any:
-    bounds: dict[str, Any] = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
+def bounded_int(description: str, minimum: int, maximum: int | None = None) -> object:
+    bounds: JsonObject = {"minimum": minimum, **({"maximum": maximum} if maximum is not None else {})}
     return Annotated[int, Field(description=description, json_schema_extra=bounds)]
 
 
-def opt_int(description: str, minimum: int) -> Any:
+def opt_int(description: str, minimum: int) -> object:
     return Annotated[
         int | None, WithJsonSchema({"type": "integer", "minimum": minimum}), Field(description=description)
     ]
 
 
-def flag(description: str) -> Any:
+def flag(description: str) -> object:
     return Annotated[bool, Field(description=description)]
 
 
-def opt_number(description: str, minimum: float | None, maximum: float | None) -> Any:
-    schema: dict[str, Any] = {"type": "number"}
+def opt_number(description: str, minimum: float | None, maximum: float | None) -> object:
+    schema: JsonObject = {"type": "number"}
     schema.update({k: v for k, v in (("minimum", minimum), ("maximum", maximum)) if v is not None})
     return Annotated[float | None, WithJsonSchema(schema), Field(description=description)]
 
 
-def annotation(p: Param) -> Any:
+def annotation(p: Param) -> object:
     """The MCP parameter type of a declared input: its published schema and description."""
     text = p.mcp_description
     if p.kind is object:  # any JSON value; not given: an ``Absent`` (null is a value)

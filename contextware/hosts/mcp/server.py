@@ -20,19 +20,23 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from pydantic import ValidationError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import BaseModel, ValidationError
 
 from contextware import __version__
+from contextware.core.json_types import JsonObject
 from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.bounds import argument_error
 from contextware.hosts.mcp.calls import call_settings, error_result
+from contextware.hosts.mcp.messages import Declared
 from contextware.hosts.mcp.tools import TOOLS
 from contextware.memory import provenance
+from contextware.service.messages import ToolCallResult
 
 log = logging.getLogger("contextware.mcp")
 
@@ -92,7 +96,9 @@ class ContextwareMCPServer(MCPServer):
         self.contextware_settings = settings
         self._arguments = {t.name: set(t.parameters.get("properties", {})) for t in tools}
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+    async def call_tool(
+        self, name: str, arguments: JsonObject, context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
         known = self._arguments.get(name)
         if known is None:
             return error_result(
@@ -163,12 +169,12 @@ def server() -> ContextwareMCPServer:
         return _server
 
 
-def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+def call_tool(name: str, arguments: JsonObject, settings: Settings | None = None) -> ToolCallResult:
     """One ``tools/call`` answered as the SDK's stdio server answers it: the ``CallToolResult`` as it
     goes on the wire.  What the SDK would turn into an error result (an exception that escaped a
     tool's own envelope) becomes one here too, its text the exception's, and is logged on stderr."""
     import anyio
-    from mcp.types import CallToolResult, TextContent
+    from mcp.types import TextContent
 
     token = call_settings.set(settings or current_settings())
     try:
@@ -178,10 +184,11 @@ def call_tool(name: str, arguments: dict[str, Any], settings: Settings | None = 
         result = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
     finally:
         call_settings.reset(token)
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    # the SDK's CallToolResult as it goes on the wire: the shape ToolCallResult declares
+    return cast(ToolCallResult, result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
-def declared() -> dict[str, Any]:
+def declared() -> Declared:
     """What the SDK server declares to a client, as its own runner answers ``initialize`` and
     ``tools/list`` (an in-memory session in the handshake mode every host speaks), plus the protocol
     versions it accepts.  ``declared.py`` is this, frozen for the standard-library front."""
@@ -189,10 +196,11 @@ def declared() -> dict[str, Any]:
     from mcp import Client
     from mcp.server.runner import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-    def dump(model: Any) -> Any:
+    def dump(model: BaseModel | None) -> JsonObject:
+        assert model is not None  # the session is initialized: it has the server's info and capabilities
         return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
-    async def ask() -> dict[str, Any]:
+    async def ask() -> Declared:
         async with Client(build_server(), mode="legacy") as client:
             tools = (await client.list_tools()).tools
             return {
