@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import ContextwareError, FieldError
 from contextware.core.system import write_atomic
@@ -36,6 +36,7 @@ from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 
 if TYPE_CHECKING:
+    from contextware.memory.results import LinkedRow
     from contextware.storage.project import Project
 
 DEFAULT_BUDGET = 1500
@@ -221,7 +222,7 @@ class _Memory:
         out = []
         for item in items:
             links = {k: item.pop(k) for k in _LINKS if k in item}
-            out.append({**item, **stale_flag(self.project, collection, links)})
+            out.append({**item, **stale_flag(self.project, collection, cast("LinkedRow", links))})
         return out
 
     def _episodes(self) -> list[dict[str, Any]]:
