@@ -97,7 +97,7 @@ def handle(args: argparse.Namespace) -> dict[str, Any]:
 
         return cast("dict[str, Any]", promote(project, args.branch))
     if action == "reembed":
-        return maintenance.reembed(project, all_rows=args.all)
+        return cast("dict[str, Any]", maintenance.reembed(project, all_rows=args.all))
     if action == "compact":
         return maintenance.compact(project)
     if action == "retain":

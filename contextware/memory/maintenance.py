@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.core.text import iso
+from contextware.memory.results import ReembedReport, Stats, TableStats
 from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import damaged_rows, stamp, verify_rows
@@ -32,12 +33,12 @@ def _disk_bytes(path: str) -> int | None:
     return total
 
 
-def stats(project: "Project") -> dict[str, Any]:
+def stats(project: "Project") -> Stats:
     from contextware.memory.turns.retention import retention_stats
     from contextware.memory.turns.usage import summary as use_summary
 
     db = project.db
-    tables: dict[str, Any] = {}
+    tables: dict[str, TableStats] = {}
     last_write = None
     for name in db.table_names():
         try:
@@ -53,7 +54,7 @@ def stats(project: "Project") -> dict[str, Any]:
             tables[name] = {"damaged": exc.message}
             continue
         latest = max((v["timestamp"] for v in versions), default=None)
-        info: dict[str, Any] = {
+        info: TableStats = {
             "rows": table.count_rows(),
             "versions": len(versions),
             "version": table.version,
@@ -129,13 +130,13 @@ def resolved_from(project: "Project") -> tuple[str, str]:
     return root_from, data_from
 
 
-def reembed(project: "Project", *, all_rows: bool = False) -> dict[str, Any]:
+def reembed(project: "Project", *, all_rows: bool = False) -> ReembedReport:
     """Fill in missing vectors, or rebuild every vector when the configured model changed."""
     import pyarrow as pa
 
     db = project.db
     embedder = project.embedder
-    report: dict[str, Any] = {"model": embedder.model_id, "tables": {}}
+    report: ReembedReport = {"model": embedder.model_id, "tables": {}}
     for name in VECTOR_TABLES:
         table = db.open_table(name)
         if table is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TypeAlias, TypedDict
 
+from contextware.core.json_types import JsonObject
 from contextware.storage.schemas import EpisodeRow, FactRow, LogRow, Provenance
 
 # A row of any memory table (facts, episodes, logs), as read back or about to be written.
@@ -229,6 +230,9 @@ class BriefFact(TypedDict, total=False):
 
     id: str
     text: str
+    kind: str  # while kept per table version (``briefing._Memory``)
+    code_links: list[str] | None  # carried until judged (``may_be_stale``), then dropped
+    code_hashes: list[str] | None
     may_be_stale: str
 
 
@@ -242,6 +246,8 @@ class BriefEpisode(TypedDict, total=False):
     lesson: str
     summary: str
     at: str | None
+    code_links: list[str] | None  # carried until judged (``may_be_stale``), then dropped
+    code_hashes: list[str] | None
     may_be_stale: str
 
 
@@ -341,3 +347,38 @@ class Scrubbed(TypedDict):
     kv: int
     code_index_removed: int
     offload_files: int
+
+
+class TableStats(TypedDict, total=False):
+    """One table in ``stats``: rows, versions, when last written, its model and size on disk, the
+    rows without a vector (and superseded facts), and what of it is damaged (only ``damaged`` when
+    the table cannot be read)."""
+
+    rows: int
+    versions: int
+    version: int
+    last_write: str | None
+    model: str | None
+    disk_bytes: int | None
+    missing_vectors: int
+    superseded: int
+    damaged_rows: int
+    damaged_ids: list[str]
+    damaged: str
+
+
+class Stats(TypedDict):
+    """``stats``' result: where the memory lives and where that was resolved from, each table, and
+    the retention policy's and the use feedback's figures (``memory.turns``)."""
+
+    project_root: str
+    project_root_from: str
+    data_dir: str
+    data_dir_from: str
+    db_uri: str
+    model: str
+    tables: dict[str, TableStats]
+    disk_bytes: int | None
+    last_write: str | None
+    retention: JsonObject
+    use: JsonObject

@@ -270,7 +270,7 @@ UPDATE = Operation(
 def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     from contextware.memory.maintenance import stats
 
-    return stats(project)
+    return cast("dict[str, Any]", stats(project))
 
 
 STATS = Operation(
