@@ -133,7 +133,11 @@ def _newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r.get("created_at") or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
 
 
-def collapse(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
+# A row of any table, with or without its stored ``vector``.
+Row = TypeVar("Row", bound=Mapping[str, object])
+
+
+def collapse(rows: list[Row], threshold: float) -> list[Row]:
     """Rows (newest first) without their near-duplicates: each group of rows whose stored vectors
     are at least ``threshold`` alike is represented by its newest member.  Rows without a vector
     are kept as they are."""
