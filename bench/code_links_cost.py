@@ -22,7 +22,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from contextware.memory.results import LinkedRow
+    from contextware.storage.schemas import FactRow
 
 TOPICS = ["deploy", "retry", "cache", "billing", "auth", "search", "queue", "logging", "metrics", "storage"]
 
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.facts):
         topic = TOPICS[i % len(TOPICS)]
         named = f" See pkg{i % 20}/mod{i % args.files}.py and `handler_{(i * 7) % args.files}`." if i % 3 else ""
-        row: dict[str, Any] = {"text": f"The {topic} rule {i}: widgets of kind {i} go through the {topic} path.{named}"}
+        row: "FactRow" = {"text": f"The {topic} rule {i}: widgets of kind {i} go through the {topic} path.{named}"}
         started = time.perf_counter()
         link_row(project, "facts", row)
         save_link.append(time.perf_counter() - started)
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(f"saved {args.facts} facts, edited {args.files // 10} files\n")
     questions = [f"how are {t} widgets of kind {k} handled?" for t in TOPICS for k in (3, 17, 42, 120, 199)] * 2
 
-    probe = {"code_links": ["pkg0/mod0.py"], "code_hashes": ["?"]}
+    probe: "FactRow" = {"code_links": ["pkg0/mod0.py"], "code_hashes": ["?"]}
 
     def run() -> dict[str, Any]:
         loads = []
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             hits = recall(project, parse_query(q, limit=8)).hits
             totals.append(time.perf_counter() - started)
             started = time.perf_counter()
-            flags = [stale_flag(project, h.collection, h.row) for h in hits]
+            flags = [stale_flag(project, h.collection, cast("LinkedRow", h.row)) for h in hits]
             checks.append(time.perf_counter() - started)
             linked += sum(1 for h in hits if h.row.get("code_links"))
             flagged += sum(1 for f in flags if f)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from contextware.core.json_types import JsonObject
+from contextware.memory.results import PublicRecord
 
 
 class _IndexedPath(TypedDict):
@@ -100,7 +101,7 @@ class CodeFile(TypedDict):
     state: str
     lines: int | None
     definitions: list[Definition]
-    memories: list[dict[str, Any]]
+    memories: list[PublicRecord]
 
 
 class Session(TypedDict):
@@ -116,16 +117,16 @@ class Timeline(TypedDict):
     """One session in order: its turns (at most ``MAX_TIMELINE``), their count and its digests."""
 
     session_id: str
-    turns: list[dict[str, Any]]
+    turns: list[PublicRecord]
     total: int
-    digests: list[dict[str, Any]]
+    digests: list[PublicRecord]
 
 
 class DuplicatePair(TypedDict):
     """Two active facts that say nearly the same, and their cosine."""
 
-    older: dict[str, Any]
-    newer: dict[str, Any]
+    older: PublicRecord
+    newer: PublicRecord
     score: float
 
 
@@ -145,11 +146,11 @@ class ReviewQueues(TypedDict):
 
     unused: list[UseRow]
     used_often: list[UseRow]
-    stale: list[dict[str, Any]]
+    stale: list[PublicRecord]
     stale_total: int
     duplicates: list[DuplicatePair]
     duplicates_total: int
-    keep: list[dict[str, Any]]
+    keep: list[PublicRecord]
     keep_total: int
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -25,6 +25,7 @@ from contextware.browser.models import UseRow
 from contextware.core.errors import ContextwareError, NotFoundError, UsageError, internal_error
 
 if TYPE_CHECKING:
+    from contextware.memory.results import GoneBranch
     from contextware.storage.project import Project
 
 PAGE_SIZE = 50
@@ -522,7 +523,7 @@ class Pages:
         )
         return HTMLResponse(page("Review", body, active="/review"))
 
-    def _gone_row(self, g: dict[str, Any]) -> tuple[str, ...]:
+    def _gone_row(self, g: "GoneBranch") -> tuple[str, ...]:
         button = (
             f'<form method=post action="/review/promote">{hidden(self.token)}'
             f'<input type=hidden name=branch value="{e(g["branch"])}"><button>Promote to everyone\'s</button></form>'

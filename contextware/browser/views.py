@@ -31,6 +31,7 @@ from contextware.core.text import iso, sql_str
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 
 if TYPE_CHECKING:
+    from contextware.memory.results import MemoryRow
     from contextware.service.messages import ServiceRequest
     from contextware.storage.project import Project
 
@@ -322,7 +323,7 @@ def code_file(project: "Project", path: str) -> CodeFile:
                 ["id", "text", "goal", "kind", "result", "status", "created_at"],
                 f"array_has(code_links, {sql_str(path)})",
             )
-            linked += [public_row(r, name) for r in found]
+            linked += [public_row(cast("MemoryRow", r), name) for r in found]
     return {
         "file_path": row["file_path"],
         "language": row.get("language"),
@@ -383,9 +384,9 @@ def timeline(project: "Project", session_id: str) -> Timeline:
     verify_rows("episodes", digests)
     return {
         "session_id": session_id,
-        "turns": [public_row(r, "logs") for r in turns[:MAX_TIMELINE]],
+        "turns": [public_row(cast("MemoryRow", r), "logs") for r in turns[:MAX_TIMELINE]],
         "total": len(turns),
-        "digests": [public_row(r, "episodes") for r in digests],
+        "digests": [public_row(cast("MemoryRow", r), "episodes") for r in digests],
     }
 
 
@@ -429,8 +430,12 @@ def review(project: "Project") -> ReviewQueues:
         for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
             pairs.append(
                 {
-                    "older": public_row({k: v for k, v in facts[i].items() if k != "vector"}, "facts"),
-                    "newer": public_row({k: v for k, v in facts[j].items() if k != "vector"}, "facts"),
+                    "older": public_row(
+                        cast("MemoryRow", {k: v for k, v in facts[i].items() if k != "vector"}), "facts"
+                    ),
+                    "newer": public_row(
+                        cast("MemoryRow", {k: v for k, v in facts[j].items() if k != "vector"}), "facts"
+                    ),
                     "score": round(float(sims[i, j]), 3),
                 }
             )
@@ -440,7 +445,7 @@ def review(project: "Project") -> ReviewQueues:
     turns.sort(key=lambda r: iso(r.get("created_at")) or "", reverse=True)
     saved = {" ".join(str(f.get("text") or "").split()).lower() for f in facts}
     keep = [
-        public_row(r, "logs")
+        public_row(cast("MemoryRow", r), "logs")
         for r in turns[:MAX_REVIEWED]
         if worth_keeping(str(r.get("text") or "")) and " ".join(str(r["text"]).split()).lower() not in saved
     ]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from contextware.memory.results import Briefing
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.declared_args import add_params
@@ -28,4 +31,4 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
 def render_text(result: dict[str, Any]) -> str:
     from contextware.memory.briefing import render_fenced
 
-    return render_fenced(result)
+    return render_fenced(cast("Briefing", result))  # the command's result: a briefing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.declared_args import add_params, values_of
@@ -90,15 +90,15 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
         from contextware.memory import trust
 
         if action == "accept":
-            return trust.accept(project, records.check_id(args.id))
+            return cast("dict[str, Any]", trust.accept(project, records.check_id(args.id)))
         queue = trust.review_queue(project)
         return {"quarantined": queue, "count": len(queue)}
     if action == "promote":
         from contextware.memory.branches import promote
 
-        return promote(project, args.branch)
+        return cast("dict[str, Any]", promote(project, args.branch))
     if action == "reembed":
-        return maintenance.reembed(project, all_rows=args.all)
+        return cast("dict[str, Any]", maintenance.reembed(project, all_rows=args.all))
     if action == "compact":
         return maintenance.compact(project)
     if action == "retain":

@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import FieldError
 from contextware.core.text import sql_str, utcnow
+from contextware.memory.results import GoneBranch, MemoryRow, Promoted
 from contextware.storage import gitstate
 from contextware.storage.candidate import RecalledItem
+from contextware.storage.schemas import LearnedOn
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -36,21 +38,21 @@ CHOICES = ("current", "any")  # besides a branch name
 BRANCH_MEMORY = ("hide", "show")  # config ``branch_memory``: memories of unmerged branches
 
 
-def learned_on(root: Path) -> dict[str, str | None]:
+def learned_on(root: Path) -> LearnedOn:
     """``{"branch", "commit"}`` of the checkout at ``root`` now (both None outside a repository)."""
     where = gitstate.head(root)
     return {"branch": where.branch, "commit": where.commit}
 
 
-def stamp_learned(project: "Project", rows: list[dict[str, Any]]) -> None:
+def stamp_learned(project: "Project", rows: list[MemoryRow]) -> None:
     """Set where each new row was learned (rows that already say, e.g. imported ones, keep theirs)."""
     here = learned_on(project.root)
     for row in rows:
         if "branch" not in row and "commit" not in row:
-            row.update(here)
+            row["branch"], row["commit"] = here.get("branch"), here.get("commit")
 
 
-def learned_again(project: "Project", table_name: str, record_id: str, row: dict[str, Any]) -> None:
+def learned_again(project: "Project", table_name: str, record_id: str, row: MemoryRow) -> None:
     """The same memory saved again on another branch than the one it was learned on: it is known
     on both lines of work, so it becomes everyone's (its branch and commit are cleared)."""
     table = project.db.open_table(table_name)
@@ -58,7 +60,7 @@ def learned_again(project: "Project", table_name: str, record_id: str, row: dict
         return
     cond = f"id = {sql_str(record_id)}"
 
-    def read() -> list[dict[str, Any]]:
+    def read() -> list[LearnedOn]:
         return table.search().where(cond).select(["branch", "commit"]).limit(1).to_list()
 
     found = project.db.read(read)
@@ -252,7 +254,7 @@ def where(project: "Project", table_name: str, view: View | None) -> str | None:
     return "(" + " OR ".join(parts) + ")"
 
 
-def note(view: View | None, row: dict[str, Any]) -> str | None:
+def note(view: View | None, row: MemoryRow) -> str | None:
     """ "from feature/x, not merged" for a row ``view`` does not see (``branch_memory: "show"``)."""
     if view is None:
         return None
@@ -262,7 +264,7 @@ def note(view: View | None, row: dict[str, Any]) -> str | None:
     return f"from {branch}, not merged" if branch else f"from commit {str(commit)[:12]}, not in this checkout"
 
 
-def promote(project: "Project", branch: str) -> dict[str, Any]:
+def promote(project: "Project", branch: str) -> Promoted:
     """Make every memory learned on ``branch`` everyone's (after a squash merge, which leaves no
     ancestry to follow): their ``branch`` and ``commit`` are cleared, nothing else changes."""
     name = check_branch(branch)
@@ -292,7 +294,7 @@ def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -
     return found
 
 
-def gone_branches(project: "Project", days: float | None = None) -> list[dict[str, Any]]:
+def gone_branches(project: "Project", days: float | None = None) -> list[GoneBranch]:
     """Branches deleted without being merged (no ref, no log here, and none of their memories'
     commits in HEAD's history) whose newest memory is at least ``days`` old (default: the
     ``branch_memory_days`` setting), or at any age when their changes are in HEAD (a squash merge,
@@ -337,7 +339,10 @@ def gone_branches(project: "Project", days: float | None = None) -> list[dict[st
         e["squashed"] = bool(tip and view.commit and gitstate.squashed_into(view.root, view.dirs, tip, view.commit))
     out = [e for e in found.values() if e["newest"] is not None and (e["squashed"] or e["newest"] <= cutoff)]
     out.sort(key=lambda e: e["newest"], reverse=True)
-    return [{**e, "newest": e["newest"].isoformat()} for e in out]
+    return [
+        {"branch": e["branch"], "memories": e["memories"], "newest": e["newest"].isoformat(), "squashed": e["squashed"]}
+        for e in out
+    ]
 
 
 # -- recall's use -----------------------------------------------------------------------------------
@@ -362,7 +367,7 @@ def recall_wheres(
     return out
 
 
-def mark_unmerged(project: "Project", choice: str, rows: list[dict[str, Any]], results: list[RecalledItem]) -> None:
+def mark_unmerged(project: "Project", choice: str, rows: list[MemoryRow], results: list[RecalledItem]) -> None:
     """With ``branch_memory: "show"``: each result of a branch the checkout has not merged says so
     (``"branch_note": "from feature/x, not merged"``).  ``rows`` are the results' stored rows."""
     if choice != "current" or not showing(project):

@@ -23,10 +23,10 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from contextware.core.errors import ContextwareError, FieldError
 from contextware.core.system import write_atomic
@@ -36,6 +36,16 @@ from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CHECKSUM_COLUMN, CODE_TABLE
 
 if TYPE_CHECKING:
+    from contextware.memory.results import (
+        BriefEpisode,
+        BriefFact,
+        Briefing,
+        CentralFile,
+        CodeIndexBrief,
+        LinkedRow,
+        OffloadBrief,
+        StoreBrief,
+    )
     from contextware.storage.project import Project
 
 DEFAULT_BUDGET = 1500
@@ -123,7 +133,11 @@ def _newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r.get("created_at") or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
 
 
-def collapse(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
+# A row of any table, with or without its stored ``vector``.
+Row = TypeVar("Row", bound=Mapping[str, object])
+
+
+def collapse(rows: list[Row], threshold: float) -> list[Row]:
     """Rows (newest first) without their near-duplicates: each group of rows whose stored vectors
     are at least ``threshold`` alike is represented by its newest member.  Rows without a vector
     are kept as they are."""
@@ -147,7 +161,10 @@ def collapse(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any
 # What a long-lived process (the resident service) computed from a table at one version: the
 # briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
 # cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
-_derived: dict[tuple[str, str], tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+_derived: dict[tuple[str, str], tuple[tuple[Any, ...], list[dict[str, object]]]] = {}
+
+# An item of a memory section: a fact, or an episode.
+Item = TypeVar("Item", "BriefFact", "BriefEpisode")
 
 
 def _data_files_stamp(db_uri: str, table: str) -> tuple[Any, ...] | None:
@@ -177,7 +194,7 @@ class _Memory:
         self._episode_rows: list[dict[str, Any]] | None = None
         self.code = code  # the code index section (``_code``), read beside the other sections
 
-    def _derive(self, table: str, what: str, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    def _derive(self, table: str, what: str, compute: Callable[[], list[Item]]) -> list[Item]:
         """``compute()``, or what it gave before for the same table version, threshold and HEAD (the
         branch decides which rows are seen: ``memory.branches``)."""
         from contextware.storage import gitstate
@@ -193,13 +210,13 @@ class _Memory:
         slot = (str(self.project.data_dir), f"{table}:{what}")
         cached = _derived.get(slot)
         if stamp is not None and cached is not None and cached[0] == stamp:
-            return [dict(r) for r in cached[1]]  # callers may change what they get: never the kept rows
+            return [cast(Item, dict(r)) for r in cached[1]]  # callers may change what they get: never the kept rows
         value = compute()
         if stamp is not None:
             _derived[slot] = (stamp, [dict(r) for r in value])
         return value
 
-    def _facts(self) -> list[dict[str, Any]]:
+    def _facts(self) -> list[BriefFact]:
         rows = _rows(
             self.project,
             "facts",
@@ -209,19 +226,26 @@ class _Memory:
         collapsed = collapse(_newest_first(rows), self.threshold)  # across kinds: one truth, said once
         return [{"id": r["id"], "text": r["text"], "kind": r["kind"], **_links(r)} for r in collapsed]
 
-    def facts(self, kind: str) -> list[dict[str, Any]]:
-        rows = [r for r in self._derive("facts", "active", self._facts) if r["kind"] == kind]
+    def facts(self, kind: str) -> list[BriefFact]:
+        rows = [r for r in self._derive("facts", "active", self._facts) if r.get("kind") == kind]
         return self.flagged("facts", [{"id": r["id"], "text": r["text"], **_links(r)} for r in rows])
 
-    def flagged(self, collection: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def flagged(self, collection: str, items: list[Item]) -> list[Item]:
         """Items without their links, each flagged ``may_be_stale`` when the code it names changed
         (judged now, not cached with the table: the code index changes on its own)."""
         from contextware.memory.code_links import stale_flag
 
-        out = []
+        out: list[Item] = []
         for item in items:
-            links = {k: item.pop(k) for k in _LINKS if k in item}
-            out.append({**item, **stale_flag(self.project, collection, links)})
+            links: LinkedRow = {}
+            if "code_links" in item:
+                links["code_links"] = item.pop("code_links")
+            if "code_hashes" in item:
+                links["code_hashes"] = item.pop("code_hashes")
+            flagged = item.copy()
+            if note := stale_flag(self.project, collection, links).get("may_be_stale"):
+                flagged["may_be_stale"] = note
+            out.append(flagged)
         return out
 
     def _episodes(self) -> list[dict[str, Any]]:
@@ -230,11 +254,11 @@ class _Memory:
             self._episode_rows = _newest_first(_rows(self.project, "episodes", columns))
         return self._episode_rows
 
-    def open_failures(self) -> list[dict[str, Any]]:
+    def open_failures(self) -> list[BriefEpisode]:
         rows = self._derive("episodes", "open_failures", lambda: self._open_failures(self._episodes()))
         return self.flagged("episodes", rows)
 
-    def _open_failures(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _open_failures(self, rows: list[dict[str, Any]]) -> list[BriefEpisode]:
         """Failed or partial tasks, newest first, near-duplicates collapsed, without those that a later
         success of a near-duplicate task resolved (one matrix product: failures x successes)."""
         import numpy as np
@@ -254,8 +278,8 @@ class _Memory:
         out = [rows[i] for i in failed if i not in resolved]
         return [_episode(r, "lesson") for r in collapse(out, self.threshold)[:OPEN_FAILURES]]
 
-    def recent(self) -> list[dict[str, Any]]:
-        def compute() -> list[dict[str, Any]]:
+    def recent(self) -> list[BriefEpisode]:
+        def compute() -> list[BriefEpisode]:
             done = [r for r in self._episodes() if r["result"] == "success"]
             return [_episode(r, "summary") for r in collapse(done, self.threshold)[:RECENT_EPISODES]]
 
@@ -267,17 +291,33 @@ class _Memory:
 _LINKS = ("code_links", "code_hashes")
 
 
-def _links(r: dict[str, Any]) -> dict[str, Any]:
-    return {k: r.get(k) for k in _LINKS}
+class _Links(TypedDict):
+    code_links: list[str] | None
+    code_hashes: list[str] | None
 
 
-def _episode(r: dict[str, Any], text_key: str) -> dict[str, Any]:
+def _links(r: Mapping[str, Any]) -> _Links:
+    return {"code_links": r.get("code_links"), "code_hashes": r.get("code_hashes")}
+
+
+def _episode(r: dict[str, Any], text_key: str) -> BriefEpisode:
+    """An episode row as the briefing shows it, its summary under ``text_key`` (lesson or summary)."""
+    if text_key == "lesson":
+        return {
+            "id": r["id"],
+            "goal": r["goal"],
+            "result": r["result"],
+            "category": r.get("category"),
+            "lesson": r["summary"],
+            "at": iso(r.get("created_at")),
+            **_links(r),
+        }
     return {
         "id": r["id"],
         "goal": r["goal"],
         "result": r["result"],
         "category": r.get("category"),
-        text_key: r["summary"],
+        "summary": r["summary"],
         "at": iso(r.get("created_at")),
         **_links(r),
     }
@@ -288,7 +328,7 @@ def _stem(path: str) -> str:
     return (p.parent.name if p.stem == "__init__" else p.stem).lower()
 
 
-def central_files(project: "Project", version: int | None) -> list[dict[str, Any]]:
+def central_files(project: "Project", version: int | None) -> list[CentralFile]:
     cache = project.data_dir / "cache" / "central_files.json"
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
@@ -319,7 +359,7 @@ def central_files(project: "Project", version: int | None) -> list[dict[str, Any
             if stem != own:
                 for path in by_stem[stem]:
                     mentions[path] += 1
-    files = [{"file_path": p, "mentioned_by": n} for p, n in mentions.most_common(CENTRAL_FILES)]
+    files: list[CentralFile] = [{"file_path": p, "mentioned_by": n} for p, n in mentions.most_common(CENTRAL_FILES)]
     try:
         write_atomic(cache, json.dumps({"version": version, "files": files}))
     except OSError:
@@ -327,7 +367,7 @@ def central_files(project: "Project", version: int | None) -> list[dict[str, Any
     return files
 
 
-def _code(project: "Project") -> dict[str, Any] | None:
+def _code(project: "Project") -> CodeIndexBrief | None:
     tbl = project.db.open_table(CODE_TABLE)
     if tbl is None:
         return None
@@ -357,11 +397,11 @@ def first_sentence(text: str, limit: int = 160) -> str:
     return cut_at_word(out, limit)
 
 
-def _offload_sessions(project: "Project") -> list[dict[str, Any]]:
+def _offload_sessions(project: "Project") -> list[OffloadBrief]:
     """Offload sessions, most recently used first, as the sessions module lists them."""
     from contextware.offload.session_admin import session_list
 
-    out = []
+    out: list[OffloadBrief] = []
     for sess in session_list(project)["sessions"]:
         lines = [ln.strip() for ln in (sess.get("summary") or "").splitlines() if ln.strip() and not ln.startswith("#")]
         out.append(
@@ -375,7 +415,7 @@ def _offload_sessions(project: "Project") -> list[dict[str, Any]]:
     return out
 
 
-def _store(project: "Project") -> list[dict[str, Any]]:
+def _store(project: "Project") -> list[StoreBrief]:
     """Namespaces and their key counts: one column read (the store's limits and access log are not
     needed here, and a bad store setting must not cost the session its briefing)."""
     from contextware.storage.schemas import KV_TABLE
@@ -385,23 +425,31 @@ def _store(project: "Project") -> list[dict[str, Any]]:
 
 
 # -- rendering within the budget -----------------------------------------------------------------
-def render_markdown(ctx: dict[str, Any]) -> str:
+def render_markdown(ctx: Briefing) -> str:
+    """The briefing as markdown: a heading per section, an item per line."""
     p = ctx["project"]
     on = f" (branch {p['branch']})" if p.get("branch") else ""
     lines = [f"# Project memory: {p['name']} ({p['id']})", f"Root: {p['root']}{on}"]
-    if p.get("last_session"):
-        lines.append(f"Sessions: {p['session_count']}; last {p['last_session']['id']} at {p['last_session']['at']}")
+    if last := p.get("last_session"):
+        lines.append(f"Sessions: {p['session_count']}; last {last['id']} at {last['at']}")
     else:
         lines.append(f"Sessions: {p.get('session_count', 0)}")
+    facts = {
+        "constraints": ctx.get("constraints"),
+        "preferences": ctx.get("preferences"),
+        "decisions": ctx.get("decisions"),
+        "conventions": ctx.get("conventions"),
+        "environment": ctx.get("environment"),
+    }
     for name, _kind, heading in FACT_SECTIONS:
-        if ctx.get(name):
-            lines += ["", f"## {heading}"] + [f"- {f['text']}{_stale(f)}" for f in ctx[name]]
-    if ctx.get("failures"):
+        if items := facts[name]:
+            lines += ["", f"## {heading}"] + [f"- {f['text']}{_stale(f)}" for f in items]
+    if failures := ctx.get("failures"):
         lines += ["", "## Open failures and lessons"]
-        lines += [f"- {_episode_head(f)}: {f['lesson']}{_stale(f)}" for f in ctx["failures"]]
-    if ctx.get("recent_episodes"):
+        lines += [f"- {_episode_head(f)}: {f['lesson']}{_stale(f)}" for f in failures]
+    if recent := ctx.get("recent_episodes"):
         lines += ["", "## Recent work"]
-        lines += [f"- {_episode_head(e, False)}: {e['summary']}{_stale(e)}" for e in ctx["recent_episodes"]]
+        lines += [f"- {_episode_head(e, False)}: {e['summary']}{_stale(e)}" for e in recent]
     code = ctx.get("code_index")
     if code:
         lines += [
@@ -412,13 +460,13 @@ def render_markdown(ctx: dict[str, Any]) -> str:
             f"- {c['file_path']} (mentioned by {c['mentioned_by']}): {c.get('summary', '')}"
             for c in code.get("central_files", [])
         ]
-    if ctx.get("offload_sessions"):
+    if offloads := ctx.get("offload_sessions"):
         lines += ["", "## Open offload sessions"]
-        lines += [f"- {s['name']} ({s['turns']} turns): {s['summary']}" for s in ctx["offload_sessions"]]
-    if ctx.get("store"):
-        lines += ["", "## Session store: " + ", ".join(f"{s['namespace']} ({s['keys']})" for s in ctx["store"])]
-    if ctx.get("unavailable"):
-        lines += ["", "## Unavailable"] + [f"- {name}: {message}" for name, message in ctx["unavailable"].items()]
+        lines += [f"- {s['name']} ({s['turns']} turns): {s['summary']}" for s in offloads]
+    if store := ctx.get("store"):
+        lines += ["", "## Session store: " + ", ".join(f"{s['namespace']} ({s['keys']})" for s in store)]
+    if unavailable := ctx.get("unavailable"):
+        lines += ["", "## Unavailable"] + [f"- {name}: {message}" for name, message in unavailable.items()]
     return "\n".join(lines)
 
 
@@ -437,7 +485,8 @@ _SOURCES: tuple[tuple[str, Callable[[_Memory], Any], int | None], ...] = (
 SECTIONS = tuple(name for name, _, _ in _SOURCES)
 
 
-def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> dict[str, Any]:
+def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> Briefing:
+    """The session briefing within ``budget_tokens``, the most important sections first."""
     if not 100 <= budget_tokens <= 100_000:
         raise FieldError("{field} must be between 100 and 100000.", field="budget_tokens", code="bad_budget")
     from concurrent.futures import ThreadPoolExecutor
@@ -450,7 +499,7 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         return _assemble(project, budget_tokens, sessions.result(), _Memory(project, code.result))
 
 
-def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], memory: _Memory) -> dict[str, Any]:
+def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], memory: _Memory) -> Briefing:
     from contextware.storage import gitstate
 
     branch = gitstate.head(project.root).branch  # the memories shown are the ones this branch sees
@@ -493,33 +542,33 @@ def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], 
                     del ctx[name]
             truncated = True
             break
-    ctx = _ordered(ctx)
+    brief = _ordered(ctx)
     if unavailable:
-        ctx["unavailable"] = unavailable
+        brief["unavailable"] = unavailable
     return {
-        **ctx,
+        **brief,
         "budget_tokens": budget_tokens,
-        "tokens": approx_tokens(render_markdown(ctx)),
+        "tokens": approx_tokens(render_markdown(brief)),
         "truncated": truncated,
     }
 
 
-def _episode_head(e: dict[str, Any], with_result: bool = True) -> str:
+def _episode_head(e: BriefEpisode, with_result: bool = True) -> str:
     """An episode's head in the briefing: a session digest says what it is ("Session summary,
     <date>"), never a success or a failure; another episode its result and goal."""
     from contextware.memory.turns.digest import digest_label, is_digest
 
-    if is_digest(e):
+    if is_digest(cast("dict[str, Any]", e)):
         return digest_label(e.get("at"))
     return f"[{e['result']}] {e['goal']}" if with_result else e["goal"]
 
 
-def _stale(item: dict[str, Any]) -> str:
+def _stale(item: BriefFact | BriefEpisode) -> str:
     """The flag of a memory whose code changed since it was saved (``memory.code_links``)."""
     return f" (may be stale: {item['may_be_stale']})" if item.get("may_be_stale") else ""
 
 
-def render_fenced(ctx: dict[str, Any], limit: int | None = None) -> str:
+def render_fenced(ctx: Briefing, limit: int | None = None) -> str:
     """The briefing as markdown inside the memory fence (``contextware.core.fence``), every stored text on
     one line: what ``context.py --format text``, the MCP tool and the SessionStart hook show."""
     from contextware.core.fence import fence, inline_all
@@ -527,6 +576,7 @@ def render_fenced(ctx: dict[str, Any], limit: int | None = None) -> str:
     return fence(render_markdown(inline_all(ctx)), limit)
 
 
-def _ordered(ctx: dict[str, Any]) -> dict[str, Any]:
+def _ordered(ctx: dict[str, Any]) -> Briefing:
     """The sections in priority order (items were added in queue order)."""
-    return {"project": ctx["project"], **{name: ctx[name] for name in SECTIONS if name in ctx}}
+    ordered = {"project": ctx["project"], **{name: ctx[name] for name in SECTIONS if name in ctx}}
+    return cast("Briefing", ordered)  # the sections by name, each of its declared shape

@@ -24,6 +24,7 @@ from contextware.codeindex.exclusions import SecretFiles
 from contextware.core.fence import has_injected, strip_injected
 from contextware.core.redact import redact_json, redact_text
 from contextware.core.text import chunk_text, new_id, sql_str, text_hash, utcnow
+from contextware.memory.results import CleanedLogs, Scrubbed
 from contextware.memory.team.tombstones import changed_after
 from contextware.offload.scrub import scrub_offload_files
 from contextware.storage.embedded_text import embedding_text, search_text
@@ -42,7 +43,7 @@ def _turn_key(row: dict[str, Any]) -> tuple[Any, ...]:
     return row.get("session_id"), row.get("role"), digest
 
 
-def clean_injected_logs(project: "Project") -> dict[str, Any]:
+def clean_injected_logs(project: "Project") -> CleanedLogs:
     """Rewrite or remove logs that carry an injected block; returns counts of turns."""
     import pyarrow as pa
 
@@ -56,7 +57,7 @@ def clean_injected_logs(project: "Project") -> dict[str, Any]:
     for row in rows:
         turns[_turn_key(row)].append(row)
     polluted = {k: v for k, v in turns.items() if any(has_injected(r.get("text") or "") for r in v)}
-    out = {"checked": len(turns), "cleaned": 0, "removed": 0}
+    out: CleanedLogs = {"checked": len(turns), "cleaned": 0, "removed": 0}
     if not polluted:
         return out
     chunk_size = project.config.log_chunk_chars
@@ -110,15 +111,16 @@ def _rows(project: "Project", table: Any, skip: tuple[str, ...] = ("vector",)) -
     return project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
 
 
-def scrub_secrets(project: "Project") -> dict[str, Any]:
+def scrub_secrets(project: "Project") -> Scrubbed:
     """Re-redact every stored text with the current detectors; returns rows changed per table."""
-    out: dict[str, int] = {}
-    for name, fields in _TEXT_FIELDS.items():
-        out[name] = _scrub_memories(project, name, fields)
-    out["kv"] = _scrub_store(project)
-    out["code_index_removed"] = _scrub_code_index(project)
-    out["offload_files"] = scrub_offload_files(project)["files"]  # the offloads index is rebuilt from them
-    return out
+    return {
+        "facts": _scrub_memories(project, "facts", _TEXT_FIELDS["facts"]),
+        "episodes": _scrub_memories(project, "episodes", _TEXT_FIELDS["episodes"]),
+        "logs": _scrub_memories(project, "logs", _TEXT_FIELDS["logs"]),
+        "kv": _scrub_store(project),
+        "code_index_removed": _scrub_code_index(project),
+        "offload_files": scrub_offload_files(project)["files"],  # the offloads index is rebuilt from them
+    }
 
 
 def _scrub_memories(project: "Project", name: str, fields: tuple[str, ...]) -> int:

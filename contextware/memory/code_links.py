@@ -27,9 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from contextware.core.text import utcnow
+from contextware.memory.results import LinkedRow
 from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CODE_REMOVED_TABLE, CODE_TABLE
 
@@ -233,15 +234,15 @@ def find_links(project: "Project", texts: Iterable[str | None]) -> list[str] | N
     return list(found)[:MAX_LINKS]
 
 
-def link_row(project: "Project", collection: str, row: dict[str, Any]) -> None:
+def link_row(project: "Project", collection: str, row: LinkedRow) -> None:
     """Set the row's ``code_links``, ``code_hashes`` and ``linked_at`` from its text and the code
     index now (all null when the project has no code index yet)."""
     if collection not in LINKED_COLLECTIONS:
         return
-    paths = find_links(project, (row.get(f) for f in TEXT_FIELDS[collection]))
+    paths = find_links(project, (cast("str | None", row.get(f)) for f in TEXT_FIELDS[collection]))
     files = _files(project) if paths else None
     if paths is None:
-        row.update(code_links=None, code_hashes=None, linked_at=None)
+        row["code_links"] = row["code_hashes"] = row["linked_at"] = None
         return
     if files is not None:
         paths = [p for p in paths if p in files.current]  # removed since the names were read
@@ -250,7 +251,7 @@ def link_row(project: "Project", collection: str, row: dict[str, Any]) -> None:
     row["linked_at"] = utcnow()
 
 
-def link_rows(project: "Project", collection: str, rows: Iterable[dict[str, Any]]) -> None:
+def link_rows(project: "Project", collection: str, rows: Iterable[LinkedRow]) -> None:
     for row in rows:
         link_row(project, collection, row)
 
@@ -260,7 +261,7 @@ def _day(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else "an unknown date"
 
 
-def stale_note(project: "Project", collection: str, row: dict[str, Any]) -> str | None:
+def stale_note(project: "Project", collection: str, row: LinkedRow) -> str | None:
     """Why the memory may be stale ("src/http/retry.py changed on 2026-11-20"), or None."""
     links = row.get("code_links")
     if not links or collection not in LINKED_COLLECTIONS:
@@ -292,7 +293,7 @@ def stale_note(project: "Project", collection: str, row: dict[str, Any]) -> str 
     return "; ".join(notes) or None
 
 
-def _learned_elsewhere(project: "Project", row: dict[str, Any]) -> bool:
+def _learned_elsewhere(project: "Project", row: LinkedRow) -> bool:
     """Whether the memory was learned on another branch than the one checked out (memory.branches)."""
     branch = row.get("branch")
     if not branch:
@@ -302,14 +303,28 @@ def _learned_elsewhere(project: "Project", row: dict[str, Any]) -> bool:
     return head(project.root).branch != branch
 
 
-def stale_flag(project: "Project", collection: str, row: dict[str, Any]) -> dict[str, str]:
+class StaleFlag(TypedDict, total=False):
+    """``{"may_be_stale": note}`` for a memory whose linked code changed, else empty."""
+
+    may_be_stale: str
+
+
+class Linked(TypedDict, total=False):
+    """What ``link_unlinked`` did: facts and episodes checked and linked (a note without an index)."""
+
+    linked: int
+    checked: int
+    note: str
+
+
+def stale_flag(project: "Project", collection: str, row: LinkedRow) -> StaleFlag:
     """``{"may_be_stale": note}`` for a memory whose linked code changed, else ``{}``."""
     note = stale_note(project, collection, row)
-    return {FLAG: note} if note else {}
+    return {"may_be_stale": note} if note else {}
 
 
 # -- older rows ---------------------------------------------------------------------------------------------
-def link_unlinked(project: "Project") -> dict[str, Any]:
+def link_unlinked(project: "Project") -> Linked:
     """Link every fact and episode never linked (saved before links existed, or before the code
     index did): the step ``memory repair`` runs.  Idempotent: linked rows are left alone."""
     import pyarrow as pa
@@ -318,33 +333,33 @@ def link_unlinked(project: "Project") -> dict[str, Any]:
 
     if project.db.open_table(CODE_TABLE) is None:
         return {"linked": 0, "checked": 0, "note": "no code index yet: run crawl, then repair again"}
-    out = {"linked": 0, "checked": 0}
+    out: Linked = {"linked": 0, "checked": 0}
     for name in LINKED_COLLECTIONS:
         table = project.db.open_table(name)
         if table is None:
             continue
         columns = [c for c in table.schema.names if c != FTS_COLUMN]
 
-        def unlinked(t: Any = table, c: list[str] = columns) -> list[dict[str, Any]]:
+        def unlinked(t: Any = table, c: list[str] = columns) -> list[LinkedRow]:
             return t.search().where("linked_at IS NULL").select(c).limit(None).to_list()
 
         rows = project.db.read(unlinked)
         if not rows:
             continue
-        rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+        rows = [cast(LinkedRow, {k: v for k, v in r.items() if not k.startswith("_")}) for r in rows]
         link_rows(project, name, rows)
         out["checked"] += len(rows)
         out["linked"] += sum(1 for r in rows if r.get("code_links"))
         ids = {r["id"]: r for r in rows}
 
-        def write(tbl: Any, ids: dict[str, dict[str, Any]] = ids) -> None:
+        def write(tbl: Any, ids: dict[str, LinkedRow] = ids) -> None:
             from contextware.core.text import sql_str
 
             # Only rows still unlinked now, with their current content (another writer may have
             # updated one meanwhile): the link columns are the only ones changed.
             where = f"linked_at IS NULL AND id IN ({', '.join(sql_str(i) for i in ids)})"
             fresh = tbl.search().where(where).limit(None).to_list()
-            todo = []
+            todo: list[dict[str, object]] = []
             for r in fresh:
                 linked = ids[r["id"]]
                 todo.append(

@@ -7,7 +7,7 @@ JSON-ready dict, each failure is a ``ContextwareError``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import NotFoundError, UsageError
 from contextware.core.redact import redact, refuse_secret_name, refuse_secret_topics
@@ -23,17 +23,18 @@ from contextware.memory.records import (
     public_row,
     require_text,
 )
+from contextware.memory.results import Confirmed, Deleted, LinkedRow, MemoryRow, Updated
 from contextware.memory.team.tombstones import changed_after
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
-from contextware.storage.schemas import FTS_COLUMN
+from contextware.storage.schemas import FTS_COLUMN, FactRow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
 
 
-def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]:
+def update(project: "Project", record_id: str, **changes: Any) -> Updated:
     """Change fields of one memory and re-embed it."""
     import pyarrow as pa
 
@@ -66,7 +67,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
         given["status"] = check_choice(given["status"], ("active", "superseded"), "status")
     if "topics" in given:
         given["topics"] = parse_topics(refuse_secret_topics(given["topics"]))
-    new = {k: v for k, v in row.items() if not k.startswith("_")}
+    new: dict[str, Any] = {k: v for k, v in row.items() if not k.startswith("_")}  # any table's columns
     new.update(given)
     new["updated_at"] = changed_after(row.get("updated_at"))
     if collection == "facts":
@@ -74,7 +75,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
     elif collection == "episodes":
         new["text_hash"] = text_hash(new["goal"], new["result"] or "", new["summary"])
     new[FTS_COLUMN] = search_text(collection, new)
-    link_row(project, collection, new)  # what it names now, as the code is now: clears a stale flag
+    link_row(project, collection, cast(LinkedRow, new))  # what it names now, as the code is now: clears a stale flag
     embedder = project.embedder
     project.db.check_model(collection, table, embedder.model_id, embedder.dim)  # before paying for a vector
     vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, new)])
@@ -88,11 +89,11 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
         tbl.merge_insert("id").when_matched_update_all().execute(data)
 
     project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
-    out: dict[str, Any] = {
+    out: Updated = {
         "id": record_id,
         "collection": collection,
         "updated": sorted(given),
-        "record": public_row(new, collection),
+        "record": public_row(cast(MemoryRow, new), collection),
     }
     if redactions:
         out["redacted"] = redactions
@@ -101,7 +102,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> dict[str, Any]
     return out
 
 
-def confirm(project: "Project", record_id: str) -> dict[str, Any]:
+def confirm(project: "Project", record_id: str) -> Confirmed:
     """Say that a fact or episode still holds although code it names changed: it is linked again to
     the files it names as the code index has them now, which clears its ``may_be_stale`` flag."""
     import pyarrow as pa
@@ -109,8 +110,8 @@ def confirm(project: "Project", record_id: str) -> dict[str, Any]:
     collection, _table, row = locate(project, record_id)
     if collection not in LINKED_COLLECTIONS:
         raise UsageError(f"Only facts and episodes are tied to code; {record_id} is a log.", code="bad_collection")
-    was = stale_note(project, collection, row)
-    linked = dict(row)
+    was = stale_note(project, collection, cast(LinkedRow, row))
+    linked = cast(LinkedRow, dict(row))
     link_row(project, collection, linked)
     columns = ("code_links", "code_hashes", "linked_at")
 
@@ -119,7 +120,7 @@ def confirm(project: "Project", record_id: str) -> dict[str, Any]:
         if not found:
             raise NotFoundError(f"No memory has the id {record_id}.")
         fresh = {k: v for k, v in found[0].items() if not k.startswith("_")}
-        fresh.update({c: linked[c] for c in columns})
+        fresh.update({c: linked.get(c) for c in columns})
         tbl.merge_insert("id").when_matched_update_all().execute(pa.Table.from_pylist([fresh], schema=tbl.schema))
 
     project.db.write(collection, write)
@@ -135,28 +136,31 @@ def confirm(project: "Project", record_id: str) -> dict[str, Any]:
     }
 
 
-def delete(project: "Project", record_id: str) -> dict[str, Any]:
+def delete(project: "Project", record_id: str) -> Deleted:
     """Delete one memory; a fact or an episode leaves a tombstone (``tombstones``), recorded first,
     so that the deletion travels through ``export`` and ``import``."""
     from contextware.memory.team import tombstones
 
-    collection, _table, row = locate(project, record_id)
-    stone = tombstones.tombstone_for(project, row) if collection in ("facts", "episodes") else None
+    collection, _table, found = locate(project, record_id)
+    row = cast(FactRow, found)  # ``supersedes`` is read only from a fact
+    stone = (
+        tombstones.tombstone_for(project, cast("dict[str, Any]", row)) if collection in ("facts", "episodes") else None
+    )
 
     def write(tbl: Any) -> None:
         if stone is not None:
             tombstones.record(project, [stone])
         tbl.delete(f"id = {sql_str(record_id)}")
-        if collection == "facts" and row.get("supersedes"):
+        if collection == "facts" and (older := row.get("supersedes")):
             # The fact it replaced becomes current again rather than staying hidden forever (a newer
             # updated_at, so that this travels too).
-            where = f"id = {sql_str(row['supersedes'])} AND superseded_by = {sql_str(record_id)}"
+            where = f"id = {sql_str(older)} AND superseded_by = {sql_str(record_id)}"
             for before in tbl.search().where(where).select(["updated_at"]).limit(1).to_list():
                 when = changed_after(before.get("updated_at"))
                 tbl.update(where=where, values={"status": "active", "superseded_by": None, "updated_at": when})
 
     project.db.write(collection, write)  # the table exists: a delete needs no model
-    out = {"id": record_id, "collection": collection, "deleted": True}
-    if collection == "facts" and row.get("supersedes"):
-        out["reactivated"] = row["supersedes"]
+    out: Deleted = {"id": record_id, "collection": collection, "deleted": True}
+    if collection == "facts" and (older := row.get("supersedes")):
+        out["reactivated"] = older
     return out

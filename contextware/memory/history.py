@@ -9,10 +9,11 @@ itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.core.text import sql_str
 from contextware.memory.records import locate, public_row
+from contextware.memory.results import History, MemoryRow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 MAX_CHAIN = 1000
 
 
-def history(project: "Project", record_id: str) -> dict[str, Any]:
+def history(project: "Project", record_id: str) -> History:
     """``{"id", "collection", "current", "chain": [oldest ... newest], "missing": [...]}``.
 
     ``current`` is the id of the chain's active fact (None when every link is superseded), and
@@ -31,18 +32,17 @@ def history(project: "Project", record_id: str) -> dict[str, Any]:
         record = public_row(row, collection)
         return {"id": record_id, "collection": collection, "current": record_id, "chain": [record], "missing": []}
 
-    def fetch(fact_id: str) -> dict[str, Any] | None:
+    def fetch(fact_id: str) -> MemoryRow | None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(fact_id)}").limit(1).to_list())
         return rows[0] if rows else None
 
     seen = {record_id}
     missing: list[str] = []
-    older: list[dict[str, Any]] = []
-    newer: list[dict[str, Any]] = []
+    older: list[MemoryRow] = []
+    newer: list[MemoryRow] = []
     for link, out in (("supersedes", older), ("superseded_by", newer)):
-        cursor: dict[str, Any] = row
-        while cursor.get(link) and len(seen) < MAX_CHAIN:
-            next_id = cursor[link]
+        cursor: MemoryRow = row
+        while (next_id := cursor.get(link)) and isinstance(next_id, str) and len(seen) < MAX_CHAIN:
             if next_id in seen:
                 break
             seen.add(next_id)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import ContextwareError, DamagedDataError, StorageError
 from contextware.core.text import iso
+from contextware.memory.results import ReembedReport, Stats, TableStats
 from contextware.storage.database import RECOVERY_HINT, vector_dim, vector_model, with_retries
 from contextware.storage.embedded_text import embedding_text
 from contextware.storage.integrity import damaged_rows, stamp, verify_rows
@@ -33,41 +33,7 @@ def _disk_bytes(path: str) -> int | None:
     return total
 
 
-class TableStats(TypedDict, total=False):
-    """One table in ``memory stats``: its size and history, or why it cannot be read (``damaged``,
-    with the ids of the first damaged rows)."""
-
-    rows: int
-    versions: int
-    version: int
-    last_write: str | None
-    model: str | None  # the embedding model of its vectors
-    disk_bytes: int | None  # None: not on a local disk
-    missing_vectors: int
-    superseded: int
-    damaged: str
-    damaged_rows: int
-    damaged_ids: list[str]
-
-
-class MemoryStats(TypedDict):
-    """``memory stats``: where the memory is and why there, each table, and what retention and the
-    use feedback hold."""
-
-    project_root: str
-    project_root_from: str
-    data_dir: str
-    data_dir_from: str
-    db_uri: str
-    model: str
-    tables: dict[str, TableStats]
-    disk_bytes: int | None  # None: not on a local disk
-    last_write: str | None
-    retention: Mapping[str, object]
-    use: Mapping[str, object]
-
-
-def stats(project: "Project") -> MemoryStats:
+def stats(project: "Project") -> Stats:
     from contextware.memory.turns.retention import retention_stats
     from contextware.memory.turns.usage import summary as use_summary
 
@@ -164,13 +130,13 @@ def resolved_from(project: "Project") -> tuple[str, str]:
     return root_from, data_from
 
 
-def reembed(project: "Project", *, all_rows: bool = False) -> dict[str, Any]:
+def reembed(project: "Project", *, all_rows: bool = False) -> ReembedReport:
     """Fill in missing vectors, or rebuild every vector when the configured model changed."""
     import pyarrow as pa
 
     db = project.db
     embedder = project.embedder
-    report: dict[str, Any] = {"model": embedder.model_id, "tables": {}}
+    report: ReembedReport = {"model": embedder.model_id, "tables": {}}
     for name in VECTOR_TABLES:
         table = db.open_table(name)
         if table is None:

@@ -16,12 +16,15 @@ from __future__ import annotations
 import configparser
 import contextlib
 import getpass
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from contextware.memory.results import MemoryRow, Whose
 
 ORIGINS = ("cli", "mcp", "hook", "digest", "gemini_digest", "browser", "import", "merge")
 # The exported provenance fields (``imported_at`` and ``quarantine`` are this copy's own state).
@@ -113,7 +116,7 @@ def author(root: str | None) -> str | None:
         return None
 
 
-def fill(rows: list[dict[str, Any]], root: str | None) -> None:
+def fill(rows: list["MemoryRow"], root: str | None) -> None:
     """Set the provenance a new row lacks from the current door (call before the checksum)."""
     door = _current.get()
     who = author(root)
@@ -125,17 +128,17 @@ def fill(rows: list[dict[str, Any]], root: str | None) -> None:
         if row.get("host") is None:
             row["host"] = door.host
         if row.get("session") is None:
-            row["session"] = door.session or row.get("session_id")
+            row["session"] = door.session or cast("str | None", row.get("session_id"))
 
 
-def is_own(row: Mapping[str, object], root: str | None) -> bool:
+def is_own(row: "MemoryRow | Whose", root: str | None) -> bool:
     """Whether the memory is the user's own: not imported, or written by the same author."""
     if row.get("imported_at") is None:
         return True
     return bool(row.get("author")) and row.get("author") == author(root)
 
 
-def whose(row: Mapping[str, object], root: str | None) -> str | None:
+def whose(row: "MemoryRow | Whose", root: str | None) -> str | None:
     """ "from alice@example.com, imported" for a memory that is not the user's own, else None."""
     if is_own(row, root):
         return None

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextware.memory.results import MemoryRow
 
 # Characters used to hide text from a reader: zero-width, bidi controls, the Unicode tag block.
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
@@ -129,7 +132,7 @@ _FIELDS = (
 )
 
 
-def _texts(row: dict[str, Any]) -> list[str]:
+def _texts(row: "MemoryRow") -> list[str]:
     out: list[str] = []
     for key in _FIELDS:
         value = row.get(key)
@@ -154,7 +157,7 @@ def reason_of_text(text: str) -> str | None:
     return None
 
 
-def reason(row: dict[str, Any]) -> str | None:
+def reason(row: "MemoryRow") -> str | None:
     """Why an imported row is held back from the hooks (the first pattern any of its texts meets), or None."""
     for text in _texts(row):
         if found := reason_of_text(text):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import DamagedDataError, FieldError, NotFoundError, UsageError
@@ -25,14 +26,14 @@ from contextware.core.text import (
     utcnow,
 )
 from contextware.memory import provenance
-from contextware.memory.code_links import FLAG, LINKED_COLLECTIONS, link_row, stale_flag, stale_note
-from contextware.memory.saved import SavedMemory, SimilarMemory
+from contextware.memory.code_links import LINKED_COLLECTIONS, link_row, stale_note
+from contextware.memory.results import Got, Listed, MemoryRow, PublicRecord, Saved, Similar, Written
 from contextware.memory.team.tombstones import changed_after
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
 from contextware.storage.integrity import CHECKED, stamp, verify_rows
-from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES
+from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES, EpisodeRow, FactRow, LogRow
 from contextware.storage.table_search import vector_rows
 
 if TYPE_CHECKING:
@@ -128,12 +129,14 @@ def _hash_filter(digest: str, active_only: bool) -> str:
     return where
 
 
-def _find_by_hash(table: Any, digest: str, active_only: bool) -> dict[str, Any] | None:
-    rows = table.search().where(_hash_filter(digest, active_only)).select(["id"]).limit(1).to_arrow().to_pylist()
+def _find_by_hash(table: Any, digest: str, active_only: bool) -> MemoryRow | None:
+    rows: list[MemoryRow] = (
+        table.search().where(_hash_filter(digest, active_only)).select(["id"]).limit(1).to_arrow().to_pylist()
+    )
     return rows[0] if rows else None
 
 
-def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[SimilarMemory]:
+def _similar(project: "Project", collection: str, vector: list[float] | None, exclude: set[str]) -> list[Similar]:
     """The saved memories nearest to ``vector`` at or over ``similar_threshold``.  In the resident
     service the search runs on its in-memory snapshot of the table (one matrix product, kept current by
     its own writes: ``storage.table_search``), so a save does not scan the table."""
@@ -145,7 +148,7 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
     threshold = project.config.similar_threshold
     where = "status = 'active'" if collection == "facts" else None
     field = "summary" if collection == "episodes" else "text"
-    out: list[SimilarMemory] = []
+    out: list[Similar] = []
     try:
         nearest = vector_rows(project.db, collection, table, vector, where, 5)
     except DamagedDataError:  # a damaged neighbour is reported by the reads, not by a save
@@ -158,7 +161,7 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
 
 
 def _free_content_id(
-    project: "Project", tbl: Any, collection: str, rows: list[dict[str, Any]], parts: tuple[str, ...], old: str | None
+    project: "Project", tbl: Any, collection: str, rows: list[MemoryRow], parts: tuple[str, ...], old: str | None
 ) -> None:
     """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
     for attempt in range(100):
@@ -169,11 +172,11 @@ def _free_content_id(
         candidate = new_id(ID_PREFIX[collection])
     if rows[0]["id"] != candidate:
         rows[0]["id"] = candidate
-        stamp(collection, rows)
+        stamp(collection, cast("list[dict[str, Any]]", rows))
     _after_tombstone(project, rows[0])
 
 
-def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
+def _after_tombstone(project: "Project", row: MemoryRow) -> None:
     """A memory saved again after it was deleted is later than its tombstone, also within the same
     second (the memory file keeps seconds, and a tombstone wins a tie)."""
     from datetime import timedelta
@@ -187,32 +190,16 @@ def _after_tombstone(project: "Project", row: dict[str, Any]) -> None:
         row["created_at"] = row["updated_at"] = deleted + timedelta(seconds=1)
 
 
-def _answer(
-    collection: str, redactions: dict[str, int] | None, saved_id: str, written: int, *, duplicate_of: str | None
-) -> SavedMemory:
-    """The head of a save's answer, its keys in the order every door prints them."""
-    return cast(
-        SavedMemory,
-        {
-            "collection": collection,
-            **({"redacted": redactions} if redactions else {}),
-            "id": saved_id,
-            **({"duplicate_of": duplicate_of} if duplicate_of is not None else {}),
-            "written": written,
-        },
-    )
-
-
 def _save_rows(
     project: "Project",
     collection: str,
-    rows: list[dict[str, Any]],
+    rows: list[MemoryRow],
     *,
     dedup_hash: str,
     supersedes: str | None = None,
     redactions: dict[str, int] | None = None,
     id_parts: tuple[str, ...] | None = None,
-) -> SavedMemory:
+) -> Saved:
     """The one write path for new memories: dedup, embed, similar, supersede, insert.  With
     ``id_parts`` the row's id comes from its content (``content_id``), chosen under the lock."""
     import pyarrow as pa
@@ -231,14 +218,18 @@ def _save_rows(
         existing = db.read(lambda: _find_by_hash(table, dedup_hash, active_only))
         if existing and supersedes is None:
             learned_again(project, collection, existing["id"], rows[0])  # on a second branch: everyone's
-            return _answer(collection, redactions, existing["id"], 0, duplicate_of=existing["id"])
+            dup = existing["id"]
+            if redactions:
+                return {"collection": collection, "redacted": redactions, "id": dup, "duplicate_of": dup, "written": 0}
+            return {"collection": collection, "id": dup, "duplicate_of": dup, "written": 0}
 
-    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in rows])
-    for i, row in enumerate(rows):
+    plain = cast("list[dict[str, Any]]", rows)  # the storage helpers take rows of any table
+    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in plain])
+    for i, row in enumerate(plain):
         row["vector"] = vectors[i] if vectors else None
         row[FTS_COLUMN] = search_text(collection, row)
     provenance.fill(rows, str(project.root))
-    stamp(collection, rows)
+    stamp(collection, plain)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())
         if table is not None
@@ -247,51 +238,49 @@ def _save_rows(
 
     ids = [r["id"] for r in rows]
 
-    def write(tbl: Any) -> tuple[str, int, str | None, str | None]:
-        """(id, rows written, the id it duplicates, the fact it superseded)."""
+    def write(tbl: Any) -> Written:
         checked = tbl.version  # before the check: a commit at checked + 1 proves none came in between
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
-            return found["id"], 0, found["id"], None
+            return {"id": found["id"], "duplicate_of": found["id"], "written": 0}
         if id_parts is not None:
             _free_content_id(project, tbl, collection, rows, id_parts, supersedes)
             ids[:] = [r["id"] for r in rows]
-        data = pa.Table.from_pylist(rows, schema=tbl.schema)
+        data = pa.Table.from_pylist(plain, schema=tbl.schema)
         if supersedes is None:
             committed = tbl.add(data).version
             if committed != checked + 1:  # another writer (no shared lock: an object store) committed meanwhile
                 first = keep_first_copy(db, collection, _hash_filter(dedup_hash, active_only), ids, committed)
                 if first is not None:
-                    return first, 0, first, None
-            return rows[0]["id"], len(rows), None, None
+                    return {"id": first, "duplicate_of": first, "written": 0}
+            return {"id": rows[0]["id"], "written": len(rows)}
         old = tbl.search().where(f"id = {sql_str(supersedes)}").limit(1).to_list()
         if not old:
             raise NotFoundError(f"No fact has the id {supersedes!r} to supersede.")
-        old_row = {k: v for k, v in old[0].items() if not k.startswith("_")}
+        old_row = cast(FactRow, {k: v for k, v in old[0].items() if not k.startswith("_")})
         if old_row.get("status") == "superseded":
             raise UsageError(
                 f"Fact {supersedes} is already superseded by {old_row.get('superseded_by')}; supersede that one instead.",
                 code="already_superseded",
             )
-        old_row.update(
-            status="superseded", superseded_by=rows[0]["id"], updated_at=changed_after(old_row.get("updated_at"))
-        )
+        old_row["status"] = "superseded"
+        old_row["superseded_by"] = rows[0]["id"]
+        old_row["updated_at"] = changed_after(old_row.get("updated_at"))
         both = pa.Table.from_pylist([rows[0], old_row], schema=tbl.schema)
         # One commit marks the old fact and inserts the new one: never half-superseded.
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(both)
-        return rows[0]["id"], 1, None, supersedes
+        return {"id": rows[0]["id"], "written": 1, "superseded": supersedes}
 
-    saved_id, written, duplicate_of, superseded = db.write(
-        collection, write, dim=embedder.dim, model_id=embedder.model_id
-    )
-    result = _answer(collection, redactions, saved_id, written, duplicate_of=duplicate_of)
-    if superseded:  # replacing a memory is relying on it: its use feedback counts it
+    outcome = db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id)
+    result: Saved = {"collection": collection, **outcome}
+    if redactions:  # before the write's keys, where the JSON shows it
+        result = {"collection": collection, "redacted": redactions, **outcome}
+    if outcome.get("superseded"):  # replacing a memory is relying on it: its use feedback counts it
         from contextware.memory.turns.usage import relied_on
 
-        result["superseded"] = superseded
-        relied_on(project.data_dir, [superseded])
-    if duplicate_of is None:
-        result["similar"] = [s for s in similar if s["id"] != saved_id]
+        relied_on(project.data_dir, [outcome["superseded"]])
+    if "duplicate_of" not in outcome:
+        result["similar"] = [s for s in similar if s["id"] != outcome["id"]]
         if degraded:
             result["degraded"] = degraded
             result["vector"] = "pending: run `memory.py reembed` once the model loads"
@@ -311,7 +300,7 @@ def save_fact(
     topics: str | Iterable[str] | None = None,
     supersedes: str | None = None,
     source: str = "agent",
-) -> SavedMemory:
+) -> Saved:
     kind = check_choice(kind, FACT_KINDS, "kind") or "note"
     topic_list = parse_topics(refuse_secret_topics(topics))
     if supersedes is not None:
@@ -326,7 +315,7 @@ def save_fact(
             code="too_long",
         )
     now = utcnow()
-    row: dict[str, Any] = {
+    row: FactRow = {
         "id": content_id("facts", kind, text_hash(body)) if _ids_from_content(project) else new_id(ID_PREFIX["facts"]),
         "text": body,
         "kind": kind,
@@ -360,7 +349,7 @@ def save_episode(
     category: str | None = None,
     topics: str | Iterable[str] | None = None,
     source: str = "agent",
-) -> SavedMemory:
+) -> Saved:
     if goal is None or not goal.strip():
         raise FieldError("An episode needs a {field}: what the task set out to do.", field="goal", code="missing_goal")
     check_unicode(goal, "goal")
@@ -381,14 +370,14 @@ def save_episode(
             f"The episode is over the {limit}-character limit; summarise what was done and learned.", code="too_long"
         )
     now = utcnow()
-    row: dict[str, Any] = {
+    row: EpisodeRow = {
         "id": (
             content_id("episodes", text_hash(goal_text, outcome or "", body))
             if _ids_from_content(project)
             else new_id(ID_PREFIX["episodes"])
         ),
         "goal": goal_text,
-        "result": outcome,
+        "result": outcome or "",
         "category": cat,
         "summary": body,
         "topics": topic_list,
@@ -417,7 +406,7 @@ def save_log(
     speaker: str | None = None,
     source: str = "agent",
     prompt: str | None = None,
-) -> SavedMemory:
+) -> Saved:
     """A chunk of the conversation.  An agent's answer may carry the user's ``prompt`` it answers:
     the row then is one exchange, found by the question's words and by the answer's."""
     if session_id is None or not _SESSION.match(session_id):
@@ -444,7 +433,7 @@ def save_log(
     chunks = chunk_text(body, project.config.log_chunk_chars)
     digest = text_hash(session_id, role_v, body)
     now = utcnow()
-    rows = [
+    rows: list[LogRow] = [
         {
             "id": new_id(ID_PREFIX["logs"]),
             "session_id": session_id,
@@ -461,14 +450,15 @@ def save_log(
         }
         for i, chunk in enumerate(chunks)
     ]
-    out = _save_rows(project, "logs", rows, dedup_hash=f"{digest}:0", redactions=redactions)
+    written: list[MemoryRow] = list(rows)
+    out = _save_rows(project, "logs", written, dedup_hash=f"{digest}:0", redactions=redactions)
     if "duplicate_of" not in out:
         out["ids"] = [str(r["id"]) for r in rows]
         out["chunks"] = len(rows)
     return out
 
 
-def save(project: "Project", type_: str, content: str, **options: Any) -> SavedMemory:
+def save(project: "Project", type_: str, content: str, **options: object) -> Saved:
     """Dispatch on the type; inputs that do not apply to it are refused rather than ignored."""
     type_ = check_choice(type_, tuple(COLLECTIONS), "type") or "fact"
     allowed = {
@@ -482,7 +472,7 @@ def save(project: "Project", type_: str, content: str, **options: Any) -> SavedM
         names = ["session" if e == "session_id" else e for e in extra]
         also = f" (nor {', '.join(names[1:])})" if names[1:] else ""
         raise FieldError(f"{{field}}{also} does not apply to a {type_}.", field=names[0], code="bad_option")
-    savers: dict[str, Callable[..., SavedMemory]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
+    savers: dict[str, Callable[..., Saved]] = {"fact": save_fact, "episode": save_episode, "log": save_log}
     func = savers[type_]
     return func(project, content, **given)
 
@@ -503,16 +493,18 @@ PUBLIC_DROP = {
 }
 
 
-def public_row(row: dict[str, Any], collection: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"collection": collection}
+def public_row(row: MemoryRow, collection: str) -> PublicRecord:
+    """The row as shown: its internal columns dropped, its times as ISO text."""
+    out: dict[str, object] = {"collection": collection}
     for key, value in row.items():
         if key in PUBLIC_DROP:
             continue
-        out[key] = iso(value) if hasattr(value, "isoformat") else value
-    return out
+        out[key] = iso(value) if isinstance(value, datetime) else value
+    return cast(PublicRecord, out)
 
 
-def locate(project: "Project", record_id: str) -> tuple[str, Any, dict[str, Any]]:
+def locate(project: "Project", record_id: str) -> tuple[str, Any, MemoryRow]:
+    """The table holding the memory ``record_id``, the open table and the row (checked)."""
     check_id(record_id)
     collection = collection_for_id(record_id)
     table = project.db.open_table(collection) if collection else None
@@ -520,14 +512,16 @@ def locate(project: "Project", record_id: str) -> tuple[str, Any, dict[str, Any]
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(record_id)}").limit(1).to_list())
         verify_rows(collection, rows)
         if rows:
-            return collection, table, rows[0]
+            return collection, table, cast(MemoryRow, rows[0])
     raise NotFoundError(f"No memory has the id {record_id}.")
 
 
-def get(project: "Project", record_id: str) -> dict[str, Any]:
+def get(project: "Project", record_id: str) -> Got:
     collection, _, row = locate(project, record_id)
-    record = {**public_row(row, collection), "has_vector": row.get("vector") is not None}
-    return {"record": {**record, **stale_flag(project, collection, row)}}
+    record: PublicRecord = {**public_row(row, collection), "has_vector": row.get("vector") is not None}
+    if collection in LINKED_COLLECTIONS and (note := stale_note(project, collection, cast(FactRow, row))):
+        record["may_be_stale"] = note
+    return {"record": record}
 
 
 SUPERSEDED = ("show", "hide", "only")
@@ -546,7 +540,7 @@ def list_records(
     superseded: str | None = None,
     since: str | None = None,
     offset: int = 0,
-) -> dict[str, Any]:
+) -> Listed:
     """Memories, newest first; with ``stale`` only the active facts and episodes whose linked code
     changed, moved or went away since (each with ``may_be_stale``).  ``kind`` (facts), ``topic``
     (facts and episodes) and ``source`` narrow the tables they apply to; ``superseded`` is show,
@@ -569,7 +563,7 @@ def list_records(
         names = [n for n in names if n == "facts"]
     if topic:
         names = [n for n in names if n in LINKED_COLLECTIONS]
-    records: list[dict[str, Any]] = []
+    records: list[PublicRecord] = []
     heads: list[tuple[str, str, str]] = []  # (created_at, table, id): sorted first, read in full by page
     columns_of: dict[str, list[str]] = {}
     for name in names:
@@ -589,9 +583,9 @@ def list_records(
         cols = columns_of[name] if stale else ["id", "created_at"]
         rows = _read_rows(project, table, cols, " AND ".join(where))
         if stale:
-            verify_rows(name, rows)
-            notes = [stale_note(project, name, r) for r in rows]
-            records += [{**public_row(r, name), FLAG: n} for r, n in zip(rows, notes, strict=True) if n]
+            verify_rows(name, cast("list[dict[str, Any]]", rows))
+            notes = [stale_note(project, name, cast(FactRow, r)) for r in rows]
+            records += [{**public_row(r, name), "may_be_stale": n} for r, n in zip(rows, notes, strict=True) if n]
             continue
         heads += [(iso(r["created_at"]) or "", name, r["id"]) for r in rows]
     if stale:
@@ -600,14 +594,14 @@ def list_records(
         return {"count": len(page), "total": len(records), "records": page}
     heads.sort(key=lambda h: h[0], reverse=True)  # stable: ties keep the tables' order
     chosen = heads[offset : offset + limit]
-    full: dict[tuple[str, str], dict[str, Any]] = {}
+    full: dict[tuple[str, str], PublicRecord] = {}
     for name in {h[1] for h in chosen}:
         ids = [h[2] for h in chosen if h[1] == name]
         table = project.db.open_table(name)
         wanted = set(ids)
         by_id = f"id IN ({', '.join(sql_str(i) for i in ids)})" if len(ids) <= MAX_IN_LIST else ""
         rows = [r for r in _read_rows(project, table, columns_of[name], by_id) if r["id"] in wanted]
-        verify_rows(name, rows)
+        verify_rows(name, cast("list[dict[str, Any]]", rows))
         full.update({(name, r["id"]): public_row(r, name) for r in rows})
     page = [full[(name, rid)] for _, name, rid in chosen if (name, rid) in full]
     return {"count": len(page), "total": len(heads), "records": page}
@@ -616,8 +610,8 @@ def list_records(
 MAX_IN_LIST = 1000  # ids read by one ``id IN (...)``; a longer page reads its tables whole
 
 
-def _read_rows(project: "Project", table: Any, columns: list[str], where: str) -> list[dict[str, Any]]:
-    def read() -> list[dict[str, Any]]:
+def _read_rows(project: "Project", table: Any, columns: list[str], where: str) -> list[MemoryRow]:
+    def read() -> list[MemoryRow]:
         q = table.search().select(columns)
         return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
 

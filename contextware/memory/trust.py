@@ -9,12 +9,12 @@ not the user's own, so that every reader sees whose memory it is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from contextware.core.text import sql_str
 from contextware.memory import provenance
-from contextware.storage.candidate import RecalledItem
+from contextware.memory.results import Accepted, MemoryRow, Queued, Whose
 from contextware.storage.schemas import MEMORY_TABLES
 
 if TYPE_CHECKING:
@@ -22,15 +22,19 @@ if TYPE_CHECKING:
 
 COLUMNS = ("id", "origin", "author", "host", "session", "imported_at", "quarantine")
 
+# A recall hit as trust annotates it: its id, and whose it is when not the user's own (``from``).
+TrustNote = TypedDict("TrustNote", {"id": str, "from": str, "quarantine": str}, total=False)
+Hit = TypeVar("Hit", bound=TrustNote)
 
-def _read(project: "Project", table: Any, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
-    def query() -> list[dict[str, Any]]:
+
+def _read(project: "Project", table: Any, where: str, columns: list[str], limit: int) -> list[MemoryRow]:
+    def query() -> list[MemoryRow]:
         return list(table.search().where(where).select(columns).limit(limit).to_list())
 
     return list(project.db.read(query))
 
 
-def rows_of(project: "Project", ids: list[str]) -> dict[str, dict[str, Any]]:
+def rows_of(project: "Project", ids: list[str]) -> dict[str, Whose]:
     """The provenance of the memories ``ids`` (one read per table; rows without the columns: none)."""
     from contextware.memory.records import collection_for_id
 
@@ -39,14 +43,14 @@ def rows_of(project: "Project", ids: list[str]) -> dict[str, dict[str, Any]]:
         collection = collection_for_id(record_id)
         if collection in MEMORY_TABLES:
             wanted.setdefault(collection, []).append(record_id)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Whose] = {}
     for collection, some in wanted.items():
         table = project.db.open_table(collection)
         if table is None or "quarantine" not in table.schema.names:
             continue
         where = f"id IN ({', '.join(sql_str(i) for i in some)})"
         for row in _read(project, table, where, list(COLUMNS), len(some)):
-            found[row["id"]] = {k: row.get(k) for k in COLUMNS}
+            found[row["id"]] = cast(Whose, {k: row.get(k) for k in COLUMNS})
     return found
 
 
@@ -56,7 +60,7 @@ def _trusted(project: "Project") -> tuple[bool, set[str]]:
     return bool(config.trust_imported), {str(a).strip().lower() for a in authors}
 
 
-def held_back(project: "Project", row: Mapping[str, object]) -> str | None:
+def held_back(project: "Project", row: MemoryRow | Whose) -> str | None:
     """Why the hooks must not inject this memory, or None."""
     if row.get("quarantine"):
         return f"quarantined: {row['quarantine']}"
@@ -84,44 +88,42 @@ def only_trusted(project: "Project", table: Any, where: str | None) -> str | Non
 
 
 def annotate(
-    project: "Project", hits: list[RecalledItem], known: Mapping[str, Mapping[str, Any]] | None = None
-) -> dict[str, dict[str, Any]]:
+    project: "Project", hits: Sequence[TrustNote], known: Mapping[str, MemoryRow] | None = None
+) -> dict[str, Whose]:
     """Add ``from`` ("from alice@example.com, imported") and ``quarantine`` to the hits that are not
     the user's own; the provenance from ``known`` (id -> the stored row, as recall found it), else
     read by id (a read per table on every prompt, which recall's own rows spare)."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, Whose] = {}
     missing = []
     for record_id in (str(h.get("id")) for h in hits if h.get("id")):
         row = (known or {}).get(record_id)
         if row is not None and "quarantine" in row:
-            rows[record_id] = {k: row.get(k) for k in COLUMNS}
+            rows[record_id] = cast(Whose, {k: row.get(k) for k in COLUMNS})
         else:
             missing.append(record_id)
     if missing:
         rows.update(rows_of(project, missing))
     root = str(project.root)
     for hit in hits:
-        row = rows.get(str(hit.get("id")))
-        if row is None:
+        verdict = rows.get(str(hit.get("id")))
+        if verdict is None:
             continue
-        if whose := provenance.whose(row, root):
+        if whose := provenance.whose(verdict, root):
             hit["from"] = whose
-        if row.get("quarantine"):
-            hit["quarantine"] = row["quarantine"]
+        if held := verdict.get("quarantine"):
+            hit["quarantine"] = held
     return rows
 
 
-def for_hooks(
-    project: "Project", hits: list[RecalledItem], known: Mapping[str, Mapping[str, Any]] | None = None
-) -> list[RecalledItem]:
+def for_hooks(project: "Project", hits: Sequence[Hit], known: Mapping[str, MemoryRow] | None = None) -> list[Hit]:
     """The hits a hook may inject unasked: quarantined and untrusted imported memories left out."""
     rows = annotate(project, hits, known)
     return [h for h in hits if (row := rows.get(str(h.get("id")))) is None or held_back(project, row) is None]
 
 
-def review_queue(project: "Project", limit: int = 500) -> list[dict[str, Any]]:
+def review_queue(project: "Project", limit: int = 500) -> list[Queued]:
     """The quarantined memories, with their reason, for a person to accept or delete."""
-    out: list[dict[str, Any]] = []
+    out: list[Queued] = []
     for collection in MEMORY_TABLES:
         table = project.db.open_table(collection)
         if table is None or "quarantine" not in table.schema.names:
@@ -133,7 +135,7 @@ def review_queue(project: "Project", limit: int = 500) -> list[dict[str, Any]]:
                 {
                     "id": row["id"],
                     "collection": collection,
-                    "reason": row["quarantine"],
+                    "reason": str(row["quarantine"]),
                     "author": row.get("author"),
                     "origin": row.get("origin"),
                     "text": str(row.get(text) or "")[:300],
@@ -142,7 +144,7 @@ def review_queue(project: "Project", limit: int = 500) -> list[dict[str, Any]]:
     return out
 
 
-def accept(project: "Project", record_id: str) -> dict[str, Any]:
+def accept(project: "Project", record_id: str) -> Accepted:
     """A person's word that a quarantined memory is fine: it is released (the hooks may inject it
     again by the trust settings)."""
     import pyarrow as pa

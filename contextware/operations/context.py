@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.memory.briefing import DEFAULT_BUDGET
 from contextware.operations.spec import Operation, Param
@@ -59,7 +59,7 @@ def run(project: "Project", budget: int, values: Mapping[str, Any]) -> Mapping[s
     from contextware.memory.briefing import render_fenced, session_context
 
     ctx = session_context(project, budget)
-    return {**ctx, "markdown": render_fenced(ctx)} if "format" in values else ctx
+    return {**ctx, "markdown": render_fenced(ctx)} if "format" in values else cast("dict[str, Any]", ctx)
 
 
 def tool_text(values: Mapping[str, Any]) -> Callable[[Mapping[str, object]], str] | None:

@@ -8,7 +8,7 @@ The maintenance subcommands with no MCP tool (``reembed``, ``compact``, ``retain
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
 from contextware.operations.spec import Operation, Param
@@ -37,19 +37,19 @@ def _id(action: str) -> Param:
 def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.edits import confirm
 
-    return confirm(project, memory_id)
+    return cast("dict[str, Any]", confirm(project, memory_id))
 
 
 def _run_delete(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.edits import delete
 
-    return delete(project, memory_id)
+    return cast("dict[str, Any]", delete(project, memory_id))
 
 
 def _run_history(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.history import history
 
-    return history(project, memory_id)
+    return cast("dict[str, Any]", history(project, memory_id))
 
 
 def _check_id(values: Mapping[str, Any]) -> str:
@@ -64,7 +64,8 @@ def _check_list(values: Mapping[str, Any]) -> Mapping[str, Any]:
 def _run_list(project: "Project", values: Mapping[str, Any], _: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.records import list_records
 
-    return list_records(project, values.get("collection"), int(values["limit"]), stale=bool(values.get("stale")))
+    listed = list_records(project, values.get("collection"), int(values["limit"]), stale=bool(values.get("stale")))
+    return cast("dict[str, Any]", listed)
 
 
 LIST = Operation(
@@ -121,7 +122,7 @@ def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> M
         fetched(project.data_dir, memory_id)
     except Exception:  # noqa: BLE001
         pass
-    return row
+    return cast("dict[str, Any]", row)
 
 
 GET = Operation(
@@ -240,7 +241,7 @@ def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str
     from contextware.memory.edits import update
 
     changes = dict(request)
-    return update(project, changes.pop("record_id"), **changes)
+    return cast("dict[str, Any]", update(project, changes.pop("record_id"), **changes))
 
 
 UPDATE = Operation(
@@ -269,7 +270,7 @@ UPDATE = Operation(
 def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.maintenance import stats
 
-    return stats(project)
+    return cast("dict[str, Any]", stats(project))
 
 
 STATS = Operation(

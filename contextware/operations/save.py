@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.memory.records import COLLECTIONS, FACT_KINDS, RESULTS, ROLES
 from contextware.operations.spec import Operation, Param
@@ -138,7 +138,7 @@ def check(values: Mapping[str, Any]) -> dict[str, Any]:
 def run(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
     from contextware.memory.records import save
 
-    return save(project, **request)
+    return cast("dict[str, Any]", save(project, **request))  # the command's JSON
 
 
 SAVE = Operation(

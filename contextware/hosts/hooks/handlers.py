@@ -23,13 +23,13 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.hosts.hooks.event import HOST_KEY, HookEvent
 
 if TYPE_CHECKING:
     from contextware.core.settings import Settings
-    from contextware.memory.saved import SavedMemory
+    from contextware.memory.results import MemoryRow, Saved
     from contextware.storage.candidate import RecalledItem
     from contextware.storage.project import Project
 
@@ -225,7 +225,8 @@ def _recalled(project: "Project", event: HookEvent) -> str:
     from contextware.memory.trust import for_hooks
 
     known = {h.id: h.row for h in result.hits}
-    hits = for_hooks(project, result.results, known)  # quarantined, untrusted imported memories: on request only
+    # quarantined, untrusted imported memories: on request only
+    hits = for_hooks(project, result.results, cast("dict[str, MemoryRow]", known))
     lines: list[str] = []
     words: list[str] = []
     injected: list[str] = []
@@ -353,7 +354,7 @@ def after_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
     return None
 
 
-def _save_instructions(project: "Project", text: str, saved: "SavedMemory") -> None:
+def _save_instructions(project: "Project", text: str, saved: "Saved") -> None:
     """A user turn that asks to remember something ("please remember: …", "from now on …") adds it
     as a fact, its source the turn's log row (``memory.remember``).  Only for a turn seen the first
     time: a fact deleted in the browser does not come back when the same turn is captured again.

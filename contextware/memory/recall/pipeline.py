@@ -5,7 +5,7 @@ ask for it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.memory.branches import mark_unmerged
 from contextware.memory.recall.fusion import decide, judge
@@ -19,6 +19,8 @@ from contextware.storage.schemas import CODE_TABLE
 
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery
+    from contextware.memory.results import MemoryRow
+    from contextware.memory.trust import TrustNote
     from contextware.storage.project import Project
 
 
@@ -72,10 +74,12 @@ def recall(
     )
     hits = gated.hits
     results = present(hits, query, project, params.summary_chars, params.default_max_chars)
-    mark_unmerged(project, query.filters.branch, [h.row for h in hits], results)
+    mark_unmerged(project, query.filters.branch, cast("list[MemoryRow]", [h.row for h in hits]), results)
     from contextware.memory.trust import annotate
 
-    annotate(project, list(results), {h.id: h.row for h in hits})  # whose, when not the user's; why quarantined
+    annotate(
+        project, cast("list[TrustNote]", list(results)), cast("dict[str, MemoryRow]", {h.id: h.row for h in hits})
+    )  # whose, when not the user's; why quarantined
     why = None
     if explain:
         from contextware.memory.recall.explain import explain as explanation

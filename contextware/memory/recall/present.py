@@ -4,7 +4,7 @@ their files' content within a budget).  Reads files, never writes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.text import cut_at_word
 from contextware.memory.code_links import stale_flag
@@ -15,6 +15,7 @@ from contextware.storage.schemas import CODE_TABLE, OFFLOADS_TABLE
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery
     from contextware.memory.recall.types import Hit
+    from contextware.memory.results import LinkedRow, MemoryRow
     from contextware.storage.project import Project
 
 
@@ -38,7 +39,7 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
         if mode == "summary" and isinstance(summary := shown.get("summary"), str):
             shown["summary"] = cut_at_word(summary, summary_chars * 3)
         return shown
-    row = public_row(hit.row, hit.collection)
+    row = cast("dict[str, Any]", public_row(cast("MemoryRow", hit.row), hit.collection))
     out: RecalledItem = {
         "collection": hit.collection,
         "id": row.pop("id"),
@@ -55,7 +56,9 @@ def present_hit(hit: "Hit", mode: str, project: "Project", summary_chars: int) -
     out.update(cast(RecalledItem, {k: v for k, v in row.items() if v is not None}))
     if hit.repeats:
         out["repeats"] = hit.repeats  # the same words were captured this many more times
-    if stale := stale_flag(project, hit.collection, hit.row):  # memory.code_links: the code it names changed
+    if stale := stale_flag(
+        project, hit.collection, cast("LinkedRow", hit.row)
+    ):  # memory.code_links: the code it names changed
         out["may_be_stale"] = stale["may_be_stale"]
     return out
 

@@ -18,7 +18,7 @@ import json
 import re
 from array import array
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from contextware.core.redact import redact
 from contextware.core.text import sql_str, text_hash
@@ -34,6 +34,7 @@ from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
 from contextware.storage.table_search import release_unused
 
 if TYPE_CHECKING:
+    from contextware.memory.results import LinkedRow, MemoryRow
     from contextware.storage.project import Project
 
 # Rows embedded and written at a time: the import's memory is this many rows and their vectors
@@ -75,7 +76,7 @@ def _mark_imported(rows: list[dict[str, Any]]) -> None:
     now = datetime.now(timezone.utc)
     for row in rows:
         row["imported_at"] = now
-        row["quarantine"] = quarantine.reason(row)
+        row["quarantine"] = quarantine.reason(cast("MemoryRow", row))
 
 
 def _when(entry: dict[str, Any]) -> str:
@@ -406,7 +407,9 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 rows = [_stored(lines, theirs[i].number)[1] for i in ids]
                 for row in rows:
                     row[FTS_COLUMN] = search_text(collection, row)
-                link_rows(project, collection, rows)  # tied to this project's code as it is now (memory.code_links)
+                link_rows(
+                    project, collection, cast("list[LinkedRow]", rows)
+                )  # tied to this project's code as it is now (memory.code_links)
                 # Shortest first: the model pads a batch to its longest text (same vectors, ~2x faster).
                 ordered = sorted(rows, key=lambda r, c=collection: len(embedding_text(c, r)))  # type: ignore[misc]
                 vectors, why = _embed_sorted(embedder, [embedding_text(collection, r) for r in ordered])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.text import cut_at_word, sql_str
 
@@ -146,9 +146,11 @@ def _store(project: "Project", session_id: str, fields: dict[str, str]) -> Mappi
     if old and all(old[0].get(k) == fields[k] for k in ("goal", "summary", "result")):
         return {"id": old[0]["id"], "unchanged": True}
     if old:
-        return edits.update(
+        updated = edits.update(
             project, old[0]["id"], goal=fields["goal"], summary=fields["summary"], result=fields["result"]
         )
-    return records.save_episode(
+        return cast("dict[str, Any]", updated)
+    saved = records.save_episode(
         project, fields["summary"], goal=fields["goal"], result=fields["result"], category=CATEGORY, source=source
     )
+    return cast("dict[str, Any]", saved)
