@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from contextware.hosts.hooks.event import HOST_KEY, HookEvent
 
@@ -42,7 +42,19 @@ MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024  # a Gemini CLI transcript read for its 
 CODE_RELATIVE = 0.8  # recall lets files in only when one is about the prompt; keep those close to the best
 
 
-def _output(event: str, body: str, note: str = "") -> dict[str, Any]:
+class _HookContext(TypedDict):
+    hookEventName: str
+    additionalContext: str
+
+
+class HookReply(TypedDict):
+    """What a hook prints for its host (Gemini CLI and Claude Code read the same shape): the text
+    added to the model's context for this event."""
+
+    hookSpecificOutput: _HookContext
+
+
+def _output(event: str, body: str, note: str = "") -> HookReply:
     """The hook's answer: the body redacted again (rows stored before a detector existed) and fenced
     as reference data within the host's limit.  Stored texts went through the full layer when they
     were saved, so the warm path runs the shapes only (no detect-secrets load on every turn).  ``note``
@@ -86,7 +98,7 @@ def _usage(event: HookEvent) -> str:
     return how_to_reach_memory(event.host)
 
 
-def session_start(project: "Project", event: HookEvent) -> dict[str, Any] | None:
+def session_start(project: "Project", event: HookEvent) -> HookReply | None:
     """The briefing, for every host.  A session briefed here is marked, so that its first prompt
     is not briefed again (``_first_turn_briefing`` briefs a Gemini CLI session whose SessionStart
     gave nothing).  Gemini CLI resuming a session (``-r``) drops every stored user message that
@@ -141,7 +153,7 @@ def _first_turn_briefing(project: "Project", event: HookEvent) -> str:
 RELEVANT_HEADING = "## Relevant to this prompt"
 
 
-def before_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
+def before_agent(project: "Project", event: HookEvent) -> HookReply | None:
     """The memory relevant to the prompt; on a Gemini CLI session's first prompt, the briefing first,
     in the same fence (one block of reference data, one header)."""
     name = event.name or "BeforeAgent"
@@ -326,7 +338,7 @@ def _records_here(project: "Project") -> bool:
     return (project.root / ".git").exists() and project.root != Path.home()
 
 
-def after_agent(project: "Project", event: HookEvent) -> dict[str, Any] | None:
+def after_agent(project: "Project", event: HookEvent) -> HookReply | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
@@ -434,7 +446,7 @@ def _answer_as_shown(event: HookEvent) -> object:
     return event.answer
 
 
-def stop(project: "Project", event: HookEvent) -> dict[str, Any] | None:
+def stop(project: "Project", event: HookEvent) -> HookReply | None:
     """Claude Code's Stop: the answer is in the payload, the prompt in the transcript."""
     from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 
@@ -485,7 +497,7 @@ def _transcript_turns(path: Path) -> list[tuple[str, str]]:
     return turns
 
 
-def pre_compress(project: "Project", event: HookEvent) -> dict[str, Any] | None:
+def pre_compress(project: "Project", event: HookEvent) -> HookReply | None:
     from contextware.core.fence import strip_injected
     from contextware.memory.records import save_log
 
