@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextware import __version__
-from contextware.core.errors import ContextwareError, UsageError, internal_error
+from contextware.core.errors import ContextwareError, ErrorBody, UsageError, internal_error
 from contextware.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def flag_name(field: str) -> str:
     return FLAGS.get(field) or "--" + field.replace("_", "-")
 
 
-def _fail(error: dict[str, Any], code: int, fmt: str, argv: Sequence[str]) -> int:
+def _fail(error: ErrorBody, code: int, fmt: str, argv: Sequence[str]) -> int:
     from contextware.core.redact import redact_error
 
     error = redact_error(error)

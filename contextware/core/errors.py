@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from json import JSONDecodeError
+
+
+class _Error(TypedDict):
+    code: str  # machine-readable: bad_input, not_found, damaged_data, ...
+    message: str  # one sentence for a person
+
+
+class ErrorBody(_Error, total=False):
+    """The ``error`` of the JSON envelope every door prints on failure."""
+
+    details: dict[str, Any]  # facts that help a program act on it (sizes, limits, ids)
 
 
 class ContextwareError(Exception):
@@ -28,9 +39,9 @@ class ContextwareError(Exception):
             self.code = code
         self.details = details or {}
 
-    def to_dict(self, name: Callable[[str], str] | None = None) -> dict[str, Any]:
+    def to_dict(self, name: Callable[[str], str] | None = None) -> ErrorBody:
         """The error body; ``name`` words the names of inputs (see ``FieldError``)."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err: ErrorBody = {"code": self.code, "message": self.message}
         if self.details:
             err["details"] = self.details
         return err
@@ -55,7 +66,7 @@ class FieldError(UsageError):
         self.field = field
         super().__init__(template.replace("{field}", field), code=code or f"bad_{field}", details=details)
 
-    def to_dict(self, name: Callable[[str], str] | None = None) -> dict[str, Any]:
+    def to_dict(self, name: Callable[[str], str] | None = None) -> ErrorBody:
         self.message = self.template.replace("{field}", name(self.field) if name else self.field)
         return super().to_dict()
 
@@ -154,7 +165,7 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return (line or type(exc).__name__).rstrip(".")[:limit]
 
 
-def internal_error(exc: BaseException) -> dict[str, Any]:
+def internal_error(exc: BaseException) -> ErrorBody:
     """The error body for an exception that is not a ContextwareError (never a traceback); a full
     disk met anywhere is ``disk_full``, not a bug."""
     if is_disk_full(exc):

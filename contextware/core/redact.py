@@ -24,9 +24,12 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from contextware.core.text import plain_text
+
+if TYPE_CHECKING:
+    from contextware.core.errors import ErrorBody
 
 MASK = "[REDACTED]"
 _MASK_RE = re.compile(r"\[REDACTED(?::[a-z_]+)?\]")
@@ -652,10 +655,10 @@ def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
     return walk(value)
 
 
-def redact_error(error: dict[str, Any]) -> dict[str, Any]:
+def redact_error(error: ErrorBody) -> ErrorBody:
     """An error body (``{"code", "message", ...}``) as it may be shown: an exception's text can quote
     a path, a URI or an input that holds a secret.  Every front end passes its errors through this."""
-    return redact_json(error)
+    return cast(ErrorBody, redact_json(error))  # the same keys, secrets in their strings masked
 
 
 def _add(counts: dict[str, int], found: dict[str, int]) -> None:

@@ -10,11 +10,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcp.types import CallToolResult, TextContent
 
-from contextware.core.errors import ContextwareError, UsageError, first_line, internal_error
+from contextware.core.errors import ContextwareError, ErrorBody, UsageError, first_line, internal_error
 from contextware.core.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _envelope_result(result: Mapping[str, object], text: str | None = None) -> C
     )
 
 
-def error_result(error: dict[str, Any]) -> CallToolResult:
+def error_result(error: ErrorBody) -> CallToolResult:
     from contextware.core.redact import redact_error
 
     envelope = {"ok": False, "error": redact_error(error)}

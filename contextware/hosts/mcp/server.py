@@ -29,6 +29,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, ValidationError
 
 from contextware import __version__
+from contextware.core.errors import ErrorBody
 from contextware.core.json_types import JsonObject
 from contextware.core.settings import Settings, current_settings
 from contextware.hosts.mcp.bounds import argument_error
@@ -78,7 +79,7 @@ def _tool(name: str) -> Tool:
     return tool
 
 
-def _argument_error(tool: str, exc: ValidationError) -> dict[str, Any]:
+def _argument_error(tool: str, exc: ValidationError) -> ErrorBody:
     parts = []
     for err in exc.errors():
         where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
