@@ -658,7 +658,7 @@ def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
 def redact_error(error: ErrorBody) -> ErrorBody:
     """An error body (``{"code", "message", ...}``) as it may be shown: an exception's text can quote
     a path, a URI or an input that holds a secret.  Every front end passes its errors through this."""
-    return cast(ErrorBody, redact_json(error))  # the same keys, secrets in their strings masked
+    return cast("ErrorBody", redact_json(error))  # the same keys, secrets in their strings masked
 
 
 def _add(counts: dict[str, int], found: dict[str, int]) -> None:
