@@ -5,7 +5,7 @@ the project or the request."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.browser import views
 from contextware.browser.html import a, dl, e, size, table, url
@@ -13,6 +13,7 @@ from contextware.browser.models import CodeFile, Dashboard
 from contextware.core.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from contextware.memory.recall.types import RecallJson
     from contextware.memory.turns.decisions import TurnDecision
 
 TEXT_CHARS = 400  # a memory's text in a list is shortened to this
@@ -210,7 +211,7 @@ def code_file(f: CodeFile, path: str) -> str:
     return "".join(parts)
 
 
-def explanation(result: dict[str, Any], form: str) -> str:
+def explanation(result: "RecallJson", form: str) -> str:
     why = result["explanation"]
     rows = []
     for c in why["candidates"]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contextware.cli import add_common, new_parser, open_project
 from contextware.cli.declared_args import add_params, values_of
 from contextware.operations.recall import RECALL
+
+if TYPE_CHECKING:
+    from contextware.memory.recall.types import ExplanationJson, RecallJson
+    from contextware.storage.candidate import RecalledItem
 
 DESCRIPTION = RECALL.summary
 
@@ -30,7 +34,7 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
     return RECALL.run(project, query, values)
 
 
-def render_hit(hit: dict[str, Any]) -> str:
+def render_hit(hit: "RecalledItem") -> str:
     """One result as text: stored texts on one line (``inline``), file content indented (``block``)."""
     from contextware.core.fence import block, inline
 
@@ -79,7 +83,7 @@ def render_hit(hit: dict[str, Any]) -> str:
     return f"- {line}  ({hit['id']}, {hit['score']:.2f}{conf}){project}"
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: "RecallJson") -> str:
     """Results fenced as reference data (a stored text can neither close the fence nor start a line),
     each hit's first line wrapped to the terminal."""
     from contextware.cli.render import paint, wrap
@@ -99,7 +103,7 @@ def render_text(result: dict[str, Any]) -> str:
     return fence("\n".join(lines)) + (f"\n{why}" if why else "")
 
 
-def render_explanation(why: dict[str, Any]) -> str:
+def render_explanation(why: "ExplanationJson") -> str:
     """The explanation as a table: one candidate a row (ids and numbers, the labels fenced apart)."""
     from contextware.cli.render import paint, table
     from contextware.core.fence import fence, inline

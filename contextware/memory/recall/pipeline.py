@@ -19,6 +19,7 @@ from contextware.storage.schemas import CODE_TABLE
 
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery
+    from contextware.memory.recall.types import RecallJson
     from contextware.memory.results import MemoryRow
     from contextware.memory.trust import TrustNote
     from contextware.storage.project import Project
@@ -108,7 +109,7 @@ def recall_refreshing_stale(
 
 def ask(
     project: "Project", text: str, *, refresh_stale: bool = False, explain: bool = False, **inputs: Any
-) -> dict[str, Any]:
+) -> "RecallJson":
     """From loose inputs to the JSON answer in one call (library users, tests, benchmarks); the
     inputs are ``parse_query``'s."""
     query = parse_query(text, **inputs)

@@ -4,7 +4,7 @@ its confidence and the ``Signals`` behind it) and the ``RecallResult`` every fro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from contextware.storage.candidate import Candidate, RecalledItem, Row
 
@@ -65,6 +65,50 @@ class Hit:
         return self.candidate.project
 
 
+class ConsideredJson(TypedDict):
+    """A ``Considered`` candidate as the JSON explanation shows it (numbers rounded)."""
+
+    collection: str
+    id: str
+    label: str
+    cosine: float | None
+    cosine_rank: int | None
+    bm25: float
+    bm25_rank: int | None
+    score: float
+    confidence: float
+    shown: int | None
+    decided_by: str
+    learned_on: str | None
+    signals: dict[str, float] | None
+
+
+class ExplanationJson(TypedDict):
+    """``--explain``: the gate's verdict and the candidates."""
+
+    verdict: str
+    min_confidence: float
+    floor: float
+    total_candidates: int
+    candidates: list[ConsideredJson]
+
+
+class _Recalled(TypedDict):
+    query: str
+    answerable: bool
+    min_confidence: float
+    results: list[RecalledItem]
+    degraded: str | None
+
+
+class RecallJson(_Recalled, total=False):
+    """What ``recall`` prints: the results, whether anything passed the gate, and, when asked or
+    done, the explanation and the stale files refreshed first."""
+
+    refreshed: list[str]
+    explanation: ExplanationJson
+
+
 @dataclass(frozen=True)
 class Considered:
     """One candidate as the explanation shows it: its score and rank from each ranker (cosine of
@@ -86,7 +130,7 @@ class Considered:
     decided_by: str
     learned_on: str | None = None  # the branch (or commit) it was learned on; None: everyone's
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ConsideredJson:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "signals"}
         for k in ("cosine", "bm25", "score", "confidence"):
             if out[k] is not None:
@@ -94,7 +138,7 @@ class Considered:
         out["signals"] = (
             {k: round(v, 4) for k, v in self.signals.__dict__.items()} if self.signals is not None else None
         )
-        return out
+        return cast(ConsideredJson, out)  # every field, in declaration order
 
 
 @dataclass(frozen=True)
@@ -108,7 +152,7 @@ class Explanation:
     total: int
     candidates: tuple[Considered, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ExplanationJson:
         return {
             "verdict": self.verdict,
             "min_confidence": self.min_confidence,
@@ -131,8 +175,8 @@ class RecallResult:
     refreshed: tuple[str, ...] = ()
     explanation: Explanation | None = None  # only when asked (``recall(..., explain=True)``)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> RecallJson:
+        out: RecallJson = {
             "query": self.query.text,
             "answerable": bool(self.results),
             "min_confidence": self.min_confidence,
