@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from contextware.memory.results import Briefing
@@ -28,7 +28,7 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
     return CONTEXT.run(open_project(args), CONTEXT.check(values), values)
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: "Briefing") -> str:
     from contextware.memory.briefing import render_fenced
 
-    return render_fenced(cast("Briefing", result))  # the command's result: a briefing
+    return render_fenced(result)

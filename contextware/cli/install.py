@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contextware.cli import add_common, new_parser
+
+if TYPE_CHECKING:
+    from contextware.hosts.install.shared import InstallResult
 
 DESCRIPTION = """Install Contextware into an agent host, or remove it again.
 
@@ -136,7 +139,7 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
 HOST_NAMES = {"gemini": "Gemini CLI", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: "InstallResult") -> str:
     if result["action"] == "print":
         import json
 
@@ -145,8 +148,8 @@ def render_text(result: dict[str, Any]) -> str:
     verb = "Installed Contextware into" if result["action"] == "install" else "Removed Contextware from"
     host = result.get("host") or result["agent"]
     lines = [f"{verb} {HOST_NAMES.get(host, host)} ({result['scope']} scope: {where})"]
-    for key in ("written", "removed", "kept"):
-        lines += [f"  {key:<8}{path}" for path in result.get(key) or []]
+    for key, paths in (("written", result["written"]), ("removed", result["removed"]), ("kept", result.get("kept"))):
+        lines += [f"  {key:<8}{path}" for path in paths or []]
     if result.get("linked_now"):
         lines.append(f"  linked  gemini extensions link {result.get('extension_dir')}")
     if result.get("unlinked"):

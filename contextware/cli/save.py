@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contextware.cli import add_common, new_parser, open_project, read_content
 from contextware.cli.declared_args import add_params, values_of
 from contextware.operations.save import SAVE
+
+if TYPE_CHECKING:
+    from contextware.memory.results import Saved
 
 DESCRIPTION = SAVE.summary
 
@@ -31,7 +34,7 @@ def handle(args: argparse.Namespace) -> Mapping[str, object]:
     return SAVE.run(project, request, values)
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: "Saved") -> str:
     if result.get("duplicate_of"):
         return f"Already saved as {result['duplicate_of']} (nothing written)."
     lines = [f"Saved {result['collection'][:-1]} {result['id']}."]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contextware.core.errors import ContextwareError, StorageError, UsageError, first_line
 from contextware.core.text import sql_str
@@ -151,9 +152,50 @@ def _stale(project: "Project", entries: list[dict[str, Any]]) -> list[dict[str, 
     return out
 
 
-def check(project: "Project") -> dict[str, Any]:
+class SyncCounts(TypedDict):
+    missing: int
+    orphans: int
+    changed: int
+    incomplete: int
+    stale: int
+
+
+class SyncCheck(TypedDict, total=False):
+    """``sync check``: the offload files against the index (each list cut to its first entries)."""
+
+    files: int
+    index_error: str
+    rows: int
+    in_sync: bool
+    missing: list[dict[str, Any]]
+    orphans: list[dict[str, Any]]
+    changed: list[dict[str, Any]]
+    incomplete: list[dict[str, Any]]
+    stale: list[dict[str, Any]]
+    counts: SyncCounts
+    hint: str
+
+
+class SyncRebuild(TypedDict, total=False):
+    """``sync rebuild``: the index made again from the files."""
+
+    indexed: int
+    incomplete: list[dict[str, Any]]
+    degraded: str
+    moved_damaged_table_to: str
+
+
+class SyncPrune(TypedDict):
+    """``sync prune``: the rows whose files are gone, dropped."""
+
+    pruned: int
+    ids: list[str]
+    rows: int
+
+
+def check(project: "Project") -> SyncCheck:
     rows, incomplete, entries = file_rows(project)
-    out: dict[str, Any] = {"files": len(rows)}
+    out: SyncCheck = {"files": len(rows)}
     try:
         indexed = _indexed(project)
     except ContextwareError as exc:
@@ -170,21 +212,19 @@ def check(project: "Project") -> dict[str, Any]:
         if fields:
             changed.append(_item(project, rows[i], fields=fields))
     stale = _stale(project, entries)
-    out.update(
-        in_sync=not (missing or orphans or changed or incomplete or out.get("index_error")),
-        missing=missing[:_LIST_LIMIT],
-        orphans=orphans[:_LIST_LIMIT],
-        changed=changed[:_LIST_LIMIT],
-        incomplete=incomplete[:_LIST_LIMIT],
-        stale=stale[:_LIST_LIMIT],
-        counts={
-            "missing": len(missing),
-            "orphans": len(orphans),
-            "changed": len(changed),
-            "incomplete": len(incomplete),
-            "stale": len(stale),
-        },
-    )
+    out["in_sync"] = not (missing or orphans or changed or incomplete or out.get("index_error"))
+    out["missing"] = missing[:_LIST_LIMIT]
+    out["orphans"] = orphans[:_LIST_LIMIT]
+    out["changed"] = changed[:_LIST_LIMIT]
+    out["incomplete"] = incomplete[:_LIST_LIMIT]
+    out["stale"] = stale[:_LIST_LIMIT]
+    out["counts"] = {
+        "missing": len(missing),
+        "orphans": len(orphans),
+        "changed": len(changed),
+        "incomplete": len(incomplete),
+        "stale": len(stale),
+    }
     if not out["in_sync"]:
         out["hint"] = (
             "run `uv run scripts/sync.py rebuild` to re-index from the files"
@@ -194,7 +234,7 @@ def check(project: "Project") -> dict[str, Any]:
     return out
 
 
-def rebuild(project: "Project") -> dict[str, Any]:
+def rebuild(project: "Project") -> SyncRebuild:
     """Re-index every offload file into a fresh table (one commit replaces the old table)."""
     import pyarrow as pa
 
@@ -202,7 +242,7 @@ def rebuild(project: "Project") -> dict[str, Any]:
 
     rows, incomplete, _ = file_rows(project)
     embedder = project.embedder
-    out: dict[str, Any] = {"indexed": len(rows), "incomplete": incomplete[:_LIST_LIMIT]}
+    out: SyncRebuild = {"indexed": len(rows), "incomplete": incomplete[:_LIST_LIMIT]}
     ordered = [rows[i] for i in sorted(rows)]
     if why := embed_rows(project, ordered):
         out["degraded"] = f"{why} Rows were indexed without vectors; run `memory.py reembed` later."
@@ -239,7 +279,7 @@ def _move_aside(project: "Project") -> str | None:
     return project.relpath(target)
 
 
-def prune(project: "Project") -> dict[str, Any]:
+def prune(project: "Project") -> SyncPrune:
     """Delete the rows whose files are gone."""
     rows, _, _ = file_rows(project)
     indexed = _indexed(project) or {}
@@ -254,7 +294,7 @@ def prune(project: "Project") -> dict[str, Any]:
     return {"pruned": len(orphans), "ids": orphans[:_LIST_LIMIT], "rows": len(indexed) - len(orphans)}
 
 
-def sync(project: "Project", action: str) -> dict[str, Any]:
+def sync(project: "Project", action: str) -> Mapping[str, object]:
     if action not in ACTIONS:
         raise UsageError(f"Unknown action {action!r}: use check, rebuild or prune.", code="bad_action")
     return {"action": action, **{"check": check, "rebuild": rebuild, "prune": prune}[action](project)}
