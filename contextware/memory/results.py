@@ -7,10 +7,13 @@ Each result is a plain dict at run time, rendered as JSON by the front ends.
 
 from __future__ import annotations
 
-from typing import TypeAlias, TypedDict
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from contextware.core.json_types import JsonObject
 from contextware.storage.schemas import EpisodeRow, FactRow, LogRow, Provenance
+
+if TYPE_CHECKING:
+    from contextware.memory.turns.retention import RetentionStats
 
 # A row of any memory table (facts, episodes, logs), as read back or about to be written.
 MemoryRow: TypeAlias = FactRow | EpisodeRow | LogRow
@@ -380,5 +383,5 @@ class Stats(TypedDict):
     tables: dict[str, TableStats]
     disk_bytes: int | None
     last_write: str | None
-    retention: JsonObject
+    retention: "RetentionStats"
     use: JsonObject

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contextware.core.errors import GeminiError
 from contextware.core.redact import redact
@@ -49,8 +49,18 @@ def _today() -> str:
     return utcnow().strftime("%Y-%m-%d")
 
 
-def budget(project: "Project") -> dict[str, Any]:
-    """Today's use: ``{"day", "tokens", "calls", "skipped", "limit"}``."""
+class DigestBudget(TypedDict):
+    """Today's use of Gemini for digests (UTC day), against ``digest_daily_tokens``."""
+
+    day: str
+    tokens: int
+    calls: int
+    skipped: int  # digests not made by Gemini: the estimate would pass the limit
+    limit: int
+
+
+def budget(project: "Project") -> DigestBudget:
+    """Today's use."""
     limit = project.config.digest_daily_tokens
     try:
         data = json.loads((project.data_dir / BUDGET_FILE).read_text(encoding="utf-8"))
@@ -58,17 +68,24 @@ def budget(project: "Project") -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict) or data.get("day") != _today():
         data = {}
-    day = {k: int(data.get(k) or 0) for k in ("tokens", "calls", "skipped")}
-    return {"day": _today(), **day, "limit": limit}
+    return {
+        "day": _today(),
+        "tokens": int(data.get("tokens") or 0),
+        "calls": int(data.get("calls") or 0),
+        "skipped": int(data.get("skipped") or 0),
+        "limit": limit,
+    }
 
 
-def _charge(project: "Project", *, tokens: int = 0, calls: int = 0, skipped: int = 0) -> dict[str, Any]:
+def _charge(project: "Project", *, tokens: int = 0, calls: int = 0, skipped: int = 0) -> DigestBudget:
     from contextware.core.system import write_atomic
 
     project.ensure_data_dir()
     with project.db.write_lock(LOCK):
         now = budget(project)
-        now.update(tokens=now["tokens"] + tokens, calls=now["calls"] + calls, skipped=now["skipped"] + skipped)
+        now["tokens"] += tokens
+        now["calls"] += calls
+        now["skipped"] += skipped
         write_atomic(project.data_dir / BUDGET_FILE, json.dumps(now, sort_keys=True) + "\n")
     return now
 

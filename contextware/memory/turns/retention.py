@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contextware.core.errors import FieldError
 from contextware.core.system import write_atomic
@@ -25,6 +25,7 @@ from contextware.memory.turns.archive import ARCHIVE_DIR, archive_path, write_ar
 from contextware.memory.turns.digest import MIN_TURNS, refresh_digest
 
 if TYPE_CHECKING:
+    from contextware.memory.turns.gemini_digest import DigestBudget
     from contextware.storage.project import Project
 
 LEDGER = "archive/retention.json"
@@ -101,7 +102,34 @@ def _write_ledger(project: "Project", ledger: dict[str, Any]) -> None:
 MAX_OLDER_THAN_DAYS = 36_500  # a century
 
 
-def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_model: bool = False) -> dict[str, Any]:
+class _Retained(TypedDict):
+    older_than_days: float
+    cutoff: str | None
+    dry_run: bool
+    sessions: int
+    turns: int
+
+
+class RetainReport(_Retained, total=False):
+    """``memory retain``: the sessions folded into their digests and archived (with ``dry_run``, the
+    ones that would be), and where the archive is."""
+
+    retained: list[dict[str, Any]]
+    archive: str
+
+
+class RetentionStats(TypedDict):
+    """Retention in ``memory stats``: the policy, today's digest budget, what is archived."""
+
+    digest_summarizer: str
+    digest_tokens_today: DigestBudget
+    log_retention_days: float
+    archived_sessions: int
+    archived_rows: int
+    last_run: object
+
+
+def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_model: bool = False) -> RetainReport:
     """Retain the sessions whose last turn is over ``older_than`` days old; ``dry_run`` lists them
     and changes nothing; ``use_model``: digests by Gemini where configured (``gemini_digest``)."""
     if not 0 < older_than <= MAX_OLDER_THAN_DAYS:  # NaN, inf and 1e308 too (a timedelta overflows)
@@ -110,7 +138,7 @@ def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_
         )
     cutoff = utcnow() - timedelta(days=older_than)
     sessions = old_sessions(project, cutoff)
-    report: dict[str, Any] = {
+    report: RetainReport = {
         "older_than_days": older_than,
         "cutoff": iso(cutoff),
         "dry_run": dry_run,
@@ -155,7 +183,7 @@ def configured_days(project: "Project") -> float:
     return project.config.log_retention_days
 
 
-def retain_if_due(project: "Project") -> dict[str, Any] | None:
+def retain_if_due(project: "Project") -> RetainReport | None:
     """The configured policy, at most once a day (the capture hooks call this after answering)."""
     days = configured_days(project)
     if days <= 0:
@@ -166,7 +194,7 @@ def retain_if_due(project: "Project") -> dict[str, Any] | None:
     return retain(project, older_than=days)
 
 
-def retention_stats(project: "Project") -> dict[str, Any]:
+def retention_stats(project: "Project") -> RetentionStats:
     """What ``memory stats`` shows: the policy, and what it has archived so far."""
     from contextware.memory.turns.gemini_digest import budget
 
