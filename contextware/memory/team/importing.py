@@ -35,6 +35,7 @@ from contextware.storage.table_search import release_unused
 
 if TYPE_CHECKING:
     from contextware.memory.results import LinkedRow, MemoryRow
+    from contextware.memory.team.tombstones import Tombstone
     from contextware.storage.project import Project
 
 # Rows embedded and written at a time: the import's memory is this many rows and their vectors
@@ -381,8 +382,9 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
     degraded = None
     embedder = project.embedder
     if file_stones and not dry_run:  # kept before any row goes: a kill -9 in between loses nothing
-        tombstones.record(project, list(file_stones.values()))
-    local_stones = tombstones.load(project) if project.data_dir.exists() else {}
+        tombstones.record(project, cast("list[Tombstone]", list(file_stones.values())))  # checked by memfile
+    # the memory file's entries are not typed yet: its tombstones and ours meet as dicts
+    local_stones = cast("dict[str, dict[str, Any]]", tombstones.load(project) if project.data_dir.exists() else {})
     for collection, theirs in memories.items():
         stones = _stones(collection, local_stones, file_stones, theirs)
         if not theirs and not stones:

@@ -23,7 +23,7 @@ files they name in this project's code index (``memory.code_links``; links are n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import FieldError, UsageError
 from contextware.core.redact import redact
@@ -58,7 +58,7 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
     order, and how many secrets were masked on the way out."""
     redacted: dict[str, int] = {}
     out: list[dict[str, Any]] = []
-    stones = tombstones.load(project)
+    stones = cast("dict[str, dict[str, Any]]", tombstones.load(project))  # the file's entries are dicts
     for name in MEMORY_TABLES:
         if name == "logs" and not include_logs:
             continue

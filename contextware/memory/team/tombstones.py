@@ -14,9 +14,9 @@ tombstone), here so that the file module and this store agree.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from contextware.core.redact import redact
 from contextware.core.text import iso, strip_terminal_controls, utcnow
@@ -31,15 +31,27 @@ CLOCK_SKEW = timedelta(days=1)
 LOCK_NAME = "tombstones"
 
 
+class Tombstone(TypedDict):
+    """What a deletion leaves: the id, when the memory was made and deleted, and by whom."""
+
+    id: str
+    created_at: str | None
+    deleted_at: str
+    deleted_by: str | None
+
+
+Entry = TypeVar("Entry", bound=Mapping[str, object])  # a memory or a tombstone, as the memory file holds it
+
+
 def is_tombstone(entry: Mapping[str, object]) -> bool:
     return "deleted_at" in entry
 
 
-def entry_key(entry: dict[str, Any]) -> tuple[str, int, str]:
+def entry_key(entry: Mapping[str, object]) -> tuple[str, int, str]:
     """What decides between two versions of one id: the later change wins (ISO 8601 UTC to the
     second); at the same second a tombstone beats a memory; then the greater line (any fixed rule,
     so that both sides of a merge agree)."""
-    when = entry.get("deleted_at") or entry.get("updated_at") or entry.get("created_at") or ""
+    when = str(entry.get("deleted_at") or entry.get("updated_at") or entry.get("created_at") or "")
     return when, int(is_tombstone(entry)), json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
 
@@ -59,7 +71,7 @@ def changed_after(previous: Any) -> Any:
     return max(now, previous.replace(microsecond=0) + timedelta(seconds=1))
 
 
-def later(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+def later(a: Entry | None, b: Entry | None) -> Entry | None:
     """The winner of two versions of one id (either may be None)."""
     if a is None or b is None:
         return a or b
@@ -73,14 +85,14 @@ def expiry_days(project: "Project") -> float:
         return 90.0
 
 
-def _fresh(entries: dict[str, dict[str, Any]], days: float) -> dict[str, dict[str, Any]]:
+def _fresh(entries: dict[str, Tombstone], days: float) -> dict[str, Tombstone]:
     if days <= 0:
         return entries
     cutoff = iso(utcnow() - timedelta(days=days)) or ""
     return {k: v for k, v in entries.items() if (v.get("deleted_at") or "") >= cutoff}
 
 
-def _read(project: "Project") -> dict[str, dict[str, Any]]:
+def _read(project: "Project") -> dict[str, Tombstone]:
     try:
         data = json.loads((project.data_dir / FILE_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -89,19 +101,19 @@ def _read(project: "Project") -> dict[str, dict[str, Any]]:
     if not isinstance(stones, dict):
         return {}
     ahead = iso(utcnow() + CLOCK_SKEW) or ""
-    return {
-        k: v
+    return {  # the file is ours: an object with a deletion time is taken as a Tombstone
+        k: cast(Tombstone, v)
         for k, v in stones.items()
         if isinstance(v, dict) and isinstance(v.get("deleted_at"), str) and v["deleted_at"] <= ahead
     }
 
 
-def load(project: "Project") -> dict[str, dict[str, Any]]:
+def load(project: "Project") -> dict[str, Tombstone]:
     """The project's unexpired tombstones by id."""
     return _fresh(_read(project), expiry_days(project))
 
 
-def record(project: "Project", entries: list[dict[str, Any]]) -> int:
+def record(project: "Project", entries: Sequence[Tombstone]) -> int:
     """Keep ``entries`` (the later version of each id), drop expired ones; returns how many changed."""
     from contextware.core.system import write_atomic
 
@@ -141,7 +153,7 @@ def who(project: "Project") -> str | None:
     return redact(clean)[0] or None
 
 
-def tombstone_for(project: "Project", row: dict[str, Any]) -> dict[str, Any]:
+def tombstone_for(project: "Project", row: Mapping[str, Any]) -> Tombstone:
     """The tombstone of a stored row deleted now (never before the row's last change: a tie goes to
     the tombstone)."""
     now = utcnow()
@@ -151,6 +163,6 @@ def tombstone_for(project: "Project", row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"],
         "created_at": iso(row.get("created_at")),
-        "deleted_at": iso(now),
+        "deleted_at": iso(now) or "",
         "deleted_by": who(project),
     }
