@@ -7,13 +7,10 @@ Each result is a plain dict at run time, rendered as JSON by the front ends.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 from contextware.core.json_types import JsonObject
 from contextware.storage.schemas import EpisodeRow, FactRow, LogRow, Provenance
-
-if TYPE_CHECKING:
-    from contextware.memory.turns.retention import RetentionStats
 
 # A row of any memory table (facts, episodes, logs), as read back or about to be written.
 MemoryRow: TypeAlias = FactRow | EpisodeRow | LogRow
@@ -370,6 +367,43 @@ class TableStats(TypedDict, total=False):
     damaged: str
 
 
+class DigestBudget(TypedDict):
+    """Today's use of Gemini for digests (UTC day), against ``digest_daily_tokens``."""
+
+    day: str
+    tokens: int
+    calls: int
+    skipped: int  # digests not made by Gemini: the estimate would pass the limit
+    limit: int
+
+
+class _Retained(TypedDict):
+    older_than_days: float
+    cutoff: str | None
+    dry_run: bool
+    sessions: int
+    turns: int
+
+
+class RetainReport(_Retained, total=False):
+    """``memory retain``: the sessions folded into their digests and archived (with ``dry_run``, the
+    ones that would be), and where the archive is."""
+
+    retained: list[dict[str, Any]]
+    archive: str
+
+
+class RetentionStats(TypedDict):
+    """Retention in ``memory stats``: the policy, today's digest budget, what is archived."""
+
+    digest_summarizer: str
+    digest_tokens_today: DigestBudget
+    log_retention_days: float
+    archived_sessions: int
+    archived_rows: int
+    last_run: object
+
+
 class Stats(TypedDict):
     """``stats``' result: where the memory lives and where that was resolved from, each table, and
     the retention policy's and the use feedback's figures (``memory.turns``)."""
@@ -383,5 +417,5 @@ class Stats(TypedDict):
     tables: dict[str, TableStats]
     disk_bytes: int | None
     last_write: str | None
-    retention: "RetentionStats"
+    retention: RetentionStats
     use: JsonObject

@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import GeminiError
 from contextware.core.redact import redact
 from contextware.core.text import approx_tokens, cut_at_word, utcnow
+from contextware.memory.results import DigestBudget
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -47,16 +48,6 @@ def wanted(project: "Project") -> bool:
 
 def _today() -> str:
     return utcnow().strftime("%Y-%m-%d")
-
-
-class DigestBudget(TypedDict):
-    """Today's use of Gemini for digests (UTC day), against ``digest_daily_tokens``."""
-
-    day: str
-    tokens: int
-    calls: int
-    skipped: int  # digests not made by Gemini: the estimate would pass the limit
-    limit: int
 
 
 def budget(project: "Project") -> DigestBudget:

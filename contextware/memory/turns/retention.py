@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import FieldError
 from contextware.core.system import write_atomic
 from contextware.core.text import iso, parse_iso, sql_str, utcnow
+from contextware.memory.results import RetainReport, RetentionStats
 from contextware.memory.team.memfile import FIELDS
 from contextware.memory.turns.archive import ARCHIVE_DIR, archive_path, write_archive
 from contextware.memory.turns.digest import MIN_TURNS, refresh_digest
 
 if TYPE_CHECKING:
-    from contextware.memory.turns.gemini_digest import DigestBudget
     from contextware.storage.project import Project
 
 LEDGER = "archive/retention.json"
@@ -100,33 +100,6 @@ def _write_ledger(project: "Project", ledger: dict[str, Any]) -> None:
 
 
 MAX_OLDER_THAN_DAYS = 36_500  # a century
-
-
-class _Retained(TypedDict):
-    older_than_days: float
-    cutoff: str | None
-    dry_run: bool
-    sessions: int
-    turns: int
-
-
-class RetainReport(_Retained, total=False):
-    """``memory retain``: the sessions folded into their digests and archived (with ``dry_run``, the
-    ones that would be), and where the archive is."""
-
-    retained: list[dict[str, Any]]
-    archive: str
-
-
-class RetentionStats(TypedDict):
-    """Retention in ``memory stats``: the policy, today's digest budget, what is archived."""
-
-    digest_summarizer: str
-    digest_tokens_today: DigestBudget
-    log_retention_days: float
-    archived_sessions: int
-    archived_rows: int
-    last_run: object
 
 
 def retain(project: "Project", *, older_than: float, dry_run: bool = False, use_model: bool = False) -> RetainReport:
