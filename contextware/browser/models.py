@@ -8,8 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypedDict
 
-from contextware.core.json_types import JsonObject
-from contextware.memory.results import PublicRecord
+from contextware.memory.results import PublicRecord, Stats
 
 
 class _IndexedPath(TypedDict):
@@ -59,20 +58,9 @@ class CodeFigures(TypedDict):
     last_crawl: str | None
 
 
-class Dashboard(TypedDict):
+class Dashboard(Stats):
     """``memory stats`` (its keys, as that command prints them) plus the dashboard's own figures."""
 
-    project_root: str
-    project_root_from: str
-    data_dir: str
-    data_dir_from: str
-    db_uri: str
-    model: str
-    tables: dict[str, JsonObject]
-    disk_bytes: int
-    last_write: str | None
-    retention: JsonObject
-    use: JsonObject
     service: ServiceStatus
     code: CodeFigures
     stale_memories: int
