@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
@@ -19,6 +19,9 @@ from contextware.core.json_types import JsonObject
 from contextware.core.text import split_list
 from contextware.hosts.mcp.calls import call, under_root
 from contextware.operations.spec import Absent, Operation, Param, texts
+
+if TYPE_CHECKING:
+    from contextware.storage.project import Project
 
 
 # -- parameter types ------------------------------------------------------------------------------
@@ -100,7 +103,7 @@ def tool_function(op: Operation, call: Callable[..., CallToolResult]) -> Callabl
         values = {**op.defaults(), **{by_argument[k].name: v for k, v in arguments.items()}}
         text = op.tool_text(values) if op.tool_text else None
 
-        def work(project: Any) -> Mapping[str, object]:
+        def work(project: "Project") -> Mapping[str, object]:
             # Paths are relative to the project root: the server's cwd may be anywhere.
             given = {**values, **{p.name: _under_root(project, p, values[p.name]) for p in paths}}
             return op.run(project, op.check(given), given)
@@ -129,7 +132,7 @@ def declared_tool(op: Operation) -> tuple[Callable[..., CallToolResult], str, To
     return tool_function(op, call), op.title, tool_annotations(op)
 
 
-def _under_root(project: Any, p: Param, given: Any) -> list[str] | None:
+def _under_root(project: "Project", p: Param, given: Any) -> list[str] | None:
     if given is None:
         return None
     return under_root(project, split_list(given) if p.split else texts(given), existing_only=p.path_existing)
