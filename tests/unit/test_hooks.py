@@ -175,3 +175,23 @@ def test_a_gemini_transcript_line_nested_thousands_deep_loses_that_line_only(pro
         ("agent", "Added backoff to send_webhook."),
         ("user", "add retries to the sender"),
     ]
+
+
+def test_a_memory_cut_short_comes_with_how_to_fetch_it_whole(project: Project):
+    """The hook shows a long memory's beginning; the line under the memories names the command (Gemini
+    CLI, whose headless runs have no MCP tools) or the MCP tool (Claude Code) that shows it whole."""
+    long_text = "Deploys go through the release pipeline; never deploy from a laptop. " + " ".join(
+        f"Step {i}: check the release checklist item number {i} before promoting the build." for i in range(40)
+    )
+    records.save_fact(project, long_text, kind="constraint")
+    gemini = context_of(
+        run_hook(event("BeforeAgent", project.root, prompt="can I deploy from my laptop?")), "BeforeAgent"
+    )
+    assert "is cut short:" in gemini and "memory get ID`" in gemini and "get_memory" not in gemini
+    claude = run_hook(event("UserPromptSubmit", project.root, prompt="can I deploy from my laptop?"))
+    assert "`mcp__contextware__get_memory` with its id" in context_of(claude, "UserPromptSubmit")
+    records.save_fact(project, "Releases are tagged from main only.", kind="constraint")
+    short = context_of(
+        run_hook(event("BeforeAgent", project.root, prompt="where are releases tagged from?")), "BeforeAgent"
+    )
+    assert "tagged from main" in short and "is cut short" not in short

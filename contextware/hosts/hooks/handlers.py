@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -197,6 +198,15 @@ def _handle(hit: RecalledItem) -> str:
     return f" ({inline(str(hit['id']))}{', ' + day if day else ''})" if hit.get("id") else ""
 
 
+def _cut_short(hit: Mapping[str, object], whole: Mapping[str, object] | None) -> bool:
+    """Whether recall showed a memory's text or summary shortened (its summary mode)."""
+    shown, whole = hit, whole or {}
+    return any(
+        isinstance(shown.get(key), str) and isinstance(whole.get(key), str) and shown[key] != whole[key]
+        for key in ("text", "summary")
+    )
+
+
 _HOOK_OPEN, _HOOK_CLOSE = "<hook_context>", "</hook_context>"
 
 
@@ -259,6 +269,10 @@ def _recalled(project: "Project", event: HookEvent) -> str:
 
     decisions.record(project, decisions.entry(event.name, event.session_id, prompt, result, injected))
     _note_injected(project, event, dict(zip(injected, words, strict=True)))
+    if any(_cut_short(hit, known.get(hit["id"])) for hit in hits if hit["id"] in injected):
+        from contextware.hosts.hooks.instructions import how_to_get_whole
+
+        lines.append(how_to_get_whole(_host(event)))
     return "\n".join(lines)
 
 

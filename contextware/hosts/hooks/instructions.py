@@ -47,3 +47,10 @@ def how_to_reach_memory(host: str) -> str:
         f'Search this memory from the shell, in the project directory: `{recall} --query "..."` (`--scope code` '
         f'finds files); save what the next session needs: `{save} "..." --kind decision`.'
     )
+
+
+def how_to_get_whole(host: str) -> str:
+    """One line under the prompt hook's memories when one was cut short: how to fetch it whole."""
+    prefix = MCP_PREFIX.get(host)
+    how = f"`{prefix}get_memory` with its id" if prefix else f"`{script_command('memory.py', 'memory')} get ID`"
+    return f"(A memory ending in … is cut short: {how} shows the whole of it.)"
