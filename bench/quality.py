@@ -161,6 +161,7 @@ def _iso(d: datetime) -> str:
 
 
 DEFAULT_HOOK_GATE = CONFIG_DEFAULTS["hook_min_confidence"]
+DEFAULT_RECALL_GATE = CONFIG_DEFAULTS["recall_min_confidence"]
 HOOK_GATES = (0.0, 0.15, 0.25, 0.35, 0.45, 0.55)  # the trade-off table's gates (the default is config's)
 
 
@@ -225,6 +226,8 @@ def report(per: list[dict], ms: list[float]) -> dict[str, Any]:
         "methods": {m: summarize([p["ranks"][m] for p in ans]) for m in methods},
         "auc": {m: auc([p["top"][m] for p in ans], [p["top"][m] for p in una]) for m in methods},
         "recall_ms_p50": round(sorted(ms)[len(ms) // 2], 1) if ms else None,
+        # answerable questions that recall, at its default gate, answers with nothing
+        "silenced_answerable": round(sum(p["top"]["recall"] < DEFAULT_RECALL_GATE for p in ans) / max(1, len(ans)), 3),
     }
     if per and "hook" in per[0]:
         out["hook"] = {
@@ -446,6 +449,12 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
         for t in r["hook_tradeoff"]:
             silent = f"{t['silent_unanswerable']:.3f}" if t["silent_unanswerable"] is not None else "-"
             lines.append(f"| {t['gate']:.2f} | {t['answer_injected']:.3f} | {t['items_mean']:.2f} | {silent} |")
+    if "silenced_answerable" in r:
+        lines += [
+            "",
+            f"Recall at its default gate (`recall_min_confidence` {DEFAULT_RECALL_GATE}) answers nothing to "
+            f"{r['silenced_answerable']:.3f} of the answerable questions.",
+        ]
     if "supersession" in r:
         s = r["supersession"]
         lines += [
