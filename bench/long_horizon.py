@@ -653,6 +653,8 @@ def evaluate(project: Project, history: History, questions: list[dict], details:
     ids, texts, vecs = read_logs(project)
     bm25 = BM25(ids, texts)
     logs_table = project.db.open_table("logs")
+    if logs_table is None:
+        raise SystemExit("The store has no logs table: nothing was imported.")
     qvecs = project.embedder.embed([q["q"] for q in questions]) if questions else np.zeros((0, vecs.shape[1]))
     gate = DEFAULTS["recall_min_confidence"]
     per: list[dict] = []

@@ -20,6 +20,8 @@ from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import SUMMARIES_TABLE
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.storage.project import Project
 
@@ -109,7 +111,7 @@ def remember(
     batch = list(kept.values())
     stamp(SUMMARIES_TABLE, batch)
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         data = pa.Table.from_pylist(batch, schema=tbl.schema)
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
@@ -142,7 +144,7 @@ def prune(project: "Project", days: float) -> int:
     if not doomed:
         return 0
 
-    def drop(tbl: Any) -> None:
+    def drop(tbl: "Table") -> None:
         for start in range(0, len(doomed), _BATCH):
             tbl.delete(f"id IN ({', '.join(sql_str(d) for d in doomed[start : start + _BATCH])})")
 

@@ -40,6 +40,8 @@ from contextware.storage.integrity import stamp
 from contextware.storage.schemas import CHUNKS_TABLE, CODE_REMOVED_TABLE, CODE_TABLE, FTS_COLUMN
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.codeindex.chunks import Chunk
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.codeindex.source_text import Candidate
@@ -197,7 +199,7 @@ class _Writer:
         stamp(CODE_TABLE, rows)
         stamp(CHUNKS_TABLE, chunks)
 
-        def write(tbl: Any) -> None:
+        def write(tbl: "Table") -> None:
             import pyarrow as pa
 
             upserts = list(rows)
@@ -240,7 +242,7 @@ def record_removals(project: "Project", paths: Sequence[str]) -> None:
     now = utcnow()
     rows = [{"id": p, "file_path": p, "removed_at": now} for p in dict.fromkeys(paths)]
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         data = pa.Table.from_pylist(rows, schema=tbl.schema)
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
@@ -280,7 +282,7 @@ def embed_rows(embedder: Any, rows: list[dict[str, Any]], texts: list[str]) -> N
         row["vector"] = by_text[text]
 
 
-def replace_chunks(tbl: Any, paths: Sequence[str], rows: list[dict[str, Any]]) -> None:
+def replace_chunks(tbl: "Table", paths: Sequence[str], rows: list[dict[str, Any]]) -> None:
     """Drop every chunk of ``paths`` and add ``rows`` (the new chunks of some of them)."""
     import pyarrow as pa
 

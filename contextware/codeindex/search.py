@@ -27,6 +27,8 @@ from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 
@@ -69,7 +71,7 @@ def file_lexical_rows(project: "Project", query: str, where: str | None, limit: 
     return [] if table is None else _lexical(project, CODE_TABLE, table, query, where, limit)
 
 
-def _lexical(project: "Project", name: str, table: Any, query: str, where: str | None, limit: int) -> list[Row]:
+def _lexical(project: "Project", name: str, table: "Table", query: str, where: str | None, limit: int) -> list[Row]:
     try:
         return [
             {**r, "_bm25": float(r.get("_score") or 0.0)}

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import FieldError
 from contextware.core.text import sql_str, utcnow
@@ -30,6 +30,8 @@ from contextware.storage.candidate import RecalledItem
 from contextware.storage.schemas import LearnedOn
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 # The tables whose rows carry where they were learned.
@@ -61,7 +63,7 @@ def learned_again(project: "Project", table_name: str, record_id: str, row: Memo
     cond = f"id = {sql_str(record_id)}"
 
     def read() -> list[LearnedOn]:
-        return table.search().where(cond).select(["branch", "commit"]).limit(1).to_list()
+        return cast("list[LearnedOn]", table.search().where(cond).select(["branch", "commit"]).limit(1).to_list())
 
     found = project.db.read(read)
     if not found or (found[0].get("branch") is None and found[0].get("commit") is None):
@@ -280,11 +282,11 @@ def promote(project: "Project", branch: str) -> Promoted:
     return {"ok": True, "branch": name, "promoted": counts, "total": sum(counts.values())}
 
 
-def _promote_table(project: "Project", table_name: str, table: Any, cond: str) -> int:
+def _promote_table(project: "Project", table_name: str, table: "Table", cond: str) -> int:
     def count() -> int:
         return int(table.count_rows(cond))
 
-    def clear(tbl: Any) -> None:
+    def clear(tbl: "Table") -> None:
         # a change like any other: later than the copies in teammates' memory files, so it wins there
         tbl.update(where=cond, values={"branch": None, "commit": None, "updated_at": utcnow()})
 

@@ -33,6 +33,8 @@ from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 LOGS = "logs"
@@ -92,7 +94,7 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
         row["vector"] = vectors[i] if vectors else None
     stamp(LOGS, new_rows)  # the checksum covers the cleaned text and its new vector
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         if new_rows:
             tbl.add(pa.Table.from_pylist(new_rows, schema=tbl.schema))
         for start in range(0, len(doomed), 500):
@@ -106,7 +108,7 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
 _TEXT_FIELDS = {"facts": ("text",), "episodes": ("goal", "summary"), "logs": ("text",)}
 
 
-def _rows(project: "Project", table: Any, skip: tuple[str, ...] = ("vector",)) -> list[dict[str, Any]]:
+def _rows(project: "Project", table: "Table", skip: tuple[str, ...] = ("vector",)) -> list[dict[str, Any]]:
     columns = [c for c in table.schema.names if c not in skip]
     return project.db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
 
@@ -150,7 +152,7 @@ def _scrub_memories(project: "Project", name: str, fields: tuple[str, ...]) -> i
         row["vector"] = vectors[i] if vectors else None
     stamp(name, changed)
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         data = pa.Table.from_pylist(changed, schema=tbl.schema)
         tbl.merge_insert("id").when_matched_update_all().execute(data)
 
@@ -183,7 +185,7 @@ def _scrub_store(project: "Project") -> int:
     if changed:
         stamp("kv", changed)
 
-        def write(tbl: Any) -> None:
+        def write(tbl: "Table") -> None:
             tbl.merge_insert("id").when_matched_update_all().execute(pa.Table.from_pylist(changed, schema=tbl.schema))
 
         db.write("kv", write)
@@ -205,7 +207,7 @@ def _scrub_code_index(project: "Project") -> int:
             doomed.append(row["id"])
     if doomed:
 
-        def write(tbl: Any) -> None:
+        def write(tbl: "Table") -> None:
             for start in range(0, len(doomed), 500):
                 tbl.delete(f"id IN ({', '.join(sql_str(i) for i in doomed[start : start + 500])})")
 

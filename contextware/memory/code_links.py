@@ -35,6 +35,8 @@ from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import CODE_REMOVED_TABLE, CODE_TABLE
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 LINKED_COLLECTIONS = ("facts", "episodes")
@@ -352,7 +354,7 @@ def link_unlinked(project: "Project") -> Linked:
         out["linked"] += sum(1 for r in rows if r.get("code_links"))
         ids = {r["id"]: r for r in rows}
 
-        def write(tbl: Any, ids: dict[str, LinkedRow] = ids) -> None:
+        def write(tbl: "Table", ids: dict[str, LinkedRow] = ids) -> None:
             from contextware.core.text import sql_str
 
             # Only rows still unlinked now, with their current content (another writer may have

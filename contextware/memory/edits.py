@@ -31,6 +31,8 @@ from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, FactRow
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 
@@ -82,7 +84,7 @@ def update(project: "Project", record_id: str, **changes: Any) -> Updated:
     new["vector"] = vectors[0] if vectors else None
     stamp(collection, [new])
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         if not tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list():
             raise NotFoundError(f"No memory has the id {record_id}.")
         data = pa.Table.from_pylist([new], schema=tbl.schema)
@@ -115,7 +117,7 @@ def confirm(project: "Project", record_id: str) -> Confirmed:
     link_row(project, collection, linked)
     columns = ("code_links", "code_hashes", "linked_at")
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         found = tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list()
         if not found:
             raise NotFoundError(f"No memory has the id {record_id}.")
@@ -147,7 +149,7 @@ def delete(project: "Project", record_id: str) -> Deleted:
         tombstones.tombstone_for(project, cast("dict[str, Any]", row)) if collection in ("facts", "episodes") else None
     )
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         if stone is not None:
             tombstones.record(project, [stone])
         tbl.delete(f"id = {sql_str(record_id)}")

@@ -17,6 +17,8 @@ from contextware.storage.layout import is_local_uri
 from contextware.storage.schemas import VECTOR_TABLES, table_schema
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 
@@ -160,7 +162,7 @@ def reembed(project: "Project", *, all_rows: bool = False) -> ReembedReport:
             elif todo:
                 data = pa.Table.from_pylist(todo, schema=table.schema)
 
-                def update(table: Any = table, data: Any = data) -> Any:
+                def update(table: "Table" = table, data: Any = data) -> Any:
                     return table.merge_insert("id").when_matched_update_all().execute(data)
 
                 with_retries(update)

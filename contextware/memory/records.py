@@ -37,6 +37,8 @@ from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES, Ep
 from contextware.storage.table_search import vector_rows
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 FACT_KINDS = ("preference", "constraint", "decision", "convention", "environment", "note")
@@ -129,7 +131,7 @@ def _hash_filter(digest: str, active_only: bool) -> str:
     return where
 
 
-def _find_by_hash(table: Any, digest: str, active_only: bool) -> MemoryRow | None:
+def _find_by_hash(table: "Table", digest: str, active_only: bool) -> MemoryRow | None:
     rows: list[MemoryRow] = (
         table.search().where(_hash_filter(digest, active_only)).select(["id"]).limit(1).to_arrow().to_pylist()
     )
@@ -161,7 +163,7 @@ def _similar(project: "Project", collection: str, vector: list[float] | None, ex
 
 
 def _free_content_id(
-    project: "Project", tbl: Any, collection: str, rows: list[MemoryRow], parts: tuple[str, ...], old: str | None
+    project: "Project", tbl: "Table", collection: str, rows: list[MemoryRow], parts: tuple[str, ...], old: str | None
 ) -> None:
     """Give ``rows[0]`` the first content id no row of the table holds (nor the fact it supersedes)."""
     for attempt in range(100):
@@ -238,7 +240,7 @@ def _save_rows(
 
     ids = [r["id"] for r in rows]
 
-    def write(tbl: Any) -> Written:
+    def write(tbl: "Table") -> Written:
         checked = tbl.version  # before the check: a commit at checked + 1 proves none came in between
         found = _find_by_hash(tbl, dedup_hash, active_only)
         if found and supersedes is None:
@@ -598,6 +600,8 @@ def list_records(
     for name in {h[1] for h in chosen}:
         ids = [h[2] for h in chosen if h[1] == name]
         table = project.db.open_table(name)
+        if table is None:  # dropped since the search: nothing of it to show
+            continue
         wanted = set(ids)
         by_id = f"id IN ({', '.join(sql_str(i) for i in ids)})" if len(ids) <= MAX_IN_LIST else ""
         rows = [r for r in _read_rows(project, table, columns_of[name], by_id) if r["id"] in wanted]
@@ -610,7 +614,7 @@ def list_records(
 MAX_IN_LIST = 1000  # ids read by one ``id IN (...)``; a longer page reads its tables whole
 
 
-def _read_rows(project: "Project", table: Any, columns: list[str], where: str) -> list[MemoryRow]:
+def _read_rows(project: "Project", table: "Table", columns: list[str], where: str) -> list[MemoryRow]:
     def read() -> list[MemoryRow]:
         q = table.search().select(columns)
         return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()

@@ -10,7 +10,7 @@ not the user's own, so that every reader sees whose memory it is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from contextware.core.text import sql_str
 from contextware.memory import provenance
@@ -18,6 +18,8 @@ from contextware.memory.results import Accepted, MemoryRow, Queued, Whose
 from contextware.storage.schemas import MEMORY_TABLES
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 COLUMNS = ("id", "origin", "author", "host", "session", "imported_at", "quarantine")
@@ -27,9 +29,9 @@ TrustNote = TypedDict("TrustNote", {"id": str, "from": str, "quarantine": str}, 
 Hit = TypeVar("Hit", bound=TrustNote)
 
 
-def _read(project: "Project", table: Any, where: str, columns: list[str], limit: int) -> list[MemoryRow]:
+def _read(project: "Project", table: "Table", where: str, columns: list[str], limit: int) -> list[MemoryRow]:
     def query() -> list[MemoryRow]:
-        return list(table.search().where(where).select(columns).limit(limit).to_list())
+        return cast("list[MemoryRow]", table.search().where(where).select(columns).limit(limit).to_list())
 
     return list(project.db.read(query))
 
@@ -73,7 +75,7 @@ def held_back(project: "Project", row: MemoryRow | Whose) -> str | None:
     return f"imported from {row.get('author') or 'an unknown author'}, not a trusted author"
 
 
-def only_trusted(project: "Project", table: Any, where: str | None) -> str | None:
+def only_trusted(project: "Project", table: "Table", where: str | None) -> str | None:
     """``where`` narrowed to the rows the hooks may inject (the briefing's filter), in SQL."""
     if "quarantine" not in table.schema.names:
         return where
@@ -158,7 +160,7 @@ def accept(project: "Project", record_id: str) -> Accepted:
     if not was:
         raise UsageError(f"{record_id} is not quarantined: nothing to accept.", code="not_quarantined")
 
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         found = tbl.search().where(f"id = {sql_str(record_id)}").limit(1).to_list()
         if not found:
             raise NotFoundError(f"No memory has the id {record_id}.")

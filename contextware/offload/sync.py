@@ -35,6 +35,8 @@ from contextware.offload.files import (
 from contextware.storage.schemas import OFFLOADS_TABLE, table_schema
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 ACTIONS = ("check", "rebuild", "prune")
@@ -286,7 +288,7 @@ def prune(project: "Project") -> SyncPrune:
     orphans = sorted(i for i in indexed if i not in rows)
     if orphans:
 
-        def write(tbl: Any) -> None:
+        def write(tbl: "Table") -> None:
             for start in range(0, len(orphans), 500):
                 tbl.delete(f"id IN ({', '.join(sql_str(i) for i in orphans[start : start + 500])})")
 

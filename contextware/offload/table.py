@@ -26,6 +26,8 @@ from contextware.storage.integrity import stamp
 from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 REBUILD_HINT = "run `uv run scripts/sync.py rebuild` to restore the index from the files"
@@ -123,7 +125,7 @@ def write_rows(project: "Project", rows: list[dict[str, Any]]) -> dict[str, Any]
         if table is not None:
             db.check_model(OFFLOADS_TABLE, table, embedder.model_id, embedder.dim)
 
-        def upsert(tbl: Any) -> None:
+        def upsert(tbl: "Table") -> None:
             if rows:
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, cast
 
 from contextware.core.errors import (
     DamagedDataError,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pyarrow as pa
+    from lancedb.table import LanceTable, Table
 
     from contextware.storage.config import Config
 
@@ -139,6 +140,22 @@ def vector_dim(schema: "pa.Schema") -> int | None:
     return getattr(schema.field("vector").type, "list_size", None)
 
 
+class FragmentStats(TypedDict, total=False):
+    num_fragments: int
+    num_small_fragments: int
+
+
+class NativeStats(TypedDict, total=False):
+    """What ``Table.stats()`` hands back: a dict, whatever lancedb's annotation says."""
+
+    total_bytes: int
+    fragment_stats: FragmentStats
+
+
+def native_stats(table: "Table") -> NativeStats:
+    return cast(NativeStats, table.stats())
+
+
 class DatabaseOwner(Protocol):
     """What the database needs of its project (``storage.project.Project``), named here so that the
     project imports the database and never the other way round."""
@@ -230,7 +247,7 @@ class Database:
             lock.release()
 
     # -- tables ---------------------------------------------------------------------------------
-    def open_table(self, name: str) -> Any | None:
+    def open_table(self, name: str) -> "Table | None":
         """The table, or None when it was never created.  Adds columns that a newer version of the
         schema has (schema evolution).  A local table's files are checked by type first
         (``table_files.check``): a FIFO or a symlink where a data file belongs is damage, never opened."""
@@ -291,7 +308,7 @@ class Database:
                 continue
         return False
 
-    def create_table(self, name: str, dim: int | None = None, model_id: str | None = None) -> Any:
+    def create_table(self, name: str, dim: int | None = None, model_id: str | None = None) -> "Table":
         """Open or create (under the lock) a table for vectors of ``model_id``; without ``dim`` a
         table of ``schemas.PLAIN_TABLES``, which has no vector."""
         table = self.open_table(name)
@@ -317,7 +334,7 @@ class Database:
         self._tables[name] = table
         return table
 
-    def replace_table(self, name: str, data: "pa.Table") -> Any:
+    def replace_table(self, name: str, data: "pa.Table") -> "Table":
         """Replace a table's rows and schema in one commit (a crash leaves the old or the new
         table, never neither).  Call with the write lock held."""
         table = with_retries(
@@ -328,7 +345,7 @@ class Database:
         self._tables[name] = table
         return table
 
-    def _evolve(self, name: str, table: Any) -> None:
+    def _evolve(self, name: str, table: "Table") -> None:
         import pyarrow as pa
 
         current = table.schema
@@ -342,7 +359,7 @@ class Database:
             if still_missing:
                 with_retries(lambda: table.add_columns(pa.schema([f.with_nullable(True) for f in still_missing])))
 
-    def schema(self, table: Any) -> "pa.Schema":
+    def schema(self, table: "Table") -> "pa.Schema":
         """The table's schema, asked of LanceDB at most every ``SCHEMA_TTL_S`` seconds per table: each
         ask is a round trip through LanceDB's event loop (a recall asked it about ten times, ~15 ms
         under load).  Schemas only ever gain nullable columns, so a second-old answer is safe."""
@@ -354,7 +371,7 @@ class Database:
         self._schemas[id(table)] = (table, now, schema)
         return schema
 
-    def check_model(self, name: str, table: Any, model_id: str, dim: int) -> None:
+    def check_model(self, name: str, table: "Table", model_id: str, dim: int) -> None:
         schema = self.schema(table)
         stored = vector_model(schema)
         if stored and (stored != model_id or vector_dim(schema) != dim):
@@ -390,7 +407,7 @@ class Database:
                 pass
         return result
 
-    def _after_write(self, name: str, table: Any, force: bool = False, maintain: bool = True) -> None:
+    def _after_write(self, name: str, table: "Table", force: bool = False, maintain: bool = True) -> None:
         """Let this process's in-memory view of the table follow the write (``follow_writes``: the
         resident service's snapshots, so that its next recall costs what a recall costs), then
         maintain the table; a compaction only re-keys the view (same rows)."""
@@ -404,7 +421,7 @@ class Database:
         if maintain and self._maintain(table, force=force) and follower is not None and followed is not None:
             follower[1](self, name, table, followed)
 
-    def _maintain(self, table: Any, force: bool = False) -> bool:
+    def _maintain(self, table: "Table", force: bool = False) -> bool:
         """Compact small fragments, drop old versions and fold new rows into the indexes once a table
         has accumulated enough writes or more than ``MAX_UNINDEXED_ROWS`` rows outside an index.
         Called with the write lock held.
@@ -419,7 +436,7 @@ class Database:
         self._ensure_indexes(table)
         if not force:
             try:
-                stats = table.stats()
+                stats = native_stats(table)
             except Exception:  # noqa: BLE001
                 return False
             small = stats.get("fragment_stats", {}).get("num_small_fragments", 0)
@@ -430,7 +447,7 @@ class Database:
             with_retries(lambda: table.optimize(cleanup_older_than=self._keep_versions()))
         return True
 
-    def _ensure_indexes(self, table: Any) -> None:
+    def _ensure_indexes(self, table: "Table") -> None:
         """Create the indexes a table lacks (one written by an older version); they are filled by the
         ``optimize`` that follows or by a later one.  Checked once per table and process."""
         name = getattr(table, "name", "")
@@ -453,11 +470,11 @@ class Database:
         table = self.open_table(name)
         if table is None:
             return {"table": name, "compacted": False}
-        before = table.stats()
+        before = native_stats(table)
         with self.write_lock(name):
             table.checkout_latest()
             self._after_write(name, table, force=True)
-        after = table.stats()
+        after = native_stats(table)
         return {
             "table": name,
             "bytes_before": before.get("total_bytes"),
@@ -480,7 +497,7 @@ class Database:
                 raise
 
 
-def describes_nothing(table: Any) -> bool:
+def describes_nothing(table: "Table") -> bool:
     """A manifest overwritten with NUL bytes reads as a version-0 table with no columns: every table
     of ours has columns, so that is damage (adding the missing columns to it failed as an internal
     error in every door)."""
@@ -518,7 +535,7 @@ def _damage_reported() -> Iterator[None]:
         raise
 
 
-def wanted_indexes(table: Any) -> list[tuple[str, str]]:
+def wanted_indexes(table: "Table") -> list[tuple[str, str]]:
     """(column, type) of every index the table should have: FTS on the search text, BTREE on ``id``
     and the scalar indexes of ``schemas.SCALAR_INDEXES``, for the columns its schema has."""
     names = set(table.schema.names)
@@ -529,7 +546,7 @@ def wanted_indexes(table: Any) -> list[tuple[str, str]]:
     return wanted
 
 
-def unindexed_rows(table: Any) -> int:
+def unindexed_rows(table: "Table") -> int:
     """The most rows any index of the table does not cover yet (0 when it has no index)."""
     worst = 0
     try:
@@ -542,11 +559,15 @@ def unindexed_rows(table: Any) -> int:
     return worst
 
 
-def _create_indexes(table: Any, skip: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+def _create_indexes(table: "Table", skip: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
     """Create the table's ``wanted_indexes`` not in ``skip``; True when none failed."""
     from lancedb.index import FTS, Bitmap, BTree
 
-    configs = {"FTS": lambda: FTS(with_position=False), "BTREE": BTree, "BITMAP": Bitmap}
+    configs: dict[str, Callable[[], FTS | BTree | Bitmap]] = {
+        "FTS": lambda: FTS(with_position=False),
+        "BTREE": BTree,
+        "BITMAP": Bitmap,
+    }
     ok = True
     for column, kind in wanted_indexes(table):
         if column in skip:
@@ -562,11 +583,11 @@ def _create_indexes(table: Any, skip: set[str] = frozenset()) -> bool:  # type: 
     return ok
 
 
-def _declare_key_and_index(table: Any) -> None:
+def _declare_key_and_index(table: "Table") -> None:
     """The primary key makes concurrent ``merge_insert`` safe; the indexes are created on the empty
     table so that every later fragment is covered and compaction can merge them all."""
     try:
-        table.set_unenforced_primary_key("id")
+        cast("LanceTable", table).set_unenforced_primary_key("id")
     except Exception:  # noqa: BLE001 - done already by a concurrent creator
         pass
     _create_indexes(table)

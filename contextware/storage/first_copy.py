@@ -17,25 +17,27 @@ than a later duplicate is ever deleted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.core.text import sql_str
 from contextware.storage.database import with_retries
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.database import Database
 
 # How far back to look for the commit that added the first copy (one step per concurrent commit).
 MAX_STEPS = 64
 
 
-def _ids_at(table: Any, version: int, where: str) -> list[str]:
+def _ids_at(table: "Table", version: int, where: str) -> list[str]:
     table.checkout(version)
     rows = table.search().where(where).select(["id"]).limit(None).to_arrow().to_pylist()
     return sorted(r["id"] for r in rows)
 
 
-def _first_copy(table: Any, version: int, where: str, seen: list[str]) -> str:
+def _first_copy(table: "Table", version: int, where: str, seen: list[str]) -> str:
     """The id of the row matching ``where`` that was committed first, walking back from ``version``
     (where ``seen`` matched) to the version before any copy existed; the commit after it added
     exactly one save's rows."""
@@ -52,7 +54,7 @@ def _first_copy(table: Any, version: int, where: str, seen: list[str]) -> str:
     return seen[0]
 
 
-def _commit_of(table: Any, row_id: str, hint: int) -> int:
+def _commit_of(table: "Table", row_id: str, hint: int) -> int:
     """The version whose commit added ``row_id``: the first one that holds it.  The version an append
     reports is only a hint (under concurrent commits it was seen to be a later one), and trusting a
     later one would make a writer take its own row, or a later duplicate, for an earlier copy."""

@@ -17,11 +17,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import DamagedDataError
 from contextware.storage.database import RECOVERY_HINT
 from contextware.storage.schemas import CHECKSUM_COLUMN
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 VECTOR_COLUMN = "vector"
 # Set (True) on a row already checked: the resident service's in-memory table snapshots check each
@@ -160,7 +163,7 @@ def verify_rows(name: str, rows: Iterable[Mapping[str, object]]) -> None:
             )
 
 
-def damaged_rows(name: str, table: Any, batch_rows: int = 2048) -> list[str]:
+def damaged_rows(name: str, table: "Table", batch_rows: int = 2048) -> list[str]:
     """The ids of every row of ``table`` whose checksum (or vector) does not match what was written,
     read by offsets, a batch at a time (bounded memory on a large table; ~1 s for 20,000 rows).  A data file Lance cannot read raises
     ``damaged_data`` (see ``Database.read``)."""

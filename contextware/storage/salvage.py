@@ -32,6 +32,8 @@ from contextware.storage.schemas import FTS_COLUMN
 from contextware.storage.table_files import copy_aside, move_irregular
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.database import Database
 
 _U64 = 2**64 - 1
@@ -66,11 +68,11 @@ def _open(db: "Database", name: str) -> Any:
     return db.conn.open_table(name)
 
 
-def _read(table: Any, offsets: list[int], columns: list[str]) -> list[dict[str, Any]]:
+def _read(table: "Table", offsets: list[int], columns: list[str]) -> list[dict[str, Any]]:
     return table.take_offsets(offsets).select(columns).to_arrow().to_pylist()
 
 
-def _salvage_rows(table: Any, count: int, columns: list[str]) -> tuple[list[dict[str, Any]], int]:
+def _salvage_rows(table: "Table", count: int, columns: list[str]) -> tuple[list[dict[str, Any]], int]:
     """Every readable row (by range, halving failing ranges) and how many rows could not be read."""
     rows: list[dict[str, Any]] = []
     lost = 0
@@ -97,7 +99,7 @@ def _salvage_rows(table: Any, count: int, columns: list[str]) -> tuple[list[dict
     return rows, lost
 
 
-def _index_works(table: Any) -> bool:
+def _index_works(table: "Table") -> bool:
     """Does the full-text index answer?  A damaged index file fails every search that uses it."""
     if FTS_COLUMN not in table.schema.names:
         return True

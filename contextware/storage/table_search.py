@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.storage.integrity import CHECKED, verify_rows
 from contextware.storage.layout import is_local_uri
@@ -29,6 +29,8 @@ from contextware.storage.schemas import FTS_COLUMN
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
 
     from contextware.storage.database import Database
 
@@ -71,13 +73,15 @@ def snapshots_kept() -> bool:
     return _snapshots is not None
 
 
-def columns(db: "Database", table: Any) -> list[str]:
+def columns(db: "Database", table: "Table") -> list[str]:
     """The columns a search returns: all but the indexed text (a file's can be large)."""
     return [c for c in db.schema(table).names if c != FTS_COLUMN]
 
 
 # -- the searches -------------------------------------------------------------------------------------
-def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | None, limit: int) -> list[dict[str, Any]]:
+def fts_rows(
+    db: "Database", name: str, table: "Table", query: str, where: str | None, limit: int
+) -> list[dict[str, Any]]:
     """The ``limit`` best BM25 rows (each with ``_score``).  Raises what LanceDB raises for a table
     without a full-text index or an unparsable query: callers decide."""
     snap = _snapshot(db, name, table)
@@ -100,7 +104,7 @@ def fts_rows(db: "Database", name: str, table: Any, query: str, where: str | Non
 
 
 def vector_rows(
-    db: "Database", name: str, table: Any, qvec: Any, where: str | None, limit: int
+    db: "Database", name: str, table: "Table", qvec: Any, where: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """The ``limit`` rows nearest to ``qvec`` by cosine (each with ``_distance``), best first."""
     snap = _snapshot(db, name, table)
@@ -108,7 +112,7 @@ def vector_rows(
 
         def run() -> list[dict[str, Any]]:
             q = (
-                table.search(qvec, vector_column_name="vector")
+                cast("LanceVectorQueryBuilder", table.search(qvec, vector_column_name="vector"))
                 .distance_type("cosine")
                 .select(columns(db, table))
                 .limit(limit)
@@ -192,7 +196,7 @@ class Snapshot:
         """The vectors, one float32 row per row held (a view of a buffer grown by halves)."""
         return self._matrix[: self.n]
 
-    def catch_up(self, db: "Database", table: Any, key: tuple[Any, ...]) -> "Snapshot | None":
+    def catch_up(self, db: "Database", table: "Table", key: tuple[Any, ...]) -> "Snapshot | None":
         """This snapshot with the rows written since (those in fragments past ``frag``) appended and
         the rows they replace retired, as of version ``key``; None when only a fresh read can tell
         what the table holds.  A new object (sharing the vector buffer, whose rows past ``n`` this one
@@ -243,7 +247,7 @@ class Snapshot:
         new._lock = threading.Lock()
         return new
 
-    def rekey(self, db: "Database", table: Any, key: tuple[Any, ...]) -> "Snapshot":
+    def rekey(self, db: "Database", table: "Table", key: tuple[Any, ...]) -> "Snapshot":
         """This snapshot as of version ``key`` of a compaction: the same rows in new fragments."""
         import copy
 
@@ -254,7 +258,7 @@ class Snapshot:
         new.key = key
         return new
 
-    def allowed(self, db: "Database", table: Any, where: str | None) -> "np.ndarray":
+    def allowed(self, db: "Database", table: "Table", where: str | None) -> "np.ndarray":
         """The rows (indices, ascending) with a usable vector that pass ``where``."""
         if not where:
             return self.usable
@@ -334,7 +338,7 @@ class Snapshot:
                 self.checked[i] = True
             row[CHECKED] = True
 
-    def rows(self, db: "Database", table: Any, ids: list[str]) -> list[dict[str, Any]]:
+    def rows(self, db: "Database", table: "Table", ids: list[str]) -> list[dict[str, Any]]:
         """The rows of ``ids`` in that order; ids written after this snapshot are read from LanceDB."""
         known = [self.index.get(rid) for rid in ids]
         if all(i is not None for i in known):
@@ -445,7 +449,7 @@ def _latest_version(names: tuple[str, ...]) -> int:
     return latest
 
 
-def follow_write(db: "Database", name: str, table: Any) -> tuple[Any, ...] | None:
+def follow_write(db: "Database", name: str, table: "Table") -> tuple[Any, ...] | None:
     """Called by the writer, under the table's write lock, right after a write: bring this process's
     snapshot of the table (if any) up to the new version now, and answer its key (None when there is
     no snapshot to follow), so that a compaction that follows can re-key it (``follow_compaction``)."""
@@ -456,7 +460,7 @@ def follow_write(db: "Database", name: str, table: Any) -> tuple[Any, ...] | Non
     return snap.key if snap is not None else None
 
 
-def follow_compaction(db: "Database", name: str, table: Any, before: tuple[Any, ...]) -> None:
+def follow_compaction(db: "Database", name: str, table: "Table", before: tuple[Any, ...]) -> None:
     """The writer compacted the table from version ``before``: same rows, new version and fragments."""
     cache = _snapshots
     if cache is None:
@@ -470,7 +474,7 @@ def follow_compaction(db: "Database", name: str, table: Any, before: tuple[Any, 
                 cache[slot] = snap.rekey(db, table, key)
 
 
-def version_key(db: "Database", name: str, table: Any) -> tuple[Any, ...]:
+def version_key(db: "Database", name: str, table: "Table") -> tuple[Any, ...]:
     """What changes with every commit and every re-creation of the table.  On local disk: the
     table and version folders' identity, the latest version, and the version folder's file names (each commit adds a manifest; a re-created table
     has a new folder), read without a round trip through LanceDB's event loop, which the searches
@@ -496,7 +500,7 @@ def _lock_for(key: tuple[str, str]) -> threading.Lock:
         return _locks.setdefault(key, threading.Lock())
 
 
-def _snapshot(db: "Database", name: str, table: Any, load: bool | None = None) -> Snapshot | None:
+def _snapshot(db: "Database", name: str, table: "Table", load: bool | None = None) -> Snapshot | None:
     """The table's current snapshot (loaded when the table changed), or None when snapshots are off.
     ``load`` False (default: while ``load_in_background`` runs): only a snapshot already current."""
     cache = _snapshots

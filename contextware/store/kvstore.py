@@ -49,6 +49,8 @@ from contextware.store.results import (
 )
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 ALL = "*"
@@ -261,7 +263,7 @@ def _fold_access_log(project: "Project", column: dict[str, int]) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def _meta_rows(table: Any, where: str | None = None) -> list[KvRow]:
+def _meta_rows(table: "Table", where: str | None = None) -> list[KvRow]:
     query = table.search().select(META_COLUMNS)
     if where:
         query = query.where(where)
@@ -315,7 +317,7 @@ def save(project: "Project", namespace: str, key: str, value: JsonValue) -> Save
     rid = record_id(namespace, key)
     project.ensure_data_dir()
 
-    def write(table: Any) -> tuple[bool, datetime, list[Evicted]]:
+    def write(table: "Table") -> tuple[bool, datetime, list[Evicted]]:
         others = {r["id"]: r for r in _meta_rows(table)}
         existing = others.pop(rid, None)
         access = _read_access(project)
@@ -470,7 +472,7 @@ def delete(project: "Project", namespace: str, key: str | None) -> DeletedKeys:
     deleted: list[KeyRef] = []
     if project.db.open_table(KV_TABLE) is not None:
 
-        def _write(table: Any) -> list[KeyRef]:
+        def _write(table: "Table") -> list[KeyRef]:
             doomed = _meta_rows(table, where)
             if doomed:
                 table.delete(where)

@@ -17,7 +17,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 SAMPLE_PROMPT = "Contextware doctor: what does this project's memory hold?"
 SAMPLE_ANSWER = "Contextware doctor: a sample answer, removed after the check."
@@ -179,7 +182,7 @@ def forget_session(root: Path, session: str) -> int:
         if table not in project.db.table_names():
             continue
 
-        def drop(tbl: Any, where: str = where) -> int:
+        def drop(tbl: "Table", where: str = where) -> int:
             count = int(tbl.count_rows(where))
             if count:
                 tbl.delete(where)

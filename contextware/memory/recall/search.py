@@ -111,9 +111,11 @@ def candidates(
     ``tag`` marks each candidate with its project (a search across projects)."""
     text, tables = query.question, query.tables
     embedder = project.embedder
-    present = [t for t in tables if project.db.open_table(t) is not None]
-    for name in present:
-        project.db.check_model(name, project.db.open_table(name), embedder.model_id, embedder.dim)
+    opened = {t: project.db.open_table(t) for t in tables}
+    present = [t for t in tables if opened[t] is not None]
+    for name, table in opened.items():
+        if table is not None:
+            project.db.check_model(name, table, embedder.model_id, embedder.dim)
     wide = expand_query(text)
     limit = max(project.config.recall_candidates, query.limit * 3)
     wheres = {name: query.filters.where(name, project.root) for name in present}

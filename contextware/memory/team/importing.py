@@ -34,6 +34,8 @@ from contextware.storage.schemas import FTS_COLUMN, MEMORY_TABLES
 from contextware.storage.table_search import release_unused
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.memory.results import LinkedRow, MemoryRow
     from contextware.memory.team.tombstones import Tombstone
     from contextware.storage.project import Project
@@ -198,7 +200,7 @@ def _stones(
 
 
 def plan(
-    table: Any, collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
+    table: "Table", collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
 ) -> Plan:
     """Each id's later version among this table's row, the file's and the tombstones, read in batches;
     then active memories of one text folded into the smallest id."""
@@ -274,7 +276,7 @@ def _embed_sorted(embedder: Any, texts: list[str]) -> tuple[list[list[float]] | 
     return out, None
 
 
-def _rows_by_id(tbl: Any, ids: list[str], columns: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def _rows_by_id(tbl: "Table", ids: list[str], columns: list[str] | None = None) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
     query = tbl.search().where(f"id IN ({', '.join(sql_str(i) for i in ids)})")
@@ -283,7 +285,7 @@ def _rows_by_id(tbl: Any, ids: list[str], columns: list[str] | None = None) -> d
     return {r["id"]: r for r in query.limit(None).to_arrow().to_pylist()}
 
 
-def _write_chunk(tbl: Any, collection: str, rows: list[dict[str, Any]], project: "Project") -> dict[str, Any]:
+def _write_chunk(tbl: "Table", collection: str, rows: list[dict[str, Any]], project: "Project") -> dict[str, Any]:
     """Under the lock: each row written unless this table's row or a tombstone is now its later
     version, or (facts, episodes) an active row of the same text now holds a smaller id."""
     import pyarrow as pa
@@ -326,7 +328,7 @@ def _write_chunk(tbl: Any, collection: str, rows: list[dict[str, Any]], project:
 
 
 def _finish(
-    tbl: Any, collection: str, plan: Plan, stones: dict[str, dict[str, Any]]
+    tbl: "Table", collection: str, plan: Plan, stones: dict[str, dict[str, Any]]
 ) -> tuple[list[str], dict[str, str]]:
     """Under the lock, once every row is written: the tombstoned rows deleted (unless changed since),
     the folded ones too (when the id kept holds their text), and supersession pointed at the id kept."""
@@ -421,7 +423,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 _mark_imported(rows)
                 stamp(collection, rows)
 
-                def write(tbl: Any, c: str = collection, r: list[dict[str, Any]] = rows) -> dict[str, Any]:
+                def write(tbl: "Table", c: str = collection, r: list[dict[str, Any]] = rows) -> dict[str, Any]:
                     return _write_chunk(tbl, c, r, project)
 
                 done = project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id, maintain=False)
@@ -434,7 +436,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 counts["unchanged"] += skipped
             if first.todo or first.deletes or first.folds:
 
-                def finish(tbl: Any, c: str = collection, p: Plan = first, s: Any = stones) -> Any:
+                def finish(tbl: "Table", c: str = collection, p: Plan = first, s: Any = stones) -> Any:
                     return _finish(tbl, c, p, s)
 
                 deletes, folds = project.db.write(collection, finish, dim=embedder.dim, model_id=embedder.model_id)

@@ -26,6 +26,8 @@ from contextware.memory.turns.archive import ARCHIVE_DIR, archive_path, write_ar
 from contextware.memory.turns.digest import MIN_TURNS, refresh_digest
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 LEDGER = "archive/retention.json"
@@ -78,7 +80,7 @@ def _session_rows(project: "Project", session_id: str) -> list[dict[str, Any]]:
 
 
 def _delete(project: "Project", ids: list[str]) -> None:
-    def write(tbl: Any) -> None:
+    def write(tbl: "Table") -> None:
         for start in range(0, len(ids), DELETE_BATCH):
             tbl.delete(f"id IN ({', '.join(sql_str(i) for i in ids[start : start + DELETE_BATCH])})")
 
