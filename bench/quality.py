@@ -162,6 +162,7 @@ def _iso(d: datetime) -> str:
 
 DEFAULT_HOOK_GATE = CONFIG_DEFAULTS["hook_min_confidence"]
 DEFAULT_RECALL_GATE = CONFIG_DEFAULTS["recall_min_confidence"]
+RECALL_GATES = (0.0, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2)  # recall's gate swept (the report's JSON)
 HOOK_GATES = (0.0, 0.15, 0.25, 0.35, 0.45, 0.55)  # the trade-off table's gates (the default is config's)
 
 
@@ -228,6 +229,16 @@ def report(per: list[dict], ms: list[float]) -> dict[str, Any]:
         "recall_ms_p50": round(sorted(ms)[len(ms) // 2], 1) if ms else None,
         # answerable questions that recall, at its default gate, answers with nothing
         "silenced_answerable": round(sum(p["top"]["recall"] < DEFAULT_RECALL_GATE for p in ans) / max(1, len(ans)), 3),
+        "recall_tradeoff": [
+            {
+                "gate": gate,
+                "silenced_answerable": round(sum(p["top"]["recall"] < gate for p in ans) / max(1, len(ans)), 3),
+                "silent_unanswerable": round(sum(p["top"]["recall"] < gate for p in una) / len(una), 3)
+                if una
+                else None,
+            }
+            for gate in RECALL_GATES
+        ],
     }
     if per and "hook" in per[0]:
         out["hook"] = {
@@ -450,10 +461,13 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
             silent = f"{t['silent_unanswerable']:.3f}" if t["silent_unanswerable"] is not None else "-"
             lines.append(f"| {t['gate']:.2f} | {t['answer_injected']:.3f} | {t['items_mean']:.2f} | {silent} |")
     if "silenced_answerable" in r:
+        at = next((t for t in r.get("recall_tradeoff", []) if t["gate"] == DEFAULT_RECALL_GATE), None)
+        silent = at["silent_unanswerable"] if at else None
         lines += [
             "",
             f"Recall at its default gate (`recall_min_confidence` {DEFAULT_RECALL_GATE}) answers nothing to "
-            f"{r['silenced_answerable']:.3f} of the answerable questions.",
+            f"{r['silenced_answerable']:.3f} of the answerable questions"
+            + (f" and to {silent:.3f} of the unanswerable ones." if silent is not None else "."),
         ]
     if "supersession" in r:
         s = r["supersession"]

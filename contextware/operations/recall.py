@@ -153,11 +153,11 @@ PARAMS = (
     Param(
         "min_confidence",
         float,
-        "answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off",
+        "answer only when the best result's confidence (0-1) reaches C, else answerable: false and no results (default: recall_min_confidence in config.json, 0.1); 0 turns the gate off",
         minimum=0,
         maximum=1,
         metavar="C",
-        mcp_help="Answer only when the best result's confidence (0-1) reaches this (default: recall_min_confidence in config.json, 0.15); 0 turns the gate off.",
+        mcp_help="Answer only when the best result's confidence (0-1) reaches this (default: recall_min_confidence in config.json, 0.1); 0 turns the gate off.",
     ),
     Param(
         "explain",

@@ -94,7 +94,7 @@ class Config:
     # Retrieval (calibrated on bench/data/memory_eval.json, see bench/recall_quality.py)
     recall_candidates: int = setting(30, "candidates each ranker gives the fusion", floor=1, ceiling=10_000)
     recall_min_confidence: float = setting(
-        0.15, "confidence the best result must reach, else answerable: false", floor=0, ceiling=1
+        0.1, "confidence the best result must reach, else answerable: false", floor=0, ceiling=1
     )
     hook_min_confidence: float = setting(0.25, "the prompt hook's stricter gate", floor=0, ceiling=1)
     trusted_authors: tuple[str, ...] = setting(
