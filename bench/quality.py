@@ -462,12 +462,12 @@ def table(name: str, r: dict[str, Any]) -> list[str]:
             lines.append(f"| {t['gate']:.2f} | {t['answer_injected']:.3f} | {t['items_mean']:.2f} | {silent} |")
     if "silenced_answerable" in r:
         at = next((t for t in r.get("recall_tradeoff", []) if t["gate"] == DEFAULT_RECALL_GATE), None)
-        silent = at["silent_unanswerable"] if at else None
+        quiet = at["silent_unanswerable"] if at else None
         lines += [
             "",
             f"Recall at its default gate (`recall_min_confidence` {DEFAULT_RECALL_GATE}) answers nothing to "
             f"{r['silenced_answerable']:.3f} of the answerable questions"
-            + (f" and to {silent:.3f} of the unanswerable ones." if silent is not None else "."),
+            + (f" and to {quiet:.3f} of the unanswerable ones." if quiet is not None else "."),
         ]
     if "supersession" in r:
         s = r["supersession"]

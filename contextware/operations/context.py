@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from contextware.memory.briefing import DEFAULT_BUDGET
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, number_of
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -47,22 +47,22 @@ PARAMS = (
 )
 
 
-def check(values: Mapping[str, Any]) -> int:
+def check(values: Mapping[str, object]) -> int:
     from contextware.core.errors import FieldError
 
     if values.get("format", "markdown") not in CONTEXT_FORMATS:
         raise FieldError(f"Unknown {{field}} {values.get('format')!r}: use markdown or json.", field="format")
-    return int(values["budget_tokens"])
+    return number_of(values, "budget_tokens") or 0
 
 
-def run(project: "Project", budget: int, values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", budget: int, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.briefing import render_fenced, session_context
 
     ctx = session_context(project, budget)
     return {**ctx, "markdown": render_fenced(ctx)} if "format" in values else cast("dict[str, Any]", ctx)
 
 
-def tool_text(values: Mapping[str, Any]) -> Callable[[Mapping[str, object]], str] | None:
+def tool_text(values: Mapping[str, object]) -> Callable[[Mapping[str, object]], str] | None:
     """The tool's text content: the markdown briefing, unless JSON was asked for."""
     return (lambda result: str(result["markdown"])) if values.get("format", "markdown") == "markdown" else None
 

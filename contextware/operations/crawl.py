@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.codeindex.summarizing import SUMMARIZERS
-from contextware.operations.spec import Operation, Param, texts
+from contextware.operations.spec import Operation, Param, number_of, text_of, texts
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -82,22 +82,21 @@ class CrawlRequest:
     progress: bool = False
 
 
-def check(values: Mapping[str, Any]) -> CrawlRequest:
+def check(values: Mapping[str, object]) -> CrawlRequest:
     """The request of these values (a text is one path: a name may hold a comma)."""
     from contextware.codeindex.summarizing import check_summarizer
 
-    summarizer = values.get("summarizer")
-    jobs = values.get("jobs")
+    summarizer = text_of(values, "summarizer")
     return CrawlRequest(
         paths=texts(values.get("paths")),
         summarizer=check_summarizer(summarizer) if summarizer else None,
-        jobs=None if jobs is None else int(jobs),
+        jobs=number_of(values, "jobs"),
         force=bool(values.get("force")),
         upgrade=bool(values.get("upgrade")),
     )
 
 
-def run(project: "Project", request: CrawlRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", request: CrawlRequest, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.codeindex.indexer import crawl
 
     return crawl(

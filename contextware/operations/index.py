@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.codeindex.summarizing import SUMMARIZERS
-from contextware.operations.spec import Operation, Param, texts
+from contextware.operations.spec import Operation, Param, text_of, texts
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -61,12 +61,12 @@ class IndexRequest:
     force: bool
 
 
-def check(values: Mapping[str, Any]) -> IndexRequest:
+def check(values: Mapping[str, object]) -> IndexRequest:
     """The request of these values: the paths as given (one path or a list; a name may hold a
     comma, so a text is never split) and a known summariser."""
     from contextware.codeindex.summarizing import check_summarizer
 
-    summarizer = values.get("summarizer")
+    summarizer = text_of(values, "summarizer")
     return IndexRequest(
         paths=texts(values.get("paths")),
         summarizer=check_summarizer(summarizer) if summarizer else None,
@@ -74,7 +74,7 @@ def check(values: Mapping[str, Any]) -> IndexRequest:
     )
 
 
-def run(project: "Project", request: IndexRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", request: IndexRequest, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.codeindex.indexer import index_files
 
     summarizer = request.summarizer or project.config.summarizer

@@ -8,10 +8,10 @@ The maintenance subcommands with no MCP tool (``reembed``, ``compact``, ``retain
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, number_of, text_of
 from contextware.storage.schemas import MEMORY_TABLES
 
 if TYPE_CHECKING:
@@ -34,38 +34,41 @@ def _id(action: str) -> Param:
     )
 
 
-def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_confirm(project: "Project", memory_id: str, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.edits import confirm
 
-    return cast("dict[str, Any]", confirm(project, memory_id))
+    return confirm(project, memory_id)
 
 
-def _run_delete(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_delete(project: "Project", memory_id: str, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.edits import delete
 
-    return cast("dict[str, Any]", delete(project, memory_id))
+    return delete(project, memory_id)
 
 
-def _run_history(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_history(project: "Project", memory_id: str, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.history import history
 
-    return cast("dict[str, Any]", history(project, memory_id))
+    return history(project, memory_id)
 
 
-def _check_id(values: Mapping[str, Any]) -> str:
+def _check_id(values: Mapping[str, object]) -> str:
     return str(values.get("id") or "")
 
 
 # -- list -----------------------------------------------------------------------------------------
-def _check_list(values: Mapping[str, Any]) -> Mapping[str, Any]:
+def _check_list(values: Mapping[str, object]) -> Mapping[str, object]:
     return values
 
 
-def _run_list(project: "Project", values: Mapping[str, Any], _: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_list(project: "Project", values: Mapping[str, object], _: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.records import list_records
 
-    listed = list_records(project, values.get("collection"), int(values["limit"]), stale=bool(values.get("stale")))
-    return cast("dict[str, Any]", listed)
+    limit = number_of(values, "limit")
+    listed = list_records(
+        project, text_of(values, "collection"), 0 if limit is None else limit, stale=bool(values.get("stale"))
+    )
+    return listed
 
 
 LIST = Operation(
@@ -113,7 +116,7 @@ LIST = Operation(
 
 
 # -- one memory by its id -------------------------------------------------------------------------
-def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_get(project: "Project", memory_id: str, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.records import get
     from contextware.memory.turns.usage import fetched
 
@@ -122,7 +125,7 @@ def _run_get(project: "Project", memory_id: str, values: Mapping[str, Any]) -> M
         fetched(project.data_dir, memory_id)
     except Exception:  # noqa: BLE001
         pass
-    return cast("dict[str, Any]", row)
+    return row
 
 
 GET = Operation(
@@ -232,16 +235,16 @@ CHANGES = (
 )
 
 
-def _check_update(values: Mapping[str, Any]) -> dict[str, Any]:
+def _check_update(values: Mapping[str, object]) -> dict[str, Any]:
     """``edits.update``'s keywords: the id and every change (None: unchanged); the function checks them."""
     return {"record_id": str(values.get("id") or ""), **{p.name: values.get(p.name) for p in CHANGES}}
 
 
-def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_update(project: "Project", request: dict[str, Any], values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.edits import update
 
     changes = dict(request)
-    return cast("dict[str, Any]", update(project, changes.pop("record_id"), **changes))
+    return update(project, changes.pop("record_id"), **changes)
 
 
 UPDATE = Operation(
@@ -267,10 +270,10 @@ UPDATE = Operation(
 
 
 # -- stats ----------------------------------------------------------------------------------------
-def _run_stats(project: "Project", _: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
+def _run_stats(project: "Project", _: Mapping[str, object], values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.maintenance import stats
 
-    return cast("dict[str, Any]", stats(project))
+    return stats(project)
 
 
 STATS = Operation(

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, text_of
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -161,7 +161,7 @@ class OffloadRequest:
     resume_id: str | None = None
 
 
-def check(values: Mapping[str, Any]) -> OffloadRequest:
+def check(values: Mapping[str, object]) -> OffloadRequest:
     """The task of these values: a prompt, and nothing that belongs to ``sessions``."""
     from contextware.core.errors import FieldError
 
@@ -177,17 +177,17 @@ def check(values: Mapping[str, Any]) -> OffloadRequest:
         prompt=str(values["prompt"]),
         files=values.get("files"),
         include_dirs=values.get("include_dirs"),
-        context=values.get("context"),
-        model=values.get("model"),
+        context=text_of(values, "context"),
+        model=text_of(values, "model"),
         topic=values.get("topic"),
         refresh=bool(values.get("refresh")),
-        session=values.get("session"),
-        feature=values.get("feature"),
-        resume_id=values.get("resume_id"),
+        session=text_of(values, "session"),
+        feature=text_of(values, "feature"),
+        resume_id=text_of(values, "resume_id"),
     )
 
 
-def run(project: "Project", request: OffloadRequest, values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", request: OffloadRequest, values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.offload.run import offload
 
     return offload(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextware.memory.recall import SCOPES
 from contextware.memory.records import FACT_KINDS, RESULTS
-from contextware.operations.spec import Operation, Param
+from contextware.operations.spec import Operation, Param, text_of
 
 if TYPE_CHECKING:
     from contextware.memory.recall.query import RecallQuery
@@ -169,15 +169,16 @@ PARAMS = (
 )
 
 
-def check(values: Mapping[str, Any]) -> "RecallQuery":
+def check(values: Mapping[str, object]) -> "RecallQuery":
     """The ``RecallQuery`` of these values (every input checked; nothing read yet)."""
     from contextware.memory.recall import parse_query
 
-    asked = {k: v for k, v in values.items() if k not in RUN_OPTIONS and k != "query"}
-    return parse_query(values.get("query"), **asked)
+    # parse_query checks each input's type and bounds itself (its errors name the input)
+    asked: dict[str, Any] = {k: v for k, v in values.items() if k not in RUN_OPTIONS and k != "query"}
+    return parse_query(text_of(values, "query"), **asked)
 
 
-def run(project: "Project", query: "RecallQuery", values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", query: "RecallQuery", values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.recall import recall, recall_refreshing_stale
 
     step = recall_refreshing_stale if values.get("refresh_stale") else recall

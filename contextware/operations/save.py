@@ -112,7 +112,7 @@ PARAMS = (
 EPISODE_NEEDS = {"goal": "what the task set out to do", "result": "whether it worked: success, failure or partial"}
 
 
-def check(values: Mapping[str, Any]) -> dict[str, Any]:
+def check(values: Mapping[str, object]) -> dict[str, Any]:
     """The keywords of ``records.save`` for these values; an episode missing its goal or result is
     refused here, naming every missing input, before anything loads."""
     from contextware.core.errors import FieldError
@@ -135,7 +135,7 @@ def check(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(project: "Project", request: dict[str, Any], values: Mapping[str, Any]) -> Mapping[str, object]:
+def run(project: "Project", request: dict[str, Any], values: Mapping[str, object]) -> Mapping[str, object]:
     from contextware.memory.records import save
 
     return cast("dict[str, Any]", save(project, **request))  # the command's JSON

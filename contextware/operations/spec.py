@@ -7,9 +7,11 @@ value gets the same error code through every door.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from contextware.core.errors import FieldError
 
 # The Python types a parameter may hold (a list holds strings: comma-separated on the command line;
 # an object is any JSON value: MCP passes it as is, the command line as text its door parses).
@@ -26,11 +28,31 @@ class Absent:
 ABSENT = Absent()
 
 
-def texts(value: Any) -> tuple[str, ...]:
+def text_of(values: Mapping[str, object], name: str) -> str | None:
+    """A text input as given (None when not given); a value of another type is a ``FieldError``."""
+    value = values.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise FieldError("{field} must be text.", field=name)
+
+
+def number_of(values: Mapping[str, object], name: str) -> int | None:
+    """A whole-number input as given (None when not given); anything else is a ``FieldError``."""
+    value = values.get(name)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise FieldError("{field} must be a whole number.", field=name)
+
+
+def texts(value: object) -> tuple[str, ...]:
     """A list input's values: one text is one item (never split: a file name may hold a comma)."""
     if value is None:
         return ()
-    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value) if isinstance(value, Iterable) else (str(value),)
 
 
 @dataclass(frozen=True)
@@ -119,8 +141,8 @@ class Operation:
     summary: str
     tool_summary: str
     params: tuple[Param, ...]
-    check: Callable[[Mapping[str, Any]], Any]
-    run: Callable[[Any, Any, Mapping[str, Any]], Mapping[str, object]]  # a JSON object, typed by each run
+    check: Callable[[Mapping[str, object]], Any]
+    run: Callable[[Any, Any, Mapping[str, object]], Mapping[str, object]]  # a JSON object, typed by each run
     embeds: bool = False
     read_only: bool = False
     quick: bool = False
@@ -130,7 +152,7 @@ class Operation:
     open_world: bool = False
     serialise: bool = True
     retry: bool = True
-    tool_text: Callable[[Mapping[str, Any]], Callable[[Mapping[str, object]], str] | None] | None = None
+    tool_text: Callable[[Mapping[str, object]], Callable[[Mapping[str, object]], str] | None] | None = None
 
     @property
     def command(self) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextware.operations.spec import ABSENT, Absent, Operation, Param
+from contextware.operations.spec import ABSENT, Absent, Operation, Param, text_of
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -96,7 +96,7 @@ class StoreRequest:
     data: Any = ABSENT
 
 
-def check(values: Mapping[str, Any]) -> StoreRequest:
+def check(values: Mapping[str, object]) -> StoreRequest:
     """The request of these values: a known action given only the inputs it takes, and for save
     and load a valid namespace and key; nothing is read or written yet."""
     from contextware.core.errors import FieldError, UsageError
@@ -113,7 +113,7 @@ def check(values: Mapping[str, Any]) -> StoreRequest:
     extra = [name for name, present in given.items() if present and name not in TAKES[action]]
     if extra:
         raise FieldError(f"{{field}} does not apply to action {action}.", field=extra[0], code="bad_option")
-    namespace, key = values.get("namespace"), values.get("key")
+    namespace, key = text_of(values, "namespace"), text_of(values, "key")
     if action in ("save", "load"):
         namespace, key = kvstore.check_namespace(namespace), kvstore.check_key(key)
     if action == "save" and not given["data"]:
@@ -123,7 +123,7 @@ def check(values: Mapping[str, Any]) -> StoreRequest:
     return StoreRequest(action, namespace, key, values.get("data", ABSENT))
 
 
-def run(project: "Project", request: StoreRequest, values: Mapping[str, Any]) -> "StoreAnswer":
+def run(project: "Project", request: StoreRequest, values: Mapping[str, object]) -> "StoreAnswer":
     from contextware.store import kvstore
 
     if request.action == "save":
