@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 from contextware.codeindex.languages import GRAMMARS, detect_language
 from contextware.core.text import cut_at_word as _cut
@@ -100,7 +103,7 @@ class _Def:
     name: str
     kind: str  # "const" definitions are symbols only, never listed under "Defines"
     container: str | None  # the enclosing type; None at top level and inside namespaces
-    node: Any = None  # outer node, where a preceding comment attaches
+    node: "Node | None" = None  # outer node, where a preceding comment attaches
     doc: str | None = None  # None: look for a comment above ``node``
 
 
@@ -139,17 +142,17 @@ class _Extractor:
         self.root = cache[grammar].parse(text.encode("utf-8", "replace")).root_node
         self.defs: list[_Def] = []
 
-    def text(self, node: Any) -> str:
-        return node.text.decode("utf-8", "replace") if node is not None else ""
+    def text(self, node: "Node | None") -> str:
+        return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
-    def name(self, node: Any, field: str = "name") -> str:
-        return self.text(node.child_by_field_name(field))
+    def name(self, node: "Node | None", field: str = "name") -> str:
+        return self.text(node.child_by_field_name(field)) if node is not None else ""
 
-    def body(self, node: Any, field: str = "body") -> list[Any]:
+    def body(self, node: "Node | None", field: str = "body") -> list["Node"]:
         child = node.child_by_field_name(field) if node is not None else None
         return child.named_children if child is not None else []
 
-    def add(self, name: str, kind: str, node: Any, cont: str | None = None, doc: str | None = None) -> str:
+    def add(self, name: str, kind: str, node: "Node", cont: str | None = None, doc: str | None = None) -> str:
         if name:  # a qualified name outside its type (C++ "Shape::area") still belongs to the type
             self.defs.append(_Def(_q(cont, name), kind, cont or (name.rpartition(".")[0] or None), node, doc))
         return _q(cont, name)
@@ -169,7 +172,7 @@ class _Extractor:
         }.get(self.grammar, self.js)(nodes, None)
         return self.defs
 
-    def python(self, nodes: list[Any], cls: str | None) -> None:
+    def python(self, nodes: list["Node"], cls: str | None) -> None:
         for outer in nodes:
             n = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
             t = n.type if n is not None else ""
@@ -182,12 +185,14 @@ class _Extractor:
                     left, n = n.child_by_field_name("left"), n.child_by_field_name("right")
                     if left is not None and left.type == "identifier" and re.fullmatch(_CONST, self.text(left)):
                         self.add(self.text(left), "const", outer)
-            elif cls is None and t in ("if_statement", "try_statement", "with_statement"):
+            elif cls is None and n is not None and t in ("if_statement", "try_statement", "with_statement"):
                 for c in n.named_children:  # definitions under "if TYPE_CHECKING:", "try: ... except ImportError:"
                     for block in [c] if c.type == "block" else [b for b in c.named_children if b.type == "block"]:
                         self.python(block.named_children, None)
 
-    def py_docstring(self, node: Any) -> str | None:
+    def py_docstring(self, node: "Node | None") -> str | None:
+        if node is None:
+            return None
         body = node.named_children if node.type == "module" else self.body(node)
         first = next((c for c in body if c.type != "comment"), None)
         if first is not None and first.type == "expression_statement" and first.named_child_count:
@@ -196,14 +201,16 @@ class _Extractor:
             return None
         return "".join(self.text(c) for c in first.named_children if c.type == "string_content") or None
 
-    def js(self, nodes: list[Any], _: Any) -> None:
+    def js(self, nodes: list["Node"], _: str | None) -> None:
         for outer in nodes:
-            n = outer
-            if n.type == "export_statement":
+            n: Node | None = outer
+            if n is not None and n.type == "export_statement":
                 n = n.child_by_field_name("declaration") or n.child_by_field_name("value")
             if n is not None and n.type in ("ambient_declaration", "expression_statement") and n.named_child_count:
                 n = n.named_children[0]  # "declare ...", and "namespace X {}" parsed as an expression
-            t = n.type if n is not None else ""
+            if n is None:
+                continue
+            t = n.type
             if t in ("class_declaration", "abstract_class_declaration", "class", "interface_declaration"):
                 name = self.add(self.name(n) or "default", "interface" if "interface" in t else "class", outer)
                 self.js_members(self.body(n), name)
@@ -225,7 +232,7 @@ class _Extractor:
                     elif re.fullmatch(_CONST, name):
                         self.add(name, "const", outer)
 
-    def js_members(self, members: list[Any], cls: str) -> None:
+    def js_members(self, members: list["Node"], cls: str) -> None:
         for m in members:
             value = m.child_by_field_name("value")
             if m.type in ("method_definition", "method_signature", "abstract_method_signature") or (
@@ -235,7 +242,7 @@ class _Extractor:
             ):
                 self.add(self.name(m) or self.name(m, "property"), "method", m, cls)
 
-    def go(self, nodes: list[Any], _: Any) -> None:
+    def go(self, nodes: list["Node"], _: str | None) -> None:
         for n in nodes:
             t = n.type
             if t == "function_declaration":
@@ -249,7 +256,7 @@ class _Extractor:
                     ty = spec.child_by_field_name("type")
                     kind = {"struct_type": "struct", "interface_type": "interface"}.get(ty.type if ty else "", "type")
                     name = self.add(self.name(spec), kind, n if n.named_child_count == 1 else spec)
-                    for m in ty.named_children if kind == "interface" else []:
+                    for m in ty.named_children if ty is not None and kind == "interface" else []:
                         if m.type in ("method_elem", "method_spec"):
                             self.add(self.name(m), "method", m, name)
             elif t in ("const_declaration", "var_declaration"):
@@ -258,7 +265,7 @@ class _Extractor:
                         if t == "const_declaration" or self.text(ident)[:1].isupper():  # exported vars only
                             self.add(self.text(ident), "const", n)
 
-    def rust(self, nodes: list[Any], cont: str | None) -> None:
+    def rust(self, nodes: list["Node"], cont: str | None) -> None:
         for n in nodes:
             t = n.type
             if t == "impl_item" and cont is None:  # impl<T> fmt::Display for &'a Foo<T>  ->  Foo
@@ -271,7 +278,7 @@ class _Extractor:
                 elif t == "mod_item" and self.name(n) not in ("tests", "test"):
                     self.rust(self.body(n), None)
 
-    def java(self, nodes: list[Any], cont: str | None) -> None:
+    def java(self, nodes: list["Node"], cont: str | None) -> None:
         for n in nodes:
             t = n.type
             if t in _JAVA_KINDS:
@@ -291,7 +298,7 @@ class _Extractor:
                     if re.fullmatch(_CONST, self.name(d)):
                         self.add(self.name(d), "const", n, cont)
 
-    def c_name(self, d: Any, want_function: bool) -> str:
+    def c_name(self, d: "Node | None", want_function: bool) -> str:
         """Follow a declarator chain down to its name; "" when a function is wanted and this is not one."""
         is_fn = False
         while d is not None and d.type not in (
@@ -311,7 +318,7 @@ class _Extractor:
         # "ns::Shape::area" defined outside its class is the member "Shape.area": keep Type.member only
         return ".".join(re.sub(r"<[^<>]*>", "", self.text(d)).split("::")[-2:])
 
-    def c(self, nodes: list[Any], cont: str | None) -> None:
+    def c(self, nodes: list["Node"], cont: str | None) -> None:
         for n in nodes:
             t = n.type
             if t in (
@@ -358,7 +365,7 @@ class _Extractor:
             elif t == "alias_declaration":
                 self.add(self.name(n), "using", n, cont)
 
-    def c_type(self, spec: Any, cont: str | None, outer: Any, alias: str = "") -> None:
+    def c_type(self, spec: "Node", cont: str | None, outer: "Node", alias: str = "") -> None:
         name, kind = self.text(spec.child_by_field_name("name")).replace("::", ".") or alias, _C_TYPES[spec.type]
         if spec.child_by_field_name("body") is None or not name:
             return  # a forward declaration or a use of the type
@@ -368,7 +375,7 @@ class _Extractor:
         if kind != "enum":
             self.c(self.body(spec), qualified)
 
-    def ruby(self, nodes: list[Any], cont: str | None) -> None:
+    def ruby(self, nodes: list["Node"], cont: str | None) -> None:
         for n in nodes:
             t = n.type
             if t in ("class", "module"):
@@ -380,7 +387,7 @@ class _Extractor:
             elif t == "assignment" and getattr(n.child_by_field_name("left"), "type", "") == "constant":
                 self.add(self.name(n, "left"), "const", n, cont)
 
-    def bash(self, nodes: list[Any], _: Any) -> None:
+    def bash(self, nodes: list["Node"], _: str | None) -> None:
         for n in nodes:
             if n.type == "function_definition":
                 self.add(self.name(n), "function", n)
@@ -485,7 +492,7 @@ def _compose(language: str, lead: str | None, defs: list[_Def], ex: _Extractor |
         if size > SUMMARY_LIMIT:
             break  # the rest would be cut anyway
         doc = d.doc
-        if doc is None and ex is not None:
+        if doc is None and ex is not None and d.node is not None:
             doc = _comment_above(ex.lines, d.node.start_point[0], _markers(language))
         entries[d.name] = (f"{d.kind} {d.name}", _sentences(doc or "", 1, _DOC_LIMIT, first_paragraph=True))
     if entries:
@@ -577,7 +584,7 @@ def _extract(language: str, text: str) -> tuple[str | None, list[_Def], _Extract
     if fallback is not None or ex is None:
         return (fallback[0], fallback[1], None) if fallback else (None, [], None)
     lead = ex.py_docstring(ex.root) if grammar == "python" else None
-    row = next((d.node.start_point[0] for d in defs if d.kind != "const"), None)
+    row = next((d.node.start_point[0] for d in defs if d.kind != "const" and d.node is not None), None)
     return lead or _lead_comment(ex.lines, _markers(language), row) or None, defs, ex
 
 
@@ -586,11 +593,14 @@ def summarize_local(path: str, text: str) -> LocalSummary:
     return summarize_parsed(path, text)[0]
 
 
-def summarize_parsed(path: str, text: str) -> tuple[LocalSummary, Any]:
+Parsed = tuple[list[_Def], "_Extractor | None"]  # definitions and the extraction they came from
+
+
+def summarize_parsed(path: str, text: str) -> tuple[LocalSummary, Parsed | None]:
     """The summary and the tree-sitter extraction it came from, ``(definitions, extractor)`` or
     None when the file was not parsed: ``chunks`` builds the definition chunks from the same parse."""
     language = None
-    parsed: Any = None
+    parsed: Parsed | None = None
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
