@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from contextware.codeindex.chunks import Chunk
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.codeindex.source_text import Candidate
+    from contextware.storage.embeddings import Embedder
     from contextware.storage.project import Project
 
 WRITE_BATCH = 32
@@ -272,12 +273,13 @@ def chunk_rows(
     ]
 
 
-def embed_rows(embedder: Any, rows: list[dict[str, Any]], texts: list[str]) -> None:
+def embed_rows(embedder: "Embedder", rows: list[dict[str, Any]], texts: list[str]) -> None:
     """Set each row's vector from its text, files' and definitions' together: each distinct text is
     embedded once, and shortest first, since the model pads a batch to its longest text."""
     unique = sorted(set(texts), key=len)
-    vectors = embedder.embed(unique) if unique else []
-    by_text = {t: v.tolist() for t, v in zip(unique, vectors, strict=False)}
+    if not unique:
+        return
+    by_text = {t: v.tolist() for t, v in zip(unique, embedder.embed(unique), strict=False)}
     for row, text in zip(rows, texts, strict=True):
         row["vector"] = by_text[text]
 

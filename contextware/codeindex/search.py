@@ -27,6 +27,7 @@ from contextware.storage.schemas import CHUNKS_TABLE, CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from lancedb.table import Table
 
     from contextware.storage.project import Project
@@ -82,7 +83,7 @@ def _lexical(project: "Project", name: str, table: "Table", query: str, where: s
 
 
 def _searches(
-    project: "Project", name: str, query: str, qvec: Any, where: str | None, limit: int, lexical: bool = True
+    project: "Project", name: str, query: str, qvec: "np.ndarray", where: str | None, limit: int, lexical: bool = True
 ) -> list[Search]:
     """The BM25 (if ``lexical``) and the vector search of one table, as calls to run (none if the
     table is missing)."""
@@ -112,7 +113,12 @@ def _gather(results: list[list[Row]]) -> Found:
 
 
 def _parallel(
-    project: "Project", query: str, qvec: Any, where: str | None, candidates: int, lexical: list[Row] | None = None
+    project: "Project",
+    query: str,
+    qvec: "np.ndarray",
+    where: str | None,
+    candidates: int,
+    lexical: list[Row] | None = None,
 ) -> tuple[Found, Found]:
     """The four searches (files and chunks, BM25 and vector) at once: each is mostly waiting on
     LanceDB's native code, so the question costs about its slowest search, not their sum.
@@ -153,7 +159,7 @@ class _BestChunk:
     bm25_max: float = 0.0
 
 
-def _best_chunks(chunks: Found, qvec: Any, plain: Any) -> dict[str, _BestChunk]:
+def _best_chunks(chunks: Found, qvec: "np.ndarray", plain: "np.ndarray") -> dict[str, _BestChunk]:
     """Per file: its definitions' best signals (the hit points at the best-scored one)."""
     rows, chunk_bm25 = chunks
     best: dict[str, _BestChunk] = {}
@@ -177,8 +183,8 @@ def _best_chunks(chunks: Found, qvec: Any, plain: Any) -> dict[str, _BestChunk]:
 def code_candidates(
     project: "Project",
     query: str,
-    qvec: Any,
-    plain: Any,
+    qvec: "np.ndarray",
+    plain: "np.ndarray",
     where: str | None,
     candidates: int,
     lexical: list[Row] | None = None,

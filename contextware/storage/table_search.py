@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextware.storage.integrity import CHECKED, verify_rows
@@ -104,7 +105,7 @@ def fts_rows(
 
 
 def vector_rows(
-    db: "Database", name: str, table: "Table", qvec: Any, where: str | None, limit: int
+    db: "Database", name: str, table: "Table", qvec: "np.ndarray | Sequence[float]", where: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """The ``limit`` rows nearest to ``qvec`` by cosine (each with ``_distance``), best first."""
     snap = _snapshot(db, name, table)
@@ -296,7 +297,7 @@ class Snapshot:
             self.masks[where] = (mask, self.n)
         return mask
 
-    def similarities(self, qvec: Any) -> "np.ndarray":
+    def similarities(self, qvec: "np.ndarray | Sequence[float]") -> "np.ndarray":
         """Cosine similarity of every row to ``qvec`` (0 for rows without a usable vector)."""
         import numpy as np
 

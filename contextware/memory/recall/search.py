@@ -19,12 +19,15 @@ from contextware.storage.schemas import CODE_TABLE
 from contextware.storage.table_search import fts_rows, vector_rows
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from contextware.memory.recall.query import RecallQuery
+    from contextware.storage.embeddings import Embedder
     from contextware.storage.project import Project
 
 # The question's vectors per embedding model, or why they could not be made: embedded once for
 # every project of a search across projects.
-Vectors = dict[str, "tuple[Any, Any] | str"]
+Vectors = dict[str, "tuple[np.ndarray, np.ndarray] | str"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,9 @@ class CandidateSet:
     degraded: str | None  # why vectors were not used; None when they were
 
 
-def query_vectors(embedder: Any, query: str, expanded: str, fusion: FusionParams) -> tuple[Any, Any]:
+def query_vectors(
+    embedder: "Embedder", query: str, expanded: str, fusion: FusionParams
+) -> "tuple[np.ndarray, np.ndarray]":
     """(search vector, plain vector): the question's embedding nudged toward its widened form, and
     the question's own embedding, which the floors are judged on."""
     import numpy as np
@@ -47,7 +52,7 @@ def query_vectors(embedder: Any, query: str, expanded: str, fusion: FusionParams
     return vec / float(np.linalg.norm(vec) or 1.0), plain
 
 
-def _cosine(a: Any, b: Any) -> float:
+def _cosine(a: "np.ndarray", b: "np.ndarray") -> float:
     import numpy as np
 
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
@@ -71,10 +76,10 @@ def search_table(
     project: "Project",
     name: str,
     query: str,
-    qvec: Any,
+    qvec: "np.ndarray",
     where: str | None,
     candidates: int,
-    plain: Any = None,
+    plain: "np.ndarray | None" = None,
     lexical: list[Row] | None = None,
 ) -> list[Candidate]:
     """Candidates from one memory table with their similarity and BM25 score; ``relevance`` is the

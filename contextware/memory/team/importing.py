@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from contextware.memory.results import LinkedRow, MemoryRow
     from contextware.memory.team.tombstones import Tombstone
+    from contextware.storage.embeddings import Embedder
     from contextware.storage.project import Project
 
 # Rows embedded and written at a time: the import's memory is this many rows and their vectors
@@ -256,7 +257,7 @@ def plan(
     return Plan(todo, duplicates, unchanged, {i for i in todo if i in present}, deletes, folds)
 
 
-def _embed_sorted(embedder: Any, texts: list[str]) -> tuple[list[list[float]] | None, str | None]:
+def _embed_sorted(embedder: "Embedder", texts: list[str]) -> tuple[list[list[float]] | None, str | None]:
     """``embed_texts`` of ``texts`` (shortest first) in calls of at most ``TOKEN_BUDGET`` tokens."""
     out: list[list[float]] = []
     start = 0
