@@ -18,7 +18,7 @@ by ``bench/recall_quality.py``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from contextware.core.words import words
 
@@ -130,48 +130,63 @@ def split_identifiers(text: str) -> str:
     return _MIXED_CASE.sub(lambda m: f"{m.group(0)} {identifier_words(m.group(0))}", text)
 
 
-def code_embedding_text(row: dict[str, Any]) -> str:
+def _text(row: Mapping[str, object], key: str) -> str:
+    """A text column's value, '' when absent or null."""
+    value = row.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _texts(row: Mapping[str, object], key: str) -> list[str]:
+    """A list-of-texts column's values, [] when absent or null."""
+    value = row.get(key)
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        return []
+    return [str(v) for v in value]
+
+
+def code_embedding_text(row: Mapping[str, object]) -> str:
     """Path, summary, then symbol names: the summary says what the file is for in prose, the path
     and names anchor it (the model reads ~256 tokens, so the longest part goes last)."""
-    symbols = ", ".join(identifier_words(s) for s in (row.get("symbols") or [])[:60])
-    asked = " ".join(row.get("questions") or [])  # a Gemini summary's questions the file answers
-    return f"{identifier_words(row['file_path'])}. {row.get('summary') or ''} {asked} Defines: {symbols}"
+    symbols = ", ".join(identifier_words(s) for s in _texts(row, "symbols")[:60])
+    asked = " ".join(_texts(row, "questions"))  # a Gemini summary's questions the file answers
+    return f"{identifier_words(_text(row, 'file_path'))}. {_text(row, 'summary')} {asked} Defines: {symbols}"
 
 
-def code_search_text(row: dict[str, Any], content: str, limit: int) -> str:
+def code_search_text(row: Mapping[str, object], content: str, limit: int) -> str:
     """Path and symbol names split into words, the summary, and the file's content (up to ``limit``
     characters): questions name behaviour that a summary leaves out."""
-    symbols = " ".join(identifier_words(s) for s in row.get("symbols") or [])
+    symbols = " ".join(identifier_words(s) for s in _texts(row, "symbols"))
     body = split_identifiers(content[:limit])
-    asked = " ".join(row.get("questions") or [])
-    return f"{identifier_words(row['file_path'])} {symbols} {row.get('summary') or ''} {asked} {body}"
+    asked = " ".join(_texts(row, "questions"))
+    return f"{identifier_words(_text(row, 'file_path'))} {symbols} {_text(row, 'summary')} {asked} {body}"
 
 
-def embedding_text(collection: str, row: dict[str, Any]) -> str:
+def embedding_text(collection: str, row: Mapping[str, object]) -> str:
     if collection == "code_index":
         return code_embedding_text(row)
-    topics = ", ".join(row.get("topics") or [])
+    topics = ", ".join(_texts(row, "topics"))
     lead = f"{topics}: " if topics else ""
     if collection == "episodes":
-        return f"{lead}{row.get('goal') or ''}. {row.get('summary') or ''}"
+        return f"{lead}{_text(row, 'goal')}. {_text(row, 'summary')}"
     if collection == "offloads":
         return offload_embedding_text(row)
-    if collection == "logs" and row.get("prompt"):  # an answer with the words it answers: one exchange
-        return f"{row['prompt'][:EXCHANGE_PROMPT_CHARS]}\n{row.get('text') or ''}"
-    return f"{lead}{row.get('text') or ''}"
+    if collection == "logs" and _text(row, "prompt"):  # an answer with the words it answers: one exchange
+        return f"{_text(row, 'prompt')[:EXCHANGE_PROMPT_CHARS]}\n{_text(row, 'text')}"
+    return f"{lead}{_text(row, 'text')}"
 
 
-def search_text(collection: str, row: dict[str, Any]) -> str:
-    topics = " ".join(row.get("topics") or [])
+def search_text(collection: str, row: Mapping[str, object]) -> str:
+    topics = " ".join(_texts(row, "topics"))
     if collection == "facts":
-        return f"{row['text']} {row.get('kind') or ''} {topics}".strip()
+        return f"{_text(row, 'text')} {_text(row, 'kind')} {topics}".strip()
     if collection == "episodes":
-        return f"{row['goal']} {row['summary']} {row.get('category') or ''} {row.get('result') or ''} {topics}".strip()
+        goal, summary, category, result = (_text(row, k) for k in ("goal", "summary", "category", "result"))
+        return f"{goal} {summary} {category} {result} {topics}".strip()
     if collection == "offloads":
         return offload_search_text(row)
-    if collection == "logs" and row.get("prompt"):
-        return f"{row['prompt'][:EXCHANGE_PROMPT_CHARS]} {row['text']}"
-    return row["text"]
+    if collection == "logs" and _text(row, "prompt"):
+        return f"{_text(row, 'prompt')[:EXCHANGE_PROMPT_CHARS]} {_text(row, 'text')}"
+    return _text(row, "text")
 
 
 EXCHANGE_PROMPT_CHARS = 500  # of the question an answer embeds: enough to say what was asked
@@ -180,26 +195,26 @@ EXCHANGE_PROMPT_CHARS = 500  # of the question an answer embeds: enough to say w
 OFFLOAD_PROMPT_CHARS = 300
 
 
-def offload_embedding_text(row: dict[str, Any]) -> str:
+def offload_embedding_text(row: Mapping[str, object]) -> str:
     """Topics, the question asked (its start: later questions resemble it) and the summary of the
     answer (what was learned)."""
-    topics = ", ".join(row.get("topics") or [])
+    topics = ", ".join(_texts(row, "topics"))
     lead = f"{topics}: " if topics else ""
-    prompt = (row.get("prompt") or "").strip()
+    prompt = _text(row, "prompt").strip()
     if len(prompt) > OFFLOAD_PROMPT_CHARS:
         prompt = prompt[:OFFLOAD_PROMPT_CHARS].rsplit(" ", 1)[0]
-    return f"{lead}{prompt}\n{row.get('summary') or ''}".strip()
+    return f"{lead}{prompt}\n{_text(row, 'summary')}".strip()
 
 
-def offload_search_text(row: dict[str, Any]) -> str:
+def offload_search_text(row: Mapping[str, object]) -> str:
     """Prompt, summary, topics, session and feature names, and the source paths split into words."""
-    sources = " ".join(identifier_words(p) for p in row.get("source_paths") or [])
+    sources = " ".join(identifier_words(p) for p in _texts(row, "source_paths"))
     parts = [
-        row.get("prompt"),
-        row.get("summary"),
-        " ".join(row.get("topics") or []),
-        row.get("session_name"),
-        row.get("feature"),
+        _text(row, "prompt"),
+        _text(row, "summary"),
+        " ".join(_texts(row, "topics")),
+        _text(row, "session_name"),
+        _text(row, "feature"),
         sources,
     ]
     return " ".join(p for p in parts if p).strip()
