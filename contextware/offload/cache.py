@@ -41,6 +41,7 @@ from contextware.offload.table import make_row, row_id, write_rows
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
+    from contextware.storage.schemas import OffloadRow
 
 FORMAT_VERSION = 1
 
@@ -61,7 +62,7 @@ def ttl_reason(project: "Project", meta: Mapping[str, object]) -> str | None:
     return f"it is {age_days:.1f} days old (cache_ttl_days is {float(ttl):g})" if age_days > float(ttl) else None
 
 
-def entry_row(project: "Project", meta: dict[str, Any], summary: str) -> dict[str, Any]:
+def entry_row(project: "Project", meta: dict[str, Any], summary: str) -> "OffloadRow":
     """The index row of a cache entry (also used by sync to rebuild it)."""
     return make_row(
         project,

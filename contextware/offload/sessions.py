@@ -56,6 +56,7 @@ from contextware.offload.table import make_row, row_id, write_rows
 if TYPE_CHECKING:
     from contextware.gemini.output import GeminiResult
     from contextware.storage.project import Project
+    from contextware.storage.schemas import OffloadRow
 
 STATE_VERSION = 1
 # Failures that retrying or a new session cannot fix: raised at once, not counted.
@@ -401,7 +402,7 @@ def offload_session(
 
 
 # -- index rows ----------------------------------------------------------------------------------
-def turn_row(project: "Project", state: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+def turn_row(project: "Project", state: dict[str, Any], turn: dict[str, Any]) -> "OffloadRow":
     from contextware.core.text import parse_iso
 
     name = state["name"]
@@ -426,7 +427,7 @@ def turn_row(project: "Project", state: dict[str, Any], turn: dict[str, Any]) ->
     )
 
 
-def synthesis_row(project: "Project", state: dict[str, Any], summary: str) -> dict[str, Any]:
+def synthesis_row(project: "Project", state: dict[str, Any], summary: str) -> "OffloadRow":
     from contextware.core.text import parse_iso
 
     name = state["name"]

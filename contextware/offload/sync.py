@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
     from contextware.storage.project import Project
+    from contextware.storage.schemas import OffloadRow
 
 ACTIONS = ("check", "rebuild", "prune")
 COMPARED = (
@@ -58,14 +59,14 @@ COMPARED = (
 _LIST_LIMIT = 100
 
 
-def file_rows(project: "Project") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def file_rows(project: "Project") -> tuple[dict[str, "OffloadRow"], list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows the files describe, by id; damaged entries; cache entries with their metadata)."""
     from contextware.offload.cache import entry_row
     from contextware.offload.session_admin import session_names
     from contextware.offload.sessions import load_state, synthesis_row, turn_row
     from contextware.offload.summary import truncate_sentences
 
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, OffloadRow] = {}
     incomplete: list[dict[str, Any]] = []
     entries: list[dict[str, Any]] = []
     root = cache_root(project)
@@ -116,14 +117,15 @@ def _indexed(project: "Project") -> dict[str, dict[str, Any]] | None:
     return {r["id"]: r for r in rows}
 
 
-def _item(project: "Project", row: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def _item(project: "Project", row: "OffloadRow | dict[str, Any]", **extra: Any) -> dict[str, Any]:
+    response_file, session = row.get("response_file"), row.get("session_name")
     out = {
         "id": row["id"],
         "type": row.get("type"),
-        "file": display_path(project, row["response_file"]) if row.get("response_file") else None,
+        "file": display_path(project, response_file) if isinstance(response_file, str) and response_file else None,
     }
-    if row.get("session_name"):
-        out["session"] = row["session_name"]
+    if session:
+        out["session"] = session
     out.update(extra)
     return out
 

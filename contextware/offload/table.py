@@ -23,7 +23,7 @@ from contextware.offload.files import display_path
 from contextware.offload.sources import text_sha256
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.integrity import stamp
-from contextware.storage.schemas import FTS_COLUMN, OFFLOADS_TABLE
+from contextware.storage.schemas import OFFLOADS_TABLE, OffloadRow
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -57,8 +57,8 @@ def make_row(
     feature: str | None = None,
     topics: Sequence[str] = (),
     token_count: int | None = None,
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
+) -> OffloadRow:
+    row: OffloadRow = {
         "id": id,
         "prompt": prompt,
         "prompt_hash": text_sha256(prompt),
@@ -78,11 +78,11 @@ def make_row(
         "token_count": token_count,
         "project": str(project.root),
     }
-    row[FTS_COLUMN] = search_text(OFFLOADS_TABLE, row)
+    row["search_text"] = search_text(OFFLOADS_TABLE, row)
     return row
 
 
-def embed_rows(project: "Project", rows: list[dict[str, Any]]) -> str | None:
+def embed_rows(project: "Project", rows: list[OffloadRow]) -> str | None:
     """Give each row its vector (None for all when the model cannot load: then returns why)."""
     from contextware.storage.embeddings import embed_texts
 
@@ -110,7 +110,7 @@ def _index_write(fn: Any) -> dict[str, Any]:
     return {"indexed": True}
 
 
-def write_rows(project: "Project", rows: list[dict[str, Any]]) -> dict[str, Any]:
+def write_rows(project: "Project", rows: list[OffloadRow]) -> dict[str, Any]:
     """Upsert ``rows`` (by id) with their vectors."""
     import pyarrow as pa
 

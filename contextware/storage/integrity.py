@@ -26,6 +26,8 @@ from contextware.storage.schemas import CHECKSUM_COLUMN
 if TYPE_CHECKING:
     from lancedb.table import Table
 
+    from contextware.storage.schemas import StoredRow
+
 VECTOR_COLUMN = "vector"
 # Set (True) on a row already checked: the resident service's in-memory table snapshots check each
 # row once, the first time a search returns it, instead of on every search (``table_search``).
@@ -108,12 +110,12 @@ def checksum(name: str, row: Mapping[str, object]) -> str | None:
     return f"{content_digest(name, row)}:{vector_digest(row.get(VECTOR_COLUMN))}"
 
 
-def stamp(name: str, rows: Iterable[dict[str, Any]]) -> None:
+def stamp(name: str, rows: "Iterable[StoredRow] | Iterable[dict[str, Any]]") -> None:
     """Set each row's checksum (call after the row's final content and vector are set)."""
     if name not in GUARDED:
         return
     for row in rows:
-        row[CHECKSUM_COLUMN] = checksum(name, row)
+        row["checksum"] = checksum(name, row)  # CHECKSUM_COLUMN
 
 
 def vector_problem(vector: Any) -> str | None:

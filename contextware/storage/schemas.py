@@ -86,7 +86,7 @@ class StoredRow(TypedDict, total=False):
 
     id: str
     checksum: str | None
-    vector: list[float]
+    vector: list[float] | None  # None: saved while the model could not load (`reembed` fills it)
 
 
 class _Searched(TypedDict, total=False):
@@ -246,8 +246,8 @@ class OffloadRow(StoredRow, total=False):
     prompt: str
     prompt_hash: str
     source_paths: list[str]  # project-relative POSIX files and folders
-    source_hash: str
-    source_type: str
+    source_hash: str | None
+    source_type: str | None
     session_name: str | None
     turn_number: Int32 | None
     feature: str | None
@@ -258,7 +258,7 @@ class OffloadRow(StoredRow, total=False):
     summary: str
     summary_method: str  # gemini | truncated | full
     response_file: str  # relative to the data dir, POSIX
-    token_count: Int64
+    token_count: Int64 | None
     project: str  # the project root
     search_text: str
 
