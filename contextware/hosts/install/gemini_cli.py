@@ -296,7 +296,8 @@ def install_project(root: Path, *, python: str | None) -> InstallResult:
             "(--skip-trust alone does not load project settings)."
         )
     settings = settings_merge.parse_settings(settings_path, edits[0].new_text)
-    if (settings.get("hooksConfig") or {}).get("enabled") is False:
+    hooks_config = settings.get("hooksConfig")
+    if isinstance(hooks_config, dict) and hooks_config.get("enabled") is False:
         warnings.append(f"{settings_path} sets hooksConfig.enabled to false: the hooks will not run.")
     return _result(
         "install",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.core.errors import ContextwareError
+from contextware.core.json_types import JsonObject, JsonValue
 from contextware.core.text import iso, utcnow
 from contextware.hosts.install import jsonc, settings_merge
 from contextware.hosts.install.shared import NAME, put_text
@@ -32,7 +33,7 @@ class Edit:
     new_text: str
     ours_before: bool
     created_keys: list[str] = field(default_factory=list)
-    mcp_previous: Any = None
+    mcp_previous: JsonValue = None
     mcp_key: str = "mcpServers"
 
     def record(self, prev: dict[str, Any]) -> dict[str, Any]:
@@ -55,8 +56,8 @@ def json_edit(
     label: str,
     path: Path,
     *,
-    hooks: dict[str, dict[str, Any]] | None = None,
-    mcp: dict[str, Any] | None = None,
+    hooks: dict[str, JsonObject] | None = None,
+    mcp: JsonObject | None = None,
     mcp_key: str = "mcpServers",
 ) -> Edit:
     """Our hook definitions and/or MCP server merged into the JSON file at ``path`` (kept otherwise)."""
@@ -144,13 +145,13 @@ def undo_json(path: Path, rec: dict[str, Any], known: bool, mcp_key: str = "mcpS
     return "written"
 
 
-def _jsonc_undo(text: str, mcp_key: str, previous: Any) -> str:
+def _jsonc_undo(text: str, mcp_key: str, previous: JsonValue) -> str:
     if previous is not None:
         return jsonc.set_member(text, mcp_key, NAME, previous)
     return jsonc.remove_member(text, mcp_key, NAME)
 
 
-def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool, expected: Any = None) -> str:
+def _jsonc_edit(path: Path, text: str, edit: Callable[[str], str], hooks: bool, expected: JsonValue = None) -> str:
     """``edit(text)`` of a JSON file with comments (only our MCP server is edited as text: hooks are
     not), giving ``expected`` when given, or a clear refusal (nothing changed)."""
     if not hooks:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextware.core.json_types import JsonValue
 
 
 class JsoncError(ValueError):
@@ -87,7 +90,7 @@ def _plain(text: str, tokens: list[_Token]) -> str:
     return " ".join(parts)
 
 
-def loads(text: str) -> Any:
+def loads(text: str) -> "JsonValue":
     """The value of a JSONC text (JsoncError when it is not JSONC)."""
     tokens = _tokens(text)
     try:
@@ -151,7 +154,7 @@ def _indent_at(text: str, pos: int) -> str:
     return re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
 
 
-def _insert(text: str, obj: _Object, key: str, value: Any) -> str:
+def _insert(text: str, obj: _Object, key: str, value: "JsonValue") -> str:
     """``text`` with ``"key": value`` added as the last member of ``obj``, on a line of its own after
     the last member's line (a comment ending that line stays with it)."""
     if not obj.members:
@@ -173,11 +176,11 @@ def _insert(text: str, obj: _Object, key: str, value: Any) -> str:
     return text[:at] + f"\n{indent}{member}" + ("," if trailing else "") + text[at:]
 
 
-def _dump(value: Any, indent: str) -> str:
+def _dump(value: "JsonValue", indent: str) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
 
 
-def set_member(text: str, outer: str, name: str, value: Any) -> str:
+def set_member(text: str, outer: str, name: str, value: "JsonValue") -> str:
     """``text`` with ``text[outer][name] = value`` (``outer`` created when missing), everything else
     as it was; checked by parsing the result."""
     expected = loads(text)
@@ -195,7 +198,8 @@ def set_member(text: str, outer: str, name: str, value: Any) -> str:
         else:
             indent = _indent_at(text, member.key_start)
             new = text[: member.value_start] + _dump(value, indent) + text[member.value_end :]
-    servers = dict(expected.get(outer) or {})
+    inner = expected.get(outer)
+    servers = dict(inner) if isinstance(inner, dict) else {}
     servers[name] = value
     return _checked(new, {**expected, outer: servers})
 
@@ -218,11 +222,14 @@ def remove_member(text: str, outer: str, name: str) -> str:
     else:
         end = member.value_end
     new = text[:start] + text[end:]
-    servers = {k: v for k, v in expected[outer].items() if k != name}
+    inner = expected.get(outer) if isinstance(expected, dict) else None
+    if not isinstance(expected, dict) or not isinstance(inner, dict):
+        raise JsoncError(f"{outer} is not an object")
+    servers = {k: v for k, v in inner.items() if k != name}
     return _checked(new, {**expected, outer: servers})
 
 
-def _checked(new: str, expected: Any) -> str:
+def _checked(new: str, expected: "JsonValue") -> str:
     if loads(new) != expected:
         raise JsoncError("the edit would not give the intended settings")
     return new

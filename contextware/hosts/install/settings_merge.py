@@ -15,9 +15,9 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from contextware.core.errors import ContextwareError
+from contextware.core.json_types import JsonObject, JsonValue
 
 HOOK_NAME_PREFIX = "contextware-"
 MCP_SCRIPT = "scripts/mcp_server.py"
@@ -44,7 +44,7 @@ def read_text(path: Path) -> str | None:
         ) from None
 
 
-def parse_settings(path: Path, text: str | None) -> dict[str, Any]:
+def parse_settings(path: Path, text: str | None) -> JsonObject:
     """The settings object in ``text``: plain JSON, or JSON with comments and trailing commas (JSONC,
     as VS Code's ``mcp.json``; ``is_plain`` tells them apart, so an edit can keep the comments)."""
     from contextware.hosts.install import jsonc
@@ -98,7 +98,7 @@ def dump_like(data: Mapping[str, object], original: str | None) -> str:
     return text.replace("\n", "\r\n") if original and "\r\n" in original else text
 
 
-def is_our_hook_definition(definition: Any) -> bool:
+def is_our_hook_definition(definition: object) -> bool:
     hooks = definition.get("hooks") if isinstance(definition, dict) else None
     return (
         bool(hooks)
@@ -107,7 +107,7 @@ def is_our_hook_definition(definition: Any) -> bool:
     )
 
 
-def is_our_mcp_server(config: Any) -> bool:
+def is_our_mcp_server(config: object) -> bool:
     if not isinstance(config, dict):
         return False
     words = [str(config.get("command") or "")] + [str(a) for a in config.get("args") or []]
@@ -118,34 +118,47 @@ def is_our_mcp_server(config: Any) -> bool:
     return any(w.replace("\\", "/").endswith(MCP_SCRIPT) for w in words)
 
 
-def _container(parent: dict[str, Any], key: str, kind: type, where: str, created: list[str], path: Path) -> Any:
+def _object(parent: JsonObject, key: str, where: str, created: list[str], path: Path) -> JsonObject:
+    """``parent[key]``, a JSON object (created, and ``where`` noted in ``created``, when missing)."""
     value = parent.get(key)
     if value is None:
-        parent[key] = value = kind()
+        parent[key] = value = {}
         created.append(where)
-    elif not isinstance(value, kind):
-        raise ContextwareError(
-            f"{path}: {where} is not a JSON {'object' if kind is dict else 'array'}; nothing was changed.",
-            code="settings_unreadable",
-        )
+    if not isinstance(value, dict):
+        raise _not_a(path, where, "object")
     return value
 
 
+def _array(parent: JsonObject, key: str, where: str, created: list[str], path: Path) -> list[JsonValue]:
+    """``parent[key]``, a JSON array (created, and ``where`` noted in ``created``, when missing)."""
+    value = parent.get(key)
+    if value is None:
+        parent[key] = value = []
+        created.append(where)
+    if not isinstance(value, list):
+        raise _not_a(path, where, "array")
+    return value
+
+
+def _not_a(path: Path, where: str, kind: str) -> ContextwareError:
+    return ContextwareError(f"{path}: {where} is not a JSON {kind}; nothing was changed.", code="settings_unreadable")
+
+
 def merge(
-    data: dict[str, Any],
-    hooks: dict[str, dict[str, Any]],
+    data: JsonObject,
+    hooks: dict[str, JsonObject],
     mcp_name: str,
-    mcp_config: dict[str, Any] | None,
+    mcp_config: JsonObject | None,
     path: Path,
     mcp_key: str = "mcpServers",
-) -> tuple[dict[str, Any], list[str], Any]:
+) -> tuple[JsonObject, list[str], JsonValue]:
     """``data`` with our hook definitions (one per event, replacing earlier ones of ours, never
     duplicated) and ``<mcp_key>[mcp_name]``.  Returns (new data, keys created, previous MCP value)."""
     new = copy.deepcopy(data)
     created: list[str] = []
-    hook_obj = _container(new, "hooks", dict, "hooks", created, path) if hooks else {}
+    hook_obj = _object(new, "hooks", "hooks", created, path) if hooks else {}
     for event, definition in hooks.items():
-        defs = _container(hook_obj, event, list, f"hooks.{event}", created, path)
+        defs = _array(hook_obj, event, f"hooks.{event}", created, path)
         ours = [i for i, d in enumerate(defs) if is_our_hook_definition(d)]
         if not ours:
             defs.append(definition)
@@ -153,17 +166,17 @@ def merge(
         defs[ours[0]] = definition
         for i in reversed(ours[1:]):
             del defs[i]
-    previous = None
+    previous: JsonValue = None
     if mcp_config is not None:
-        servers = _container(new, mcp_key, dict, mcp_key, created, path)
+        servers = _object(new, mcp_key, mcp_key, created, path)
         previous = servers.get(mcp_name)
         servers[mcp_name] = mcp_config
     return new, created, previous
 
 
 def unmerge(
-    data: dict[str, Any], created: list[str], mcp_name: str, mcp_previous: Any = None, mcp_key: str = "mcpServers"
-) -> dict[str, Any]:
+    data: JsonObject, created: list[str], mcp_name: str, mcp_previous: JsonValue = None, mcp_key: str = "mcpServers"
+) -> JsonObject:
     """``data`` without our hook definitions and MCP server; containers we created are dropped when
     they end up empty, and an MCP entry we replaced gets its old value back."""
     new = copy.deepcopy(data)
@@ -199,7 +212,7 @@ def has_ours(data: Mapping[str, object], mcp_name: str, mcp_key: str = "mcpServe
     return hooked or (isinstance(servers, dict) and is_our_mcp_server(servers.get(mcp_name)))
 
 
-def baseline(previous: dict[str, Any] | None, current: str | None, current_is_ours: bool) -> dict[str, Any]:
+def baseline(previous: JsonObject | None, current: str | None, current_is_ours: bool) -> JsonObject:
     """What uninstall may restore: ``{"original": text}`` (None: the file did not exist) when the text
     before our first write is known, ``{}`` when it is not (then only our entries are removed)."""
     if previous and "original" in previous and previous.get("written_sha256") == sha256_text(current):
