@@ -108,3 +108,22 @@ def test_uninstall_never_leaves_our_hooks_in_a_settings_file_given_comments_late
     assert run("install", ["uninstall", "gemini", "--project", *root]) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "settings_unreadable"
     assert settings.read_text() == commented
+
+
+@pytest.mark.parametrize("hooks_config", ['"off"', "[false]", "false", '{"enabled": false}'])
+def test_gemini_settings_with_any_hooks_config_install_cleanly(
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys, hooks_config: str
+):
+    """A project's .gemini/settings.json whose ``hooksConfig`` is not an object (a hand edit) is
+    installed into like any other; only ``{"enabled": false}`` earns the warning that hooks are off."""
+    (project_dir / ".git").mkdir()
+    settings = project_dir / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(f'{{"hooksConfig": {hooks_config}}}\n')
+    monkeypatch.chdir(project_dir)
+    assert run("install", ["gemini", "--project"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is True, out
+    warned = any("hooksConfig.enabled" in w for w in out.get("warnings", []))
+    assert warned == (hooks_config == '{"enabled": false}')
+    assert json.loads(settings.read_text())["hooksConfig"] == json.loads(hooks_config)
