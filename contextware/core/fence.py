@@ -21,7 +21,7 @@ hold on its own:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypeVar, cast
 
 from contextware.core.text import INVISIBLE, plain_text, strip_terminal_controls
 
@@ -154,14 +154,22 @@ def inline(text: str | None) -> str:
     return NEWLINE_MARK.join(line for line in lines if line)
 
 
-def inline_all(value: Any) -> Any:
-    """A JSON-like value with ``inline`` applied to every string leaf (a briefing before rendering)."""
+Shaped = TypeVar("Shaped")  # a value given back in the same shape
+
+
+def inline_all(value: Shaped) -> Shaped:
+    """A JSON-like value with ``inline`` applied to every string leaf (a briefing before rendering);
+    tuples inside come back as lists, as JSON holds them."""
+    return cast("Shaped", _inline_all(value))  # the same shape, every string one line
+
+
+def _inline_all(value: object) -> object:
     if isinstance(value, str):
         return inline(value)
     if isinstance(value, dict):
-        return {k: inline_all(v) for k, v in value.items()}
+        return {k: _inline_all(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [inline_all(v) for v in value]
+        return [_inline_all(v) for v in value]
     return value
 
 

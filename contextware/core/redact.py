@@ -24,7 +24,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from contextware.core.text import plain_text
 
@@ -616,7 +616,10 @@ def refuse_secret_name(value: str, what: str) -> str:
     return value
 
 
-def refuse_secret_topics(raw: Any) -> Any:
+Shaped = TypeVar("Shaped")  # a value given back in the same shape
+
+
+def refuse_secret_topics(raw: Shaped) -> Shaped:
     """``raw`` topics (a comma-separated string or a list, as ``text.parse_topics`` takes them) unless
     one holds a secret by its shape, judged before topics are lower-cased (``AKIA...`` would no longer
     look like a key): a topic is stored, shown and matched as it is, so it is refused, never masked."""
@@ -632,12 +635,12 @@ def redact_text(text: str, library: bool = True) -> str:
     return redact(text, library)[0]
 
 
-def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
+def redact_json(value: Shaped, counts: dict[str, int] | None = None) -> Shaped:
     """A JSON value with every string leaf (and every key that names a secret's value) redacted;
     adds what was masked to ``counts``."""
     counts = {} if counts is None else counts
 
-    def walk(v: Any, key: str | None = None) -> Any:
+    def walk(v: object, key: str | None = None) -> object:
         if isinstance(v, str):
             # A value under a secret-sounding key ({"api_key": "..."}) is a secret as a whole.
             if key is not None and _SECRET_KEY.search(key) and "\n" not in v and _secretish(v):
@@ -652,13 +655,13 @@ def redact_json(value: Any, counts: dict[str, int] | None = None) -> Any:
             return [walk(x) for x in v]
         return v
 
-    return walk(value)
+    return cast("Shaped", walk(value))  # the same shape: strings stay strings, containers keep their keys
 
 
 def redact_error(error: ErrorBody) -> ErrorBody:
     """An error body (``{"code", "message", ...}``) as it may be shown: an exception's text can quote
     a path, a URI or an input that holds a secret.  Every front end passes its errors through this."""
-    return cast("ErrorBody", redact_json(error))  # the same keys, secrets in their strings masked
+    return redact_json(error)  # the same keys, secrets in their strings masked
 
 
 def _add(counts: dict[str, int], found: dict[str, int]) -> None:
