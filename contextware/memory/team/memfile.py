@@ -16,10 +16,10 @@ clone converges on the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contextware.core.errors import UsageError
 from contextware.core.redact import refuse_secret_name, refuse_secret_topics
@@ -108,7 +108,7 @@ def _bad(field: str | None, why: str) -> UsageError:
     return UsageError(why, code="bad_import", details={"field": field} if field else None)
 
 
-def _time(value: Any, key: str) -> datetime:
+def _time(value: object, key: str) -> datetime:
     if not isinstance(value, str):
         raise _bad(key, f"{key} must be an ISO 8601 time such as 2026-01-31T12:00:00Z.")
     try:
@@ -132,7 +132,7 @@ def _valid_id(record_id: str) -> bool:
     return bool(_ID.match(record_id))
 
 
-def _check_id(raw: dict[str, Any]) -> tuple[str, str]:
+def _check_id(raw: Mapping[str, object]) -> tuple[str, str]:
     record_id = raw.get("id")
     collection = collection_for_id(record_id) if isinstance(record_id, str) else None
     if collection is None or not isinstance(record_id, str) or len(record_id) > 64 or not _valid_id(record_id):
@@ -141,7 +141,7 @@ def _check_id(raw: dict[str, Any]) -> tuple[str, str]:
     return record_id, collection
 
 
-def check_row(raw: Any) -> tuple[str, dict[str, Any]]:
+def check_row(raw: object) -> tuple[str, dict[str, Any]]:
     """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
     if not isinstance(raw, dict):
         raise _bad(None, "it is not a JSON object.")
@@ -242,12 +242,20 @@ def line_order(entry: dict[str, Any]) -> tuple[str, str]:
 MAX_REPORTED = 20  # bad lines listed in one error (all are counted)
 
 
-def _problem(number: int, exc: UsageError) -> dict[str, Any]:
+class BadLine(TypedDict):
+    """One bad line of a team file, as an import's error lists it."""
+
+    line: int
+    field: str | None
+    why: str
+
+
+def _problem(number: int, exc: UsageError) -> BadLine:
     field = exc.details.get("field") if exc.details else getattr(exc, "field", None)
-    return {"line": number, "field": field, "why": exc.message.rstrip(".")}
+    return {"line": number, "field": field if isinstance(field, str) else None, "why": exc.message.rstrip(".")}
 
 
-def _refuse(problems: list[dict[str, Any]]) -> UsageError:
+def _refuse(problems: list[BadLine]) -> UsageError:
     """One error naming every bad line (line number, field, why); nothing is imported."""
     shown = "; ".join(f"Line {p['line']}{' ' if p['why'].startswith('is ') else ': '}{p['why']}" for p in problems[:5])
     more = f" (and {len(problems) - 5} more bad lines)" if len(problems) > 5 else ""
@@ -302,7 +310,7 @@ def checked_lines(
     unless ``repeats`` (a side of a conflicted file: a line git moved on one branch can be both in the
     lines both sides share and in a conflict hunk; the caller keeps the later of the two)."""
     seen: dict[str, int] = {}
-    problems: list[dict[str, Any]] = []
+    problems: list[BadLine] = []
     for number, line in lines:
         if len(line) > MAX_LINE_CHARS:  # before parsing: a huge line never becomes a huge object
             problems.append(
