@@ -43,7 +43,9 @@ FRAGMENT_BITS = 32  # a row address is fragment id << 32 | offset
 NORM_BLOCK = 4096  # rows normed at a time when a snapshot is read
 
 _snapshots: dict[tuple[str, str], "Snapshot"] | None = None
-_too_big: dict[tuple[str, str], tuple[Any, ...]] = {}  # tables over MAX_SNAPSHOT_ROWS, at the version counted
+# What identifies a table's version (``version_key``): compared for equality, and by ``_same_table``.
+VersionKey = tuple[object, ...]
+_too_big: dict[tuple[str, str], VersionKey] = {}  # tables over MAX_SNAPSHOT_ROWS, at the version counted
 _locks: dict[tuple[str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
 loads = 0  # whole tables read into snapshots (tests, benches)
@@ -173,7 +175,7 @@ class Snapshot:
     """One version of one table in memory: its rows (but the vectors) as Arrow, its vectors as a
     float32 matrix with each row's inverse norm, and filter masks."""
 
-    def __init__(self, key: tuple[Any, ...], data: "pa.Table", name: str) -> None:
+    def __init__(self, key: VersionKey, data: "pa.Table", name: str) -> None:
         import numpy as np
 
         self.key = key
@@ -197,7 +199,7 @@ class Snapshot:
         """The vectors, one float32 row per row held (a view of a buffer grown by halves)."""
         return self._matrix[: self.n]
 
-    def catch_up(self, db: "Database", table: "Table", key: tuple[Any, ...]) -> "Snapshot | None":
+    def catch_up(self, db: "Database", table: "Table", key: VersionKey) -> "Snapshot | None":
         """This snapshot with the rows written since (those in fragments past ``frag``) appended and
         the rows they replace retired, as of version ``key``; None when only a fresh read can tell
         what the table holds.  A new object (sharing the vector buffer, whose rows past ``n`` this one
@@ -248,7 +250,7 @@ class Snapshot:
         new._lock = threading.Lock()
         return new
 
-    def rekey(self, db: "Database", table: "Table", key: tuple[Any, ...]) -> "Snapshot":
+    def rekey(self, db: "Database", table: "Table", key: VersionKey) -> "Snapshot":
         """This snapshot as of version ``key`` of a compaction: the same rows in new fragments."""
         import copy
 
@@ -424,14 +426,15 @@ def _last_fragment(data: "pa.Table") -> int:
     return int(pc.max(data.column("_rowaddr")).as_py()) >> FRAGMENT_BITS
 
 
-def _same_table(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+def _same_table(old: VersionKey, new: VersionKey) -> bool:
     """Are two version keys of one table, ``new`` the later (not a table dropped and created again)?
     Locally: the same folders and a version number that went forward.  A re-created table may get
     the inode numbers of the one it replaced (the file system reuses them; a snapshot that trusted
     the inode alone went on serving the dropped rows), so the table folder's change time (new
     only when Lance adds a subfolder, such as the first index) and the version count too."""
     if len(old) == 4 and len(new) == 4:  # local: the folders' identity and the latest version
-        return bool(old[0] == new[0] and new[1] > old[1])
+        was, now = old[1], new[1]
+        return old[0] == new[0] and isinstance(was, int) and isinstance(now, int) and now > was
     return isinstance(old[0], int) and isinstance(new[0], int) and new[0] > old[0]
 
 
@@ -450,7 +453,7 @@ def _latest_version(names: tuple[str, ...]) -> int:
     return latest
 
 
-def follow_write(db: "Database", name: str, table: "Table") -> tuple[Any, ...] | None:
+def follow_write(db: "Database", name: str, table: "Table") -> VersionKey | None:
     """Called by the writer, under the table's write lock, right after a write: bring this process's
     snapshot of the table (if any) up to the new version now, and answer its key (None when there is
     no snapshot to follow), so that a compaction that follows can re-key it (``follow_compaction``)."""
@@ -461,7 +464,7 @@ def follow_write(db: "Database", name: str, table: "Table") -> tuple[Any, ...] |
     return snap.key if snap is not None else None
 
 
-def follow_compaction(db: "Database", name: str, table: "Table", before: tuple[Any, ...]) -> None:
+def follow_compaction(db: "Database", name: str, table: "Table", before: VersionKey) -> None:
     """The writer compacted the table from version ``before``: same rows, new version and fragments."""
     cache = _snapshots
     if cache is None:
@@ -475,7 +478,7 @@ def follow_compaction(db: "Database", name: str, table: "Table", before: tuple[A
                 cache[slot] = snap.rekey(db, table, key)
 
 
-def version_key(db: "Database", name: str, table: "Table") -> tuple[Any, ...]:
+def version_key(db: "Database", name: str, table: "Table") -> VersionKey:
     """What changes with every commit and every re-creation of the table.  On local disk: the
     table and version folders' identity, the latest version, and the version folder's file names (each commit adds a manifest; a re-created table
     has a new folder), read without a round trip through LanceDB's event loop, which the searches
