@@ -127,3 +127,22 @@ def test_gemini_settings_with_any_hooks_config_install_cleanly(
     warned = any("hooksConfig.enabled" in w for w in out.get("warnings", []))
     assert warned == (hooks_config == '{"enabled": false}')
     assert json.loads(settings.read_text())["hooksConfig"] == json.loads(hooks_config)
+
+
+@pytest.mark.parametrize("hooks", ['["x"]', '"off"', '{"SessionStart": "x"}', '{"SessionStart": [{"hooks": "x"}]}'])
+def test_doctor_reads_hand_edited_hook_settings_without_failing(
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys, hooks: str
+):
+    """``doctor`` looks for our hooks in every host's settings file; one whose ``hooks`` (or an
+    MCP server's ``args``) is not what a host writes holds none of ours, and doctor says so."""
+    (project_dir / ".git").mkdir()
+    for folder in (".claude", ".gemini"):
+        (project_dir / folder).mkdir()
+        (project_dir / folder / "settings.json").write_text(f'{{"hooks": {hooks}}}\n')
+    (project_dir / ".mcp.json").write_text('{"mcpServers": {"contextware": {"command": "true", "args": "x"}}}\n')
+    monkeypatch.chdir(project_dir)
+    monkeypatch.setenv("CONTEXTWARE_SERVICE", "off")
+    run("doctor", [])
+    out = json.loads(capsys.readouterr().out)
+    assert out.get("error", {}).get("code") != "internal_error", out
+    assert "checks" in out, out

@@ -22,10 +22,11 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from contextware import __version__
 from contextware.core.errors import ContextwareError
+from contextware.core.json_types import JsonObject
 from contextware.hosts.install import loop, settings_merge
 from contextware.hosts.install.loop import DoctorCheck, check
 from contextware.hosts.install.shared import (
@@ -43,7 +44,7 @@ RUN_TIMEOUT_S = 90.0  # a cold hook or server start on a busy machine loads the 
 REINSTALL = "run the install again (`contextware install <host> ...`) from a working Contextware"
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> JsonObject:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -80,7 +81,7 @@ def files_with_our_hooks(root: Path) -> list[str]:
     """Every hosts' file that holds a hook of ours (one host in two of them is a duplicate install)."""
     found = []
     for path in _files(root)[0]:
-        for definitions in (_read_json(path).get("hooks") or {}).values() if path.is_file() else []:
+        for definitions in _member(_read_json(path), "hooks").values() if path.is_file() else []:
             if any(
                 settings_merge.is_our_hook_definition(d) for d in (definitions if isinstance(definitions, list) else [])
             ):
@@ -89,24 +90,41 @@ def files_with_our_hooks(root: Path) -> list[str]:
     return found
 
 
-def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    """(hook command -> the file it was found in, MCP server key -> {"server", "file"}) for every
+class FoundServer(TypedDict):
+    server: JsonObject  # its entry in the host's settings
+    file: str  # the settings file it was found in
+
+
+def _member(data: JsonObject, key: str) -> JsonObject:
+    """``data[key]`` when it is a JSON object, else {} (a hand-edited file may hold anything)."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _argv(server: JsonObject) -> list[str]:
+    args = server.get("args")
+    return [str(server.get("command") or ""), *(str(a) for a in (args if isinstance(args, list) else []))]
+
+
+def installed_commands(root: Path) -> tuple[dict[str, str], dict[str, FoundServer]]:
+    """(hook command -> the file it was found in, MCP server key -> where it was found) for every
     install of Contextware this project and this user have."""
     hook_files, server_files = _files(root)
     hooks: dict[str, str] = {}
     for path in hook_files:
-        for definitions in (_read_json(path).get("hooks") or {}).values() if path.is_file() else []:
+        for definitions in _member(_read_json(path), "hooks").values() if path.is_file() else []:
             for definition in definitions if isinstance(definitions, list) else []:
-                if settings_merge.is_our_hook_definition(definition):
-                    for hook in definition["hooks"]:
-                        if isinstance(hook.get("command"), str):
-                            hooks.setdefault(hook["command"], str(path))
-    servers: dict[str, dict[str, Any]] = {}
+                if isinstance(definition, dict) and settings_merge.is_our_hook_definition(definition):
+                    inner = definition.get("hooks")
+                    for hook in inner if isinstance(inner, list) else []:
+                        command = hook.get("command") if isinstance(hook, dict) else None
+                        if isinstance(command, str):
+                            hooks.setdefault(command, str(path))
+    servers: dict[str, FoundServer] = {}
     for path, key in server_files:
-        found = (_read_json(path).get(key) or {}).get(NAME) if path.is_file() else None
+        found = _member(_read_json(path), key).get(NAME) if path.is_file() else None
         if isinstance(found, dict) and settings_merge.is_our_mcp_server(found):
-            argv = [str(found.get("command") or ""), *(str(a) for a in found.get("args") or [])]
-            servers.setdefault(shlex.join(argv), {"server": found, "file": str(path)})
+            servers.setdefault(shlex.join(_argv(found)), {"server": found, "file": str(path)})
     return hooks, servers
 
 
@@ -133,7 +151,7 @@ def check_command(needed: bool) -> DoctorCheck:
     )
 
 
-def _env(root: Path, extra: dict[str, Any] | None = None) -> dict[str, str]:
+def _env(root: Path, extra: JsonObject | None = None) -> dict[str, str]:
     env = {**os.environ, "CONTEXTWARE_PROJECT_ROOT": str(root)}
     for key, value in (extra or {}).items():
         if isinstance(value, str):
@@ -183,20 +201,21 @@ def check_hook(command: str, source: str, root: Path) -> DoctorCheck:
     return check("hook", False, f"{command} (in {source}) exited {run.returncode}: {said}", REINSTALL, command=command)
 
 
-def _messages(text: str) -> dict[Any, dict[str, Any]]:
-    out: dict[Any, dict[str, Any]] = {}
+def _messages(text: str) -> dict[int | str, JsonObject]:
+    """A JSON-RPC server's answers by their id."""
+    out: dict[int | str, JsonObject] = {}
     for line in text.splitlines():
         try:
             message = json.loads(line)
         except ValueError:
             continue
-        if isinstance(message, dict) and "id" in message:
+        if isinstance(message, dict) and isinstance(message.get("id"), int | str):
             out[message["id"]] = message
     return out
 
 
-def check_mcp(server: dict[str, Any], source: str, root: Path) -> DoctorCheck:
-    argv = [str(server.get("command") or ""), *(str(a) for a in server.get("args") or [])]
+def check_mcp(server: JsonObject, source: str, root: Path) -> DoctorCheck:
+    argv = _argv(server)
     command = shlex.join(argv)
     missing = missing_paths(argv)
     if missing:
@@ -222,13 +241,13 @@ def check_mcp(server: dict[str, Any], source: str, root: Path) -> DoctorCheck:
             capture_output=True,
             text=True,
             cwd=root,
-            env=_env(root, server.get("env") if isinstance(server.get("env"), dict) else None),
+            env=_env(root, _member(server, "env")),
             timeout=RUN_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return check("mcp", False, f"{command} (in {source}) did not run: {exc}.", REINSTALL, command=command)
     answers = _messages(run.stdout)
-    tools = ((answers.get(2) or {}).get("result") or {}).get("tools")
+    tools = _member(answers.get(2) or {}, "result").get("tools")
     if "result" in (answers.get(1) or {}) and isinstance(tools, list) and tools:
         return check(
             "mcp", True, f"{command} answers initialize and lists {len(tools)} tools (in {source}).", command=command
