@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from contextware.browser import views
 from contextware.browser.html import a, dl, e, size, table, url
 from contextware.browser.models import CodeFile, Dashboard
-from contextware.core.json_types import JsonObject
 
 if TYPE_CHECKING:
     from contextware.memory.recall.types import RecallJson
     from contextware.memory.turns.decisions import TurnDecision
+    from contextware.memory.turns.usage import UseSummary
 
 TEXT_CHARS = 400  # a memory's text in a list is shortened to this
 COLLECTIONS = ("facts", "episodes", "logs")
@@ -43,7 +43,7 @@ def badge(r: Mapping[str, object]) -> str:
     return out
 
 
-def _use_rate(use: JsonObject) -> str:
+def _use_rate(use: "UseSummary") -> str:
     """Of the memories the prompt hook injected, the share the agent used ("—" before any)."""
     rate = use.get("use_rate")
     return "—" if rate is None else f"{rate:.0%} of {use.get('injections', 0)}"

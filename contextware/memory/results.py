@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias, TypedDict
 
-from contextware.core.json_types import JsonObject
+from contextware.memory.turns.usage import UseSummary
 from contextware.storage.schemas import EpisodeRow, FactRow, LogRow, Provenance
 
 # A row of any memory table (facts, episodes, logs), as read back or about to be written.
@@ -418,4 +418,4 @@ class Stats(TypedDict):
     disk_bytes: int | None
     last_write: str | None
     retention: RetentionStats
-    use: JsonObject
+    use: UseSummary

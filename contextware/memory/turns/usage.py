@@ -29,7 +29,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from contextware.memory.turns import use
 
@@ -64,7 +64,7 @@ def _private_write(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         with open(path, encoding="utf-8") as f:
             return json.loads(f.read(MAX_BYTES + 1) or "null")
@@ -72,20 +72,51 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _base(data_dir: Path) -> dict[str, dict[str, Any]]:
+class UseCounts(TypedDict, total=False):
+    """One memory's counts in ``use.json``: injected, used in a turn, fetched by id, and when."""
+
+    injected: int
+    used: int
+    fetched: int
+    last_injected: str
+    last_used: str
+
+
+class UseFile(TypedDict):
+    memories: dict[str, UseCounts]
+
+
+class UseSummary(TypedDict):
+    memories_injected: int
+    memories_used: int
+    injections: int
+    uses: int
+    fetches: int
+    use_rate: float | None
+
+
+class QueueRow(TypedDict):
+    id: str
+    injected: int | None
+    used: int | None
+    fetched: int | None
+    last_used: str | None
+
+
+def _base(data_dir: Path) -> dict[str, UseCounts]:
     """The folded counts of ``use.json``; empty when it is missing or not ours."""
     doc = _read_json(data_dir / FILE)
     memories = doc.get("memories") if isinstance(doc, dict) else None
     if not isinstance(memories, dict):
         return {}
     return {
-        str(k)[:MAX_ID]: v
+        str(k)[:MAX_ID]: cast(UseCounts, v)
         for k, v in memories.items()
         if isinstance(v, dict) and all(isinstance(v.get(n, 0), int) for n in _COUNTS)
     }
 
 
-def _fold(memories: dict[str, dict[str, Any]], text: str) -> None:
+def _fold(memories: dict[str, UseCounts], text: str) -> None:
     for line in text.split("\n"):
         try:
             event = json.loads(line)
@@ -97,12 +128,14 @@ def _fold(memories: dict[str, dict[str, Any]], text: str) -> None:
         for what in _COUNTS:
             ids = event.get(what)
             for memory_id in ids if isinstance(ids, list) else ():
-                entry = memories.setdefault(str(memory_id)[:MAX_ID], {n: 0 for n in _COUNTS})
-                entry[what] = int(entry.get(what, 0)) + 1
-                entry["last_injected" if what == "injected" else "last_used"] = at
+                entry = memories.setdefault(str(memory_id)[:MAX_ID], {"injected": 0, "used": 0, "fetched": 0})
+                counts = cast("dict[str, int | str]", entry)  # ``what`` is one of _COUNTS: an int
+                seen = counts.get(what, 0)
+                counts[what] = (seen if isinstance(seen, int) else 0) + 1
+                counts["last_injected" if what == "injected" else "last_used"] = at
 
 
-def load(data_dir: Path) -> dict[str, Any]:
+def load(data_dir: Path) -> UseFile:
     """``{"memories": {id: counts}}``: ``use.json`` with the events not folded yet."""
     with _locked(data_dir, exclusive=False):  # not in the middle of a fold: nothing counted twice
         memories = _base(data_dir)
@@ -267,7 +300,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def summary(data_dir: Path) -> dict[str, Any]:
+def summary(data_dir: Path) -> UseSummary:
     """For ``memory stats``: memories injected and used, injections, uses and the use rate (uses
     in turns / injections; None before any injection)."""
     memories = load(data_dir)["memories"].values()
@@ -283,11 +316,17 @@ def summary(data_dir: Path) -> dict[str, Any]:
     }
 
 
-def queues(data_dir: Path, often: int = OFTEN, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+def queues(data_dir: Path, often: int = OFTEN, limit: int = 50) -> dict[str, list[QueueRow]]:
     """The review queue's two lists: injected ``often`` times or more and never used, and used
     (in turns or by id) ``often`` times or more; ``{"id", "injected", "used", "fetched", "last_used"}``."""
-    rows = [
-        {"id": i, **{k: m.get(k) for k in ("injected", "used", "fetched", "last_used")}}
+    rows: list[QueueRow] = [
+        {
+            "id": i,
+            "injected": m.get("injected"),
+            "used": m.get("used"),
+            "fetched": m.get("fetched"),
+            "last_used": m.get("last_used"),
+        }
         for i, m in load(data_dir)["memories"].items()
     ]
     never = [r for r in rows if int(r["injected"] or 0) >= often and not r["used"] and not r["fetched"]]
