@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.storage.project import Project
+    from contextware.storage.schemas import CodeChunkRow, CodeFileRow
 
 _BATCH = 500  # ids asked at once
 
@@ -69,7 +70,7 @@ def known(
     return out
 
 
-def reuse_vector(row: dict[str, Any], text: str, kept: dict[str, list[float]]) -> bool:
+def reuse_vector(row: "CodeFileRow | CodeChunkRow", text: str, kept: dict[str, list[float]]) -> bool:
     """Give ``row`` the kept vector of its embedded ``text`` if there is one (True), else False."""
     vec = kept.get(text_hash(text)) if kept else None
     if vec is None:
@@ -79,16 +80,20 @@ def reuse_vector(row: dict[str, Any], text: str, kept: dict[str, list[float]]) -
 
 
 def remember(
-    project: "Project", rows: Sequence[dict[str, Any]], embedded: Sequence[tuple[dict[str, Any], str]], model_id: str
+    project: "Project",
+    rows: "Sequence[CodeFileRow]",
+    embedded: "Sequence[tuple[CodeFileRow | CodeChunkRow, str]]",
+    model_id: str,
 ) -> None:
     """Keep the summaries of freshly indexed code rows under their content hashes, with the vectors
     of the file's and its definitions' embedded texts (``embedded``: (row, text) of this write)."""
     import pyarrow as pa
 
-    by_path: dict[str, list[tuple[str, Any]]] = {}
+    by_path: dict[str, list[tuple[str, list[float]]]] = {}
     for row, text in embedded:
-        if row.get("vector") is not None:
-            by_path.setdefault(str(row.get("file_path")), []).append((text_hash(text), row["vector"]))
+        vector = row.get("vector")
+        if vector is not None:
+            by_path.setdefault(str(row.get("file_path")), []).append((text_hash(text), vector))
     now = utcnow()
     kept = {
         r["content_hash"]: {

@@ -37,9 +37,11 @@ from contextware.core.system import stop_on_signals, write_atomic
 from contextware.core.text import sql_str, utcnow
 from contextware.storage.embedded_text import code_embedding_text, code_search_text, import_words
 from contextware.storage.integrity import stamp
-from contextware.storage.schemas import CHUNKS_TABLE, CODE_REMOVED_TABLE, CODE_TABLE, FTS_COLUMN
+from contextware.storage.schemas import CHUNKS_TABLE, CODE_REMOVED_TABLE, CODE_TABLE
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from lancedb.table import Table
 
     from contextware.codeindex.chunks import Chunk
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from contextware.codeindex.source_text import Candidate
     from contextware.storage.embeddings import Embedder
     from contextware.storage.project import Project
+    from contextware.storage.schemas import CodeChunkRow, CodeFileRow
 
 WRITE_BATCH = 32
 SEARCH_CONTENT_CHARS = 200_000
@@ -135,11 +138,11 @@ class _Writer:
     def __init__(self, project: "Project", report: Report) -> None:
         self.project = project
         self.report = report
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[CodeFileRow] = []
         self.touched: list["Candidate"] = []  # same bytes, new stat: only mtime and size change
         self.removals: list[str] = []
-        self.chunk_rows: list[dict[str, Any]] = []  # of the files in ``rows``: they replace those files' chunks
-        self.fresh: list[dict[str, Any]] = []  # rows of new summaries, kept per content hash after the write
+        self.chunk_rows: list[CodeChunkRow] = []  # of the files in ``rows``: they replace those files' chunks
+        self.fresh: list[CodeFileRow] = []  # rows of new summaries, kept per content hash after the write
         self.kept_vectors: dict[str, list[float]] = {}  # of re-used summaries: text hash -> vector
 
     def add(
@@ -152,7 +155,7 @@ class _Writer:
     ) -> None:
         """``vectors``: text hash -> vector kept with a re-used summary (``by_content``)."""
         c = w.candidate
-        row = {
+        row: CodeFileRow = {
             "id": c.path,
             "file_path": c.path,
             "language": summary.language,
@@ -165,7 +168,7 @@ class _Writer:
             "content_hash": w.digest,
             "indexed_at": utcnow(),
         }
-        row[FTS_COLUMN] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)
+        row["search_text"] = code_search_text(row, w.text, SEARCH_CONTENT_CHARS)  # FTS_COLUMN
         row["imports"] = import_words(w.text[:SEARCH_CONTENT_CHARS])
         self.chunk_rows += chunk_rows(
             c.path, w.text[:SEARCH_CONTENT_CHARS], summary.language, row["indexed_at"], w.chunks
@@ -189,13 +192,14 @@ class _Writer:
         embedder = self.project.embedder
         kept, self.kept_vectors = self.kept_vectors, {}
         texts = [*(code_embedding_text(r) for r in rows), *(c["text"] for c in chunks)]
+        both: list[CodeFileRow | CodeChunkRow] = [*rows, *chunks]
         if rows:
-            need = [(r, t) for r, t in zip([*rows, *chunks], texts, strict=True) if not reuse_vector(r, t, kept)]
+            need = [(r, t) for r, t in zip(both, texts, strict=True) if not reuse_vector(r, t, kept)]
             try:
                 embed_rows(embedder, [r for r, _ in need], [t for _, t in need])
             except EmbeddingError as exc:
                 self.report.degraded = f"{exc.message} Rows were saved without vectors; run `memory.py reembed` later."
-                for row in [*rows, *chunks]:
+                for row in both:
                     row["vector"] = None
         stamp(CODE_TABLE, rows)
         stamp(CHUNKS_TABLE, chunks)
@@ -233,7 +237,7 @@ class _Writer:
         self.project.db.write(CODE_TABLE, write, dim=embedder.dim, model_id=embedder.model_id)
         fresh, self.fresh = self.fresh, []
         # after the index: a crash before it only costs a summary later
-        remember(self.project, fresh, list(zip([*rows, *chunks], texts, strict=True)), embedder.model_id)
+        remember(self.project, fresh, list(zip(both, texts, strict=True)), embedder.model_id)
 
 
 def record_removals(project: "Project", paths: Sequence[str]) -> None:
@@ -251,8 +255,8 @@ def record_removals(project: "Project", paths: Sequence[str]) -> None:
 
 
 def chunk_rows(
-    path: str, text: str, language: str | None, indexed_at: Any, chunks: "list[Chunk] | None" = None
-) -> list[dict[str, Any]]:
+    path: str, text: str, language: str | None, indexed_at: datetime, chunks: "list[Chunk] | None" = None
+) -> list[CodeChunkRow]:
     """The rows of ``CHUNKS_TABLE`` for one file (vectors are added by ``embed_rows``); ``chunks``
     when the summariser already made them from its parse."""
     from contextware.codeindex.chunks import file_chunks
@@ -273,7 +277,7 @@ def chunk_rows(
     ]
 
 
-def embed_rows(embedder: "Embedder", rows: list[dict[str, Any]], texts: list[str]) -> None:
+def embed_rows(embedder: "Embedder", rows: "Sequence[CodeFileRow | CodeChunkRow]", texts: list[str]) -> None:
     """Set each row's vector from its text, files' and definitions' together: each distinct text is
     embedded once, and shortest first, since the model pads a batch to its longest text."""
     unique = sorted(set(texts), key=len)
@@ -284,7 +288,7 @@ def embed_rows(embedder: "Embedder", rows: list[dict[str, Any]], texts: list[str
         row["vector"] = by_text[text]
 
 
-def replace_chunks(tbl: "Table", paths: Sequence[str], rows: list[dict[str, Any]]) -> None:
+def replace_chunks(tbl: "Table", paths: Sequence[str], rows: list[CodeChunkRow]) -> None:
     """Drop every chunk of ``paths`` and add ``rows`` (the new chunks of some of them)."""
     import pyarrow as pa
 
