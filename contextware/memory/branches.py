@@ -327,7 +327,7 @@ def gone_branches(project: "Project", days: float | None = None) -> list[GoneBra
             continue
         cond = f"branch IN ({', '.join(sql_str(b) for b in gone)})"
 
-        def read_newest(t: Any = table, c: str = cond) -> list[dict[str, Any]]:
+        def read_newest(t: "Table" = table, c: str = cond) -> list[dict[str, Any]]:
             return t.search().where(c).select(["branch", "commit", "created_at"]).limit(None).to_list()
 
         for row in project.db.read(read_newest):

@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from contextware.core.text import utcnow
 from contextware.memory.results import LinkedRow
@@ -76,18 +76,21 @@ class _Names:
     defines: dict[str, set[str]] = field(default_factory=dict)  # path -> its symbols
 
 
-_cache: dict[tuple[str, str], tuple[tuple[Any, ...], Any, float]] = {}  # slot -> (versions, value, checked at)
+_cache: dict[tuple[str, str], tuple[tuple[object, ...], object, float]] = {}  # slot -> (versions, value, checked at)
 _cache_lock = threading.Lock()
 
 
-def _key(project: "Project", name: str) -> tuple[Any, ...] | None:
+def _key(project: "Project", name: str) -> tuple[object, ...] | None:
     from contextware.storage.table_search import version_key
 
     table = project.db.open_table(name)
     return None if table is None else (name, version_key(project.db, name, table))
 
 
-def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Any) -> Any:
+Loaded = TypeVar("Loaded")
+
+
+def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Callable[[], Loaded]) -> Loaded | None:
     """``load()`` once per version of ``tables`` (None when the code index does not exist).  On an
     object store, where asking for the version is a round trip, a value is trusted for
     ``REMOTE_TTL_S`` without asking again (each hit of a recall would ask otherwise)."""
@@ -96,7 +99,7 @@ def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Any) -
     with _cache_lock:
         hit = _cache.get(slot)
     if remote and hit is not None and time.monotonic() - hit[2] < REMOTE_TTL_S:
-        return hit[1]
+        return cast("Loaded", hit[1])  # what load() gave for this slot
     key = tuple(_key(project, t) for t in tables)
     if key[0] is None:
         return None
@@ -104,7 +107,7 @@ def _cached(project: "Project", what: str, tables: tuple[str, ...], load: Any) -
         if remote:
             with _cache_lock:
                 _cache[slot] = (key, hit[1], time.monotonic())
-        return hit[1]
+        return cast("Loaded", hit[1])
     value = load()
     with _cache_lock:
         _cache[slot] = (key, value, time.monotonic())
@@ -342,8 +345,8 @@ def link_unlinked(project: "Project") -> Linked:
             continue
         columns = [c for c in table.schema.names if c != FTS_COLUMN]
 
-        def unlinked(t: Any = table, c: list[str] = columns) -> list[LinkedRow]:
-            return t.search().where("linked_at IS NULL").select(c).limit(None).to_list()
+        def unlinked(t: "Table" = table, c: list[str] = columns) -> list[LinkedRow]:
+            return cast("list[LinkedRow]", t.search().where("linked_at IS NULL").select(c).limit(None).to_list())
 
         rows = project.db.read(unlinked)
         if not rows:

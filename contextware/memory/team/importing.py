@@ -201,7 +201,7 @@ def _stones(
 
 
 def plan(
-    table: "Table", collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
+    table: "Table | None", collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
 ) -> Plan:
     """Each id's later version among this table's row, the file's and the tombstones, read in batches;
     then active memories of one text folded into the smallest id."""
@@ -396,7 +396,12 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
         if table is not None:
             project.db.check_model(collection, table, embedder.model_id, embedder.dim)
 
-        def decide(t: Any = table, c: str = collection, r: dict[str, Theirs] = theirs, s: Any = stones) -> Plan:
+        def decide(
+            t: "Table | None" = table,
+            c: str = collection,
+            r: dict[str, Theirs] = theirs,
+            s: dict[str, dict[str, Any]] = stones,
+        ) -> Plan:
             return plan(t, c, lines, r, s)
 
         first = project.db.read(decide)
@@ -437,7 +442,9 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 counts["unchanged"] += skipped
             if first.todo or first.deletes or first.folds:
 
-                def finish(tbl: "Table", c: str = collection, p: Plan = first, s: Any = stones) -> Any:
+                def finish(
+                    tbl: "Table", c: str = collection, p: Plan = first, s: dict[str, dict[str, Any]] = stones
+                ) -> Any:
                     return _finish(tbl, c, p, s)
 
                 deletes, folds = project.db.write(collection, finish, dim=embedder.dim, model_id=embedder.model_id)

@@ -47,6 +47,8 @@ from contextware.memory.team.memfile import (
 from contextware.storage.schemas import MEMORY_TABLES
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from contextware.storage.project import Project
 
 __all__ = ["DEFAULT_FILE", "FORMAT", "VERSION", "export_memory", "import_memory", "parse_export"]
@@ -67,7 +69,7 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
             continue
         columns = [c for c in FIELDS[name] if c in table.schema.names]
 
-        def read_all(t: Any = table, c: list[str] = columns) -> list[dict[str, Any]]:
+        def read_all(t: "Table" = table, c: list[str] = columns) -> list[dict[str, Any]]:
             return t.search().select(c).limit(None).to_arrow().to_pylist()
 
         for row in project.db.read(read_all):
