@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from contextware.operations.spec import Operation, Param, text_of
+from contextware.operations.spec import Operation, Param, text_of, texts
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -150,11 +150,11 @@ class OffloadRequest:
     extra context, the model and topics (None: config.json's, none), and the session it belongs to."""
 
     prompt: str
-    files: Any = None
-    include_dirs: Any = None
+    files: str | list[str] | None = None
+    include_dirs: str | list[str] | None = None
     context: str | None = None
     model: str | None = None
-    topic: Any = None
+    topic: str | list[str] | None = None
     refresh: bool = False
     session: str | None = None
     feature: str | None = None
@@ -175,16 +175,21 @@ def check(values: Mapping[str, object]) -> OffloadRequest:
         )
     return OffloadRequest(
         prompt=str(values["prompt"]),
-        files=values.get("files"),
-        include_dirs=values.get("include_dirs"),
+        files=_texts_as_given(values.get("files")),
+        include_dirs=_texts_as_given(values.get("include_dirs")),
         context=text_of(values, "context"),
         model=text_of(values, "model"),
-        topic=values.get("topic"),
+        topic=_texts_as_given(values.get("topic")),
         refresh=bool(values.get("refresh")),
         session=text_of(values, "session"),
         feature=text_of(values, "feature"),
         resume_id=text_of(values, "resume_id"),
     )
+
+
+def _texts_as_given(value: object) -> str | list[str] | None:
+    """A text or a list of texts as the caller gave it, or None."""
+    return value if value is None or isinstance(value, str) else list(texts(value))
 
 
 def run(project: "Project", request: OffloadRequest, values: Mapping[str, object]) -> Mapping[str, object]:

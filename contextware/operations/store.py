@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from contextware.operations.spec import ABSENT, Absent, Operation, Param, text_of
 
 if TYPE_CHECKING:
+    from contextware.core.json_types import JsonValue
     from contextware.storage.project import Project
     from contextware.store.results import StoreAnswer
 
@@ -93,7 +94,7 @@ class StoreRequest:
     action: str
     namespace: str | None
     key: str | None
-    data: Any = ABSENT
+    data: "JsonValue | Absent" = ABSENT
 
 
 def check(values: Mapping[str, object]) -> StoreRequest:
@@ -120,13 +121,14 @@ def check(values: Mapping[str, object]) -> StoreRequest:
         raise FieldError(
             "save needs {field}: the JSON value to store; nothing was saved.", field="data", code="bad_data"
         )
-    return StoreRequest(action, namespace, key, values.get("data", ABSENT))
+    data = values.get("data", ABSENT)  # a JSON value: parsed from --data, or an MCP argument
+    return StoreRequest(action, namespace, key, data if isinstance(data, Absent) else cast("JsonValue", data))
 
 
 def run(project: "Project", request: StoreRequest, values: Mapping[str, object]) -> "StoreAnswer":
     from contextware.store import kvstore
 
-    if request.action == "save":
+    if request.action == "save" and not isinstance(request.data, Absent):  # check() refuses a save without it
         return kvstore.save(project, str(request.namespace), str(request.key), request.data)
     if request.action == "load":
         return kvstore.load(project, str(request.namespace), str(request.key))
