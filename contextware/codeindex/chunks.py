@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextware.codeindex.local_summary import Parsed, _Def, _Extractor
 
 from contextware.storage.embedded_text import identifier_words, split_identifiers
 
@@ -43,7 +46,7 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def file_chunks(path: str, text: str, language: str | None, parsed: Any = None) -> list[Chunk]:
+def file_chunks(path: str, text: str, language: str | None, parsed: "Parsed | None" = None) -> list[Chunk]:
     """The definition chunks of one file (none for a language without a grammar, or on any parser
     surprise: chunks add to the file's row, they never cost it).  ``parsed``: the ``(definitions,
     extractor)`` that ``local_summary.summarize_parsed`` already made of this text (no second parse)."""
@@ -67,7 +70,7 @@ def file_chunks(path: str, text: str, language: str | None, parsed: Any = None) 
         return []
 
 
-def _chunks(path: str, language: str, defs: list[Any], ex: Any) -> list[Chunk]:
+def _chunks(path: str, language: str, defs: "list[_Def]", ex: "_Extractor") -> list[Chunk]:
     from contextware.codeindex.local_summary import _comment_above, _markers
 
     lines = ex.lines

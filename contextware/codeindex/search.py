@@ -15,9 +15,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.codeindex.hits import CODE_STEM, query_terms
 from contextware.core.words import pieces, stem
@@ -60,7 +60,7 @@ Search = Callable[[], list[Row]]
 Found = tuple[dict[str, Row], dict[str, float]]  # rows by id, and the BM25 score of those BM25 found
 
 
-def _cosine(a: Any, b: Any) -> float:
+def _cosine(a: "np.ndarray | Sequence[float]", b: "np.ndarray | Sequence[float]") -> float:
     import numpy as np
 
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))

@@ -573,7 +573,7 @@ def _create_indexes(table: "Table", skip: set[str] = frozenset()) -> bool:  # ty
         if column in skip:
             continue
 
-        def create(column: str = column, kind: str = kind) -> Any:
+        def create(column: str = column, kind: str = kind) -> None:
             return table.create_index(column, config=configs[kind](), replace=False)
 
         try:

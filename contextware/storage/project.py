@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contextware.core.errors import UsageError, disk_full, is_disk_full
 from contextware.core.json_types import JsonValue
@@ -46,7 +46,7 @@ class Project:
     db_uri: str
     # Resolved once by the caller's composition root; a Project built without them has this process's.
     settings: Settings = field(default_factory=current_settings)
-    _embedder: Any = field(default=None, repr=False)
+    _embedder: "Embedder | None" = field(default=None, repr=False)
     # The root is only the working directory: no --project-root, no CONTEXTWARE_PROJECT_ROOT or
     # _DATA_DIR, no git repository (see ``ensure_data_dir``).
     guessed: bool = False

@@ -63,7 +63,7 @@ def _move_aside(path: Path, aside: Path) -> None:
     shutil.move(str(path), str(aside))
 
 
-def _open(db: "Database", name: str) -> Any:
+def _open(db: "Database", name: str) -> "Table":
     db._tables.pop(name, None)
     return db.conn.open_table(name)
 

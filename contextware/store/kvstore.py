@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from contextware.core.errors import ConfigError, FieldError, NotFoundError, StorageError, UsageError
 from contextware.core.json_types import JsonValue
@@ -49,6 +49,7 @@ from contextware.store.results import (
 )
 
 if TYPE_CHECKING:
+    from filelock import FileLock
     from lancedb.table import Table
 
     from contextware.storage.project import Project
@@ -118,7 +119,7 @@ def record_id(namespace: str, key: str) -> str:
     return f"{namespace}/{key}"
 
 
-def parse_json(text: str, source: str = "--data") -> Any:
+def parse_json(text: str, source: str = "--data") -> JsonValue:
     """Parse a JSON value, or raise ``UsageError`` saying where ``source`` is wrong."""
     if not text.strip():
         raise UsageError(
@@ -126,7 +127,7 @@ def parse_json(text: str, source: str = "--data") -> Any:
             code="bad_json",
         )
 
-    def no_constant(name: str) -> Any:
+    def no_constant(name: str) -> NoReturn:
         raise ValueError(f"{name} is not valid JSON (use null, a number or a string)")
 
     try:
@@ -144,7 +145,7 @@ def parse_json(text: str, source: str = "--data") -> Any:
         raise UsageError(f"{source} is nested too deeply to read; nothing was saved.", code="bad_json") from None
 
 
-def encode(value: Any) -> str:
+def encode(value: JsonValue) -> str:
     """Compact JSON text of a value (what is stored and what ``size`` counts)."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -212,7 +213,7 @@ def _from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-def _access_lock(project: "Project") -> Any:
+def _access_lock(project: "Project") -> "FileLock":
     from filelock import FileLock
 
     project.lock_dir.mkdir(parents=True, exist_ok=True)
