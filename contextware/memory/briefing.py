@@ -104,17 +104,27 @@ def _rows(project: "Project", table: str, columns: list[str], where: str | None 
     return rows
 
 
-def _sessions(project: "Project") -> dict[str, Any]:
+class LastSession(TypedDict):
+    id: str
+    at: str
+
+
+class SessionCounts(TypedDict):
+    session_count: int
+    last_session: LastSession | None
+
+
+def _sessions(project: "Project") -> SessionCounts:
     rows = _rows(project, "logs", ["session_id", "created_at"])
-    last: dict[str, Any] = {}
+    last: dict[str, datetime] = {}
     for r in rows:
         sid, at = r.get("session_id"), r.get("created_at")
-        if sid and at and (sid not in last or at > last[sid]):
+        if isinstance(sid, str) and sid and isinstance(at, datetime) and (sid not in last or at > last[sid]):
             last[sid] = at
     if not last:
         return {"session_count": 0, "last_session": None}
     sid = max(last, key=lambda s: last[s])
-    return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid])}}
+    return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid]) or ""}}
 
 
 # Fact kinds in the briefing, most important first, with their headings (notes are for recall).
@@ -499,7 +509,7 @@ def session_context(project: "Project", budget_tokens: int = DEFAULT_BUDGET) -> 
         return _assemble(project, budget_tokens, sessions.result(), _Memory(project, code.result))
 
 
-def _assemble(project: "Project", budget_tokens: int, sessions: dict[str, Any], memory: _Memory) -> Briefing:
+def _assemble(project: "Project", budget_tokens: int, sessions: SessionCounts, memory: _Memory) -> Briefing:
     from contextware.storage import gitstate
 
     branch = gitstate.head(project.root).branch  # the memories shown are the ones this branch sees
