@@ -23,11 +23,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contextware.codeindex.languages import detect_language
 from contextware.codeindex.local_summary import MAX_SYMBOLS, SUMMARY_LIMIT, LocalSummary
 from contextware.core.errors import GeminiError, UsageError
+from contextware.core.json_types import JsonObject, JsonValue
 from contextware.core.text import cut_at_word
 from contextware.gemini.headless import escape_at, run_gemini
 
@@ -134,7 +134,7 @@ def _json_candidates(text: str) -> Iterator[str]:
         yield text[min(starts) : end + 1]
 
 
-def _scan_json(text: str) -> Iterator[Any]:
+def _scan_json(text: str) -> Iterator[JsonValue]:
     """Every JSON object or array that starts somewhere in ``text`` (prose with stray braces)."""
     decoder = json.JSONDecoder()
     tried = 0
@@ -148,23 +148,23 @@ def _scan_json(text: str) -> Iterator[Any]:
             continue
 
 
-def _entries(doc: Any) -> list[Any] | None:
+def _entries(doc: JsonValue) -> list[JsonValue] | None:
     """The per-file entries of a decoded reply, or None when it does not look like one."""
     if isinstance(doc, list):
         return doc if any(isinstance(e, dict) for e in doc) or not doc else None
     if not isinstance(doc, dict):
         return None
     for key in ("files", "results", "summaries"):
-        if isinstance(doc.get(key), list):
-            return doc[key]
+        if isinstance(found := doc.get(key), list):
+            return found
     if isinstance(doc.get("path"), str):
         return [doc]
     if doc and all(isinstance(v, dict) and "summary" in v for v in doc.values()):  # {"<path>": {...}}
-        return [{"path": k, **v} for k, v in doc.items()]
+        return [{"path": k, **v} for k, v in doc.items() if isinstance(v, dict)]
     return None
 
 
-def parse_reply(text: str) -> list[Any]:
+def parse_reply(text: str) -> list[JsonValue]:
     """The list of per-file entries in a model reply; raises GeminiError(invalid_response).
 
     Tolerates code fences, text around the outermost JSON value and a top-level list.
@@ -195,7 +195,7 @@ def _norm_path(path: str) -> str:
     return path
 
 
-def _clean_symbols(raw: list[Any]) -> list[str]:
+def _clean_symbols(raw: list[JsonValue]) -> list[str]:
     seen: dict[str, None] = {}
     for item in raw:
         if not isinstance(item, str):
@@ -208,7 +208,7 @@ def _clean_symbols(raw: list[Any]) -> list[str]:
     return list(seen)
 
 
-def validate_entry(file: SourceFile, entry: dict[str, Any]) -> LocalSummary | GeminiError:
+def validate_entry(file: SourceFile, entry: JsonObject) -> LocalSummary | GeminiError:
     """A LocalSummary from one reply entry, or the GeminiError saying what is wrong with it."""
     summary = entry.get("summary")
     symbols = entry.get("symbols", [])
@@ -229,7 +229,10 @@ def validate_entry(file: SourceFile, entry: dict[str, Any]) -> LocalSummary | Ge
         else []
     )
     return LocalSummary(
-        file.language, cut_at_word(text, SUMMARY_LIMIT), _clean_symbols(symbols or []), asked[:MAX_QUESTIONS]
+        file.language,
+        cut_at_word(text, SUMMARY_LIMIT),
+        _clean_symbols(symbols if isinstance(symbols, list) else []),
+        asked[:MAX_QUESTIONS],
     )
 
 
@@ -243,9 +246,10 @@ def results_from_reply(files: Sequence[SourceFile], text: str) -> dict[str, Loca
     by_norm = {_norm_path(f.path): f for f in files}
     results: dict[str, LocalSummary | GeminiError] = {}
     for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(path, str):
             continue
-        file = by_path.get(entry["path"]) or by_norm.get(_norm_path(entry["path"]))
+        file = by_path.get(path) or by_norm.get(_norm_path(path))
         if file is None or isinstance(results.get(file.path), LocalSummary):
             continue  # a path not asked for, or a later duplicate of a good result
         results[file.path] = validate_entry(file, entry)
