@@ -9,11 +9,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from contextware.core.errors import FieldError, GeminiError
 
 if TYPE_CHECKING:
+    from contextware.codeindex.chunks import Chunk
+    from contextware.codeindex.gemini_summary import SourceFile
     from contextware.codeindex.local_summary import LocalSummary
     from contextware.codeindex.source_text import Candidate
     from contextware.storage.project import Project
@@ -32,12 +34,16 @@ class SummaryReport(Protocol):
     fallbacks: int
 
 
+# A file's summary and the summariser's name, or None and why it failed, by path.
+Outcome = dict[str, "tuple[LocalSummary | None, str]"]
+
+
 @dataclass
 class Work:
     candidate: "Candidate"
     text: str
     digest: str
-    chunks: list[Any] | None = None  # definition chunks made from the local summariser's own parse
+    chunks: "list[Chunk] | None" = None  # definition chunks made from the local summariser's own parse
 
 
 def check_summarizer(name: str | None) -> str:
@@ -73,7 +79,7 @@ class Summarizer:
         if not items:
             return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            futures: dict[Future[Any], Any] = {}
+            futures: dict[Future[Outcome], list[Work]] = {}
             if self.use_gemini:
                 from contextware.codeindex.gemini_summary import SourceFile, plan_batches
 
@@ -112,10 +118,10 @@ class Summarizer:
                     f.cancel()
                 raise
 
-    def _gemini(self, batch: list[Any]) -> dict[str, tuple[Any, str]]:
+    def _gemini(self, batch: "list[SourceFile]") -> Outcome:
         from contextware.codeindex.gemini_summary import summarize_batch
 
-        results: dict[str, Any]
+        results: "dict[str, LocalSummary | GeminiError]"
         if self.broken is not None:
             results = {f.path: self.broken for f in batch}
         else:
@@ -141,7 +147,7 @@ class Summarizer:
                     rate_limit_backoff=cfg.gemini_rate_limit_backoff_s,
                     cancel=self.stop,
                 )
-        out: dict[str, tuple[Any, str]] = {}
+        out: Outcome = {}
         timed_out = any(isinstance(r, GeminiError) and r.code == "timeout" for r in results.values())
         with self.lock:
             self.timeouts = self.timeouts + 1 if timed_out else 0
@@ -185,7 +191,7 @@ def _summarize_local(path: str, text: str) -> "LocalSummary":
     return summarize_local(path, text)
 
 
-def _local(w: Work) -> dict[str, tuple[Any, str]]:
+def _local(w: Work) -> Outcome:
     """The local summary, and the definition chunks from the same tree-sitter parse (parsing is
     most of a local summary's cost; in the worker thread, not the writer's)."""
     from contextware.codeindex.chunks import file_chunks
