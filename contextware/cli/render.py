@@ -12,7 +12,6 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
 MAX_WIDTH = 120
@@ -51,7 +50,7 @@ def wrap(text: str, indent: int = 0, first: int | None = None, columns: int | No
     return "\n".join(out)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -65,7 +64,7 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split())
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], headers: Sequence[str] | None = None) -> str:
+def table(rows: Sequence[Mapping[str, object]], columns: Sequence[str], headers: Sequence[str] | None = None) -> str:
     """Rows as aligned columns under upper-case headers; the last column takes the remaining width
     and wraps under itself; numbers are right-aligned."""
     if not rows:
@@ -89,7 +88,7 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], headers: Se
     return "\n".join([line(heads, ("bold",)), *(line(row) for row in cells)])
 
 
-def fields(record: Mapping[str, Any], keys: Sequence[str] | None = None, indent: int = 0) -> str:
+def fields(record: Mapping[str, object], keys: Sequence[str] | None = None, indent: int = 0) -> str:
     """``key  value`` lines, keys aligned, long values wrapped under themselves; nested objects
     indented below their key."""
     keys = [k for k in (keys or list(record)) if k in record]
@@ -116,22 +115,22 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(" " * n + line for line in text.splitlines())
 
 
-def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _columns(rows: Sequence[Mapping[str, object]]) -> list[str]:
     """Scalar fields shared by the rows, in first-seen order, the longest text last."""
     cols: list[str] = []
     for row in rows:
         for key, value in row.items():
             if key not in cols and not isinstance(value, (dict,)):
                 cols.append(key)
-    long = [c for c in cols if any(isinstance(r.get(c), str) and len(r[c]) > 40 for r in rows)]
+    long = [c for c in cols if any(isinstance(v := r.get(c), str) and len(v) > 40 for r in rows)]
     return [c for c in cols if c not in long] + long
 
 
-def generic(result: Mapping[str, Any]) -> str:
+def generic(result: Mapping[str, object]) -> str:
     """Any result, readable: scalars and nested objects as aligned fields, lists of objects as tables."""
     body = {k: v for k, v in result.items() if k != "ok"}
     return fields(body) or "Done."
 
 
-def counts_line(counts: Mapping[str, Any]) -> str:
+def counts_line(counts: Mapping[str, object]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items())
