@@ -30,6 +30,7 @@ from contextware.core.errors import FieldError, UsageError
 from contextware.gemini.headless import MAX_STDIN_BYTES, escape_at
 
 if TYPE_CHECKING:
+    from contextware.codeindex.files import IgnoreRules
     from contextware.storage.project import Project
 
 
@@ -147,11 +148,15 @@ _REFUSED = {
 }
 
 
-def check_source(project: "Project", rules: Any, field: str, raw: str, path: Path, is_dir: bool) -> None:
+def check_source(
+    project: "Project", rules: "IgnoreRules | None", field: str, raw: str, path: Path, is_dir: bool
+) -> None:
     """Refuse (UsageError) a given file or folder that a crawl would not read: outside the project
     (by its real path), ignored, or secret.  Both the name as given and its real path are judged, so
     a link named ``notes.txt`` to ``.env`` and one named ``x.env`` to a plain file are refused.
-    ``field`` names the input (``files``, ``include_dirs``), worded by each front end."""
+    ``field`` names the input (``files``, ``include_dirs``), worded by each front end; ``rules``:
+    the project's, when the caller has them loaded already."""
+    rules = rules or _rules(project)
     real = path.resolve()
     real_rel = rules.relative(real)
     if real_rel is None:
@@ -168,7 +173,7 @@ def check_source(project: "Project", rules: Any, field: str, raw: str, path: Pat
             raise FieldError(f"{{field}}: {raw} {why}; it is never sent to Gemini.", field=field, code=code)
 
 
-def _rules(project: "Project") -> Any:
+def _rules(project: "Project") -> "IgnoreRules":
     from contextware.codeindex.files import IgnoreRules, restored_reasons
 
     return IgnoreRules.load(project.root, project.data_dir, restored_reasons(project.config))

@@ -24,6 +24,8 @@ from contextware.core.settings import Settings, current_settings
 
 if TYPE_CHECKING:
     import numpy as np
+    from onnxruntime import InferenceSession
+    from tokenizers import Encoding, Tokenizer
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
 BUNDLED_DIM = 384
@@ -114,8 +116,8 @@ class BundledEmbedder:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or current_settings()  # disable_embeddings, and home for the checksum markers
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._session: InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         self._error: EmbeddingError | None = None
 
@@ -166,14 +168,17 @@ class BundledEmbedder:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
 
-    def _batches(self, texts: Sequence[str]) -> "Iterator[tuple[list[Any], np.ndarray, np.ndarray]]":
+    def _batches(self, texts: Sequence[str]) -> "Iterator[tuple[list[Encoding], np.ndarray, np.ndarray]]":
         """Per run of at most RUN_TOKENS tokens (texts tokenized BATCH_SIZE at a time): their
         encodings, the attention mask and the model's token states (``last_hidden_state``)."""
         import numpy as np
 
         self.load()
+        tokenizer, session = self._tokenizer, self._session
+        if tokenizer is None or session is None:  # load() raises rather than leave them unset
+            raise EmbeddingError("The embedding model is not loaded.")
         for start in range(0, len(texts), BATCH_SIZE):
-            batch = self._tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
+            batch = tokenizer.encode_batch(list(texts[start : start + BATCH_SIZE]))
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             lengths = mask.sum(axis=1)
@@ -185,7 +190,7 @@ class BundledEmbedder:
                 width = max(1, int(lengths[first:last].max()))
                 run_ids, run_mask = ids[first:last, :width], mask[first:last, :width]
                 feeds = {"input_ids": run_ids, "attention_mask": run_mask, "token_type_ids": np.zeros_like(run_ids)}
-                yield batch[first:last], run_mask, self._session.run(None, feeds)[0]
+                yield batch[first:last], run_mask, session.run(None, feeds)[0]
                 first = last
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
