@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
+from contextware.core.json_types import JsonObject
 from contextware.offload.files import (
     FULL_RESPONSE,
     METADATA,
@@ -37,7 +38,7 @@ SESSION_FIELDS = ("last_error", "rotate")
 TURN_FIELDS = ("prompt", "summary")
 
 
-def _redacted_fields(obj: dict[str, Any], fields: tuple[str, ...]) -> bool:
+def _redacted_fields(obj: JsonObject, fields: tuple[str, ...]) -> bool:
     from contextware.core.redact import redact_text
 
     changed = False
@@ -48,13 +49,14 @@ def _redacted_fields(obj: dict[str, Any], fields: tuple[str, ...]) -> bool:
     return changed
 
 
-def _cache_meta(meta: dict[str, Any]) -> bool:
+def _cache_meta(meta: JsonObject) -> bool:
     return _redacted_fields(meta, CACHE_FIELDS)
 
 
-def _session_state(state: dict[str, Any]) -> bool:
+def _session_state(state: JsonObject) -> bool:
     changed = _redacted_fields(state, SESSION_FIELDS)
-    for turn in state.get("turns") or []:
+    turns = state.get("turns")
+    for turn in turns if isinstance(turns, list) else []:
         if isinstance(turn, dict):
             changed = _redacted_fields(turn, TURN_FIELDS) or changed
     return changed
@@ -70,7 +72,7 @@ def _scrub_text(path: Path) -> int:
     return 1
 
 
-def _scrub_json(path: Path, scrub: Callable[[dict[str, Any]], bool]) -> int:
+def _scrub_json(path: Path, scrub: Callable[[JsonObject], bool]) -> int:
     data = read_json(path)
     if data is None or not scrub(data):
         return 0
@@ -78,7 +80,12 @@ def _scrub_json(path: Path, scrub: Callable[[dict[str, Any]], bool]) -> int:
     return 1
 
 
-def scrub_offload_files(project: "Project") -> dict[str, Any]:
+class Scrubbed(TypedDict):
+    files: int  # files changed
+    reindexed: int  # index rows rebuilt from them
+
+
+def scrub_offload_files(project: "Project") -> Scrubbed:
     """``{"files": changed files, "reindexed": rows}``; each entry is scrubbed under its own lock, so
     a concurrent offload of the same key or session waits rather than interleaving."""
     from contextware.offload.session_admin import session_names
@@ -97,7 +104,7 @@ def scrub_offload_files(project: "Project") -> dict[str, Any]:
             for path in sorted(sdir.glob("*.md")):  # summary.md and one full_response-<time>.md per turn
                 changed += _scrub_text(path)
             changed += _scrub_json(sdir / SESSION_STATE, _session_state)
-    out: dict[str, Any] = {"files": changed, "reindexed": 0}
+    out: Scrubbed = {"files": changed, "reindexed": 0}
     if changed:
         from contextware.offload.sync import rebuild
 
