@@ -18,7 +18,7 @@ are re-redacted by ``offload.scrub``.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextware.codeindex.exclusions import SecretFiles
 from contextware.core.fence import has_injected, strip_injected
@@ -36,11 +36,15 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
     from contextware.storage.project import Project
+    from contextware.storage.schemas import LogRow
 
 LOGS = "logs"
 
 
-def _turn_key(row: dict[str, Any]) -> tuple[Any, ...]:
+TurnKey = tuple[str | None, str | None, str]  # session, role, the text's digest: one turn's parts share it
+
+
+def _turn_key(row: "LogRow") -> TurnKey:
     digest = str(row.get("text_hash") or row["id"]).split(":", 1)[0]
     return row.get("session_id"), row.get("role"), digest
 
@@ -54,8 +58,8 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
     if table is None:
         return {"checked": 0, "cleaned": 0, "removed": 0}
     columns = [c for c in table.schema.names if c not in ("vector", FTS_COLUMN)]
-    rows = db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist())
-    turns: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    rows = cast("list[LogRow]", db.read(lambda: table.search().select(columns).limit(None).to_arrow().to_pylist()))
+    turns: dict[TurnKey, list[LogRow]] = defaultdict(list)
     for row in rows:
         turns[_turn_key(row)].append(row)
     polluted = {k: v for k, v in turns.items() if any(has_injected(r.get("text") or "") for r in v)}
@@ -64,7 +68,7 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
         return out
     chunk_size = project.config.log_chunk_chars
     doomed: list[str] = []
-    new_rows: list[dict[str, Any]] = []
+    new_rows: list[LogRow] = []
     for chunks in polluted.values():
         chunks.sort(key=lambda r: r.get("chunk_index") or 0)
         doomed += [r["id"] for r in chunks]
@@ -77,7 +81,7 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
         pieces = chunk_text(text, chunk_size)
         digest = text_hash(first.get("session_id") or "", first.get("role") or "", text)
         for i, piece in enumerate(pieces):
-            new: dict[str, Any] = {
+            new: LogRow = {
                 **first,
                 "id": new_id(ID_PREFIX[LOGS]),
                 "text": piece,
@@ -86,7 +90,7 @@ def clean_injected_logs(project: "Project") -> CleanedLogs:
                 "updated_at": utcnow(),
                 "text_hash": f"{digest}:{i}",
             }
-            new[FTS_COLUMN] = search_text(LOGS, new)
+            new["search_text"] = search_text(LOGS, new)  # FTS_COLUMN
             new_rows.append(new)
     embedder = project.embedder
     vectors, _degraded = embed_texts(embedder, [embedding_text(LOGS, r) for r in new_rows]) if new_rows else ([], None)
