@@ -9,7 +9,7 @@ itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from contextware.core.text import sql_str
 from contextware.memory.records import locate, public_row
@@ -34,7 +34,7 @@ def history(project: "Project", record_id: str) -> History:
 
     def fetch(fact_id: str) -> MemoryRow | None:
         rows = project.db.read(lambda: table.search().where(f"id = {sql_str(fact_id)}").limit(1).to_list())
-        return rows[0] if rows else None
+        return cast("MemoryRow", rows[0]) if rows else None
 
     seen = {record_id}
     missing: list[str] = []

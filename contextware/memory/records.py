@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from contextware.core.errors import DamagedDataError, FieldError, NotFoundError, UsageError
 from contextware.core.redact import redact, refuse_secret_name, refuse_secret_topics
@@ -33,7 +33,7 @@ from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.first_copy import keep_first_copy
 from contextware.storage.integrity import CHECKED, stamp, verify_rows
-from contextware.storage.schemas import FTS_COLUMN, ID_PREFIX, MEMORY_TABLES, EpisodeRow, FactRow, LogRow
+from contextware.storage.schemas import ID_PREFIX, MEMORY_TABLES, EpisodeRow, FactRow, LogRow
 from contextware.storage.table_search import vector_rows
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def _free_content_id(
         candidate = new_id(ID_PREFIX[collection])
     if rows[0]["id"] != candidate:
         rows[0]["id"] = candidate
-        stamp(collection, cast("list[dict[str, Any]]", rows))
+        stamp(collection, rows)
     _after_tombstone(project, rows[0])
 
 
@@ -225,13 +225,12 @@ def _save_rows(
                 return {"collection": collection, "redacted": redactions, "id": dup, "duplicate_of": dup, "written": 0}
             return {"collection": collection, "id": dup, "duplicate_of": dup, "written": 0}
 
-    plain = cast("list[dict[str, Any]]", rows)  # the storage helpers take rows of any table
-    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in plain])
-    for i, row in enumerate(plain):
+    vectors, degraded = embed_texts(project.embedder, [embedding_text(collection, r) for r in rows])
+    for i, row in enumerate(rows):
         row["vector"] = vectors[i] if vectors else None
-        row[FTS_COLUMN] = search_text(collection, row)
+        row["search_text"] = search_text(collection, row)  # FTS_COLUMN
     provenance.fill(rows, str(project.root))
-    stamp(collection, plain)
+    stamp(collection, rows)
     similar = (
         _similar(project, collection, rows[0]["vector"], {supersedes} if supersedes else set())
         if table is not None
@@ -248,7 +247,7 @@ def _save_rows(
         if id_parts is not None:
             _free_content_id(project, tbl, collection, rows, id_parts, supersedes)
             ids[:] = [r["id"] for r in rows]
-        data = pa.Table.from_pylist(plain, schema=tbl.schema)
+        data = pa.Table.from_pylist(rows, schema=tbl.schema)
         if supersedes is None:
             committed = tbl.add(data).version
             if committed != checked + 1:  # another writer (no shared lock: an object store) committed meanwhile
@@ -505,7 +504,7 @@ def public_row(row: MemoryRow, collection: str) -> PublicRecord:
     return cast(PublicRecord, out)
 
 
-def locate(project: "Project", record_id: str) -> tuple[str, Any, MemoryRow]:
+def locate(project: "Project", record_id: str) -> tuple[str, "Table", MemoryRow]:
     """The table holding the memory ``record_id``, the open table and the row (checked)."""
     check_id(record_id)
     collection = collection_for_id(record_id)
@@ -585,7 +584,7 @@ def list_records(
         cols = columns_of[name] if stale else ["id", "created_at"]
         rows = _read_rows(project, table, cols, " AND ".join(where))
         if stale:
-            verify_rows(name, cast("list[dict[str, Any]]", rows))
+            verify_rows(name, rows)
             notes = [stale_note(project, name, cast(FactRow, r)) for r in rows]
             records += [{**public_row(r, name), "may_be_stale": n} for r, n in zip(rows, notes, strict=True) if n]
             continue
@@ -605,7 +604,7 @@ def list_records(
         wanted = set(ids)
         by_id = f"id IN ({', '.join(sql_str(i) for i in ids)})" if len(ids) <= MAX_IN_LIST else ""
         rows = [r for r in _read_rows(project, table, columns_of[name], by_id) if r["id"] in wanted]
-        verify_rows(name, cast("list[dict[str, Any]]", rows))
+        verify_rows(name, rows)
         full.update({(name, r["id"]): public_row(r, name) for r in rows})
     page = [full[(name, rid)] for _, name, rid in chosen if (name, rid) in full]
     return {"count": len(page), "total": len(heads), "records": page}
