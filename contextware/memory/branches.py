@@ -130,7 +130,7 @@ class View:
         times = [e.at for e in entries if e.commit != commit and e.commit in anc]
         return max(times) if times else None
 
-    def sees(self, branch: str | None, commit: str | None, created_at: Any) -> bool:
+    def sees(self, branch: str | None, commit: str | None, created_at: object) -> bool:
         """The rule of this module for one row."""
         if branch is None and commit is None:
             return True
@@ -142,7 +142,7 @@ class View:
         return commit is not None and commit in self.ancestry
 
 
-def _seconds(value: Any) -> float:
+def _seconds(value: object) -> float:
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
     if isinstance(value, str):
@@ -172,7 +172,7 @@ def view_of(project: "Project", choice: str = "current") -> View | None:
 
 
 # -- the rule as SQL --------------------------------------------------------------------------------
-_pairs: dict[tuple[str, str, Any], list[tuple[str | None, str | None]]] = {}
+_pairs: dict[tuple[str, str, object], list[tuple[str | None, str | None]]] = {}
 _pairs_lock = threading.Lock()
 
 
