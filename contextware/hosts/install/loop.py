@@ -17,10 +17,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
     from lancedb.table import Table
+
+    from contextware.core.json_types import JsonObject
 
 SAMPLE_PROMPT = "Contextware doctor: what does this project's memory hold?"
 SAMPLE_ANSWER = "Contextware doctor: a sample answer, removed after the check."
@@ -127,7 +129,7 @@ def recent_failures(files: list[Path], now: float | None = None) -> list[str]:
     return out
 
 
-def _run(argv: list[str], event: dict[str, Any], root: Path, env: dict[str, str]) -> tuple[int, str, str]:
+def _run(argv: list[str], event: JsonObject, root: Path, env: dict[str, str]) -> tuple[int, str, str]:
     try:
         run = subprocess.run(
             argv, input=json.dumps(event), capture_output=True, text=True, cwd=root, env=env, timeout=RUN_TIMEOUT_S
@@ -150,10 +152,10 @@ def _context(out: str) -> str | None:
     return str((body.get("hookSpecificOutput") or {}).get("additionalContext") or "")
 
 
-def _events(host: str, session: str, root: Path, transcript: Path) -> list[dict[str, Any]]:
+def _events(host: str, session: str, root: Path, transcript: Path) -> list[JsonObject]:
     prompt_event, end_event = EVENTS[host]
-    base = {"session_id": session, "cwd": str(root), "transcript_path": str(transcript)}
-    end: dict[str, Any] = {**base, "hook_event_name": end_event}
+    base: JsonObject = {"session_id": session, "cwd": str(root), "transcript_path": str(transcript)}
+    end: JsonObject = {**base, "hook_event_name": end_event}
     if host == "gemini":
         end.update(prompt=SAMPLE_PROMPT, prompt_response=SAMPLE_ANSWER)
     else:
@@ -202,7 +204,7 @@ def run_loop(command: str, source: str, root: Path) -> DoctorCheck:
         env.update(GEMINI_SESSION_ID=session, GEMINI_PROJECT_DIR=str(root), GEMINI_CWD=str(root))
     logs = log_files(root)
     before = _log_sizes(logs)
-    seen: dict[str, Any] = {}
+    seen: dict[str, str] = {}  # event -> the context the hook gave
     problem = None
     with tempfile.TemporaryDirectory(prefix="contextware-doctor-") as tmp:
         transcript = Path(tmp) / f"{session}.jsonl"
@@ -211,7 +213,7 @@ def run_loop(command: str, source: str, root: Path) -> DoctorCheck:
         )
         try:
             for event in _events(host, session, root, transcript):
-                name = event["hook_event_name"]
+                name = str(event["hook_event_name"])
                 code, out, err = _run(argv, event, root, env)
                 context = _context(out)
                 if code != 0 or context is None:

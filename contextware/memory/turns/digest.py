@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from contextware.core.text import cut_at_word, sql_str
 
@@ -29,9 +30,9 @@ def is_digest(row: Mapping[str, object]) -> bool:
     return row.get("category") == CATEGORY or str(row.get("source") or "").startswith("digest:")
 
 
-def digest_label(at: Any) -> str:
+def digest_label(at: object) -> str:
     """What a digest is, for the model and people: ``Session summary, 2026-11-28``."""
-    day = at.date().isoformat() if hasattr(at, "date") else str(at or "")[:10]
+    day = at.date().isoformat() if isinstance(at, datetime) else str(at or "")[:10]
     return f"Session summary, {day}" if day else "Session summary"
 
 
@@ -149,8 +150,8 @@ def _store(project: "Project", session_id: str, fields: dict[str, str]) -> Mappi
         updated = edits.update(
             project, old[0]["id"], goal=fields["goal"], summary=fields["summary"], result=fields["result"]
         )
-        return cast("dict[str, Any]", updated)
+        return updated
     saved = records.save_episode(
         project, fields["summary"], goal=fields["goal"], result=fields["result"], category=CATEGORY, source=source
     )
-    return cast("dict[str, Any]", saved)
+    return saved
