@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from contextware.storage.config import DEFAULTS
 from tests.support.repo import REPO
 from tests.support.scripts import run_script
 
@@ -43,7 +44,11 @@ def test_save_recall_roundtrip_and_envelope(script, project_dir):
     assert found.returncode == 0
     res = found.json
     assert set(res) == {"ok", "query", "answerable", "min_confidence", "results", "degraded"}
-    assert res["degraded"] is None and res["answerable"] is True and res["min_confidence"] == 0.15
+    assert (
+        res["degraded"] is None
+        and res["answerable"] is True
+        and res["min_confidence"] == DEFAULTS["recall_min_confidence"]
+    )
     top = res["results"][0]
     assert top["id"] == body["id"] and top["collection"] == "facts"
     assert {"collection", "id", "score", "confidence", "text", "kind", "topics"} <= set(top)
