@@ -1,7 +1,7 @@
 """The one-call briefing of a fresh session (``context.py``, the SessionStart hook, the MCP tool).
 
-Sections in priority order: the project, active constraints, preferences, decisions, conventions
-and environment facts (verbatim), open failures and their lessons (a failure that a later success
+Sections in priority order: the project, active constraints, preferences, decisions, conventions,
+environment facts and notes (verbatim), open failures and their lessons (a failure that a later success
 of the same task resolved is left out), recent successful work, code-index coverage and the most
 central files, offload sessions, and the session store's namespaces.  Each group of near-duplicate
 facts or episodes (stored vectors at least ``similar_threshold`` alike; nothing is embedded again)
@@ -127,13 +127,15 @@ def _sessions(project: "Project") -> SessionCounts:
     return {"session_count": len(last), "last_session": {"id": sid, "at": iso(last[sid]) or ""}}
 
 
-# Fact kinds in the briefing, most important first, with their headings (notes are for recall).
+# Fact kinds in the briefing, most important first, with their headings.  Notes (the kind a plain
+# ``save`` gives) come last: a fact the user saved is in the next session's briefing, whatever its kind.
 FACT_SECTIONS = (
     ("constraints", "constraint", "Constraints (must hold)"),
     ("preferences", "preference", "Preferences"),
     ("decisions", "decision", "Decisions"),
     ("conventions", "convention", "Conventions"),
     ("environment", "environment", "Environment"),
+    ("notes", "note", "Notes"),
 )
 RECENT_EPISODES = 5
 OPEN_FAILURES = 10
@@ -444,15 +446,8 @@ def render_markdown(ctx: Briefing) -> str:
         lines.append(f"Sessions: {p['session_count']}; last {last['id']} at {last['at']}")
     else:
         lines.append(f"Sessions: {p.get('session_count', 0)}")
-    facts = {
-        "constraints": ctx.get("constraints"),
-        "preferences": ctx.get("preferences"),
-        "decisions": ctx.get("decisions"),
-        "conventions": ctx.get("conventions"),
-        "environment": ctx.get("environment"),
-    }
     for name, _kind, heading in FACT_SECTIONS:
-        if items := facts[name]:
+        if items := cast("list[BriefFact] | None", ctx.get(name)):
             lines += ["", f"## {heading}"] + [f"- {f['text']}{_stale(f)}" for f in items]
     if failures := ctx.get("failures"):
         lines += ["", "## Open failures and lessons"]

@@ -303,6 +303,7 @@ class Briefing(_Briefing, total=False):
     decisions: list[BriefFact]
     conventions: list[BriefFact]
     environment: list[BriefFact]
+    notes: list[BriefFact]
     failures: list[BriefEpisode]
     recent_episodes: list[BriefEpisode]
     code_index: CodeIndexBrief

@@ -43,10 +43,14 @@ def test_session_start_briefs_and_fences(project: Project):
 
 
 def test_a_session_start_piped_in_by_hand_is_briefed_after_a_captured_turn(project: Project):
-    """The issue's reproduction, as processes: a captured agent turn, then a SessionStart nobody
-    named (no ``--host``, no Gemini CLI variables): the briefing, with the saved fact."""
+    """The issue's reproduction, as processes: a fact saved as a user saves one (``save_fact.py``,
+    no kind: a note), a captured agent turn, then a SessionStart nobody named (no ``--host``, no
+    Gemini CLI variables): the briefing, with the saved fact."""
     fact = "Never run migrations against production from a laptop."
-    records.save_fact(project, fact, kind="constraint")
+    saved = subprocess.run(
+        [sys.executable, str(SCRIPTS / "save_fact.py"), fact], cwd=project.root, capture_output=True, timeout=120
+    )
+    assert saved.returncode == 0, saved.stderr
     turn = event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy.")
     assert hook_script(turn, project.root).returncode == 0
     proc = hook_script(event("SessionStart", project.root, source="startup"), project.root)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextware.core.fence import FENCE_CLOSE
 from contextware.hosts.hooks import briefed
 from contextware.hosts.hooks.handlers import run_hook
@@ -40,11 +42,13 @@ def test_gemini_is_briefed_at_session_start_once_and_a_resume_recalls_its_questi
     assert FACT in claude["hookSpecificOutput"]["additionalContext"]
 
 
-def test_a_session_start_nobody_named_is_briefed_after_a_captured_turn(project: Project):
+@pytest.mark.parametrize("kind", records.FACT_KINDS)
+def test_a_session_start_nobody_named_is_briefed_after_a_captured_turn(project: Project, kind: str):
     """Piped in by hand (``echo '{...SessionStart...}' | contextware hook``) or by a host that does
     not name itself: the briefing at once, with the fact, after a captured agent turn; the
-    session's first prompt is then not briefed a second time."""
-    records.save_fact(project, FACT, kind="convention")
+    session's first prompt is then not briefed a second time.  Every kind of fact is briefed: a
+    note, which a plain ``contextware save`` gives, was left out until the loop smoke caught it."""
+    records.save_fact(project, FACT, kind=kind)
     run_hook(event("AfterAgent", project.root, prompt="How do we deploy?", prompt_response="With make deploy."))
     out = json.loads(run_hook(event("SessionStart", project.root, source="startup")))
     assert FACT in out["hookSpecificOutput"]["additionalContext"]

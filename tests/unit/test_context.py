@@ -29,7 +29,9 @@ def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
     assert ctx["store"] == [{"namespace": "baselines", "keys": 1}]
     md = render_markdown(ctx)
     assert md.index("Constraints") < md.index("Preferences") < md.index("failures") < md.index("Code index")
-    assert "The ledger uses integer cents." not in md  # notes are for recall, not the briefing
+    # a note (what a plain ``save`` gives) is briefed too, after the other kinds of fact
+    assert [f["text"] for f in ctx["notes"]] == ["The ledger uses integer cents."]
+    assert md.index("Preferences") < md.index("## Notes\n- The ledger uses integer cents.") < md.index("failures")
 
 
 def test_central_files_of_rows_indexed_before_the_imports_column(briefed: Project):
