@@ -173,13 +173,19 @@ def collapse(rows: list[Row], threshold: float) -> list[Row]:
 # What a long-lived process (the resident service) computed from a table at one version: the
 # briefing's fact and episode sections, redone only when the table changed (tens of thousands of rows
 # cost a second or more to read and collapse; a SessionStart hook runs on every headless turn).
-_derived: dict[tuple[str, str], tuple[tuple[Any, ...], list[dict[str, object]]]] = {}
+_derived: dict[tuple[str, str], tuple["_Stamp", list[dict[str, object]]]] = {}
+
+# A local table's data files: name, size and modification time of each.
+_Files = tuple[tuple[str, int, int], ...]
+# What a reused section was computed from: the table's version, the collapse threshold, its data
+# files and the branch and commit it was seen from.
+_Stamp = tuple[int, float, _Files, tuple[str | None, str | None]]
 
 # An item of a memory section: a fact, or an episode.
 Item = TypeVar("Item", "BriefFact", "BriefEpisode")
 
 
-def _data_files_stamp(db_uri: str, table: str) -> tuple[Any, ...] | None:
+def _data_files_stamp(db_uri: str, table: str) -> _Files | None:
     """Name, size and mtime of each of a local table's data files: a byte changed in place (bit rot,
     a bad disk) changes no table version, and a reused section would hide it from the row checks.
     None for an object store, so nothing is reused there."""
@@ -200,7 +206,7 @@ def _size_mtime(entry: os.DirEntry[str]) -> tuple[int, int]:
 class _Memory:
     """Active facts and episodes, read once per briefing and collapsed to their newest members."""
 
-    def __init__(self, project: "Project", code: Callable[[], Any]) -> None:
+    def __init__(self, project: "Project", code: Callable[[], CodeIndexBrief | None]) -> None:
         self.project = project
         self.threshold = project.config.similar_threshold
         self._episode_rows: list[dict[str, Any]] | None = None
@@ -563,7 +569,7 @@ def _episode_head(e: BriefEpisode, with_result: bool = True) -> str:
     <date>"), never a success or a failure; another episode its result and goal."""
     from contextware.memory.turns.digest import digest_label, is_digest
 
-    if is_digest(cast("dict[str, Any]", e)):
+    if is_digest(cast("Mapping[str, object]", e)):
         return digest_label(e.get("at"))
     return f"[{e['result']}] {e['goal']}" if with_result else e["goal"]
 

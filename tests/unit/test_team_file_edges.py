@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from contextware.core.errors import UsageError
 from contextware.memory.records import save_fact
 from contextware.memory.team.share import export_memory, import_memory
 from contextware.storage.project import Project
@@ -87,3 +88,25 @@ def test_the_merge_driver_refuses_what_is_not_a_file_with_one_error(sides, tmp_p
 def test_the_merge_driver_still_merges_three_regular_files(sides):
     done = _driver(str(sides["base"]), str(sides["ours"]), str(sides["theirs"]))
     assert done.returncode == 0 and done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ({"id": "fact-1a2b3c4d5e6f", "text": "Use pnpm.", "kind": 5}, "kind"),
+        ({"id": "fact-1a2b3c4d5e6f", "text": "Use pnpm.", "status": True}, "status"),
+        ({"id": "fact-1a2b3c4d5e6f", "text": "Use pnpm.", "kind": ["note"]}, "kind"),
+        ({"id": "episode-1a2b3c4d5e6f", "goal": "g", "result": "success", "summary": "s", "category": 7}, "category"),
+    ],
+)
+def test_a_choice_that_is_not_a_text_is_a_bad_line_not_an_internal_error(project: Project, line, field):
+    """A teammate's line with a number or a list where a choice goes (kind, status) was an
+    ``AttributeError`` (internal error, exit 1) in import and in the merge driver: now the bad line,
+    named with its field, and nothing imported."""
+    entry = {**line, "created_at": "2026-01-01T00:00:00Z"}
+    text = json.dumps({"format": "contextware-memory", "version": 2}) + "\n" + json.dumps(entry) + "\n"
+    with pytest.raises(UsageError) as refused:
+        import_memory(project, text, source="memory.jsonl")
+    assert refused.value.code == "bad_import"
+    assert refused.value.details["bad_lines"][0]["field"] == field
+    assert not project.data_dir.exists() or project.db.open_table("facts") is None

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, TypedDict, cast
 
 from contextware.core.redact import redact
 from contextware.core.text import sql_str, text_hash
@@ -26,7 +27,17 @@ from contextware.memory import quarantine
 from contextware.memory.code_links import link_rows
 from contextware.memory.records import collection_for_id
 from contextware.memory.team import tombstones
-from contextware.memory.team.memfile import FIELDS, TEXT_FIELDS, check_row, checked_lines, split_conflicts, written_form
+from contextware.memory.team.memfile import (
+    FIELDS,
+    TEXT_FIELDS,
+    Entry,
+    check_row,
+    checked_lines,
+    entry_id,
+    split_conflicts,
+    text_or_none,
+    written_form,
+)
 from contextware.storage.embedded_text import embedding_text, search_text
 from contextware.storage.embeddings import embed_texts
 from contextware.storage.integrity import stamp
@@ -54,6 +65,54 @@ SCAN_BATCH = 1024  # this table's rows read at a time by the plan
 TOKEN_BUDGET = 512
 
 
+# Tombstones by id: the file's (checked, in written form) and this clone's (``tombstones.load``).
+Stones = dict[str, Mapping[str, object]]
+
+
+class ChunkWritten(TypedDict):
+    """What one chunk's write did: ids added and updated, and file ids that duplicate a kept id."""
+
+    added: list[str]
+    updated: list[str]
+    duplicates: dict[str, str]
+
+
+class ImportCounts(TypedDict, total=False):
+    """One collection's (or the whole file's) import: memories added, updated, left as they were,
+    dropped as duplicates of a kept id, and deleted (tombstones and folds)."""
+
+    added: int
+    updated: int
+    unchanged: int
+    duplicates: int
+    deleted: int
+
+
+class Change(TypedDict):
+    """A dry run's change to one id: add, update or delete."""
+
+    id: str
+    change: str
+
+
+class _Report(TypedDict):
+    file: str
+    dry_run: bool
+    collections: dict[str, ImportCounts]
+
+
+class ImportReport(_Report, ImportCounts, total=False):
+    """What an import did (or, with ``dry_run``, would do), in the order the JSON shows it."""
+
+    conflict_markers: str
+    duplicate_of: dict[str, str]
+    folded_into: dict[str, str]
+    changes: list[Change]
+    redacted: dict[str, int]
+    degraded: str
+    vector: str
+
+
 class Theirs(NamedTuple):
     """What the plan keeps of one memory of the file."""
 
@@ -74,7 +133,7 @@ class Plan(NamedTuple):
     folds: dict[str, str]  # local id -> the smaller id of the same text that replaces it
 
 
-def _mark_imported(rows: list[dict[str, Any]]) -> None:
+def _mark_imported(rows: list[Entry]) -> None:
     """Each row marked as come from a team file (its provenance kept as written) and, when it reads
     as an instruction to the agent, quarantined with the reason (``memory.quarantine``)."""
     now = datetime.now(timezone.utc)
@@ -83,26 +142,30 @@ def _mark_imported(rows: list[dict[str, Any]]) -> None:
         row["quarantine"] = quarantine.reason(cast("MemoryRow", row))
 
 
-def _when(entry: dict[str, Any]) -> str:
+def _when(entry: Mapping[str, object]) -> str:
     return str(entry.get("deleted_at") or entry.get("updated_at") or entry.get("created_at") or "")
 
 
-def _clean(collection: str, row: dict[str, Any], redacted: dict[str, int] | None) -> dict[str, Any]:
-    """The row's texts redacted (counted into ``redacted``) and its ``text_hash``."""
+def _clean(collection: str, row: Entry, redacted: dict[str, int] | None) -> Entry:
+    """The (checked) row's texts redacted (counted into ``redacted``) and its ``text_hash``."""
     for key in (*TEXT_FIELDS, "session_id"):
-        if isinstance(row.get(key), str):
+        if (value := text_or_none(row, key)) is not None:
             ident = key == "session_id"  # an id: kept as it is, and only the shapes run on it
-            clean, found = redact(row[key] if ident else row[key].strip(), library=not ident)
+            clean, found = redact(value if ident else value.strip(), library=not ident)
             row[key] = clean
             for k, v in found.items():
                 if redacted is not None:
                     redacted[k] = redacted.get(k, 0) + v
+
+    def text(key: str) -> str:
+        return text_or_none(row, key) or ""
+
     if collection == "facts":
-        row["text_hash"] = text_hash(row["text"])
+        row["text_hash"] = text_hash(text("text"))
     elif collection == "episodes":
-        row["text_hash"] = text_hash(row["goal"], row["result"] or "", row["summary"])
+        row["text_hash"] = text_hash(text("goal"), text("result"), text("summary"))
     else:
-        row["text_hash"] = f"{text_hash(row['session_id'], row['role'], row['text'])}:{row.get('chunk_index') or 0}"
+        row["text_hash"] = f"{text_hash(text('session_id'), text('role'), text('text'))}:{row.get('chunk_index') or 0}"
     return row
 
 
@@ -125,13 +188,13 @@ class Lines:
         return self.text[self.starts[index] : self.ends[index]]
 
 
-def _entry(lines: Lines, number: int) -> dict[str, Any]:
+def _entry(lines: Lines, number: int) -> Entry:
     """The written form of the (checked) memory on line ``number``, as the file has it."""
     collection, row = check_row(json.loads(lines[number - 1]))
     return written_form(collection, row)
 
 
-def _stored(lines: Lines, number: int) -> tuple[str, dict[str, Any]]:
+def _stored(lines: Lines, number: int) -> tuple[str, Entry]:
     """The row to store for the memory on line ``number``, redacted (bar vector)."""
     collection, row = check_row(_entry(lines, number))
     return collection, _clean(collection, row, None)
@@ -142,7 +205,7 @@ class FileView(NamedTuple):
 
     lines: Lines
     memories: dict[str, dict[str, Theirs]]  # by collection and id
-    stones: dict[str, dict[str, Any]]  # its tombstones by id
+    stones: Stones  # its tombstones by id
     redacted: dict[str, int]  # secrets masked in its memories, by kind
     conflicted: bool  # it had git conflict markers
 
@@ -153,16 +216,16 @@ def read_file(text: str) -> FileView:
     each id (``tombstones.later``).  A bad line anywhere is a UsageError before anything is kept."""
     sides = split_conflicts(text)
     lines = Lines(text)
-    found: dict[str, int | dict[str, Any]] = {}  # id -> its line, or its tombstone
+    found: dict[str, int | Entry] = {}  # id -> its line, or its tombstone
     for side in sides:
         first, found = found, {}
         for number, kind, entry in checked_lines(side, repeats=len(sides) == 2):
             where = entry if kind == "tombstone" else number
-            if entry["id"] in found:  # a conflicted side holding an id twice: the later line
-                kept = found[entry["id"]]
+            if (i := entry_id(entry)) in found:  # a conflicted side holding an id twice: the later line
+                kept = found[i]
                 if tombstones.later(kept if isinstance(kept, dict) else _entry(lines, kept), entry) is not entry:
                     continue
-            found[entry["id"]] = where
+            found[i] = where
         if first:  # the second side of a conflict: the later entry of each id (ours on a tie)
             for i, ours in first.items():
                 theirs = found.get(i)
@@ -171,7 +234,7 @@ def read_file(text: str) -> FileView:
                 if tombstones.later(a, b) is a:
                     found[i] = ours
     memories: dict[str, dict[str, Theirs]] = {name: {} for name in MEMORY_TABLES}
-    stones: dict[str, dict[str, Any]] = {}
+    stones: Stones = {}
     redacted: dict[str, int] = {}
     for i in sorted(found):
         where = found[i]
@@ -180,17 +243,15 @@ def read_file(text: str) -> FileView:
             continue
         collection, row = check_row(_entry(lines, where))
         row = _clean(collection, row, redacted)
-        digest = row["text_hash"] if collection != "logs" else None
+        digest = text_or_none(row, "text_hash") if collection != "logs" else None
         active = (row.get("status") or "active") == "active"
         memories[collection][i] = Theirs(where, _when(written_form(collection, row)), active, digest)
     return FileView(lines, memories, stones, redacted, len(sides) == 2)
 
 
-def _stones(
-    collection: str, local: dict[str, dict[str, Any]], file: dict[str, dict[str, Any]], theirs: dict[str, Theirs]
-) -> dict[str, dict[str, Any]]:
+def _stones(collection: str, local: Stones, file: Stones, theirs: dict[str, Theirs]) -> Stones:
     """The tombstones that win over the file's memory of their id (a tie goes to the tombstone)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: Stones = {}
     for i in {*local, *file}:
         if collection_for_id(i) != collection:
             continue
@@ -200,9 +261,7 @@ def _stones(
     return out
 
 
-def plan(
-    table: "Table | None", collection: str, lines: Lines, theirs: dict[str, Theirs], stones: dict[str, dict[str, Any]]
-) -> Plan:
+def plan(table: "Table | None", collection: str, lines: Lines, theirs: dict[str, Theirs], stones: Stones) -> Plan:
     """Each id's later version among this table's row, the file's and the tombstones, read in batches;
     then active memories of one text folded into the smallest id."""
     winners: set[str] = set()  # file ids whose row wins
@@ -277,7 +336,7 @@ def _embed_sorted(embedder: "Embedder", texts: list[str]) -> tuple[list[list[flo
     return out, None
 
 
-def _rows_by_id(tbl: "Table", ids: list[str], columns: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def _rows_by_id(tbl: "Table", ids: list[str], columns: list[str] | None = None) -> dict[str, Entry]:
     if not ids:
         return {}
     query = tbl.search().where(f"id IN ({', '.join(sql_str(i) for i in ids)})")
@@ -286,38 +345,39 @@ def _rows_by_id(tbl: "Table", ids: list[str], columns: list[str] | None = None) 
     return {r["id"]: r for r in query.limit(None).to_arrow().to_pylist()}
 
 
-def _write_chunk(tbl: "Table", collection: str, rows: list[dict[str, Any]], project: "Project") -> dict[str, Any]:
+def _write_chunk(tbl: "Table", collection: str, rows: list[Entry], project: "Project") -> ChunkWritten:
     """Under the lock: each row written unless this table's row or a tombstone is now its later
     version, or (facts, episodes) an active row of the same text now holds a smaller id."""
     import pyarrow as pa
 
     columns = [c for c in (*FIELDS[collection], "text_hash") if c in tbl.schema.names]
-    now = _rows_by_id(tbl, [r["id"] for r in rows], columns)
+    now = _rows_by_id(tbl, [entry_id(r) for r in rows], columns)
     stones = tombstones.load(project)
     same: dict[str, str] = {}
     if collection != "logs":
-        digests = sorted({r["text_hash"] for r in rows})
+        digests = sorted({text_or_none(r, "text_hash") or "" for r in rows})
         where = f"text_hash IN ({', '.join(sql_str(d) for d in digests)})"
         for r in tbl.search().where(where).select(columns).limit(None).to_arrow().to_pylist():
             if (r.get("status") or "active") == "active":
                 same[r["text_hash"]] = min(same.get(r["text_hash"], r["id"]), r["id"])
-    written: list[dict[str, Any]] = []
+    written: list[Entry] = []
     duplicates: dict[str, str] = {}
     for row in rows:
         entry = written_form(collection, row)
         key = tombstones.entry_key(entry)
-        mine, stone = now.get(row["id"]), stones.get(row["id"])
+        i = entry_id(row)
+        mine, stone = now.get(i), stones.get(i)
         if (mine is not None and tombstones.entry_key(written_form(collection, mine)) >= key) or (
             stone is not None and tombstones.entry_key(stone) >= key
         ):
             continue
-        other = same.get(row["text_hash"])
-        if other is not None and other < row["id"] and (row.get("status") or "active") == "active":
-            duplicates[row["id"]] = other
+        other = same.get(text_or_none(row, "text_hash") or "")
+        if other is not None and other < i and (row.get("status") or "active") == "active":
+            duplicates[i] = other
             continue
         written.append(row)
-    new = [r for r in written if r["id"] not in now]
-    old = [r for r in written if r["id"] in now]
+    new = [r for r in written if entry_id(r) not in now]
+    old = [r for r in written if entry_id(r) in now]
     if new:
         tbl.add(pa.Table.from_pylist(new, schema=tbl.schema), on_bad_vectors="null")
     if old:
@@ -325,12 +385,10 @@ def _write_chunk(tbl: "Table", collection: str, rows: list[dict[str, Any]], proj
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
             data, on_bad_vectors="null"
         )
-    return {"added": [r["id"] for r in new], "updated": [r["id"] for r in old], "duplicates": duplicates}
+    return {"added": [entry_id(r) for r in new], "updated": [entry_id(r) for r in old], "duplicates": duplicates}
 
 
-def _finish(
-    tbl: "Table", collection: str, plan: Plan, stones: dict[str, dict[str, Any]]
-) -> tuple[list[str], dict[str, str]]:
+def _finish(tbl: "Table", collection: str, plan: Plan, stones: Stones) -> tuple[list[str], dict[str, str]]:
     """Under the lock, once every row is written: the tombstoned rows deleted (unless changed since),
     the folded ones too (when the id kept holds their text), and supersession pointed at the id kept."""
     import pyarrow as pa
@@ -369,25 +427,34 @@ def _finish(
     return deletes, folds
 
 
+def _summed(a: ImportCounts, b: ImportCounts) -> ImportCounts:
+    return {
+        "added": a.get("added", 0) + b.get("added", 0),
+        "updated": a.get("updated", 0) + b.get("updated", 0),
+        "unchanged": a.get("unchanged", 0) + b.get("unchanged", 0),
+        "duplicates": a.get("duplicates", 0) + b.get("duplicates", 0),
+        "deleted": a.get("deleted", 0) + b.get("deleted", 0),
+    }
+
+
 def _chunks(ids: list[str], size: int) -> list[list[str]]:
     return [ids[k : k + size] for k in range(0, len(ids), size)]
 
 
-def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> dict[str, Any]:
+def import_memory(project: "Project", text: str, *, source: str, dry_run: bool = False) -> ImportReport:
     """Merge an export into the project (``share``'s docstring); ``source`` names the file.
     ``dry_run`` writes nothing and lists under ``changes`` what an import would add, update or delete."""
     lines, memories, file_stones, redacted, conflicted = read_file(text)
-    report: dict[str, Any] = {"file": source, "dry_run": dry_run, "collections": {}}
+    report: ImportReport = {"file": source, "dry_run": dry_run, "collections": {}}
     if conflicted:
         report["conflict_markers"] = "merged both sides"
-    changes: list[dict[str, Any]] = []
-    totals = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "deleted": 0}
+    changes: list[Change] = []
+    totals: ImportCounts = {"added": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "deleted": 0}
     degraded = None
     embedder = project.embedder
     if file_stones and not dry_run:  # kept before any row goes: a kill -9 in between loses nothing
         tombstones.record(project, cast("list[Tombstone]", list(file_stones.values())))  # checked by memfile
-    # the memory file's entries are not typed yet: its tombstones and ours meet as dicts
-    local_stones = cast("dict[str, dict[str, Any]]", tombstones.load(project) if project.data_dir.exists() else {})
+    local_stones: Stones = {**tombstones.load(project)} if project.data_dir.exists() else {}
     for collection, theirs in memories.items():
         stones = _stones(collection, local_stones, file_stones, theirs)
         if not theirs and not stones:
@@ -400,12 +467,17 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
             t: "Table | None" = table,
             c: str = collection,
             r: dict[str, Theirs] = theirs,
-            s: dict[str, dict[str, Any]] = stones,
+            s: Stones = stones,
         ) -> Plan:
             return plan(t, c, lines, r, s)
 
         first = project.db.read(decide)
-        counts = {"added": 0, "updated": 0, "unchanged": first.unchanged, "duplicates": len(first.duplicates)}
+        counts: ImportCounts = {
+            "added": 0,
+            "updated": 0,
+            "unchanged": first.unchanged,
+            "duplicates": len(first.duplicates),
+        }
         duplicates, folds, deletes = dict(first.duplicates), dict(first.folds), list(first.deletes)
         if dry_run:
             changes += [{"id": i, "change": "update" if i in first.known else "add"} for i in first.todo]
@@ -429,7 +501,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
                 _mark_imported(rows)
                 stamp(collection, rows)
 
-                def write(tbl: "Table", c: str = collection, r: list[dict[str, Any]] = rows) -> dict[str, Any]:
+                def write(tbl: "Table", c: str = collection, r: list[Entry] = rows) -> ChunkWritten:
                     return _write_chunk(tbl, c, r, project)
 
                 done = project.db.write(collection, write, dim=embedder.dim, model_id=embedder.model_id, maintain=False)
@@ -443,8 +515,8 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
             if first.todo or first.deletes or first.folds:
 
                 def finish(
-                    tbl: "Table", c: str = collection, p: Plan = first, s: dict[str, dict[str, Any]] = stones
-                ) -> Any:
+                    tbl: "Table", c: str = collection, p: Plan = first, s: Stones = stones
+                ) -> tuple[list[str], dict[str, str]]:
                     return _finish(tbl, c, p, s)
 
                 deletes, folds = project.db.write(collection, finish, dim=embedder.dim, model_id=embedder.model_id)
@@ -454,8 +526,7 @@ def import_memory(project: "Project", text: str, *, source: str, dry_run: bool =
             report.setdefault("duplicate_of", {}).update(duplicates)
         if folds:
             report.setdefault("folded_into", {}).update(folds)
-        for key, value in counts.items():
-            totals[key] += value
+        totals = _summed(totals, counts)
     report.update(totals)
     if dry_run:
         report["changes"] = sorted(changes, key=lambda c: c["id"])

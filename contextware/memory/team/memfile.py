@@ -19,14 +19,14 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from contextware.core.errors import UsageError
 from contextware.core.redact import refuse_secret_name, refuse_secret_topics
 from contextware.core.text import MAX_TOPICS, iso, parse_topics, utcnow
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.team import tombstones
-from contextware.memory.team.tombstones import entry_key, is_tombstone, later
+from contextware.memory.team.tombstones import Tombstone, entry_key, is_tombstone, later
 from contextware.storage.schemas import MEMORY_TABLES
 
 FORMAT = "contextware-memory"
@@ -101,6 +101,22 @@ MAX_LINE_CHARS = 1_000_000  # every field at its bound, escaped
 # after every re-save).
 CLOCK_SKEW = tombstones.CLOCK_SKEW
 
+# One entry of the file by field: a memory or a tombstone, in its written form (JSON values) or, for
+# a memory about to be stored, with its times as datetimes.  Its values are read through the checks
+# below (``check_row``, ``check_tombstone``) and the narrowing helpers, never trusted by key.
+Entry = dict[str, object]
+
+
+def entry_id(entry: Mapping[str, object]) -> str:
+    """A checked entry's id (``_check_id`` made sure it is a memory id)."""
+    return str(entry["id"])
+
+
+def text_or_none(entry: Mapping[str, object], key: str) -> str | None:
+    """``entry[key]`` when it is a text, else None (a checked entry's optional text fields)."""
+    value = entry.get(key)
+    return value if isinstance(value, str) else None
+
 
 # -- one line ---------------------------------------------------------------------------------------
 def _bad(field: str | None, why: str) -> UsageError:
@@ -141,7 +157,7 @@ def _check_id(raw: Mapping[str, object]) -> tuple[str, str]:
     return record_id, collection
 
 
-def check_row(raw: object) -> tuple[str, dict[str, Any]]:
+def check_row(raw: object) -> tuple[str, Entry]:
     """The collection and the row ready to store (bar vector), or a UsageError saying what is wrong."""
     if not isinstance(raw, dict):
         raise _bad(None, "it is not a JSON object.")
@@ -152,24 +168,26 @@ def check_row(raw: object) -> tuple[str, dict[str, Any]]:
             unknown[0], f"unknown field {', '.join(unknown)} for {collection} (is the file from a newer Contextware?)."
         )
     for key in REQUIRED[collection]:
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
+        if not (given := text_or_none(raw, key)) or not given.strip():
             raise _bad(key, f"{key} is missing or empty.")
-    row: dict[str, Any] = {k: raw.get(k) for k in FIELDS[collection]}
+    row: Entry = {k: raw.get(k) for k in FIELDS[collection]}
     for key in TEXT_FIELDS:
-        if isinstance(row.get(key), str) and len(row[key]) > (cap := MAX_TEXT_CHARS[collection]):
-            raise _bad(key, f"{key} is {len(row[key]):,} characters, over the {cap:,} allowed.")
+        if (given := text_or_none(row, key)) is not None and len(given) > (cap := MAX_TEXT_CHARS[collection]):
+            raise _bad(key, f"{key} is {len(given):,} characters, over the {cap:,} allowed.")
     for key in ("source", "supersedes", "superseded_by", "category", "session_id", "speaker", *PROVENANCE):
         if row.get(key) is not None and not isinstance(row[key], str):
             raise _bad(key, f"{key} must be a string or null.")
-        if row.get(key) is not None and len(row[key]) > MAX_FIELD_CHARS:
+        if (given := text_or_none(row, key)) is not None and len(given) > MAX_FIELD_CHARS:
             raise _bad(key, f"{key} is longer than {MAX_FIELD_CHARS} characters.")
     _check_learned(row)
     for key in PROVENANCE:
-        if row.get(key) is not None:
-            row[key] = row[key].strip()[:200] or None
+        if (given := text_or_none(row, key)) is not None:
+            row[key] = given.strip()[:200] or None
     for key in ("supersedes", "superseded_by"):
-        if row.get(key) is not None and (collection_for_id(row[key]) != "facts" or not _valid_id(row[key])):
-            raise _bad(key, f"{key} {row[key]!r} is not a fact id.")
+        if (given := text_or_none(row, key)) is not None and (
+            collection_for_id(given) != "facts" or not _valid_id(given)
+        ):
+            raise _bad(key, f"{key} {given!r} is not a fact id.")
     if row.get("created_at") is None:
         raise _bad("created_at", "created_at is missing.")
     row["created_at"] = _time(row["created_at"], "created_at")
@@ -177,29 +195,38 @@ def check_row(raw: object) -> tuple[str, dict[str, Any]]:
     if "topics" in row:
         if row["topics"] is not None and not isinstance(row["topics"], list):
             raise _bad("topics", "topics must be a list of strings.")
-        given: list[Any] = row["topics"] or []
-        if len(given) > MAX_TOPICS:
-            raise _bad("topics", f"{len(given):,} topics, over the {MAX_TOPICS} one memory may have.")
-        if any(not isinstance(t, str) for t in given):
+        listed = row["topics"] if isinstance(row["topics"], list) else []
+        if len(listed) > MAX_TOPICS:
+            raise _bad("topics", f"{len(listed):,} topics, over the {MAX_TOPICS} one memory may have.")
+        topics = [t for t in listed if isinstance(t, str)]
+        if len(topics) != len(listed):
             raise _bad("topics", "topics must be a list of strings.")
-        row["topics"] = parse_topics(refuse_secret_topics(row["topics"] or []))
+        row["topics"] = parse_topics(refuse_secret_topics(topics))
     if collection == "facts":
-        row["kind"] = check_choice(row.get("kind") or "note", FACT_KINDS, "kind")
-        row["status"] = check_choice(row.get("status") or "active", ("active", "superseded"), "status")
+        row["kind"] = check_choice(_choice(row, "kind") or "note", FACT_KINDS, "kind")
+        row["status"] = check_choice(_choice(row, "status") or "active", ("active", "superseded"), "status")
     elif collection == "episodes":
-        row["result"] = check_choice(row["result"], RESULTS, "result")
-        row["category"] = refuse_secret_name(check_slug(row.get("category") or "general", "category") or "", "category")
+        row["result"] = check_choice(_choice(row, "result"), RESULTS, "result")
+        category = check_slug(_choice(row, "category") or "general", "category")
+        row["category"] = refuse_secret_name(category or "", "category")
     else:
-        row["role"] = check_choice(row["role"], ROLES, "role")
-        if row.get("speaker") is not None:
-            row["speaker"] = row["speaker"].strip()[:80] or None
+        row["role"] = check_choice(_choice(row, "role"), ROLES, "role")
+        if (speaker := text_or_none(row, "speaker")) is not None:
+            row["speaker"] = speaker.strip()[:80] or None
         for key in ("chunk_index", "chunk_count"):
             if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool)):
                 raise _bad(key, f"{key} must be an integer.")
     return collection, row
 
 
-def _check_learned(row: dict[str, Any]) -> None:
+def _choice(row: Mapping[str, object], key: str) -> str | None:
+    """A field that must name one of a few choices, as ``check_choice`` reads it: a value that is not
+    a text (a number, a list) is refused by name like a wrong text, not taken for a missing one."""
+    value = row.get(key)
+    return value if value is None or isinstance(value, str) else json.dumps(value)
+
+
+def _check_learned(row: Mapping[str, object]) -> None:
     from contextware.memory.branches import check_branch
     from contextware.storage.gitstate import SHA
 
@@ -210,32 +237,40 @@ def _check_learned(row: dict[str, Any]) -> None:
         raise _bad("commit", "commit must be a full git commit id (40 hex digits) or null.")
 
 
-def check_tombstone(raw: dict[str, Any]) -> dict[str, Any]:
+def check_tombstone(raw: Mapping[str, object]) -> Tombstone:
     """A tombstone line (it has ``deleted_at``) in its written form, or a UsageError."""
     _check_id(raw)
     unknown = sorted(set(raw) - set(TOMBSTONE_FIELDS))
     if unknown:
         raise _bad(unknown[0], f"unknown field {', '.join(unknown)} for a tombstone.")
-    if raw.get("deleted_by") is not None and not isinstance(raw["deleted_by"], str):
+    deleted_by = text_or_none(raw, "deleted_by")
+    if raw.get("deleted_by") is not None and deleted_by is None:
         raise _bad("deleted_by", "deleted_by must be a string or null.")
-    if isinstance(raw.get("deleted_by"), str) and len(raw["deleted_by"]) > MAX_FIELD_CHARS:
+    if deleted_by is not None and len(deleted_by) > MAX_FIELD_CHARS:
         raise _bad("deleted_by", f"deleted_by is longer than {MAX_FIELD_CHARS} characters.")
-    deleted = iso(_time(raw["deleted_at"], "deleted_at"))
+    deleted = iso(_time(raw["deleted_at"], "deleted_at")) or ""
     created = iso(_time(raw["created_at"], "created_at")) if raw.get("created_at") is not None else None
-    return {"id": raw["id"], "created_at": created, "deleted_at": deleted, "deleted_by": raw.get("deleted_by")}
+    return {"id": entry_id(raw), "created_at": created, "deleted_at": deleted, "deleted_by": deleted_by}
 
 
-def written_form(collection: str, row: dict[str, Any]) -> dict[str, Any]:
+def written_form(collection: str, row: Mapping[str, object]) -> Entry:
     """A stored row as its line in the file: the exported fields in order, times in ISO 8601 UTC to the second."""
     return {
-        k: iso(row.get(k)) if k in TIME_FIELDS else row.get(k)
+        k: _iso(row.get(k)) if k in TIME_FIELDS else row.get(k)
         for k in FIELDS[collection]
         if (k not in LEARNED and k not in PROVENANCE) or row.get(k) is not None  # optional: written when set
     }
 
 
-def line_order(entry: dict[str, Any]) -> tuple[str, str]:
-    return entry.get("created_at") or entry.get("deleted_at") or "", entry["id"]
+def _iso(value: object) -> str | None:
+    """A stored row's time (a datetime, or None) as the file writes it."""
+    if value is not None and not isinstance(value, datetime):
+        raise TypeError(f"a stored time is a datetime, not {type(value).__name__}")
+    return iso(value)
+
+
+def line_order(entry: Mapping[str, object]) -> tuple[str, str]:
+    return text_or_none(entry, "created_at") or text_or_none(entry, "deleted_at") or "", entry_id(entry)
 
 
 # -- a whole file -----------------------------------------------------------------------------------
@@ -303,7 +338,7 @@ def split_conflicts(text: str) -> list[list[tuple[int, str]]]:
 
 def checked_lines(
     lines: Iterable[tuple[int, str]], *, stored: bool = False, repeats: bool = False
-) -> Iterator[tuple[int, str, dict[str, Any]]]:
+) -> Iterator[tuple[int, str, Entry]]:
     """(line number, collection or "tombstone", the row as stored or in its written form) of each line
     of one side, checked as it goes; after the last line every bad line is named in one UsageError, so
     a caller acts on what it got only once the generator is exhausted.  An id twice is a bad line,
@@ -343,7 +378,7 @@ def checked_lines(
             continue
         try:
             if isinstance(raw, dict) and "deleted_at" in raw:
-                collection, row = "tombstone", check_tombstone(raw)
+                collection, row = "tombstone", dict(check_tombstone(raw))
             else:
                 collection, row = check_row(raw)
                 if not stored:
@@ -351,26 +386,26 @@ def checked_lines(
         except UsageError as exc:
             problems.append(_problem(number, exc))
             continue
-        if row["id"] in seen and not repeats:
-            why = f"id {row['id']} is already on line {seen[row['id']]}"
+        if (rid := entry_id(row)) in seen and not repeats:
+            why = f"id {rid} is already on line {seen[rid]}"
             problems.append({"line": number, "field": "id", "why": why})
             continue
-        seen[row["id"]] = number
+        seen[rid] = number
         yield number, collection, row
     if problems:
         raise _refuse(problems)
 
 
-def _parse_side(lines: Iterable[tuple[int, str]], *, repeats: bool) -> dict[str, dict[str, Any]]:
+def _parse_side(lines: Iterable[tuple[int, str]], *, repeats: bool) -> dict[str, Entry]:
     """id -> the entry in its written form for one side (with ``repeats``, the later of an id's
     lines); every bad line is named in one UsageError."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Entry] = {}
     for _, _, row in checked_lines(lines, repeats=repeats):
-        out[row["id"]] = later(out.get(row["id"]), row) or row
+        out[entry_id(row)] = later(out.get(entry_id(row)), row) or row
     return out
 
 
-def read_entries(text: str) -> dict[str, dict[str, Any]]:
+def read_entries(text: str) -> dict[str, Entry]:
     """Every entry of a file (memories and tombstones) in written form by id, checked; both sides of a
     file with git conflict markers, merged.  The first bad line is a UsageError naming it."""
     split = split_conflicts(text)
@@ -378,10 +413,10 @@ def read_entries(text: str) -> dict[str, dict[str, Any]]:
     return merge2(*sides) if len(sides) == 2 else sides[0]
 
 
-def parse_export(text: str) -> dict[str, list[dict[str, Any]]]:
+def parse_export(text: str) -> dict[str, list[Entry]]:
     """Every memory of a file by collection, as stored (times as datetimes), checked; tombstones are
     left out (:func:`read_entries` has them)."""
-    by_collection: dict[str, list[dict[str, Any]]] = {name: [] for name in MEMORY_TABLES}
+    by_collection: dict[str, list[Entry]] = {name: [] for name in MEMORY_TABLES}
     for entry in read_entries(text).values():
         if not is_tombstone(entry):
             collection, row = check_row(entry)
@@ -396,7 +431,7 @@ def escape_breaks(line: str) -> str:
     return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def render(entries: Iterable[dict[str, Any]]) -> str:
+def render(entries: Iterable[Mapping[str, object]]) -> str:
     """The file's text: the header, then each entry a line in ``(created_at, id)`` order."""
     header = json.dumps({"format": FORMAT, "version": VERSION})
     lines = [escape_breaks(json.dumps(e, ensure_ascii=False)) for e in sorted(entries, key=line_order)]
@@ -404,17 +439,15 @@ def render(entries: Iterable[dict[str, Any]]) -> str:
 
 
 # -- merging ----------------------------------------------------------------------------------------
-def merge2(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def merge2(ours: dict[str, Entry], theirs: dict[str, Entry]) -> dict[str, Entry]:
     """Two versions with no common ancestor: every id of either, the later entry of each."""
     return {i: e for i in sorted({*ours, *theirs}) if (e := later(ours.get(i), theirs.get(i))) is not None}
 
 
-def merge3(
-    base: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]
-) -> dict[str, dict[str, Any]]:
+def merge3(base: dict[str, Entry], ours: dict[str, Entry], theirs: dict[str, Entry]) -> dict[str, Entry]:
     """Three-way by id: a line one side left as it was in the ancestor and the other removed stays
     removed (an expired tombstone, a duplicate folded into another id); otherwise the later entry wins."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Entry] = {}
     for i in sorted({*base, *ours, *theirs}):
         o, t, b = ours.get(i), theirs.get(i), base.get(i)
         if o is None or t is None:
@@ -449,7 +482,14 @@ def _read_side(path: Path, label: str) -> str:
         raise UsageError(f"{what} is not UTF-8 text; nothing was merged.", code="bad_merge_input") from None
 
 
-def merge_files(base: Path, ours: Path, theirs: Path) -> dict[str, Any]:
+class Merged(TypedDict):
+    """What the merge driver wrote: the file, and how many entries it holds."""
+
+    merged: str
+    entries: int
+
+
+def merge_files(base: Path, ours: Path, theirs: Path) -> Merged:
     """git's merge driver: merge ``base`` (``%O``), ``ours`` (``%A``) and ``theirs`` (``%B``) into ``ours``."""
     from contextware.core.system import write_atomic
 

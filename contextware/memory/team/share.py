@@ -22,8 +22,10 @@ files they name in this project's code index (``memory.code_links``; links are n
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict
 
 from contextware.core.errors import FieldError, UsageError
 from contextware.core.redact import redact
@@ -40,6 +42,8 @@ from contextware.memory.team.memfile import (
     TEXT_FIELDS,
     TIME_FIELDS,
     VERSION,
+    Entry,
+    entry_id,
     line_order,
     parse_export,
     render,
@@ -55,12 +59,12 @@ __all__ = ["DEFAULT_FILE", "FORMAT", "VERSION", "export_memory", "import_memory"
 
 
 # -- export -----------------------------------------------------------------------------------------
-def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list[Mapping[str, object]], dict[str, int]]:
     """The entries to export (memories, and the tombstones of deleted ones that still win) in file
     order, and how many secrets were masked on the way out."""
     redacted: dict[str, int] = {}
-    out: list[dict[str, Any]] = []
-    stones = cast("dict[str, dict[str, Any]]", tombstones.load(project))  # the file's entries are dicts
+    out: list[Mapping[str, object]] = []
+    stones: dict[str, Mapping[str, object]] = {**tombstones.load(project)}
     for name in MEMORY_TABLES:
         if name == "logs" and not include_logs:
             continue
@@ -69,17 +73,17 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
             continue
         columns = [c for c in FIELDS[name] if c in table.schema.names]
 
-        def read_all(t: "Table" = table, c: list[str] = columns) -> list[dict[str, Any]]:
+        def read_all(t: "Table" = table, c: list[str] = columns) -> list[Entry]:
             return t.search().select(c).limit(None).to_arrow().to_pylist()
 
         for row in project.db.read(read_all):
-            record: dict[str, Any] = {}
+            record: Entry = {}
             for key in FIELDS[name]:
                 value = row.get(key)
                 if key in LEARNED and value is None:
                     continue  # everyone's: the line as before branches were recorded
                 if key in TIME_FIELDS:
-                    value = iso(value)
+                    value = iso(value) if isinstance(value, datetime) else None
                 elif key in (*TEXT_FIELDS, "session_id") and isinstance(value, str):
                     clean, found = redact(value, library=key != "session_id")
                     if clean != value:
@@ -87,27 +91,44 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
                         for k, v in found.items():
                             redacted[k] = redacted.get(k, 0) + v
                 record[key] = value
-            out.append(tombstones.later(record, stones.pop(record["id"], None)) or record)
+            out.append(tombstones.later(record, stones.pop(entry_id(record), None)) or record)
     kinds = {"facts", "episodes", *(["logs"] if include_logs else [])}
-    out += [s for s in stones.values() if collection_for_id(s["id"]) in kinds]
+    out += [s for s in stones.values() if collection_for_id(entry_id(s)) in kinds]
     out.sort(key=line_order)
     return out, redacted
 
 
-def render_jsonl(rows: list[dict[str, Any]]) -> str:
+def render_jsonl(rows: Sequence[Mapping[str, object]]) -> str:
     return render(rows)
 
 
-def export_memory(project: "Project", path: Path | None, *, include_logs: bool = False) -> dict[str, Any]:
+class _Exported(TypedDict):
+    rows: int
+    counts: dict[str, int]
+    include_logs: bool
+
+
+class Exported(_Exported, total=False):
+    """What an export wrote (``path``, whether the file ``changed``) or, with no path, its text
+    (``jsonl``); how many memories by collection, tombstones and secrets masked."""
+
+    tombstones: int
+    redacted: dict[str, int]
+    jsonl: str
+    path: str
+    changed: bool
+
+
+def export_memory(project: "Project", path: Path | None, *, include_logs: bool = False) -> Exported:
     """Write the export to ``path`` (default ``<root>/.contextware/memory.jsonl``); with ``path`` None
     the text is returned under ``jsonl`` for the caller to print."""
     rows, redacted = export_rows(project, include_logs=include_logs)
     text = render_jsonl(rows)
     live = [r for r in rows if not tombstones.is_tombstone(r)]
-    counts = {name: sum(1 for r in live if collection_for_id(r["id"]) == name) for name in MEMORY_TABLES}
+    counts = {name: sum(1 for r in live if collection_for_id(entry_id(r)) == name) for name in MEMORY_TABLES}
     if not include_logs:
         counts.pop("logs")
-    result: dict[str, Any] = {"rows": len(live), "counts": counts, "include_logs": include_logs}
+    result: Exported = {"rows": len(live), "counts": counts, "include_logs": include_logs}
     if len(live) != len(rows):
         result["tombstones"] = len(rows) - len(live)
     if redacted:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from contextware.core.redact import redact
 from contextware.core.text import iso, strip_terminal_controls, utcnow
@@ -40,7 +40,7 @@ class Tombstone(TypedDict):
     deleted_by: str | None
 
 
-Entry = TypeVar("Entry", bound=Mapping[str, object])  # a memory or a tombstone, as the memory file holds it
+EntryT = TypeVar("EntryT", bound=Mapping[str, object])  # a memory or a tombstone, as the memory file holds it
 
 
 def is_tombstone(entry: Mapping[str, object]) -> bool:
@@ -55,15 +55,13 @@ def entry_key(entry: Mapping[str, object]) -> tuple[str, int, str]:
     return when, int(is_tombstone(entry)), json.dumps(entry, sort_keys=True, ensure_ascii=False)
 
 
-def changed_after(previous: Any) -> Any:
+def changed_after(previous: object) -> datetime:
     """When a new version of a row changed last at ``previous`` is dated: now, but at least one
     second after ``previous`` (the file keeps seconds).  A change that follows another is then
     later by :func:`entry_key`, also within one second: dated ``now`` it tied with the version it
     replaced, the tie went to the greater line, and two clones could settle on different versions."""
-    from datetime import timedelta
-
     now = utcnow()
-    if previous is None:
+    if not isinstance(previous, datetime):  # none yet (or not a time): dated now
         return now
     previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
     if previous > now + CLOCK_SKEW:  # a version dated in the future is never followed into it
@@ -71,7 +69,7 @@ def changed_after(previous: Any) -> Any:
     return max(now, previous.replace(microsecond=0) + timedelta(seconds=1))
 
 
-def later(a: Entry | None, b: Entry | None) -> Entry | None:
+def later(a: EntryT | None, b: EntryT | None) -> EntryT | None:
     """The winner of two versions of one id (either may be None)."""
     if a is None or b is None:
         return a or b
@@ -153,16 +151,17 @@ def who(project: "Project") -> str | None:
     return redact(clean)[0] or None
 
 
-def tombstone_for(project: "Project", row: Mapping[str, Any]) -> Tombstone:
+def tombstone_for(project: "Project", row: Mapping[str, object]) -> Tombstone:
     """The tombstone of a stored row deleted now (never before the row's last change: a tie goes to
     the tombstone)."""
     now = utcnow()
     changed = row.get("updated_at")
-    if changed is not None:
+    if isinstance(changed, datetime):
         now = max(now, changed if changed.tzinfo else changed.replace(tzinfo=now.tzinfo))
+    created = row.get("created_at")
     return {
-        "id": row["id"],
-        "created_at": iso(row.get("created_at")),
+        "id": str(row["id"]),
+        "created_at": iso(created) if isinstance(created, datetime) else None,
         "deleted_at": iso(now) or "",
         "deleted_by": who(project),
     }
