@@ -82,6 +82,24 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
+def caller_gone(conn: socket.socket) -> bool:
+    """Whether the caller closed its end before its request was run.  A caller waits only
+    ``FIRST_BYTE_S`` for the service to take its connection, then runs the request in its own
+    process; its request is still in the socket's buffer, and run here too it would be done twice
+    (a save answered ``duplicate_of`` itself, an offload paid twice).  Its close is seen as the end of
+    the stream after the frame; a caller that is still waiting has sent nothing more."""
+    timeout = conn.gettimeout()
+    conn.settimeout(0.0)  # a socket with a timeout would wait for data first, then time out
+    try:
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False  # nothing to read, and the stream is open: the caller waits for its answer
+    except OSError:
+        return True  # reset: gone
+    finally:
+        conn.settimeout(timeout)
+
+
 class Service:
     def __init__(self, data_dir: Path, settings: Settings | None = None) -> None:
         self.data_dir = data_dir
@@ -247,6 +265,9 @@ class Service:
         if op in VERSIONED_OPS and request.get("version") != self.version:
             self._reply(conn, {"ok": False, "error": {"code": "version_mismatch"}, **self.status()})
             return
+        if op in ("run", "mcp") and caller_gone(conn):
+            log(f"caller gone: {request.get('command') or request.get('tool')!s:.60} {request.get('id')!s:.40} not run")
+            return  # it gave up waiting (busy service) and ran the request itself: never run it twice
         self.requests += 1
         if op == "status":
             self._reply(conn, {"ok": True, **self.status()})

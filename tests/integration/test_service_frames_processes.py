@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.support.service_helpers import OFF, alive, log_text, run, status
+from tests.support.service_helpers import OFF, alive, log_text, rows, run, status, wait_for
 
 
 def _endpoint(project_dir: Path):
@@ -222,3 +222,32 @@ def test_a_fifo_planted_under_a_running_service_is_damage_never_a_hang(project_d
     turn = json.dumps({"hook_event_name": "BeforeAgent", "prompt": "when do we deploy", "session_id": "s1"})
     assert hook(turn, project_dir).returncode == 0
     assert time.monotonic() - began < 30 and alive(pid) and status(project_dir)["pid"] == pid
+
+
+def test_a_request_whose_caller_gave_up_waiting_is_not_run_by_the_service(project_dir, services):
+    """A caller waits ``first_byte`` seconds for a busy service to take its connection, then runs
+    the request itself; its frame is still in the socket's buffer.  The service, free again, found
+    it there and ran it a second time (eight writers on a loaded machine: a save answered
+    ``duplicate_of`` itself).  Now the caller's close is seen and the request is not run."""
+    from contextware.service import client
+
+    run("save_fact", "Deploys go out on Tuesdays", cwd=project_dir, env=OFF)
+    run("service", "start", cwd=project_dir)
+    ep = _endpoint(project_dir)
+    run("recall", "--query", "warm up", cwd=project_dir)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hold:  # keeps the service reading a frame
+        hold.connect(str(ep.socket))
+        hold.sendall(b'{"op": "status", "padding": "')
+        time.sleep(0.3)
+        message = {"op": "run", "command": "save", "argv": ["Given up on: never saved by the service"]}
+        message |= {"prog": "save_fact.py", "cwd": str(project_dir), "env": {}, "stdin": None, "id": "gave-up"}
+        message["version"] = _version()
+        try:
+            client.exchange(ep, message, timeout=30, first_byte=1.0)
+            raise AssertionError("the service took the connection while busy with another")
+        except client.Busy:
+            pass
+    handled = wait_for(lambda: [x for x in ("caller gone", "run save gave-up") if x in log_text(project_dir)])
+    texts = [r["text"] for r in rows(project_dir, "facts")]
+    assert "Given up on: never saved by the service" not in texts and "Deploys go out on Tuesdays" in texts
+    assert handled == ["caller gone"]
