@@ -39,6 +39,11 @@ def iso(value: datetime | None) -> str | None:
     return value.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def iso_of(value: object) -> str | None:
+    """A stored time (a datetime) in ISO 8601 UTC to the second; None for anything else (no time)."""
+    return iso(value) if isinstance(value, datetime) else None
+
+
 def parse_iso(value: object) -> datetime | None:
     """An ISO 8601 date or time (``Z`` accepted) as an aware UTC-based datetime; None when it is not one."""
     if not isinstance(value, str):

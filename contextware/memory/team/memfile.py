@@ -23,7 +23,7 @@ from typing import TypedDict
 
 from contextware.core.errors import UsageError
 from contextware.core.redact import refuse_secret_name, refuse_secret_topics
-from contextware.core.text import MAX_TOPICS, iso, parse_topics, utcnow
+from contextware.core.text import MAX_TOPICS, iso, iso_of, parse_topics, utcnow
 from contextware.memory.records import FACT_KINDS, RESULTS, ROLES, check_choice, check_slug, collection_for_id
 from contextware.memory.team import tombstones
 from contextware.memory.team.tombstones import Tombstone, entry_key, is_tombstone, later
@@ -256,17 +256,10 @@ def check_tombstone(raw: Mapping[str, object]) -> Tombstone:
 def written_form(collection: str, row: Mapping[str, object]) -> Entry:
     """A stored row as its line in the file: the exported fields in order, times in ISO 8601 UTC to the second."""
     return {
-        k: _iso(row.get(k)) if k in TIME_FIELDS else row.get(k)
+        k: iso_of(row.get(k)) if k in TIME_FIELDS else row.get(k)
         for k in FIELDS[collection]
         if (k not in LEARNED and k not in PROVENANCE) or row.get(k) is not None  # optional: written when set
     }
-
-
-def _iso(value: object) -> str | None:
-    """A stored row's time (a datetime, or None) as the file writes it."""
-    if value is not None and not isinstance(value, datetime):
-        raise TypeError(f"a stored time is a datetime, not {type(value).__name__}")
-    return iso(value)
 
 
 def line_order(entry: Mapping[str, object]) -> tuple[str, str]:

@@ -23,14 +23,13 @@ files they name in this project's code index (``memory.code_links``; links are n
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from contextware.core.errors import FieldError, UsageError
 from contextware.core.redact import redact
 from contextware.core.system import write_atomic
-from contextware.core.text import iso
+from contextware.core.text import iso_of
 from contextware.memory.records import collection_for_id
 from contextware.memory.team import tombstones
 from contextware.memory.team.importing import import_memory
@@ -83,7 +82,7 @@ def export_rows(project: "Project", *, include_logs: bool = False) -> tuple[list
                 if key in LEARNED and value is None:
                     continue  # everyone's: the line as before branches were recorded
                 if key in TIME_FIELDS:
-                    value = iso(value) if isinstance(value, datetime) else None
+                    value = iso_of(value)
                 elif key in (*TEXT_FIELDS, "session_id") and isinstance(value, str):
                     clean, found = redact(value, library=key != "session_id")
                     if clean != value:

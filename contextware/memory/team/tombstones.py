@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from contextware.core.redact import redact
-from contextware.core.text import iso, strip_terminal_controls, utcnow
+from contextware.core.text import iso, iso_of, strip_terminal_controls, utcnow
 
 if TYPE_CHECKING:
     from contextware.storage.project import Project
@@ -158,10 +158,9 @@ def tombstone_for(project: "Project", row: Mapping[str, object]) -> Tombstone:
     changed = row.get("updated_at")
     if isinstance(changed, datetime):
         now = max(now, changed if changed.tzinfo else changed.replace(tzinfo=now.tzinfo))
-    created = row.get("created_at")
     return {
         "id": str(row["id"]),
-        "created_at": iso(created) if isinstance(created, datetime) else None,
+        "created_at": iso_of(row.get("created_at")),
         "deleted_at": iso(now) or "",
         "deleted_by": who(project),
     }
