@@ -279,7 +279,9 @@ def test_eight_writers_mixing_service_and_in_process_land_every_save_once(projec
     assert len(results) == 200 and all(r["ok"] and r["written"] == 1 for r in results)
     texts = [r["text"] for r in rows(project_dir, "facts") if r["text"] != "seed"]
     assert len(texts) == 200 and len(set(texts)) == 200
-    assert status(project_dir)["requests"] >= 100
+    # The four served writers' saves mostly go through the service; under load a caller that waits
+    # over 3 s for a busy service runs its save itself (the service then skips it: "caller gone").
+    assert status(project_dir)["requests"] >= 50
 
 
 @pytest.mark.parametrize("flaw", ["mode", "owner"])
