@@ -46,7 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Everything under tests/integration starts processes (our scripts, the real Gemini CLI, servers)
-    and is ``slow``; in tests/unit the long ones are marked by hand.  ``-m "not slow"`` is the fast subset."""
+    and is ``slow``.  In tests/unit a test that takes over half a second (a browser, a crawl, many
+    saves, a table snapshot) is marked ``slow`` by hand, unless it guards a main path that the quick
+    check must keep (the prompt hook, the briefing after a turn, recall's filters, supersession, the
+    layers).  ``-m "not slow"`` is the fast subset, under a minute on two workers; CI runs everything."""
     integration = Path(__file__).parent / "integration"
     for item in items:
         if integration in Path(str(item.path)).parents:

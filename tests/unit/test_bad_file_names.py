@@ -24,6 +24,7 @@ def _plant(root: Path) -> None:
         fh.write("def inner():\n    return 3\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("git", [False, True], ids=["walk", "git"])
 def test_names_that_are_not_utf8_are_skipped_counted_and_warned(project_dir: Path, capsys, git: bool):
     if git:

@@ -18,6 +18,7 @@ from tests.support.hook_events import context_of, event
 FACT = "Database migrations run with make migrate, never by hand."
 
 
+@pytest.mark.slow
 def test_gemini_is_briefed_at_session_start_once_and_a_resume_recalls_its_questions(project: Project):
     """Gemini CLI's SessionStart gets the briefing (the loop smoke: the saved fact after a captured
     turn); its first prompt is not briefed again; a resumed session (``-r``, which drops every user
@@ -42,6 +43,7 @@ def test_gemini_is_briefed_at_session_start_once_and_a_resume_recalls_its_questi
     assert FACT in claude["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", records.FACT_KINDS)
 def test_a_session_start_nobody_named_is_briefed_after_a_captured_turn(project: Project, kind: str):
     """Piped in by hand (``echo '{...SessionStart...}' | contextware hook``) or by a host that does
@@ -56,6 +58,7 @@ def test_a_session_start_nobody_named_is_briefed_after_a_captured_turn(project: 
     assert "Search this memory" not in first and "# Project memory" not in first
 
 
+@pytest.mark.slow
 def test_the_briefed_list_stays_bounded_and_odd_ids_are_harmless(project: Project):
     records.save_fact(project, FACT, kind="convention")
     data = project.data_dir

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextware.memory import edits, records
 from contextware.memory.briefing import session_context
 from contextware.storage.project import Project, forget_open_projects
@@ -15,6 +17,7 @@ def _brief(project: Project) -> dict:
     return session_context(Project.open(project.root), 4000)
 
 
+@pytest.mark.slow
 def test_the_next_briefing_sees_every_change_and_reuses_nothing_stale(project: Project, monkeypatch):
     # As the service runs (keep_projects_open): one Project, one connection, across briefings;
     # monkeypatch puts back "no cache" afterwards, so later tests open their projects afresh.

@@ -24,6 +24,7 @@ def browser(project, memories):
         yield served
 
 
+@pytest.mark.slow
 def test_the_token_is_required_and_moves_from_the_url_to_a_strict_cookie(browser):
     port, token = browser.port, browser.token
     for path in ("/", "/memories", "/static/ui.css", "/explain?q=x", "/nope"):
@@ -40,6 +41,7 @@ def test_the_token_is_required_and_moves_from_the_url_to_a_strict_cookie(browser
     assert request(port, "/static/ui.css", token=token).status == 200
 
 
+@pytest.mark.slow
 def test_foreign_host_origin_and_site_are_refused(browser):
     port, token = browser.port, browser.token
     assert request(port, "/", token=token, host=f"localhost:{port}").status == 200
@@ -54,6 +56,7 @@ def test_foreign_host_origin_and_site_are_refused(browser):
     assert request(port, "/", token=token, method="PUT").status == 403
 
 
+@pytest.mark.slow
 def test_every_answer_carries_the_security_headers(browser):
     for answer in (request(browser.port, "/", token=browser.token), request(browser.port, "/")):
         assert answer.headers["content-security-policy"].startswith("default-src 'self'; frame-ancestors 'none'")
@@ -61,12 +64,14 @@ def test_every_answer_carries_the_security_headers(browser):
         assert answer.headers["referrer-policy"] == "no-referrer"
 
 
+@pytest.mark.slow
 def test_only_the_loopback_interface_is_bound(browser):
     from tests.support.browser import listening_addresses
 
     assert listening_addresses(browser.port) == ["0100007F"]  # 127.0.0.1, nothing else, no IPv6
 
 
+@pytest.mark.slow
 def test_a_planted_script_is_shown_as_text_everywhere(browser, memories):
     port, token = browser.port, browser.token
     pages = [
@@ -85,6 +90,7 @@ def test_a_planted_script_is_shown_as_text_everywhere(browser, memories):
         assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/static/ui.js" defer>'], path
 
 
+@pytest.mark.slow
 def test_pages_answer_and_bad_input_is_one_sentence(browser, memories):
     port, token = browser.port, browser.token
     for path in (
@@ -118,11 +124,13 @@ def test_pages_answer_and_bad_input_is_one_sentence(browser, memories):
         assert words in page.text.replace("&#x27;", "'") and "Traceback" not in page.text, path
 
 
+@pytest.mark.slow
 def test_one_memory_shows_its_supersession_chain(browser, memories):
     page = request(browser.port, f"/memory/{memories['deploy']}", token=browser.token).text
     assert "Supersession chain" in page and memories["newer"] in page and "Fly.io" in page and "Render" in page
 
 
+@pytest.mark.slow
 def test_search_is_recall_and_why_names_the_deciding_numbers(browser, memories):
     port, token = browser.port, browser.token
     found = request(port, "/memories?q=how+do+we+run+the+tests", token=token).text
@@ -133,6 +141,7 @@ def test_search_is_recall_and_why_names_the_deciding_numbers(browser, memories):
     assert "Nothing answered" in none and re.search(r"&lt; (floor|gate)? ?0\.\d+|below the gate", none)
 
 
+@pytest.mark.slow
 def test_a_post_without_the_form_token_or_the_confirmation_deletes_nothing(browser, project, memories):
     port, token = browser.port, browser.token
     rid = memories["tests"]
@@ -154,6 +163,7 @@ def test_a_post_without_the_form_token_or_the_confirmation_deletes_nothing(brows
     assert records.get(project, rid)["record"]["id"] == rid
 
 
+@pytest.mark.slow
 def test_a_confirmed_delete_is_recorded_like_the_cli_one(browser, project, memories, script):
     port, token = browser.port, browser.token
     page = request(port, f"/memory/{memories['tests']}/delete", token=token).text
@@ -180,6 +190,7 @@ def test_a_confirmed_delete_is_recorded_like_the_cli_one(browser, project, memor
     assert records.get(project, memories["deploy"])["record"]["status"] == "active"
 
 
+@pytest.mark.slow
 def test_an_edit_and_a_supersede_are_visible_to_recall_and_history_at_once(browser, project, memories):
     from contextware.memory.history import history
     from contextware.memory.recall import ask
@@ -215,6 +226,7 @@ def test_an_edit_and_a_supersede_are_visible_to_recall_and_history_at_once(brows
     assert [c["id"] for c in chain["chain"]] == [rid, new_id] and chain["current"] == new_id
 
 
+@pytest.mark.slow
 def test_the_code_map_and_a_file(project, memories, project_dir):
     from contextware.codeindex.indexer import crawl
 
@@ -256,6 +268,7 @@ def test_the_code_map_and_a_file(project, memories, project_dir):
         assert "May be stale (0)" in request(served.port, "/review", token=served.token).text
 
 
+@pytest.mark.slow
 def test_review_queues_near_duplicates_and_turns_worth_keeping(project, memories):
     near = [
         records.save(project, "fact", text, kind="decision")["id"]
@@ -290,6 +303,7 @@ def test_review_queues_near_duplicates_and_turns_worth_keeping(project, memories
         assert refused.status == 400 and "Only captured turns" in refused.text
 
 
+@pytest.mark.slow
 def test_since_narrows_the_list_and_the_search(project, memories):
     from contextware.core.text import utcnow
     from contextware.memory.records import list_records
@@ -303,6 +317,7 @@ def test_since_narrows_the_list_and_the_search(project, memories):
         assert memories["tests"] in found
 
 
+@pytest.mark.slow
 def test_forms_are_bounded_and_urlencoded(browser, project, memories):
     port, token = browser.port, browser.token
     rid = memories["tests"]
@@ -340,6 +355,7 @@ def test_the_browser_is_opened_without_the_token_on_a_command_line(monkeypatch):
     assert f'content="0;url={served.url}"' in page.read_text()
 
 
+@pytest.mark.slow
 def test_the_cookie_is_bound_to_this_servers_secret_path(browser):
     """Cookies are not isolated by port: one with ``Path=/`` went to every server on 127.0.0.1.
     Every page lives under this run's secret prefix, the cookie's only path."""
@@ -360,6 +376,7 @@ def test_the_cookie_is_bound_to_this_servers_secret_path(browser):
     assert int(page.headers["content-length"]) == len(page.text.encode())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evil", ["//evil.example/", "/\\evil.example/", "///evil.example/x", "/\\/evil.example"])
 def test_the_token_stripping_redirect_stays_on_this_server(browser, evil):
     from contextware.browser.guard import run_prefix
@@ -373,6 +390,7 @@ def test_the_token_stripping_redirect_stays_on_this_server(browser, evil):
     assert request(port, f"{evil}?token={token}", raw=True).status == 403  # outside the prefix
 
 
+@pytest.mark.slow
 def test_a_pages_own_redirect_keeps_the_prefix(browser, memories):
     from contextware.browser.guard import run_prefix
 

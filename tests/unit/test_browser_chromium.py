@@ -53,6 +53,7 @@ def chromium(tmp_path):
         driver.quit()
 
 
+@pytest.mark.slow
 def test_search_open_and_delete_in_a_real_browser(project, chromium):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
@@ -178,6 +179,7 @@ def test_edit_supersede_explain_map_and_review_in_a_real_browser(project, projec
             assert _drawn(chromium), path
 
 
+@pytest.mark.slow
 def test_another_server_on_127_0_0_1_is_never_sent_the_token(project, chromium):
     """Cookies are not isolated by port: the token's cookie, once set with ``Path=/``, went to every
     server on 127.0.0.1 the user opened.  Bound to this run's secret path, it goes to none."""

@@ -46,6 +46,7 @@ def test_the_transcript_gives_the_last_typed_prompt_not_tool_results_or_meta_lin
     assert last_prompt(empty) is None
 
 
+@pytest.mark.slow
 def test_user_prompt_submit_answers_under_its_own_event_name(project: Project):
     records.save_fact(project, FACT, kind="constraint")
     out = json.loads(run_hook(event("UserPromptSubmit", project.root, prompt="Can I deploy on Friday?")))
@@ -55,6 +56,7 @@ def test_user_prompt_submit_answers_under_its_own_event_name(project: Project):
     assert run_hook(event("UserPromptSubmit", project.root, prompt="what is the capital of Australia?")) == ""
 
 
+@pytest.mark.slow
 def test_stop_saves_the_turn_once_with_the_prompt_from_the_transcript(project: Project, tmp_path: Path):
     (project.root / ".git").mkdir()
     path = write_transcript(tmp_path / "t.jsonl", "Can I deploy on Friday?", "No: Monday to Thursday.")
@@ -71,6 +73,7 @@ def test_stop_saves_the_turn_once_with_the_prompt_from_the_transcript(project: P
     assert len(logs) == 4  # the older turn was not logged yet; this turn is not logged twice
 
 
+@pytest.mark.slow
 def test_the_session_start_note_names_the_tools_of_this_host(project: Project, monkeypatch: pytest.MonkeyPatch):
     records.save_fact(project, FACT, kind="constraint")
     start = event("SessionStart", project.root, source="startup")
@@ -94,6 +97,7 @@ def test_the_session_start_note_names_the_tools_of_this_host(project: Project, m
     assert with_host("not json", "claude") == "not json"
 
 
+@pytest.mark.slow
 def test_a_line_nested_thousands_deep_in_the_transcript_loses_that_line_only(project: Project, tmp_path: Path):
     """json.loads raises RecursionError (not ValueError) past its depth: one such line once lost the
     turn's prompt and answer, and every later turn of the session."""

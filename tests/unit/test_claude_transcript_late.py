@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from contextware.hosts.hooks.claude_transcript import prompt_of_turn
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
@@ -58,6 +60,7 @@ def test_a_transcript_that_never_catches_up_costs_a_bounded_wait(tmp_path: Path)
     assert prompt_of_turn(tmp_path, "Anything.") is None  # a folder: nothing to wait for
 
 
+@pytest.mark.slow
 def test_stop_before_the_transcript_exists_stores_both_sides_once(project: Project, tmp_path: Path):
     (project.root / ".git").mkdir()
     path = tmp_path / "late.jsonl"

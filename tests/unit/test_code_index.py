@@ -7,6 +7,8 @@ import json
 import os
 import time
 
+import pytest
+
 from contextware.codeindex.indexer import crawl
 from contextware.memory.recall import ask
 from contextware.storage.project import Project
@@ -39,6 +41,7 @@ def test_crawl_indexes_every_language_and_recall_finds_files(project: Project):
     assert code(project, "blue green production rollout script")[0]["file_path"] == "scripts/deploy.sh"
 
 
+@pytest.mark.slow
 def test_incremental_crawl_touch_edit_delete_and_ignore(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -93,6 +96,7 @@ def test_skips_binary_large_and_ignored_files_with_reasons(project: Project):
     assert out["removed_files"] == ["a.py"] and rows(project) == {}
 
 
+@pytest.mark.slow
 def test_crawl_of_given_paths_only_touches_them(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -103,6 +107,7 @@ def test_crawl_of_given_paths_only_touches_them(project: Project):
     assert "web/app.js" in rows(project)  # outside the given folder: left for a full crawl
 
 
+@pytest.mark.slow
 def test_stale_flag_refresh_and_exact_mode(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -127,6 +132,7 @@ def test_stale_flag_refresh_and_exact_mode(project: Project):
     assert gone["file_path"] == "src/models.py" and gone["stale"] is True and "deleted" in gone["note"]
 
 
+@pytest.mark.slow
 def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: Project):
     """An edit that keeps the size and the modification time (a same-length change, mtime restored)
     passes the stat check; exact mode must not show the new bytes as the indexed file."""
@@ -160,6 +166,7 @@ def test_exact_mode_compares_the_content_hash_not_only_size_and_mtime(project: P
     assert hit["content"] == original and hit["stale"] is False
 
 
+@pytest.mark.slow
 def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project: Project):
     filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
     target = 'def reconcile_ledger(entries):\n    """Match bank entries to ledger lines."""\n    return entries\n'
@@ -178,6 +185,7 @@ def test_exact_mode_gives_line_ranges_of_a_file_too_large_for_the_budget(project
         assert e["text"] == "\n".join(lines[a - 1 : b])
 
 
+@pytest.mark.slow
 def test_all_scope_mixes_code_and_memory(project: Project):
     from contextware.memory.records import save_fact
 
@@ -192,6 +200,7 @@ def test_all_scope_mixes_code_and_memory(project: Project):
     )
 
 
+@pytest.mark.slow
 def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -202,6 +211,7 @@ def test_off_topic_questions_bring_no_files_into_mixed_recall(project: Project):
     assert ask(fresh, "give me a recipe for pancakes", scope="code")["results"]
 
 
+@pytest.mark.slow
 def test_a_symlink_given_to_crawl_never_removes_its_targets_rows(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")

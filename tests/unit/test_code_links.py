@@ -65,6 +65,7 @@ def _flag(project: Project, record_id: str, question: str = QUESTION) -> str | N
     return flag
 
 
+@pytest.mark.slow
 def test_links_name_what_the_code_index_knows_and_nothing_else(coded: Project):
     root = coded.root
     cases = {
@@ -93,6 +94,7 @@ def test_links_name_what_the_code_index_knows_and_nothing_else(coded: Project):
     assert _links(coded, episode["id"]) == ["src/http/retry.py"]
 
 
+@pytest.mark.slow
 def test_an_edit_flags_the_memory_until_it_is_confirmed(coded: Project):
     fact = records.save_fact(coded, RETRY_FACT, kind="decision")["id"]
     plain = records.save_fact(coded, "Retries never exceed five attempts in total.", kind="constraint")["id"]
@@ -122,6 +124,7 @@ def test_an_edit_flags_the_memory_until_it_is_confirmed(coded: Project):
     assert _flag(coded, fact) is None
 
 
+@pytest.mark.slow
 def test_a_rename_with_git_mv_then_a_crawl_flags_it_as_moved(coded: Project):
     fact = records.save_fact(coded, RETRY_FACT, kind="decision")["id"]
     _git(coded.root, "mv", "src/http/retry.py", "src/http/retrying.py")
@@ -130,6 +133,7 @@ def test_a_rename_with_git_mv_then_a_crawl_flags_it_as_moved(coded: Project):
     assert _flag(coded, fact) == f"src/http/retry.py moved to src/http/retrying.py on {_today()}"
 
 
+@pytest.mark.slow
 def test_a_deletion_then_a_crawl_flags_it_as_deleted(coded: Project):
     fact = records.save_fact(coded, RETRY_FACT, kind="decision")["id"]
     episode = records.save_episode(
@@ -150,6 +154,7 @@ def test_a_deletion_then_a_crawl_flags_it_as_deleted(coded: Project):
     assert _flag(coded, fact) is None
 
 
+@pytest.mark.slow
 def test_updating_or_superseding_clears_the_flag(coded: Project):
     old = records.save_fact(coded, RETRY_FACT, kind="decision")["id"]
     other = records.save_fact(coded, "Invoice totals come from src/models.py and are cached.", kind="note")["id"]
@@ -167,6 +172,7 @@ def test_updating_or_superseding_clears_the_flag(coded: Project):
     assert records.list_records(coded, stale=True)["count"] == 0
 
 
+@pytest.mark.slow
 def test_the_flag_shows_in_text_the_briefing_and_the_hook(coded: Project, capsys: pytest.CaptureFixture[str]):
     records.save_fact(coded, RETRY_FACT, kind="constraint")
     (coded.root / "src/http/retry.py").write_text("def backoff_delay(attempt):\n    return 1\n")
@@ -194,6 +200,7 @@ def test_the_flag_shows_in_text_the_briefing_and_the_hook(coded: Project, capsys
     assert f"{RETRY_FACT} ({note})" in injected
 
 
+@pytest.mark.slow
 def test_repair_links_memories_saved_before_the_code_index(project_dir: Path, capsys: pytest.CaptureFixture[str]):
     project = Project.open(project_dir)
     fact = records.save_fact(project, RETRY_FACT, kind="decision")["id"]  # no code index yet: not linked
@@ -214,6 +221,7 @@ def test_repair_links_memories_saved_before_the_code_index(project_dir: Path, ca
     assert _flag(project, fact) == f"src/http/retry.py changed on {_today()}"
 
 
+@pytest.mark.slow
 def test_imported_memories_are_linked_here(coded: Project, tmp_path: Path):
     from contextware.memory.team.share import import_memory
 
@@ -228,6 +236,7 @@ def test_imported_memories_are_linked_here(coded: Project, tmp_path: Path):
     assert _links(coded, "fact-0123456789ab") == ["src/http/retry.py"]
 
 
+@pytest.mark.slow
 def test_older_tables_gain_the_link_columns(project_dir: Path):
     """A facts table written before links existed (without their columns) is evolved when opened,
     and its rows are linked by repair."""
@@ -254,6 +263,7 @@ def test_older_tables_gain_the_link_columns(project_dir: Path):
     assert _links(fresh, fact) == ["src/http/retry.py"]
 
 
+@pytest.mark.slow
 def test_logs_cannot_be_confirmed(coded: Project):
     from contextware.core.errors import UsageError
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from contextware.codeindex.chunks import file_chunks
 from contextware.codeindex.indexer import crawl, index_files
 from contextware.memory.recall import ask
@@ -118,6 +120,7 @@ def test_chunks_skip_what_adds_nothing():
     )
 
 
+@pytest.mark.slow
 def test_chunks_are_written_replaced_and_removed_with_their_file(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -161,6 +164,7 @@ def test_chunks_are_written_replaced_and_removed_with_their_file(project: Projec
     assert out["removed_files"] == ["web/cart.js"] and chunks(project) == {}
 
 
+@pytest.mark.slow
 def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(project: Project):
     make_tree(project.root)
     crawl(project, summarizer="local")
@@ -171,6 +175,7 @@ def test_a_question_answered_in_a_function_body_finds_the_file_and_its_lines(pro
     assert hit["lines"] == [10, 16] and hit["symbol"] == "settle_amount"
 
 
+@pytest.mark.slow
 def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(project: Project):
     filler = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(300))
     make_tree(project.root, {**TREE, "src/billing.py": filler + BILLING + filler})
@@ -192,6 +197,7 @@ def test_exact_mode_shows_the_matched_definition_of_a_file_over_the_budget(proje
     assert sum(len(e["text"]) for e in hit["excerpts"]) <= 600
 
 
+@pytest.mark.slow
 def test_the_full_text_index_finds_a_split_identifier(project: Project):
     # "unitPrice" appears only inside a function body, never as a symbol
     make_tree(project.root)
@@ -228,6 +234,7 @@ def test_a_gemini_summary_adds_the_questions_a_file_answers(project: Project):
     assert [(r["id"], r["questions"]) for r in found] == [("src/shipping.py", ["where are parcels stickered?"])]
 
 
+@pytest.mark.slow
 def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
     """An index written before chunks existed (no code_chunks table) is re-indexed once."""
     make_tree(project.root)
@@ -239,6 +246,7 @@ def test_an_index_without_chunks_gets_them_on_the_next_crawl(project: Project):
     assert crawl(Project.open(project.root), summarizer="local")["indexed"] == 0  # once only
 
 
+@pytest.mark.slow
 def test_a_damaged_file_or_definition_row_is_damaged_data_not_an_answer(project: Project):
     """Code search reads its own rows (files and definitions): both are checked like every table's."""
     import pytest
@@ -283,6 +291,7 @@ def test_test_files_are_recognised_and_ranked_below_source_unless_asked():
     assert fuse_code({**same, "test": 1.0}) < fuse_code({**same, "test": 0.0})
 
 
+@pytest.mark.slow
 def test_a_question_about_tests_may_rank_the_test_file_first(project: Project):
     tree = {
         **TREE,

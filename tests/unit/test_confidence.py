@@ -47,6 +47,7 @@ def ledger(project: Project) -> Project:
     return Project.open(project.root)
 
 
+@pytest.mark.slow
 def test_every_result_carries_a_confidence_between_0_and_1(ledger: Project):
     out = ask(ledger, ANSWERABLE, min_confidence=0.0, limit=10)
     assert out["answerable"] is True and out["min_confidence"] == 0.0
@@ -58,6 +59,7 @@ def test_every_result_carries_a_confidence_between_0_and_1(ledger: Project):
     assert logs and 0.0 <= logs[0]["confidence"] <= 1.0
 
 
+@pytest.mark.slow
 def test_an_unanswerable_question_is_answered_answerable_false(ledger: Project):
     out = ask(ledger, UNANSWERABLE)
     assert out["answerable"] is False and out["results"] == [] and out["min_confidence"] == GATE
@@ -69,6 +71,7 @@ def test_an_unanswerable_question_is_answered_answerable_false(ledger: Project):
     assert ask(ledger, ANSWERABLE)["answerable"] is True
 
 
+@pytest.mark.slow
 def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
     (ledger.data_dir / "config.json").write_text(json.dumps({"recall_min_confidence": 0.999}))
     strict = Project.open(ledger.root)
@@ -83,6 +86,7 @@ def test_the_gate_comes_from_config_and_bad_values_are_refused(ledger: Project):
         ask(Project.open(ledger.root), ANSWERABLE)
 
 
+@pytest.mark.slow
 def test_the_prompt_hook_injects_nothing_when_nothing_is_sure_enough(ledger: Project):
     first = context_of(run_hook(event("BeforeAgent", ledger.root, prompt=UNANSWERABLE)), "BeforeAgent")
     assert "## Constraints" in first and RELEVANT_HEADING not in first  # a Gemini session's first: the briefing

@@ -13,6 +13,7 @@ from contextware.storage.project import Project
 from tests.support.bit_rot import flip_stored
 
 
+@pytest.mark.slow
 def test_full_briefing_has_every_section_in_priority_order(briefed: Project):
     ctx = session_context(briefed, 4000)
     assert ctx["project"]["id"] == briefed.id and ctx["project"]["root"] == str(briefed.root)
@@ -57,6 +58,7 @@ def test_budget_is_never_exceeded_and_priorities_survive(briefed: Project, budge
     assert ctx["truncated"] is (session_context(briefed, 100_000)["tokens"] > budget)
 
 
+@pytest.mark.slow
 def test_stale_files_are_counted(briefed: Project):
     os.utime(briefed.root / "pkg" / "api.py", (1, 1))
     (briefed.root / "pkg" / "billing.py").unlink()

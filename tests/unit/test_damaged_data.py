@@ -138,6 +138,7 @@ def _stored_vector(project: Project, fact_id: str) -> bytes:
     return np.asarray(row["vector"], dtype="<f4").tobytes()
 
 
+@pytest.mark.slow
 def test_a_flipped_bit_in_a_vector_is_damaged_data_never_a_wrong_score(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS[:5])
@@ -160,6 +161,7 @@ def test_a_flipped_bit_in_a_vector_is_damaged_data_never_a_wrong_score(tmp_path:
     assert out["results"][0]["id"] == ids[2] and out["results"][0]["score"] < 2
 
 
+@pytest.mark.slow
 def test_bytes_flipped_in_stored_text_are_caught_by_the_row_checksum(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS[:5])
@@ -198,6 +200,7 @@ def test_rows_of_older_versions_without_a_checksum_are_accepted(tmp_path: Path):
     assert ask(fresh, "Which port does service number 1 listen on?", scope="facts")["results"]
 
 
+@pytest.mark.slow
 def test_a_sound_table_is_left_alone_by_repair(tmp_path: Path):
     project = _project(tmp_path / "p")
     _save_facts(project, FACTS[:3])
@@ -232,6 +235,7 @@ def test_row_problem_tells_content_from_vector():
     assert row_problem("facts", {**row, "checksum": None}) is None
 
 
+@pytest.mark.slow
 def test_a_damaged_full_text_index_is_detected_and_rebuilt_by_repair(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS[:5])
@@ -249,6 +253,7 @@ def test_a_damaged_full_text_index_is_detected_and_rebuilt_by_repair(tmp_path: P
     assert out["results"][0]["id"] == ids[3]
 
 
+@pytest.mark.slow
 def test_the_repair_message_says_what_was_kept_and_lost(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS[:4])
@@ -285,6 +290,7 @@ def test_a_file_where_the_database_should_be_is_moved_aside_not_reported_intact(
     assert records.save_fact(Project.open(project.root), "A fresh database works.")["written"] == 1
 
 
+@pytest.mark.slow
 def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_path: Path):
     project = _project(tmp_path / "p")
     ids = _save_facts(project, FACTS[:12])
@@ -299,6 +305,7 @@ def test_one_damaged_row_inside_a_compacted_fragment_costs_only_that_row(tmp_pat
     assert left == set(ids) - {ids[7]}
 
 
+@pytest.mark.slow
 def test_stats_verifies_every_rows_checksum_and_names_the_damaged_ones(tmp_path: Path, capsys):
     from contextware.cli import run
     from tests.support.bit_rot import flip_stored
@@ -320,6 +327,7 @@ def test_stats_verifies_every_rows_checksum_and_names_the_damaged_ones(tmp_path:
     assert "damaged" not in maintenance.stats(Project.open(project.root))["tables"]["facts"]
 
 
+@pytest.mark.slow
 def test_lance_errors_reach_the_user_without_its_source_paths(tmp_path: Path, capsys, monkeypatch):
     """Lance appends where in its Rust sources it failed (``/root/.cargo/registry/.../utils.rs:224:20``,
     ``/rustc/<hash>/.../function.rs:250:5``): paths of its build machine, never shown (issue 23 k)."""

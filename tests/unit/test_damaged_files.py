@@ -56,6 +56,7 @@ def _assert_damaged(call) -> str:
     return exc.value.message
 
 
+@pytest.mark.slow
 def test_a_fifo_in_place_of_a_data_file_is_damage_never_opened(tmp_path: Path):
     project = _project(tmp_path / "p")
     victim = _first_data_file(project)
@@ -76,6 +77,7 @@ def test_a_fifo_in_place_of_a_data_file_is_damage_never_opened(tmp_path: Path):
     assert len(records.list_records(Project.open(project.root), limit=10)["records"]) == 2
 
 
+@pytest.mark.slow
 def test_the_prompt_hook_does_not_hang_on_a_fifo(tmp_path: Path):
     project = _project(tmp_path / "p")
     victim = _first_data_file(project)
@@ -94,6 +96,7 @@ def test_the_prompt_hook_does_not_hang_on_a_fifo(tmp_path: Path):
     assert proc.returncode == 0 and time.monotonic() - began < 30
 
 
+@pytest.mark.slow
 def test_repair_never_follows_a_data_file_symlinked_to_dev_zero(tmp_path: Path):
     project = _project(tmp_path / "p")
     victim = _first_data_file(project)
@@ -135,6 +138,7 @@ def test_copy_aside_copies_regular_files_only_and_checks_the_room_first(tmp_path
     assert not list((tmp_path / "copy2").rglob("*.lance"))
 
 
+@pytest.mark.slow
 def test_a_manifest_of_nul_bytes_is_damaged_data_and_repair_rolls_back(tmp_path: Path, capsys):
     project = _project(tmp_path / "p")
     manifest = _newest_manifest(project)

@@ -38,6 +38,7 @@ def _fill(mnt: Path, leave: int) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_saves_on_a_full_disk_fail_as_disk_full_and_are_not_committed(small_fs: Path):
     root = small_fs / "proj"
     root.mkdir()

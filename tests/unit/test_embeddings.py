@@ -33,6 +33,7 @@ def test_a_tampered_file_fails_its_checksum(tmp_path):
         embeddings.verify_file(fake, embeddings.MODEL_SHA256)
 
 
+@pytest.mark.slow
 def test_vectors_are_normalised_384d():
     vecs = embeddings.BundledEmbedder().embed(TEXTS)
     assert vecs.shape == (4, 384) and vecs.dtype == np.float32
@@ -41,6 +42,7 @@ def test_vectors_are_normalised_384d():
     assert sims[0, 1] < 0.5 and sims[0, 0] > 0.999
 
 
+@pytest.mark.slow
 def test_same_vectors_as_fastembed_with_the_same_files(tmp_path):
     """Our direct onnxruntime path must equal fastembed's own pipeline on the bundled files."""
     from fastembed import TextEmbedding

@@ -93,6 +93,7 @@ def test_export_is_deterministic_and_import_is_idempotent(project, tmp_path):
     assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 1)
 
 
+@pytest.mark.slow
 def test_dry_run_lists_the_changes_and_writes_nothing(project):
     newer = {**GOOD, "updated_at": "2026-02-01T00:00:00Z"}
     other = {**GOOD, "id": "fact-0123456789ff", "text": "We use ruff."}
@@ -176,6 +177,7 @@ def test_a_line_git_moved_can_stand_twice_in_one_side_of_a_conflict(project):
         import_memory(project, HEADER + json.dumps(older) + "\n" + json.dumps(moved) + "\n", source="x")
 
 
+@pytest.mark.slow
 def test_tombstones_delete_and_a_newer_save_wins_over_them(project):
     from contextware.memory.edits import delete
 
@@ -197,6 +199,7 @@ def _deleted_copy(project, record_id: str) -> str:
     return export_memory(project, None)["jsonl"]
 
 
+@pytest.mark.slow
 def test_a_logs_speaker_travels(project, tmp_path):
     from contextware.memory.records import save
     from contextware.storage.project import Project
@@ -212,6 +215,7 @@ def test_a_logs_speaker_travels(project, tmp_path):
     assert export_memory(other, None, include_logs=True)["jsonl"] == text
 
 
+@pytest.mark.slow
 def test_the_same_text_under_two_ids_folds_into_the_smaller_and_keeps_the_chain(project):
     from contextware.memory.records import get
 
@@ -233,6 +237,7 @@ def test_the_same_text_under_two_ids_folds_into_the_smaller_and_keeps_the_chain(
     assert report["duplicate_of"] == {mine["id"]: theirs["id"]} and report["added"] == 0, report
 
 
+@pytest.mark.slow
 def test_a_change_within_the_same_second_is_later_than_the_version_it_follows(project, tmp_path):
     """Supersede, then delete the successor, in one second: the fact made current again must win a
     merge against its superseded copy on another clone (dated `now`, it tied, and the greater line,

@@ -62,6 +62,7 @@ def test_listing_leaves_out_marked_files_and_counts_them(project_dir: Path, mode
     assert "src/proto/billing_pb2.py" in [c.path for c in back]
 
 
+@pytest.mark.slow
 def test_crawl_reports_each_reason_and_config_brings_classes_back(project: Project) -> None:
     _tree(project.root)
     out = crawl(project, summarizer="local")

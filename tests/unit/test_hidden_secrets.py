@@ -117,6 +117,7 @@ def test_text_without_a_secret_comes_back_unchanged_whatever_it_holds():
     assert redact(text) == (text, {})
 
 
+@pytest.mark.slow
 def test_this_repositorys_own_source_gets_no_false_redaction():
     """The detectors over our own package (1.5 MB of Python): nothing is masked, as before this change
     (bench/redact_cost.py measures the standard-library corpus: 1 false redaction before and after)."""
@@ -138,6 +139,7 @@ def here(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
     return Project.open(project.root)
 
 
+@pytest.mark.slow
 def test_hidden_secrets_are_never_stored_nor_printed_reassembled(here: Project, capsys):
     for name, text, _ in HIDDEN + SAID:
         records.save_fact(here, f"Note {name}: {text}", kind="environment", topics=["deploy"])
@@ -200,6 +202,7 @@ def test_credential_files_are_never_indexed_nor_offloaded(here: Project, fake_ge
     assert fake_gemini.calls() == []
 
 
+@pytest.mark.slow
 def test_the_hook_decision_record_holds_no_password(here: Project):
     records.save_fact(here, "The staging database is db.internal on port 5433.", kind="environment")
     prompts = [
@@ -274,6 +277,7 @@ def test_the_fence_keeps_ordinary_text_readable():
     assert clean("x\u200by \x1b[31mred\x1b[0m ｆｕｌｌ") == "xy red full"
 
 
+@pytest.mark.slow
 def test_a_near_tag_saved_as_a_fact_cannot_close_the_hooks_fence(here: Project):
     for name, tag in NEAR_TAGS.items():
         if "\x00" in tag:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.memory.turns import decisions
@@ -22,6 +24,7 @@ def _prompt(project, text: str, session: str = "s_1") -> dict | None:
     return json.loads(out) if out.strip() else None
 
 
+@pytest.mark.slow
 def test_each_prompt_leaves_its_decision(project):
     fact = records.save_fact(project, FACT, kind="constraint")["id"]
     records.save_fact(project, "The CI cache lives in an S3 bucket named ci-cache.", kind="environment")
@@ -50,6 +53,7 @@ def test_the_record_stays_bounded(project, monkeypatch):
     assert (project.data_dir / decisions.FILE_NAME).stat().st_size <= 5_000 + 200
 
 
+@pytest.mark.slow
 def test_the_turns_page_shows_what_was_injected_and_held_back(project):
     fact = records.save_fact(project, FACT, kind="constraint")["id"]
     _prompt(project, "Can I deploy the release to production on <b>Friday</b>?")

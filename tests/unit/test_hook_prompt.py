@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
@@ -24,6 +26,7 @@ def _event(name: str, root: Path, **extra: str) -> str:
     return json.dumps({"session_id": "s_1", "cwd": str(root), "hook_event_name": name, **extra})
 
 
+@pytest.mark.slow
 def test_recall_and_the_log_see_only_the_typed_prompt(project: Project):
     (project.root / ".git").mkdir()
     records.save_fact(project, FACT, kind="constraint")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from contextware.core.fence import FENCE_CLOSE
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
@@ -52,6 +54,7 @@ def test_each_injected_memory_is_one_line_with_its_id_and_day(project: Project):
     assert records.get(project, fact)["record"]["text"] == long_text
 
 
+@pytest.mark.slow
 def test_past_prompts_do_not_crowd_out_memories(project: Project):
     """Logged prompts resemble the next prompt more than any fact does; they are not searched."""
     records.save_fact(
@@ -126,6 +129,7 @@ def test_pre_compress_saves_transcript_turns_once(project: Project, tmp_path: Pa
     ]
 
 
+@pytest.mark.slow
 def test_before_agent_names_the_relevant_files(project: Project):
     from contextware.codeindex.indexer import crawl
 
@@ -179,6 +183,7 @@ def test_a_gemini_transcript_line_nested_thousands_deep_loses_that_line_only(pro
     ]
 
 
+@pytest.mark.slow
 def test_a_memory_cut_short_comes_with_how_to_fetch_it_whole(project: Project):
     """The hook shows a long memory's beginning; the line under the memories names the command (Gemini
     CLI, whose headless runs have no MCP tools) or the MCP tool (Claude Code) that shows it whole."""

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from contextware.memory.records import get, save_fact
 from contextware.memory.team import importing
 from contextware.memory.team.share import export_memory, import_memory
@@ -38,6 +40,7 @@ def _ids(project) -> list[str]:
     return sorted(table.to_arrow().column("id").to_pylist()) if table is not None else []
 
 
+@pytest.mark.slow
 def test_chunks_bound_what_the_model_sees_and_write_what_one_write_would(project, monkeypatch):
     monkeypatch.setattr(importing, "CHUNK_ROWS", 4)
     seen: list[int] = []
@@ -60,6 +63,7 @@ def test_chunks_bound_what_the_model_sees_and_write_what_one_write_would(project
     assert import_memory(project, _file([*newer, *facts[5:]]), source="x")["unchanged"] == 10
 
 
+@pytest.mark.slow
 def test_a_fold_into_a_row_of_a_later_chunk_waits_for_it(project, monkeypatch):
     monkeypatch.setattr(importing, "CHUNK_ROWS", 2)
     mine = save_fact(project, "Releases are cut on Tuesdays.", kind="convention")["id"]
@@ -70,6 +74,7 @@ def test_a_fold_into_a_row_of_a_later_chunk_waits_for_it(project, monkeypatch):
     assert mine not in _ids(project) and theirs["id"] in _ids(project)
 
 
+@pytest.mark.slow
 def test_an_import_killed_between_chunks_loses_nothing_and_finishes_when_run_again(project, project_dir, tmp_path):
     mine = save_fact(project, "Releases are cut on Tuesdays.", kind="convention")["id"]
     theirs = {"id": "fact-000000000000", "kind": "note", "text": "Releases are cut on Tuesdays."}

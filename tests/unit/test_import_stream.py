@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from contextware.memory.team import share
 from contextware.storage.embedded_text import embedding_text
@@ -28,6 +29,7 @@ def _facts() -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_a_length_sorted_import_writes_what_one_write_would(project):
     facts = _facts()
     text = HEADER + "".join(json.dumps(f) + "\n" for f in facts)

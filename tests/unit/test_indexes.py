@@ -68,6 +68,7 @@ def test_a_bulk_import_is_indexed_before_it_returns(project):
     assert "ScalarIndexQuery" in plan, plan
 
 
+@pytest.mark.slow
 def test_an_old_table_gets_its_indexes_on_the_next_write(project):
     saved = records.save_fact(project, "Run ruff before every commit.", kind="convention")
     table = project.db.open_table("facts")

@@ -129,6 +129,7 @@ def test_gemini_settings_with_any_hooks_config_install_cleanly(
     assert json.loads(settings.read_text())["hooksConfig"] == json.loads(hooks_config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hooks", ['["x"]', '"off"', '{"SessionStart": "x"}', '{"SessionStart": [{"hooks": "x"}]}'])
 def test_doctor_reads_hand_edited_hook_settings_without_failing(
     project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys, hooks: str

@@ -40,6 +40,7 @@ def test_core_never_imports_the_cli():
         assert not any("cli" in m.split(".") for m in _imports(path)), path
 
 
+@pytest.mark.slow
 def test_heavy_libraries_are_imported_lazily():
     """No module of the package imports a heavy library at module level."""
     for path in list((REPO / "contextware").rglob("*.py")):
@@ -181,6 +182,7 @@ def test_no_import_cycles():
     assert cycles == []
 
 
+@pytest.mark.slow
 def test_the_layer_test_sees_a_planted_cycle_and_an_upward_import(tmp_path, monkeypatch):
     """The checks above can fail: a copy of the package with one upward import planted is caught."""
     import shutil

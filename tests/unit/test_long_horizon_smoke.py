@@ -38,6 +38,7 @@ def test_long_horizon_smoke_reports_every_method_and_the_gate(tmp_path):
     assert "details" not in report  # per-question lines only on request, and only for tune
 
 
+@pytest.mark.slow
 def test_long_horizon_keeps_test_questions_out_of_details(tmp_path):
     out = subprocess.run(
         [sys.executable, str(SCRIPT), "--split", "test", "--details"],

@@ -25,6 +25,7 @@ def _event(cwd: Path, **extra: str) -> str:
     return json.dumps({"session_id": "sess_1", "cwd": str(cwd), "hook_event_name": "AfterAgent", **extra})
 
 
+@pytest.mark.slow
 def test_a_hook_answer_over_the_log_limit_is_cut_to_it_not_dropped(project_dir: Path):
     (project_dir / ".git").mkdir()
     data = project_dir / "contextware_data"

@@ -92,6 +92,7 @@ def test_deleting_the_superseding_fact_reactivates_the_old_one(project):
         records.get(project, b["id"])
 
 
+@pytest.mark.slow
 def test_episode_and_log(project):
     ep = records.save_episode(
         project,
@@ -125,6 +126,7 @@ def test_update_reembeds_and_changes_fields(project):
         edits.update(project, out["id"])
 
 
+@pytest.mark.slow
 def test_degraded_save_then_reembed(project, monkeypatch):
     monkeypatch.setenv("CONTEXTWARE_DISABLE_EMBEDDINGS", "1")
     from contextware.storage import embeddings
@@ -145,6 +147,7 @@ def test_degraded_save_then_reembed(project, monkeypatch):
     assert ask(project, "which service manages our feature toggles?")["results"][0]["id"] == out["id"]
 
 
+@pytest.mark.slow
 def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
     records.save_fact(project, "The default branch is main.")
     from contextware.storage import embeddings
@@ -160,6 +163,7 @@ def test_model_mismatch_is_a_clear_error_naming_reembed(project, monkeypatch):
     embeddings._CACHE.clear()
 
 
+@pytest.mark.slow
 def test_stats_and_compact(project):
     for i in range(5):
         records.save_fact(project, f"Service {i} owns the billing queue number {i}.")

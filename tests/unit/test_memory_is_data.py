@@ -64,6 +64,7 @@ def test_terminal_escapes_and_control_characters_are_neutralised():
     assert "ALERT" in out and "ok" in out
 
 
+@pytest.mark.slow
 def test_an_answer_over_the_host_limit_is_cut_not_dropped():
     body = "\n".join(f"- [NOTE] line {i} " + "x" * 80 for i in range(30_000))  # ~2.7 M characters
     out = handlers._output("BeforeAgent", body)["hookSpecificOutput"]["additionalContext"]
@@ -156,6 +157,7 @@ def test_after_agent_falls_back_to_prompt_response_without_a_transcript(project:
     assert sorted(r["text"] for r in logs) == ["Hello there.", "hi"]
 
 
+@pytest.mark.slow
 def test_logs_stored_with_injected_blocks_are_cleaned_by_repair(project: Project, capsys):
     block = fence("- [CONSTRAINT] releases come from main")
     escaped = f"<hook_context>{block.replace('<', '&lt;').replace('>', '&gt;')}</hook_context>"

@@ -26,6 +26,7 @@ def _ids(out: dict) -> list[str]:
     return [r["id"] for r in out["results"]]
 
 
+@pytest.mark.slow
 def test_a_question_asked_again_and_again_does_not_bury_the_fact_that_answers_it(project):
     fact = records.save_fact(project, FRIDAY, kind="constraint")["id"]
     for text in NOISE:
@@ -42,6 +43,7 @@ def test_a_question_asked_again_and_again_does_not_bury_the_fact_that_answers_it
     assert any(r.get("repeats", 0) >= 1 for r in logs)  # ... counting how often it was asked
 
 
+@pytest.mark.slow
 def test_old_conversation_is_still_recallable(project, tmp_path):
     lines = [
         {
@@ -68,6 +70,7 @@ def test_old_conversation_is_still_recallable(project, tmp_path):
     assert out["results"][0]["created_at"].startswith("2025-06-01")  # its age is shown, not held against it
 
 
+@pytest.mark.slow
 def test_limit_is_honoured_when_that_many_memories_clear_the_floor(project):
     for i in range(12):
         records.save_fact(
@@ -94,6 +97,7 @@ def test_a_filter_that_cannot_apply_is_a_usage_error(project, inputs, field):
     assert err.value.exit_code == 2
 
 
+@pytest.mark.slow
 def test_a_captured_answer_carries_the_question_it_answers(project):
     from contextware.hosts.hooks.handlers import run_hook
     from tests.support.hook_events import event
@@ -110,6 +114,7 @@ def test_a_captured_answer_carries_the_question_it_answers(project):
     assert "prompt" not in user
 
 
+@pytest.mark.slow
 def test_a_session_of_several_turns_gets_one_digest_episode(project):
     from contextware.hosts.hooks.handlers import run_hook
     from tests.support.hook_events import event
@@ -145,6 +150,7 @@ def test_the_question_an_answer_carries_is_cleaned_and_redacted(project):
     )
 
 
+@pytest.mark.slow
 def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(project):
     """Saved without --supersedes (the agent did not know of the old fact), the replacing fact still
     ranks above the one it restates; the old one leaves the default list and stays, below it, with
@@ -165,6 +171,7 @@ def test_a_newer_fact_that_restates_an_older_one_comes_first_without_a_link(proj
     assert old not in got[:1] and new not in got[:1]
 
 
+@pytest.mark.slow
 def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question(project):
     """160 captured turns about formatting ("Fix coding style.", "Reformat the build files") are each
     as close to the question as the fact that answers it; judged against their own noise they no
@@ -208,6 +215,7 @@ def test_a_fact_is_not_crowded_out_by_many_turns_that_only_resemble_the_question
     assert fact not in [r["id"] for r in recall(project, query, before).results][:3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "asked_again",
     [
@@ -232,6 +240,7 @@ def test_a_question_asked_again_without_a_question_mark_is_an_echo(project, aske
     assert kinds == sorted(kinds, key=lambda c: c == "logs")  # the echo after every memory that may answer
 
 
+@pytest.mark.slow
 def test_a_long_turn_answers_by_its_best_part_leaving_room_for_other_turns(project):
     """A long agent answer is stored in parts (log_chunk_chars, 1,500 by default); each part is
     about the question, but the results show one of them and then other turns, not five parts."""

@@ -189,6 +189,7 @@ def test_an_offload_input_is_named_by_each_door(project):
         raise AssertionError("a missing file was accepted")
 
 
+@pytest.mark.slow
 def test_a_path_input_is_relative_to_the_cwd_on_the_command_line_and_to_the_root_through_mcp(
     project, tmp_path, monkeypatch
 ):

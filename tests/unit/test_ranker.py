@@ -52,6 +52,7 @@ def test_the_default_weights_are_the_fitted_ones_and_name_every_feature():
     assert DEFAULT_PARAMS.confidence.weights == (ConfidenceWeights(**refit) if refit else ConfidenceWeights())
 
 
+@pytest.mark.slow
 def test_the_ranker_is_deterministic_and_reads_each_feature(project):
     """The same candidates score the same, twice and in another order; a date the question names
     and the row's date meet; an echo of the question is flagged."""
@@ -83,6 +84,7 @@ def test_the_ranker_is_deterministic_and_reads_each_feature(project):
     assert [h.score for h in hits] == [h.score for h in judge(found, question, DEFAULT_PARAMS)]
 
 
+@pytest.mark.slow
 def test_a_newer_unlinked_restatement_is_flagged_and_ranks_above_the_older(project):
     old = records.save_fact(project, "Outgoing HTTP calls from the backend use requests with a 10 s timeout.")["id"]
     records.save_fact(project, "Deploys go through fly deploy from the main branch.")

@@ -131,6 +131,7 @@ def written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Project
     return Project.open(root), settings, ids
 
 
+@pytest.mark.slow
 def test_every_reader_reads_every_writers_rows(written, capsys: pytest.CaptureFixture[str]):
     project, settings, ids = written
 

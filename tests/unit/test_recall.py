@@ -71,6 +71,7 @@ def test_an_off_topic_question_returns_nothing(filled):
     assert ask(project, "what is a good recipe for banana bread?")["results"] == []
 
 
+@pytest.mark.slow
 def test_summary_mode_shortens_long_texts_and_exact_mode_does_not(project):
     body = "The nightly export job writes CSV files to the reports bucket. " * 20
     out = records.save_log(project, body, session_id="s1", role="agent")
@@ -99,6 +100,7 @@ def test_recency_breaks_ties_and_a_superseding_fact_comes_first():
     assert [h.row["id"] for h in ordered] == ["current", "replaced", "other"]
 
 
+@pytest.mark.slow
 def test_explain_names_ranks_scores_and_the_side_of_the_gate(project):
     """``recall --explain``: the same answer, plus for every candidate its cosine and BM25 rank and
     score, fused score, confidence with signals and the number that decided it."""

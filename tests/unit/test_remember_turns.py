@@ -74,6 +74,7 @@ def _turn(project: Project, prompt: str, session: str = "sess_1") -> None:
     assert run_hook(payload) == ""
 
 
+@pytest.mark.slow
 def test_a_remember_turn_is_a_fact_with_its_turn_as_source_recalled_whole_next_session(project: Project):
     (project.root / ".git").mkdir()
     _turn(project, RULE)
@@ -112,6 +113,7 @@ def test_questions_in_turns_add_no_fact(project: Project):
     assert records.list_records(Project.open(project.root), "facts", limit=10)["records"] == []
 
 
+@pytest.mark.slow
 def test_a_digest_is_labelled_a_session_summary_and_keeps_file_names_whole(project: Project):
     (project.root / ".git").mkdir()
     for prompt in (RULE, "How do we deploy?", "And where do the tests live?"):

@@ -62,6 +62,7 @@ def _sessions(project) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_a_dry_run_lists_the_old_session_and_changes_nothing(history):
     project, _ = history
     before = _sessions(project)
@@ -70,6 +71,7 @@ def test_a_dry_run_lists_the_old_session_and_changes_nothing(history):
     assert _sessions(project) == before and not (project.data_dir / archive.ARCHIVE_DIR).exists()
 
 
+@pytest.mark.slow
 def test_old_turns_go_to_the_archive_and_the_digest_answers(history):
     project, fact = history
     report = retention.retain(project, older_than=30)
@@ -91,6 +93,7 @@ def test_old_turns_go_to_the_archive_and_the_digest_answers(history):
     assert stats["archived_sessions"] == 1 and stats["archived_rows"] == 8
 
 
+@pytest.mark.slow
 def test_a_second_run_changes_nothing_and_the_archive_imports_back(history):
     project, _ = history
     retention.retain(project, older_than=30)
@@ -102,6 +105,7 @@ def test_a_second_run_changes_nothing_and_the_archive_imports_back(history):
     assert back["added"] == 8 and _sessions(project)["old-session"] == 8
 
 
+@pytest.mark.slow
 def test_a_run_that_died_after_archiving_is_finished_by_the_next(history):
     """Killed between the archive and the delete: the turns are in both; the next run deletes them
     and the archive keeps one copy of each."""
@@ -113,6 +117,7 @@ def test_a_run_that_died_after_archiving_is_finished_by_the_next(history):
     assert len(archived) == 8 and "old-session" not in _sessions(project)
 
 
+@pytest.mark.slow
 def test_the_configured_policy_runs_at_most_once_a_day(history):
     project, _ = history
     assert retention.retain_if_due(project) is None  # no policy configured: nothing happens
@@ -121,12 +126,14 @@ def test_the_configured_policy_runs_at_most_once_a_day(history):
     assert retention.retain_if_due(project) is None  # ran today
 
 
+@pytest.mark.slow
 def test_zero_or_negative_days_are_refused(history):
     project, _ = history
     with pytest.raises(FieldError, match="older_than must be a number of days above 0"):
         retention.retain(project, older_than=0)
 
 
+@pytest.mark.slow
 def test_the_command_needs_a_policy_or_a_flag(project_dir, script):
     out = script("memory", "retain")
     assert out.returncode == 2 and "--older-than must be a number of days above 0" in out.json["error"]["message"]
@@ -134,6 +141,7 @@ def test_the_command_needs_a_policy_or_a_flag(project_dir, script):
     assert out.returncode == 0 and out.json["sessions"] == 0
 
 
+@pytest.mark.slow
 def test_a_session_resumed_after_retention_keeps_its_beginning_in_the_digest(history):
     from contextware.memory.records import get, save_log
     from contextware.memory.turns.digest import refresh_digest

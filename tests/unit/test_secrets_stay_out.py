@@ -23,6 +23,7 @@ def table_dump(project: Project) -> str:
     return sc.table_dump(project.root)
 
 
+@pytest.mark.slow
 def test_secret_files_are_skipped_counted_and_nothing_leaks_into_the_index(project: Project):
     sc.plant(project.root)
     report = crawl(project, summarizer="local")
@@ -34,6 +35,7 @@ def test_secret_files_are_skipped_counted_and_nothing_leaks_into_the_index(proje
     assert sc.leaks(dump) == [] and "[REDACTED:github_token]" in dump
 
 
+@pytest.mark.slow
 def test_secret_files_are_skipped_in_a_git_work_tree_too(project: Project):
     import subprocess
 
@@ -51,6 +53,7 @@ def test_a_secret_file_given_by_name_is_refused_with_its_reason(project: Project
     assert out["skipped_reasons"] == {"secrets": 2} and out["indexed"] == 0
 
 
+@pytest.mark.slow
 def test_config_adds_and_allows_secret_file_patterns(project: Project):
     sc.plant(project.root)
     (project.root / "conf").mkdir()
@@ -102,6 +105,7 @@ def test_an_unreadable_or_secret_data_file_is_never_quoted_in_an_error(tmp_path:
     assert "line 1, column 1" in err.value.message
 
 
+@pytest.mark.slow
 def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Project, tmp_path: Path):
     (project.root / "src").mkdir()
     util = project.root / "src/util.py"
@@ -124,6 +128,7 @@ def test_exact_mode_never_follows_a_link_swapped_in_after_indexing(project: Proj
     assert "content" not in hit and "secret" in hit["content_note"] and sc.DB_PASSWORD not in json.dumps(hits)
 
 
+@pytest.mark.slow
 def test_repair_scrubs_secrets_that_older_versions_stored(project: Project, capsys):
     """Rows written as an older version wrote them (no or weaker redaction), then `memory.py repair`."""
     sc.plant(project.root)

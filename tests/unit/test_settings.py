@@ -7,6 +7,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 from contextware.core.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,6 +87,7 @@ def _offenders(package: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_only_the_composition_roots_read_the_environment():
     assert _offenders(REPO / "contextware") == []
 

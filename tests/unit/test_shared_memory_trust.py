@@ -128,6 +128,7 @@ def test_provenance_is_stamped_from_git_config_and_the_door(project: Project):
     assert exported[hooked["id"]]["author"] == "me@example.com" and exported[hooked["id"]]["origin"] == "hook"
 
 
+@pytest.mark.slow
 def test_a_teammates_memory_stays_theirs_and_is_recalled_but_not_injected(project: Project):
     _git_user(project.root, "me@example.com")
     benign = _benign()[:5]
@@ -174,6 +175,7 @@ def test_a_team_file_of_injections_reaches_neither_hook_and_waits_for_review(pro
     assert "quarantined memories" in render_text({"quarantined": queue, "count": len(queue)})
 
 
+@pytest.mark.slow
 def test_accept_releases_a_quarantined_memory_and_keeps_its_checksum(project: Project):
     import_memory(project, _team_file([]), source="team.jsonl")
     _configure(project, trust_imported=True)

@@ -53,6 +53,7 @@ def test_replacing_a_value_keeps_one_row_and_its_created_at(project):
     assert again["created_at"] == listed["created_at"] and again["size"] == second["size"]
 
 
+@pytest.mark.slow
 def test_unusual_but_valid_keys(project):
     keys = ["GET /users/{id}", "tests/test_api.py::test_login", 'it\'s "quoted" \\ back', "日本語 キー", "a" * 256]
     for i, key in enumerate(keys):
@@ -157,6 +158,7 @@ def test_bad_config_is_a_clear_error(project_dir):
 
 
 # -- eviction -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_key_limit_evicts_least_recently_used_or_oldest_per_namespace(project_dir):
     project = store_project(project_dir, store_max_keys_per_namespace=3, store_eviction_by_namespace={"fifo": "oldest"})
     for ns in ("lru", "fifo"):
@@ -192,6 +194,7 @@ def test_byte_limit_evicts_across_namespaces_and_reports_each(project_dir):
     assert kvstore.stats(project)["bytes"] == 90
 
 
+@pytest.mark.slow
 def test_lowering_a_limit_evicts_everything_over_it_at_the_next_save(project_dir):
     project = store_project(project_dir)
     for ns in ("a", "b"):
@@ -205,6 +208,7 @@ def test_lowering_a_limit_evicts_everything_over_it_at_the_next_save(project_dir
     assert _keys(project) == ["a/k4", "a/new", "b/k3", "b/k4"]
 
 
+@pytest.mark.slow
 def test_the_access_log_is_folded_without_losing_lru_order(project_dir, monkeypatch):
     project = store_project(project_dir, store_max_keys_per_namespace=3)
     for i in range(3):
@@ -222,6 +226,7 @@ def test_the_access_log_is_folded_without_losing_lru_order(project_dir, monkeypa
 
 
 # -- delete and stats ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_delete_a_key_a_namespace_and_everything(project):
     for ns in ("a", "b", "c"):
         for i in range(3):

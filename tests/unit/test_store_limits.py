@@ -3,10 +3,13 @@ evicts nothing; one of exactly the limit evicts every other value."""
 
 from __future__ import annotations
 
+import pytest
+
 from contextware.store import kvstore
 from tests.support.session_store import MAX_BYTES, OTHERS, full_store, store_snapshot, value_of_size
 
 
+@pytest.mark.slow
 def test_a_replace_that_fits_once_the_old_value_is_gone_evicts_nothing(project_dir):
     """At exactly the limit, a same-size or smaller replacement needs no room: counting the old value
     (or evicting it as if it were another key) would evict the others."""
@@ -25,6 +28,7 @@ def test_a_replace_that_fits_once_the_old_value_is_gone_evicts_nothing(project_d
     assert kvstore.stats(project)["bytes"] == MAX_BYTES - 10
 
 
+@pytest.mark.slow
 def test_a_replace_of_exactly_the_limit_evicts_every_other_value(project_dir):
     project = full_store(project_dir)
     out = kvstore.save(project, "t", "doc", value_of_size(MAX_BYTES, "g"))

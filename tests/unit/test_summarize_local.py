@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from contextware.codeindex.languages import LANGUAGES, detect_language
 from contextware.codeindex.local_summary import (
     SUMMARY_LIMIT,
@@ -834,6 +836,7 @@ def test_many_small_definitions_all_listed_without_descriptions() -> None:
     assert "def f0 — Does thing 0.;" in result.summary and result.summary.endswith("def f59")
 
 
+@pytest.mark.slow
 def test_a_200kb_file_takes_linear_time() -> None:
     """A guard against super-linear work, not a benchmark (the speed itself is bench/crawl_speed.py's):
     well under 0.1 s each on a quiet machine, so the 1 s bound fails on a blow-up, not on load."""

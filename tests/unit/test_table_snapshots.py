@@ -65,6 +65,7 @@ def _other_process(project: Project) -> Project:
     return Project(root=project.root, data_dir=project.data_dir, db_uri=project.db_uri)
 
 
+@pytest.mark.slow
 def test_snapshot_answers_equal_lancedb_answers(filled, snapshots):
     project, _ = filled
     table_search.drop_snapshots()
@@ -76,6 +77,7 @@ def test_snapshot_answers_equal_lancedb_answers(filled, snapshots):
     assert _answers(project) == plain[: len(QUESTIONS)]  # and keep coming, unchanged, from it
 
 
+@pytest.mark.slow
 def test_vector_and_fts_rows_equal_lancedb_rows(filled, snapshots):
     project, _ = filled
     db = project.db
@@ -105,6 +107,7 @@ def test_vector_and_fts_rows_equal_lancedb_rows(filled, snapshots):
     assert len(served[1]) == 2 and all(r["kind"] == "constraint" for r in served[1])  # the filter holds
 
 
+@pytest.mark.slow
 def test_a_write_by_another_process_is_seen_at_once(filled, snapshots):
     project, _ = filled
     ask(project, "where are invoices queued?")  # snapshots of the tables taken
@@ -116,6 +119,7 @@ def test_a_write_by_another_process_is_seen_at_once(filled, snapshots):
     assert new not in [r["id"] for r in ask(project, "are invoices queued in Kafka?", min_confidence=0.0)["results"]]
 
 
+@pytest.mark.slow
 def test_a_status_change_by_another_process_updates_the_filters(filled, snapshots):
     project, ids = filled
     assert ids[1] in [r["id"] for r in ask(project, "which database do we support?")["results"]]
@@ -127,6 +131,7 @@ def test_a_status_change_by_another_process_updates_the_filters(filled, snapshot
     assert newer in got and ids[1] not in got  # superseded: filtered out of the cached search too
 
 
+@pytest.mark.slow
 def test_a_table_dropped_and_created_again_is_read_again(filled, snapshots):
     """Versions start over at 1 in a re-created table: the version number alone would match a stale
     snapshot.  Both tables below reach the same version number."""
@@ -143,6 +148,7 @@ def test_a_table_dropped_and_created_again_is_read_again(filled, snapshots):
     assert table_search._snapshots[(project.db.uri, "facts")].key != old_key
 
 
+@pytest.mark.slow
 def test_a_table_rebuilt_under_the_service_is_read_again(filled, snapshots):
     """``replace_table`` (re-embedding with another model, salvage) commits a whole new table."""
     import pyarrow as pa
@@ -158,6 +164,7 @@ def test_a_table_rebuilt_under_the_service_is_read_again(filled, snapshots):
     assert ids[3] not in got
 
 
+@pytest.mark.slow
 def test_tables_over_the_size_limit_are_searched_in_lancedb(filled, snapshots, monkeypatch):
     project, _ = filled
     plain = _answers(project)
@@ -169,12 +176,14 @@ def test_tables_over_the_size_limit_are_searched_in_lancedb(filled, snapshots, m
     assert (project.db.uri, "episodes") in table_search._snapshots
 
 
+@pytest.mark.slow
 def test_one_shot_processes_keep_no_snapshot(filled):
     project, _ = filled
     ask(project, "how do we deploy?")
     assert not table_search.snapshots_kept()
 
 
+@pytest.mark.slow
 def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots):
     """A full-text hit committed between the snapshot check and the search (a race with another
     writer) still comes back whole, in the order asked."""
@@ -190,6 +199,7 @@ def test_rows_written_after_the_snapshot_are_read_from_lancedb(filled, snapshots
     assert list(rows[0]) == list(rows[1])  # the same columns in the same order
 
 
+@pytest.mark.slow
 def test_searches_do_not_wait_for_the_background_load(filled, snapshots, monkeypatch):
     """A cold service reads its tables in a thread; until a table is read, its searches ask
     LanceDB (the same answers) instead of waiting for it."""
@@ -207,6 +217,7 @@ def test_searches_do_not_wait_for_the_background_load(filled, snapshots, monkeyp
     assert _answers(project) == plain
 
 
+@pytest.mark.slow
 def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, snapshots):
     """Rows are checked against their checksums the first time a snapshot returns them (then marked,
     so the callers' checks skip them); a row damaged on disk before the snapshot was read is
@@ -223,6 +234,7 @@ def test_a_snapshot_checks_each_row_once_and_never_serves_a_damaged_one(filled, 
     assert "memory.py repair" in exc.value.message
 
 
+@pytest.mark.slow
 def test_a_write_is_applied_to_the_snapshot_not_reloaded(filled, snapshots):
     """The service's own writes (saves, a supersession, a compaction) bring its snapshot up to date
     in place: the next recall reads no table, and answers what LanceDB answers."""
@@ -245,6 +257,7 @@ def test_a_write_is_applied_to_the_snapshot_not_reloaded(filled, snapshots):
     assert served == _answers(project) + _answers(project, kind="constraint")
 
 
+@pytest.mark.slow
 def test_a_delete_reads_the_table_again(filled, snapshots):
     project, ids = filled
     ask(project, "how do we deploy?")
@@ -252,6 +265,7 @@ def test_a_delete_reads_the_table_again(filled, snapshots):
     assert ids[3] not in [r["id"] for r in ask(project, "how do we deploy?", min_confidence=0.0)["results"]]
 
 
+@pytest.mark.slow
 def test_a_save_finds_its_near_duplicates_in_the_snapshot(filled, snapshots):
     project, ids = filled
     ask(project, "how do we deploy?")
@@ -259,6 +273,7 @@ def test_a_save_finds_its_near_duplicates_in_the_snapshot(filled, snapshots):
     assert ids[3] in [s["id"] for s in out["similar"]]
 
 
+@pytest.mark.slow
 def test_reused_inode_numbers_do_not_make_a_new_table_the_old_one(filled, snapshots):
     """The file system may give a re-created table the inode numbers of the dropped one: its version
     count restarting (and its folder's change time) still tell them apart, and a catch-up is refused."""

@@ -57,6 +57,7 @@ def test_a_line_dated_within_the_skew_is_imported(project):
     assert import_memory(project, _file({**FACT, "updated_at": soon}), source="x")["added"] == 1
 
 
+@pytest.mark.slow
 def test_a_huge_line_and_100000_topics_are_refused_at_once_before_parsing(project):
     started = time.monotonic()
     huge = json.dumps({**FACT, "text": "x" * 20_000_000})

@@ -19,6 +19,7 @@ from contextware.storage.project import Project
 PASTED = "Release notes go in CHANGELOG.md\u2028under Unreleased\u2029(pasted from a web page)."
 
 
+@pytest.mark.slow
 def test_a_line_separator_in_a_memory_is_escaped_on_export_and_read_back(project, tmp_path):
     save_fact(project, PASTED, kind="convention")
     text = export_memory(project, None)["jsonl"]
@@ -31,6 +32,7 @@ def test_a_line_separator_in_a_memory_is_escaped_on_export_and_read_back(project
     assert json.loads(text.splitlines()[1])["text"] == PASTED
 
 
+@pytest.mark.slow
 def test_a_file_an_older_version_wrote_with_raw_separators_still_imports(project, tmp_path):
     save_fact(project, PASTED, kind="convention")
     escaped = export_memory(project, None)["jsonl"]
@@ -63,6 +65,7 @@ def sides(tmp_path: Path, project: Project) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["base", "ours", "theirs"])
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder", "missing"])
 def test_the_merge_driver_refuses_what_is_not_a_file_with_one_error(sides, tmp_path, which, kind):
@@ -85,6 +88,7 @@ def test_the_merge_driver_refuses_what_is_not_a_file_with_one_error(sides, tmp_p
         assert sides["ours"].read_text() == before  # nothing merged into OURS
 
 
+@pytest.mark.slow
 def test_the_merge_driver_still_merges_three_regular_files(sides):
     done = _driver(str(sides["base"]), str(sides["ours"]), str(sides["theirs"]))
     assert done.returncode == 0 and done.stdout == ""

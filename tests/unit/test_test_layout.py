@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from tests.support.repo import REPO
 
 TESTS = REPO / "tests"
@@ -48,6 +50,7 @@ def test_the_check_finds_what_it_forbids():
     assert forbidden_imports("import pytest\nfrom tests.support.repo import REPO\nfrom contextware import cli") == []
 
 
+@pytest.mark.slow
 def test_no_test_imports_conftest_or_another_test_module():
     modules = sorted(TESTS.rglob("test_*.py"))
     assert len(modules) > 50

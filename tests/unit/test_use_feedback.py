@@ -10,6 +10,8 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
+
 from contextware.browser import bodies, views
 from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import maintenance, records
@@ -42,6 +44,7 @@ def test_enough_rare_words_are_use_and_common_words_are_not():
     assert not used(FACT, "I ran the database migration on production.")  # 'database' alone: one word
 
 
+@pytest.mark.slow
 def test_the_work_is_bounded():
     start = time.perf_counter()
     assert not used("x" * 5_000_000, "y " * 5_000_000, ["z" * 5_000_000])
@@ -58,6 +61,7 @@ def _counts(project) -> dict:
     return usage.load(project.data_dir)["memories"]
 
 
+@pytest.mark.slow
 def test_gemini_round_trip_counts_injected_and_used(project):
     fact = records.save_fact(project, FACT, kind="environment")["id"]
     records.save_fact(project, OTHER, kind="constraint")
@@ -99,6 +103,7 @@ def _claude_transcript(path: Path, prompt: str, answer: str, tool_input: dict) -
     return path
 
 
+@pytest.mark.slow
 def test_claude_stop_counts_a_tool_call_that_uses_the_memory(project, tmp_path):
     fact = records.save_fact(project, FACT, kind="environment")["id"]
     ask = "The migration cannot reach the staging database, fix it"
@@ -142,6 +147,7 @@ def test_the_side_files_stay_bounded_and_private(project, monkeypatch):
     assert [p.name for p in project.data_dir.iterdir() if p.name.startswith(".use")] == []  # no temporary left
 
 
+@pytest.mark.slow
 def test_corrupt_side_files_are_ignored_and_rewritten(project):
     fact = records.save_fact(project, FACT, kind="environment")["id"]
     project.ensure_data_dir()
@@ -168,6 +174,7 @@ def test_corrupt_side_files_are_ignored_and_rewritten(project):
     assert not log.exists() or "failed" not in log.read_text()
 
 
+@pytest.mark.slow
 def test_stats_dashboard_and_review_show_the_counts(project):
     idle = records.save_fact(project, OTHER, kind="constraint")["id"]
     busy = records.save_fact(project, FACT, kind="environment")["id"]
@@ -211,6 +218,7 @@ def test_get_memory_by_id_counts_a_fetch(project, monkeypatch):
     assert maintenance.stats(project)["use"]["fetches"] == 1
 
 
+@pytest.mark.slow
 def test_the_bench_meets_its_targets_on_the_test_split(capsys):
     import importlib.util
 
@@ -228,6 +236,7 @@ def test_the_bench_meets_its_targets_on_the_test_split(capsys):
     assert test["precision"] > out["test"]["baseline (any shared word)"]["precision"]
 
 
+@pytest.mark.slow
 def test_concurrent_hooks_lose_no_count(project):
     """Four processes count injections at once while the events are folded again and again."""
     import subprocess
@@ -289,6 +298,7 @@ def test_the_use_prior_reorders_near_ties_only(project):
     assert -0.2 < usage.priors(project.data_dir)["fact-a"] < 0
 
 
+@pytest.mark.slow
 def test_without_feedback_recall_is_unchanged_and_feedback_hides_nothing(project):
     from contextware.memory.recall.pipeline import ask
 
