@@ -58,11 +58,13 @@ def test_a_few_rounds_through_the_merge_driver_never_conflict(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~3 min alone (50 rounds of git and our processes); twice that beside other work
 def test_fifty_rounds_through_the_merge_driver_never_conflict(tmp_path):
     _rounds(tmp_path, 50, driver=True, seed=11)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~3 min alone (50 rounds of git and our processes); twice that beside other work
 def test_fifty_rounds_without_the_driver_lose_and_resurrect_nothing(tmp_path):
     a, b = _rounds(tmp_path, 50, driver=False, seed=23)
     assert a.conflicts + b.conflicts > 0  # plain git did conflict, and import resolved it
