@@ -13,6 +13,7 @@ MEMORY: dict[str, float] = {
     "length": 0.0,
     "date": 0.0,
     "neighbour": 0.0,
+    "follows": 0.0,
     "echo": 0.0,
     "restated": 0.0,
     "restates": 0.0,
@@ -21,19 +22,28 @@ MEMORY: dict[str, float] = {
 
 LOGS: dict[str, float] = {
     "cosine": 0.9,
-    "bm25": 0.5791,
-    "log_bm25": -0.0695,
-    "rr_cosine": -0.0889,
-    "rr_bm25": -0.4326,
-    "coverage": 1.923,
+    "bm25": -0.0134,
+    "log_bm25": -0.2144,
+    "rr_cosine": 0.0491,
+    "rr_bm25": -1.0884,
+    "coverage": 4.3254,
     "noise": 0.0,
-    "length": -0.0767,
+    "length": -0.1765,
     "date": 0.0,
-    "neighbour": 1.2785,
+    "neighbour": 2.3897,
+    "follows": 5.1556,
     "echo": 0.0,
     "restated": 0.0,
     "restates": 0.0,
     "bias": 0.0,
 }
 
-CONFIDENCE: dict[str, float] = {}
+CONFIDENCE: dict[str, float] = {
+    "bias": -2.306,
+    "relevance": 0.796,
+    "agreement": 1.854,
+    "margin": 2.697,
+    "gap": 2.196,
+    "unknown": -0.878,
+    "unknown_name": -0.172,
+}

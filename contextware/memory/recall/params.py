@@ -30,6 +30,7 @@ class FusionParams:
     use_prior: float = 1.0  # the use feedback moves a score by at most this many ties, to order only
     question_chars: int = 600  # a user's turn of at most this length that asks is an echo (``is_echo``)
     restated: float = 0.7  # two active facts this alike (cosine): the newer restates the older, ranks first
+    next_turns: int = 8  # the turn after each of this many best full-text turns joins the candidates
 
 
 def _fitted(name: str) -> dict[str, float]:
@@ -53,6 +54,7 @@ class RankerWeights:
     length: float = 0.0
     date: float = 0.0
     neighbour: float = 0.0
+    follows: float = 0.0
     echo: float = 0.0
     restated: float = 0.0
     restates: float = 0.0

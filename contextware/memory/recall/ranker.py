@@ -15,6 +15,7 @@ replaced."""
 from __future__ import annotations
 
 import calendar
+import itertools
 import math
 import re
 import statistics
@@ -37,6 +38,7 @@ FEATURES = (
     "length",  # log(1 + words in the row)
     "date",  # the question names a date (day, month, year) the row was written on
     "neighbour",  # captured turns: best cosine of another candidate turn next to it in its session
+    "follows",  # captured turns: saturated BM25 of the candidate turn just before it (what it answers)
     "echo",  # a captured user turn that asks rather than tells (``fusion.is_echo``)
     "restated",  # an older fact a newer candidate restates or supersedes
     "restates",  # a newer fact that restates or supersedes another candidate
@@ -139,6 +141,23 @@ def _neighbours(found: Sequence["Candidate"], cosine: Sequence[float]) -> list[f
     return out
 
 
+def _follows(found: Sequence["Candidate"], bm25: Sequence[float]) -> list[float]:
+    """For each captured turn, the saturated BM25 of the candidate turn of its session written last
+    before it, within ``NEIGHBOUR_SECONDS``: a reply is found by the words of what it answers."""
+    out = [0.0] * len(found)
+    by_session: dict[str, list[tuple[float, int]]] = {}
+    for i, c in enumerate(found):
+        t = _timestamp(c.row) if c.collection == "logs" else None
+        if t is not None and c.row.get("session_id"):
+            by_session.setdefault(str(c.row["session_id"]), []).append((t, i))
+    for members in by_session.values():
+        members.sort()
+        for (t0, before), (t1, i) in itertools.pairwise(members):
+            if t1 - t0 <= NEIGHBOUR_SECONDS and bm25[before] > 0:
+                out[i] = bm25[before] / (bm25[before] + BM25_HALF)
+    return out
+
+
 def features(
     found: Sequence["Candidate"], query: str, f: "FusionParams", restatement: bool = True
 ) -> list[list[float]]:
@@ -170,6 +189,7 @@ def features(
     coverage = [next(covered) if c.collection != CODE_TABLE else 0.0 for c in found]
     named = named_date(query)
     neighbour = _neighbours(found, cosine)
+    after_match = _follows(found, bm25)
     follows = restatements(memory, f.restated) if restatement and f.restated <= 1.0 else {}
     ids = {c.id for c in memory}
     older, newer = set(follows.values()), set(follows)
@@ -196,6 +216,7 @@ def features(
                 math.log1p(len(text.split())),
                 _date_match(named, c.row),
                 neighbour[i],
+                after_match[i],
                 float(is_echo(c, f)),
                 float(c.id in older),
                 float(c.id in newer),

@@ -10,16 +10,18 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import DamagedDataError, EmbeddingError
+from contextware.core.text import sql_str
 from contextware.memory.branches import recall_wheres
 from contextware.memory.recall.params import FusionParams
 from contextware.storage.candidate import Candidate, Row
 from contextware.storage.embedded_text import expand_query
 from contextware.storage.integrity import verify_rows
 from contextware.storage.schemas import CODE_TABLE
-from contextware.storage.table_search import fts_rows, vector_rows
+from contextware.storage.table_search import columns, fts_rows, vector_rows
 
 if TYPE_CHECKING:
     import numpy as np
+    from lancedb.table import Table
 
     from contextware.memory.recall.query import RecallQuery
     from contextware.storage.embeddings import Embedder
@@ -72,6 +74,44 @@ def lexical_rows(project: "Project", name: str, query: str, where: str | None, c
         return []
 
 
+def next_turns(project: "Project", table: "Table", turns: list[Row], where: str | None) -> list[Row]:
+    """The turn written next in the session of each of ``turns`` (within ``NEIGHBOUR_SECONDS``):
+    "yes, the blue one" is found by the question it answers.  One read; nothing is copied into a
+    turn's own index, so a deleted turn leaves no trace in its neighbour's."""
+    from datetime import timedelta
+
+    from contextware.memory.recall.ranker import NEIGHBOUR_SECONDS
+
+    anchors = [(str(r["session_id"]), r["created_at"]) for r in turns if r.get("session_id") and r.get("created_at")]
+    if not anchors:
+        return []
+    sessions = sorted({s for s, _ in anchors})
+    start = min(t for _, t in anchors)
+    end = max(t for _, t in anchors) + timedelta(seconds=NEIGHBOUR_SECONDS)
+    clauses = [
+        f"session_id IN ({', '.join(sql_str(s) for s in sessions)})",
+        f"created_at > {_stamp(start)}",
+        f"created_at <= {_stamp(end)}",
+        *([f"({where})"] if where else []),
+    ]
+    filt = " AND ".join(clauses)
+    rows: list[Row] = project.db.read(
+        lambda: table.search().where(filt).select(columns(project.db, table)).limit(10_000).to_list()
+    )
+    out: dict[str, Row] = {}
+    for session, moment in anchors:
+        after = [r for r in rows if r["session_id"] == session and r["created_at"] > moment]
+        if after:
+            first = min(after, key=lambda r: (r["created_at"], str(r["id"])))
+            if (first["created_at"] - moment).total_seconds() <= NEIGHBOUR_SECONDS:
+                out.setdefault(str(first["id"]), first)
+    return list(out.values())
+
+
+def _stamp(moment: Any) -> str:
+    return f"timestamp '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
 def search_table(
     project: "Project",
     name: str,
@@ -81,10 +121,12 @@ def search_table(
     candidates: int,
     plain: "np.ndarray | None" = None,
     lexical: list[Row] | None = None,
+    joined: int = 0,
 ) -> list[Candidate]:
     """Candidates from one memory table with their similarity and BM25 score; ``relevance`` is the
     cosine to ``plain`` (the unwidened question).  ``lexical``: the table's ``lexical_rows`` for
-    ``query``, when already fetched."""
+    ``query``, when already fetched.  ``joined``: for captured turns, the turn after each of that
+    many best full-text turns joins them (``next_turns``)."""
     db = project.db
     table = db.open_table(name)
     if table is None:
@@ -96,6 +138,10 @@ def search_table(
         bm25[row["id"]] = float(row.get("_score") or 0.0)
     if qvec is not None:
         for row in vector_rows(db, name, table, qvec, where, candidates):
+            found.setdefault(row["id"], row)
+    if name == "logs" and joined > 0 and bm25:
+        best = sorted(bm25, key=lambda rid: -bm25[rid])[:joined]
+        for row in next_turns(project, table, [found[rid] for rid in best], where):
             found.setdefault(row["id"], row)
     verify_rows(name, found.values())
     out = []
@@ -152,7 +198,9 @@ def candidates(
             from contextware.codeindex.search import code_candidates
 
             return code_candidates(project, text, qvec, plain, wheres[name], limit, lexical=lex)
-        return search_table(project, name, wide, qvec, wheres[name], limit, plain, lexical=lex)
+        return search_table(
+            project, name, wide, qvec, wheres[name], limit, plain, lexical=lex, joined=fusion.next_turns
+        )
 
     if len(present) < 2:
         qvec, plain, degraded = embed()
