@@ -20,6 +20,8 @@ from contextware.storage.schemas import CODE_TABLE
 from contextware.storage.table_search import columns, fts_rows, vector_rows
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import numpy as np
     from lancedb.table import Table
 
@@ -76,25 +78,26 @@ def lexical_rows(project: "Project", name: str, query: str, where: str | None, c
 
 def next_turns(project: "Project", table: "Table", turns: list[Row], where: str | None) -> list[Row]:
     """The turn written next in the session of each of ``turns`` (within ``NEIGHBOUR_SECONDS``):
-    "yes, the blue one" is found by the question it answers.  One read; nothing is copied into a
-    turn's own index, so a deleted turn leaves no trace in its neighbour's."""
-    from datetime import timedelta
+    "yes, the blue one" is found by the question it answers.  One read of the few minutes after
+    each turn (bounded however long its session); nothing is copied into a turn's own index, so a
+    deleted turn leaves no trace in its neighbour's."""
+    from datetime import datetime, timedelta
 
     from contextware.memory.recall.ranker import NEIGHBOUR_SECONDS
 
-    anchors = [(str(r["session_id"]), r["created_at"]) for r in turns if r.get("session_id") and r.get("created_at")]
+    anchors = [
+        (str(r["session_id"]), r["created_at"])
+        for r in turns
+        if r.get("session_id") and isinstance(r.get("created_at"), datetime)
+    ]
     if not anchors:
         return []
-    sessions = sorted({s for s, _ in anchors})
-    start = min(t for _, t in anchors)
-    end = max(t for _, t in anchors) + timedelta(seconds=NEIGHBOUR_SECONDS)
-    clauses = [
-        f"session_id IN ({', '.join(sql_str(s) for s in sessions)})",
-        f"created_at > {_stamp(start)}",
-        f"created_at <= {_stamp(end)}",
-        *([f"({where})"] if where else []),
+    windows = [
+        f"(session_id = {sql_str(session)} AND created_at > {_stamp(moment)}"
+        f" AND created_at <= {_stamp(moment + timedelta(seconds=NEIGHBOUR_SECONDS))})"
+        for session, moment in anchors
     ]
-    filt = " AND ".join(clauses)
+    filt = f"({' OR '.join(windows)})" + (f" AND ({where})" if where else "")
     rows: list[Row] = project.db.read(
         lambda: table.search().where(filt).select(columns(project.db, table)).limit(10_000).to_list()
     )
@@ -103,12 +106,11 @@ def next_turns(project: "Project", table: "Table", turns: list[Row], where: str 
         after = [r for r in rows if r["session_id"] == session and r["created_at"] > moment]
         if after:
             first = min(after, key=lambda r: (r["created_at"], str(r["id"])))
-            if (first["created_at"] - moment).total_seconds() <= NEIGHBOUR_SECONDS:
-                out.setdefault(str(first["id"]), first)
+            out.setdefault(str(first["id"]), first)
     return list(out.values())
 
 
-def _stamp(moment: Any) -> str:
+def _stamp(moment: "datetime") -> str:
     return f"timestamp '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
