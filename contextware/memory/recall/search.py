@@ -1,7 +1,9 @@
 """Recall's first stage: the candidates of every table a query covers, each with its cosine and
 BM25 scores.  The question is widened by the engineering thesaurus (``expand_query``) for the
 memories' full-text search and nudged toward that widened form for the vector search; code is
-searched with the plain question (``codeindex.search``).  Nothing here writes."""
+searched with the plain question (``codeindex.search``).  A captured turn that follows one of the
+best full-text turns joins them (``next_turns``): a reply is found by what it answers.  Nothing
+here writes."""
 
 from __future__ import annotations
 
