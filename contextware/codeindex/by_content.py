@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextware.core.text import sql_str, text_hash, utcnow
+from contextware.core.text import sql_str, sql_time, text_hash, utcnow
 from contextware.storage.integrity import stamp, verify_rows
 from contextware.storage.schemas import SUMMARIES_TABLE
 
@@ -134,8 +134,7 @@ def prune(project: "Project", days: float) -> int:
     code = project.db.open_table(CODE_TABLE)
     if days <= 0 or table is None or code is None:
         return 0
-    cutoff = (utcnow() - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S.%f")  # to the microsecond
-    old = f"stored_at < timestamp '{cutoff}'"
+    old = f"stored_at < {sql_time(utcnow() - timedelta(days=days))}"
 
     def read() -> tuple[list[str], set[str]]:
         ids = table.search().where(old).select(["id"]).limit(None).to_arrow().column("id").to_pylist()

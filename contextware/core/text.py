@@ -185,6 +185,11 @@ def sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def sql_time(moment: datetime) -> str:
+    """A SQL timestamp literal for LanceDB filters, to the microsecond (UTC, as times are stored)."""
+    return f"timestamp '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
 def split_list(raw: str | Iterable[str] | None) -> list[str]:
     """``a,b`` (or a list of such strings) -> ``["a", "b"]``."""
     if raw is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from contextware.core.errors import FieldError
-from contextware.core.text import sql_str, utcnow
+from contextware.core.text import sql_str, sql_time, utcnow
 from contextware.memory.results import GoneBranch, MemoryRow, Promoted
 from contextware.storage import gitstate
 from contextware.storage.candidate import RecalledItem
@@ -213,8 +213,7 @@ def learned_pairs(project: "Project", table_name: str) -> list[tuple[str | None,
 
 
 def _stamp(seconds: float) -> str:
-    moment = datetime.fromtimestamp(int(seconds), tz=timezone.utc)
-    return f"timestamp '{moment.strftime('%Y-%m-%d %H:%M:%S')}'"
+    return sql_time(datetime.fromtimestamp(int(seconds), tz=timezone.utc))
 
 
 def _in(values: list[str]) -> str:

@@ -21,6 +21,7 @@ from contextware.core.text import (
     parse_since,
     parse_topics,
     sql_str,
+    sql_time,
     strip_terminal_controls,
     text_hash,
     utcnow,
@@ -576,7 +577,7 @@ def list_records(
         where = [f"kind = {sql_str(kind)}"] if kind else []
         where += [f"array_has(topics, {sql_str(topic)})"] if topic else []
         where += [f"source = {sql_str(source)}"] if source else []
-        where += [f"created_at >= timestamp '{after.strftime('%Y-%m-%d %H:%M:%S')}'"] if after else []
+        where += [f"created_at >= {sql_time(after.replace(microsecond=0))}"] if after else []
         if name == "facts" and superseded == "hide":
             where.append("(status IS NULL OR status != 'superseded')")
         if name == "facts" and superseded == "only":

@@ -60,3 +60,15 @@ def test_a_reply_is_found_by_the_question_it_answers(project):
 def test_a_turn_written_long_after_the_match_is_not_its_reply(project):
     reply = _chat(project, late_reply=True)  # half an hour later: another exchange
     assert reply not in _ids(project)
+
+
+def test_a_reply_the_filters_exclude_is_never_joined(project):
+    """The joined turn passes the same filter as the search (a branch's view, ``--since``): here one
+    that keeps only the agent's turns, so the user's reply stays out."""
+    from contextware.memory.recall.search import next_turns
+
+    reply = _chat(project)
+    table = project.db.open_table("logs")
+    question = table.search().where("id = 'log-0000000000c8'").to_list()
+    assert [r["id"] for r in next_turns(project, table, question, None)] == [reply]
+    assert next_turns(project, table, question, "role = 'agent'") == []

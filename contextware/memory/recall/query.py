@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from contextware.core.errors import FieldError, UsageError
-from contextware.core.text import check_unicode, parse_since, parse_topics, sql_str
+from contextware.core.text import check_unicode, parse_since, parse_topics, sql_str, sql_time
 from contextware.memory.branches import check_branch
 from contextware.memory.records import FACT_KINDS, RESULTS, check_choice, check_slug
 from contextware.storage.schemas import CODE_TABLE, MEMORY_TABLES, OFFLOADS_TABLE
@@ -59,7 +59,7 @@ class RecallFilters:
         parts: list[str] = []
         if self.since is not None:
             column = "indexed_at" if table == CODE_TABLE else "created_at"
-            parts.append(f"{column} >= timestamp '{self.since.strftime('%Y-%m-%d %H:%M:%S')}'")
+            parts.append(f"{column} >= {sql_time(self.since.replace(microsecond=0))}")  # to the second
         if self.topic and table in TOPIC_TABLES:
             parts.append(f"array_has(topics, {sql_str(self.topic)})")
         if table == OFFLOADS_TABLE:

@@ -118,40 +118,32 @@ def _timestamp(row: dict[str, Any]) -> float | None:
     return created.timestamp() if isinstance(created, datetime) else None
 
 
-def _neighbours(found: Sequence["Candidate"], cosine: Sequence[float]) -> list[float]:
-    """For each captured turn, the best cosine of another candidate turn of its session written
-    within ``NEIGHBOUR_SECONDS`` of it (what it answers or what answers it)."""
-    out = [0.0] * len(found)
-    by_session: dict[str, list[int]] = {}
-    for i, c in enumerate(found):
-        if c.collection == "logs" and c.row.get("session_id"):
-            by_session.setdefault(str(c.row["session_id"]), []).append(i)
-    for members in by_session.values():
-        if len(members) < 2:
-            continue
-        times = {i: _timestamp(found[i].row) for i in members}
-        for i in members:
-            ti = times[i]
-            best = 0.0
-            for j in members:
-                tj = times[j]
-                if j != i and ti is not None and tj is not None and abs(ti - tj) <= NEIGHBOUR_SECONDS:
-                    best = max(best, cosine[j])
-            out[i] = best
-    return out
-
-
-def _follows(found: Sequence["Candidate"], bm25: Sequence[float]) -> list[float]:
-    """For each captured turn, the saturated BM25 of the candidate turn of its session written last
-    before it, within ``NEIGHBOUR_SECONDS``: a reply is found by the words of what it answers."""
-    out = [0.0] * len(found)
+def _turns_by_session(found: Sequence["Candidate"]) -> list[list[tuple[float, int]]]:
+    """The captured turns among the candidates, (time, index) in time order, one list a session."""
     by_session: dict[str, list[tuple[float, int]]] = {}
     for i, c in enumerate(found):
         t = _timestamp(c.row) if c.collection == "logs" else None
         if t is not None and c.row.get("session_id"):
             by_session.setdefault(str(c.row["session_id"]), []).append((t, i))
-    for members in by_session.values():
-        members.sort()
+    return [sorted(members) for members in by_session.values()]
+
+
+def _neighbours(sessions: list[list[tuple[float, int]]], cosine: Sequence[float]) -> list[float]:
+    """For each captured turn, the best cosine of another candidate turn of its session written
+    within ``NEIGHBOUR_SECONDS`` of it (what it answers or what answers it)."""
+    out = [0.0] * len(cosine)
+    for members in sessions:
+        for ti, i in members:
+            near = [cosine[j] for tj, j in members if j != i and abs(ti - tj) <= NEIGHBOUR_SECONDS]
+            out[i] = max([0.0, *near])  # never below 0, as a turn without neighbours
+    return out
+
+
+def _follows(sessions: list[list[tuple[float, int]]], bm25: Sequence[float]) -> list[float]:
+    """For each captured turn, the saturated BM25 of the candidate turn of its session written last
+    before it, within ``NEIGHBOUR_SECONDS``: a reply is found by the words of what it answers."""
+    out = [0.0] * len(bm25)
+    for members in sessions:
         for (t0, before), (t1, i) in itertools.pairwise(members):
             if t1 - t0 <= NEIGHBOUR_SECONDS and bm25[before] > 0:
                 out[i] = bm25[before] / (bm25[before] + BM25_HALF)
@@ -188,8 +180,9 @@ def features(
     covered = iter(_coverage(query, [c.row for c in memory]))
     coverage = [next(covered) if c.collection != CODE_TABLE else 0.0 for c in found]
     named = named_date(query)
-    neighbour = _neighbours(found, cosine)
-    after_match = _follows(found, bm25)
+    sessions = _turns_by_session(found)
+    neighbour = _neighbours(sessions, cosine)
+    after_match = _follows(sessions, bm25)
     follows = restatements(memory, f.restated) if restatement and f.restated <= 1.0 else {}
     ids = {c.id for c in memory}
     older, newer = set(follows.values()), set(follows)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.errors import DamagedDataError, EmbeddingError
-from contextware.core.text import sql_str
+from contextware.core.text import sql_str, sql_time
 from contextware.memory.branches import recall_wheres
 from contextware.memory.recall.params import FusionParams
 from contextware.storage.candidate import Candidate, Row
@@ -22,8 +22,6 @@ from contextware.storage.schemas import CODE_TABLE
 from contextware.storage.table_search import columns, fts_rows, vector_rows
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     import numpy as np
     from lancedb.table import Table
 
@@ -95,8 +93,8 @@ def next_turns(project: "Project", table: "Table", turns: list[Row], where: str 
     if not anchors:
         return []
     windows = [
-        f"(session_id = {sql_str(session)} AND created_at > {_stamp(moment)}"
-        f" AND created_at <= {_stamp(moment + timedelta(seconds=NEIGHBOUR_SECONDS))})"
+        f"(session_id = {sql_str(session)} AND created_at > {sql_time(moment)}"
+        f" AND created_at <= {sql_time(moment + timedelta(seconds=NEIGHBOUR_SECONDS))})"
         for session, moment in anchors
     ]
     filt = f"({' OR '.join(windows)})" + (f" AND ({where})" if where else "")
@@ -110,10 +108,6 @@ def next_turns(project: "Project", table: "Table", turns: list[Row], where: str 
             first = min(after, key=lambda r: (r["created_at"], str(r["id"])))
             out.setdefault(str(first["id"]), first)
     return list(out.values())
-
-
-def _stamp(moment: "datetime") -> str:
-    return f"timestamp '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
 def search_table(
