@@ -39,11 +39,11 @@ LOGS: dict[str, float] = {
 }
 
 CONFIDENCE: dict[str, float] = {
-    "bias": -2.306,
-    "relevance": 0.796,
-    "agreement": 1.854,
-    "margin": 2.697,
-    "gap": 2.196,
-    "unknown": -0.878,
-    "unknown_name": -0.172,
+    "bias": -2.175,
+    "relevance": 0.742,
+    "agreement": 1.702,
+    "margin": 2.481,
+    "gap": 2.034,
+    "unknown": -0.707,
+    "unknown_name": -0.23,
 }

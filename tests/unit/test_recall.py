@@ -174,3 +174,37 @@ def test_an_unlinked_newer_fact_that_restates_an_older_one_replaces_it_in_the_li
         r["id"] for r in ask(project, question, scope="facts", min_confidence=0.0, include_superseded=True)["results"]
     ]
     assert every.index("fact-00000000000b") < every.index("fact-00000000000a")
+
+
+def test_the_newer_fact_in_an_older_ones_place_keeps_its_confidence_and_reaches_the_hook(project, tmp_path):
+    """A newer fact that takes a restated older one's place answers what the older answered: it
+    carries the older one's confidence (it showed near zero, under the gate, though it answers), and
+    the prompt hook injects it, not the outdated fact the hook's margin and share used to keep."""
+    from contextware.memory.recall.prompt import for_prompt
+    from contextware.memory.team.memfile import render
+    from contextware.memory.team.share import import_memory
+
+    texts = (
+        ("docker-compose up starts the local services stack: database, cache and the API.", "2019-05-02"),
+        (
+            "Compose V1 (docker-compose) reached end of life in July 2023; run the V2 plugin as docker compose up -d.",
+            "2023-08-01",
+        ),
+        ("Inside a container localhost is the container; use host.docker.internal for the host.", "2021-03-01"),
+        ("docker system prune -a reclaims the space of unused images and stopped containers.", "2022-01-10"),
+    )
+    rows = [
+        {"id": f"fact-0000000001{i}a", "kind": "convention", "text": text, "created_at": f"{day}T12:00:00Z"}
+        for i, (text, day) in enumerate(texts)
+    ]
+    older, newer = rows[0]["id"], rows[1]["id"]
+    import_memory(project, render(rows), source=str(tmp_path / "m.jsonl"))
+    question = "which command starts the local services stack?"
+    every = ask(project, question, scope="facts", min_confidence=0.0, include_superseded=True)["results"]
+    conf = {r["id"]: r["confidence"] for r in every}
+    assert [r["id"] for r in every].index(newer) < [r["id"] for r in every].index(older)
+    shown = ask(project, question, scope="facts", min_confidence=0.0)["results"]
+    assert shown[0]["id"] == newer and older not in [r["id"] for r in shown]
+    assert shown[0]["confidence"] == conf[older] == max(conf.values())
+    injected = [r["id"] for r in for_prompt(project, question, gate=0.0).results]
+    assert newer in injected and older not in injected

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from contextware.memory.recall.params import FusionParams, RecallParams
 from contextware.memory.recall.signals import created, is_echo, restatements
@@ -49,7 +49,6 @@ def fuse_all(found: Sequence[Candidate], query: str, params: RecallParams) -> li
 def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     """Captured turns with the same words (a question asked again, in any session) are one result:
     the first in order (best score, then newest), counting the others as ``repeats``."""
-    from dataclasses import replace
 
     from contextware.core.text import normalise
 
@@ -256,7 +255,27 @@ def judge(found: Sequence[Candidate], query: str, params: RecallParams) -> list[
     """Every candidate fused and judged (its score, confidence and signals), before the gate."""
     from contextware.memory.recall.confidence import assign
 
-    return assign(fuse_all(found, query, params), query, params.confidence) if found else []
+    if not found:
+        return []
+    return take_restated_places(assign(fuse_all(found, query, params), query, params.confidence), params.fusion)
+
+
+def take_restated_places(hits: list[Hit], f: FusionParams) -> list[Hit]:
+    """A newer fact that restates an older candidate (``restatements``) answers what the older one
+    answered, up to date: it takes the older one's score and confidence when they are higher.
+    Otherwise the prompt hook's margin and share dropped the newer fact while the older, outdated
+    one stayed, and recall showed the newer in the older's place with a confidence near zero."""
+    follows = restatements(hits, f.restated) if f.restated <= 1.0 else {}
+    if not follows:
+        return hits
+    by_id = {h.id: h for h in hits if h.collection == "facts"}
+    out = []
+    for h in hits:
+        old = by_id.get(follows.get(h.id, ""))
+        if h.collection == "facts" and old is not None:
+            h = replace(h, score=max(h.score, old.score), confidence=max(h.confidence, old.confidence))
+        out.append(h)
+    return out
 
 
 def select(
