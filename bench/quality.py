@@ -163,7 +163,7 @@ def _iso(d: datetime) -> str:
 DEFAULT_HOOK_GATE = CONFIG_DEFAULTS["hook_min_confidence"]
 DEFAULT_RECALL_GATE = CONFIG_DEFAULTS["recall_min_confidence"]
 RECALL_GATES = (0.0, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2)  # recall's gate swept (the report's JSON)
-HOOK_GATES = (0.0, 0.15, 0.25, 0.3, 0.35, 0.45, 0.55)  # the trade-off table's gates (the default is config's)
+HOOK_GATES = (0.0, 0.15, 0.25, 0.35, 0.45, 0.55)  # the trade-off table's gates (the default is config's)
 
 
 def _hook(project: Project, question: str, gate: float | None = None) -> list[str]:

@@ -96,7 +96,7 @@ class Config:
     recall_min_confidence: float = setting(
         0.1, "confidence the best result must reach, else answerable: false", floor=0, ceiling=1
     )
-    hook_min_confidence: float = setting(0.3, "the prompt hook's stricter gate", floor=0, ceiling=1)
+    hook_min_confidence: float = setting(0.25, "the prompt hook's stricter gate", floor=0, ceiling=1)
     trusted_authors: tuple[str, ...] = setting(
         [], "authors (git user.email or name) whose imported memories the hooks inject like your own"
     )
