@@ -206,5 +206,7 @@ def test_the_newer_fact_in_an_older_ones_place_keeps_its_confidence_and_reaches_
     shown = ask(project, question, scope="facts", min_confidence=0.0)["results"]
     assert shown[0]["id"] == newer and older not in [r["id"] for r in shown]
     assert shown[0]["confidence"] == conf[older] == max(conf.values())
+    why = ask(project, question, scope="facts", min_confidence=0.0, explain=True)["explanation"]["candidates"][0]
+    assert why["id"] == newer and f"taken from the older fact {older}" in why["decided_by"]
     injected = [r["id"] for r in for_prompt(project, question, gate=0.0).results]
     assert newer in injected and older not in injected

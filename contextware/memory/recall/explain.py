@@ -44,6 +44,8 @@ def explain(judged: Sequence[Hit], gated: Gated, min_confidence: float, floor: f
         position = shown.get(key)
         if position is not None:
             why = f"shown at {position}: fused score {h.score:.3f}, confidence {h.confidence:.3f}"
+            if h.in_place_of:
+                why += f" (taken from the older fact {h.in_place_of} it restates)"
         else:
             why = gated.held.get(key, "held back")
         out.append(

@@ -273,7 +273,8 @@ def take_restated_places(hits: list[Hit], f: FusionParams) -> list[Hit]:
     for h in hits:
         old = by_id.get(follows.get(h.id, ""))
         if h.collection == "facts" and old is not None:
-            h = replace(h, score=max(h.score, old.score), confidence=max(h.confidence, old.confidence))
+            score, confidence = max(h.score, old.score), max(h.confidence, old.confidence)
+            h = replace(h, score=score, confidence=confidence, in_place_of=old.id)
         out.append(h)
     return out
 

@@ -39,6 +39,7 @@ class Hit:
     signals: Signals | None = None
     echo: bool = False  # a captured user turn that repeats the question (``fusion.is_echo``)
     repeats: int = 0  # other captured turns with the same words, folded into this one
+    in_place_of: str | None = None  # the older fact it restates, whose score and confidence it took
 
     @property
     def row(self) -> Row:
