@@ -355,8 +355,9 @@ def _session_date(text: str) -> datetime:
 
 
 def locomo_rows(index: int, sample: dict) -> tuple[list[dict], dict[str, str]]:
-    """Every turn a log row (``Speaker: text``, an image's caption appended) with its session's date
-    (a minute per turn); the first speaker is the ``user``.  dia_id -> row id."""
+    """Every turn a log row (``Speaker: text``, an image's caption appended, and the speaker in its
+    own column, as a chat of several people is saved) with its session's date (a minute per turn);
+    the first speaker is the ``user``.  dia_id -> row id."""
     conv = sample["conversation"]
     rows, ids = [], {}
     sessions = sorted(
@@ -376,6 +377,7 @@ def locomo_rows(index: int, sample: dict) -> tuple[list[dict], dict[str, str]]:
                     "id": rid,
                     "session_id": f"{sample['sample_id']}-s{n}",
                     "role": role,
+                    "speaker": turn["speaker"],
                     "text": text,
                     "created_at": _iso(start + timedelta(minutes=t)),
                 }

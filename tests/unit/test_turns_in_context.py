@@ -72,3 +72,27 @@ def test_a_reply_the_filters_exclude_is_never_joined(project):
     question = table.search().where("id = 'log-0000000000c8'").to_list()
     assert [r["id"] for r in next_turns(project, table, question, None)] == [reply]
     assert next_turns(project, table, question, "role = 'agent'") == []
+
+
+def test_a_question_that_names_a_speaker_finds_what_that_speaker_said(project):
+    """A chat of several people is asked about who said what (issue 30, item 3: a turn is searched
+    with its speakers): of two turns about the team dinner in the same words, the one Bob wrote
+    answers "what did Bob cook?".  The ranker's ``speaker`` feature
+    reads the turn's ``speaker`` column; with its weight 0 Alice's turn comes first."""
+    from contextware.memory.recall.params import RankerParams
+
+    def said(n: int, speaker: str, text: str, minutes: int) -> dict:
+        return {**_turn(n, "dinner", "user", text, minutes), "speaker": speaker}
+
+    rows = [
+        said(1, "Alice", "Cooking for the team dinner was fun: I made a lasagna.", 0),
+        said(2, "Bob", "Cooking for the team dinner was fun: I made a mushroom risotto.", 1),
+        said(3, "Alice", "Next time let's book a table somewhere instead.", 2),
+    ]
+    import_memory(project, render(rows), source="chat")
+    query = parse_query("What did Bob cook for the team dinner?", scope="logs", limit=3, min_confidence=0)
+    ranker = DEFAULT_PARAMS.ranker
+    unnamed = replace(DEFAULT_PARAMS, ranker=RankerParams(memory=ranker.memory, logs=replace(ranker.logs, speaker=0.0)))
+    first = recall(project, query).results[0]
+    assert first["id"] == rows[1]["id"] and first["speaker"] == "Bob"
+    assert recall(project, query, unnamed).results[0]["id"] == rows[0]["id"]

@@ -55,6 +55,7 @@ class RankerWeights:
     date: float = 0.0
     neighbour: float = 0.0
     follows: float = 0.0
+    speaker: float = 0.0
     echo: float = 0.0
     restated: float = 0.0
     restates: float = 0.0

@@ -39,6 +39,7 @@ FEATURES = (
     "date",  # the question names a date (day, month, year) the row was written on
     "neighbour",  # captured turns: best cosine of another candidate turn next to it in its session
     "follows",  # captured turns: saturated BM25 of the candidate turn just before it (what it answers)
+    "speaker",  # captured turns: the question names the turn's speaker (its ``speaker`` column)
     "echo",  # a captured user turn that asks rather than tells (``fusion.is_echo``)
     "restated",  # an older fact a newer candidate restates or supersedes
     "restates",  # a newer fact that restates or supersedes another candidate
@@ -150,6 +151,18 @@ def _follows(sessions: list[list[tuple[float, int]]], bm25: Sequence[float]) -> 
     return out
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _speaker_named(asked: frozenset[str], row: dict[str, Any]) -> float:
+    """1 when the question names the turn's speaker ("what did Caroline research?" and a turn
+    Caroline wrote): a chat of several people is asked about who said what."""
+    speaker = row.get("speaker")
+    if not speaker:
+        return 0.0
+    return float(any(len(part) > 1 and part in asked for part in _WORD.findall(str(speaker).lower())))
+
+
 def features(
     found: Sequence["Candidate"], query: str, f: "FusionParams", restatement: bool = True
 ) -> list[list[float]]:
@@ -183,6 +196,7 @@ def features(
     sessions = _turns_by_session(found)
     neighbour = _neighbours(sessions, cosine)
     after_match = _follows(sessions, bm25)
+    asked = frozenset(w.removesuffix("'s") for w in re.findall(r"[^\W_]+(?:'s)?", query.lower()))
     follows = restatements(memory, f.restated) if restatement and f.restated <= 1.0 else {}
     ids = {c.id for c in memory}
     older, newer = set(follows.values()), set(follows)
@@ -210,6 +224,7 @@ def features(
                 _date_match(named, c.row),
                 neighbour[i],
                 after_match[i],
+                _speaker_named(asked, c.row) if c.collection == "logs" else 0.0,
                 float(is_echo(c, f)),
                 float(c.id in older),
                 float(c.id in newer),
