@@ -125,3 +125,15 @@ def test_the_fit_command_writes_the_smoke_weights(tmp_path):
         for k, v in values.items():
             assert abs(got[name][k] - v) <= 0.01 * max(1.0, abs(v)), (name, k, got[name][k], v)
     assert "leave-one-source-out" in done.stdout
+
+
+def test_a_speaker_is_named_by_a_name_not_by_a_common_word():
+    """The ``speaker`` feature: a name part of the turn's speaker among the question's words
+    ("Caroline's" names Caroline); a speaker called by a stop word ("me") names nobody."""
+    from contextware.memory.recall.ranker import asked_words, speaker_named
+
+    assert speaker_named(asked_words("What is Caroline's favourite book?"), {"speaker": "Caroline"}) == 1.0
+    assert speaker_named(asked_words("When did Mel go camping?"), {"speaker": "Melanie"}) == 0.0
+    assert speaker_named(asked_words("What did Alice Smith decide?"), {"speaker": "Alice Smith"}) == 1.0
+    assert speaker_named(asked_words("what did you tell me yesterday?"), {"speaker": "me"}) == 0.0
+    assert speaker_named(asked_words("What did Bob cook?"), {"speaker": None}) == 0.0

@@ -152,15 +152,24 @@ def _follows(sessions: list[list[tuple[float, int]]], bm25: Sequence[float]) -> 
 
 
 _WORD = re.compile(r"[^\W_]+")
+_ASKED = re.compile(r"[^\W_]+(?:'s)?")
 
 
-def _speaker_named(asked: frozenset[str], row: dict[str, Any]) -> float:
+def asked_words(query: str) -> frozenset[str]:
+    """The question's words, lower case, a possessive's "'s" dropped ("Caroline's" -> "caroline")."""
+    return frozenset(w.removesuffix("'s") for w in _ASKED.findall(query.lower()))
+
+
+def speaker_named(asked: frozenset[str], row: dict[str, Any]) -> float:
     """1 when the question names the turn's speaker ("what did Caroline research?" and a turn
     Caroline wrote): a chat of several people is asked about who said what."""
     speaker = row.get("speaker")
     if not speaker:
         return 0.0
-    return float(any(len(part) > 1 and part in asked for part in _WORD.findall(str(speaker).lower())))
+    from contextware.core.words import STOP_WORDS
+
+    parts = [p for p in _WORD.findall(str(speaker).lower()) if len(p) > 1 and p not in STOP_WORDS]
+    return float(any(part in asked for part in parts))  # a speaker called "me" is no name
 
 
 def features(
@@ -196,7 +205,7 @@ def features(
     sessions = _turns_by_session(found)
     neighbour = _neighbours(sessions, cosine)
     after_match = _follows(sessions, bm25)
-    asked = frozenset(w.removesuffix("'s") for w in re.findall(r"[^\W_]+(?:'s)?", query.lower()))
+    asked = asked_words(query)
     follows = restatements(memory, f.restated) if restatement and f.restated <= 1.0 else {}
     ids = {c.id for c in memory}
     older, newer = set(follows.values()), set(follows)
@@ -224,7 +233,7 @@ def features(
                 _date_match(named, c.row),
                 neighbour[i],
                 after_match[i],
-                _speaker_named(asked, c.row) if c.collection == "logs" else 0.0,
+                speaker_named(asked, c.row) if c.collection == "logs" else 0.0,
                 float(is_echo(c, f)),
                 float(c.id in older),
                 float(c.id in newer),
