@@ -89,20 +89,19 @@ def _one_part_per_turn(hits: list[Hit], held: dict[tuple[str, str, str], str]) -
 def order(
     hits: list[Hit],
     tie: float,
-    restated: float = 2.0,
     held: "dict[tuple[str, str, str], str] | None" = None,
     prior: "Mapping[str, float] | None" = None,
 ) -> list[Hit]:
     """Best score first; recency breaks ties; the use feedback (``prior``: id -> [-1, 1], in ties,
     ``usage.priors`` scaled by ``use_prior``) moves a memory among its near-ties only, to order:
     its score, confidence and the gate never see it; a superseding fact always precedes what it replaced,
-    and so does a newer fact that restates an older one (``restatements``); a turn a fact was made
-    from gives way to the fact.  With ``held`` (a
+    and so does a newer fact that restates an older one (its ``in_place_of``, set by ``judge``); a
+    turn a fact was made from gives way to the fact.  With ``held`` (a
     dict), the older facts restated leave the list, each with its reason there (recall's default
     list: ``--include-superseded`` keeps them)."""
     nudge = prior or {}
     hits.sort(key=lambda h: (-math.floor((h.score + tie * nudge.get(h.id, 0.0)) / tie), -created(h), -h.score))
-    follows = restatements(hits, restated) if restated <= 1.0 else {}
+    follows = {h.id: h.in_place_of for h in hits if h.in_place_of}
     position = {h.id: i for i, h in enumerate(hits)}
     for h in list(hits):
         for old in (h.row.get("supersedes"), follows.get(h.id)):
@@ -219,7 +218,7 @@ def decide(
                 held[hit_key(h)] = "no full-text match (vectors unavailable)"
         hits = [h for h in hits if h.score >= f.lexical_floor]
     nudge = {k: v * f.use_prior for k, v in prior.items()} if prior else None
-    ordered = order(hits, f.tie, f.restated, held if hide_restated else None, nudge)
+    ordered = order(hits, f.tie, held if hide_restated else None, nudge)
     # Echoes go last: a question asked again is context, never ahead of anything that may answer it.
     ordered = [h for h in ordered if not h.echo] + [h for h in ordered if h.echo]
     parts = _one_part_per_turn(ordered, held)
