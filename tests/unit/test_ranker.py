@@ -130,7 +130,11 @@ def test_the_fit_command_writes_the_smoke_weights(tmp_path):
 def test_a_speaker_is_named_by_a_name_not_by_a_common_word():
     """The ``speaker`` feature: a name part of the turn's speaker among the question's words
     ("Caroline's" names Caroline); a speaker called by a stop word ("me") names nobody."""
-    from contextware.memory.recall.ranker import asked_words, speaker_named
+    from contextware.core.words import words
+    from contextware.memory.recall.ranker import speaker_named
+
+    def asked_words(question: str) -> frozenset[str]:
+        return frozenset(words(question))  # as ``ranker.features`` reads the question
 
     assert speaker_named(asked_words("What is Caroline's favourite book?"), {"speaker": "Caroline"}) == 1.0
     assert speaker_named(asked_words("When did Mel go camping?"), {"speaker": "Melanie"}) == 0.0

@@ -49,7 +49,6 @@ def fuse_all(found: Sequence[Candidate], query: str, params: RecallParams) -> li
 def _collapse_repeats(hits: list[Hit]) -> list[Hit]:
     """Captured turns with the same words (a question asked again, in any session) are one result:
     the first in order (best score, then newest), counting the others as ``repeats``."""
-
     from contextware.core.text import normalise
 
     first: dict[str, int] = {}
@@ -267,11 +266,11 @@ def take_restated_places(hits: list[Hit], f: FusionParams) -> list[Hit]:
     follows = restatements(hits, f.restated) if f.restated <= 1.0 else {}
     if not follows:
         return hits
-    by_id = {h.id: h for h in hits if h.collection == "facts"}
+    by_id = {h.id: h for h in hits if h.id in follows.values()}
     out = []
     for h in hits:
         old = by_id.get(follows.get(h.id, ""))
-        if h.collection == "facts" and old is not None:
+        if old is not None:
             score, confidence = max(h.score, old.score), max(h.confidence, old.confidence)
             h = replace(h, score=score, confidence=confidence, in_place_of=old.id)
         out.append(h)

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from contextware.core.words import STOP_WORDS, words
+
 if TYPE_CHECKING:
     from contextware.memory.recall.params import FusionParams, RankerParams, RankerWeights
     from contextware.storage.candidate import Candidate
@@ -151,25 +153,14 @@ def _follows(sessions: list[list[tuple[float, int]]], bm25: Sequence[float]) -> 
     return out
 
 
-_WORD = re.compile(r"[^\W_]+")
-_ASKED = re.compile(r"[^\W_]+(?:'s)?")
-
-
-def asked_words(query: str) -> frozenset[str]:
-    """The question's words, lower case, a possessive's "'s" dropped ("Caroline's" -> "caroline")."""
-    return frozenset(w.removesuffix("'s") for w in _ASKED.findall(query.lower()))
-
-
 def speaker_named(asked: frozenset[str], row: dict[str, Any]) -> float:
-    """1 when the question names the turn's speaker ("what did Caroline research?" and a turn
-    Caroline wrote): a chat of several people is asked about who said what."""
+    """1 when the question's words (``asked``, ``core.words.words``) name the turn's speaker ("what
+    did Caroline research?" and a turn Caroline wrote): a chat of several people is asked about who
+    said what.  A speaker called by a stop word ("me") names nobody."""
     speaker = row.get("speaker")
     if not speaker:
         return 0.0
-    from contextware.core.words import STOP_WORDS
-
-    parts = [p for p in _WORD.findall(str(speaker).lower()) if len(p) > 1 and p not in STOP_WORDS]
-    return float(any(part in asked for part in parts))  # a speaker called "me" is no name
+    return float(any(len(p) > 1 and p not in STOP_WORDS and p in asked for p in words(str(speaker))))
 
 
 def features(
@@ -205,7 +196,7 @@ def features(
     sessions = _turns_by_session(found)
     neighbour = _neighbours(sessions, cosine)
     after_match = _follows(sessions, bm25)
-    asked = asked_words(query)
+    asked = frozenset(words(query))
     follows = restatements(memory, f.restated) if restatement and f.restated <= 1.0 else {}
     ids = {c.id for c in memory}
     older, newer = set(follows.values()), set(follows)
