@@ -59,7 +59,7 @@ def test_an_event_that_was_answered_with_nothing_is_answered_when_sent_again(pro
     process, once a fact was saved, gets the briefing (the loop's smoke check: the first start of a
     new project had found no memory).  The window is widened so that the model's load fits in it."""
     from contextware.hosts.hooks import entry, once
-    from contextware.hosts.hooks.handlers import with_host
+    from contextware.hosts.hooks.event import with_host
     from contextware.memory import records
     from contextware.storage.project import Project
 

@@ -12,7 +12,8 @@ import pytest
 from contextware.core.fence import FENCE_CLOSE, FENCE_OPEN
 from contextware.hosts.hooks import instructions
 from contextware.hosts.hooks.claude_transcript import last_prompt, turns
-from contextware.hosts.hooks.handlers import run_hook, with_host
+from contextware.hosts.hooks.event import with_host
+from contextware.hosts.hooks.handlers import run_hook
 from contextware.memory import records
 from contextware.storage.project import Project
 from tests.support.hook_events import write_transcript

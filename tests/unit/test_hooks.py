@@ -202,3 +202,13 @@ def test_a_memory_cut_short_comes_with_how_to_fetch_it_whole(project: Project):
         run_hook(event("BeforeAgent", project.root, prompt="where are releases tagged from?")), "BeforeAgent"
     )
     assert "tagged from main" in short and "is cut short" not in short
+
+
+def test_the_hook_process_hands_on_exactly_the_events_a_handler_answers():
+    """The hook process decides from ``event.EVENTS`` (without importing the handlers) whether an
+    event is answered; an event added to one list only would be dropped or handled twice."""
+    from contextware.hosts.hooks.event import CAPTURE_EVENTS, EVENTS
+    from contextware.hosts.hooks.handlers import HANDLERS
+
+    assert set(HANDLERS) == EVENTS
+    assert CAPTURE_EVENTS < EVENTS

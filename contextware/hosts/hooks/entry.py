@@ -6,7 +6,7 @@ runs ``handlers.run_hook`` on a warm database and model, and prints the answer.
 
 - Events that add context (SessionStart, BeforeAgent, ...) wait for the service's answer, starting
   the service when none runs; when no service can answer they run in this process, as before.
-- Capture events (``handlers.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
+- Capture events (``event.CAPTURE_EVENTS``: AfterAgent, PreCompress, Stop, PreCompact) never
   wait: the event is appended to the data dir's spool and the service is poked (or started) to
   save it; the hook returns at once.
 - ``CONTEXTWARE_SERVICE=off``, a project without a data dir yet, or a spool that cannot be written
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextware.core.settings import Settings, current_settings
-from contextware.hosts.hooks import handlers
+from contextware.hosts.hooks.event import CAPTURE_EVENTS, EVENTS, with_host
 
 if TYPE_CHECKING:
     from contextware.service.messages import ServiceRequest
@@ -39,7 +39,7 @@ Always exits 0; errors go to contextware_data/hooks.log. Installed by scripts/in
 
 
 def read_event(settings: Settings | None = None) -> str:
-    """The event on standard input with the host named by ``--host`` folded in (see ``handlers.with_host``);
+    """The event on standard input with the host named by ``--host`` folded in (see ``event.with_host``);
     ``settings``: the hook process's (by default read now)."""
     try:
         raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
@@ -52,7 +52,7 @@ def read_event(settings: Settings | None = None) -> str:
     # Gemini CLI's hooks are installed without --host; it sets its own variables for every hook it
     # runs (Settings.gemini_hook), which an event piped in by hand lacks.
     gemini = (settings or current_settings()).gemini_hook
-    return handlers.with_host(data, named or ("gemini" if gemini else None))
+    return with_host(data, named or ("gemini" if gemini else None))
 
 
 def replay(entry: dict[str, Any], settings: Settings | None = None) -> None:
@@ -67,18 +67,26 @@ def replay(entry: dict[str, Any], settings: Settings | None = None) -> None:
     env = entry.get("env")
     settings = settings or current_settings()
     with caller_context(entry.get("cwd")):
-        handlers.run_hook(stdin, settings.for_caller(env) if isinstance(env, dict) else settings)
+        _run_hook(stdin, settings.for_caller(env) if isinstance(env, dict) else settings)
+
+
+def _run_hook(data: str, settings: Settings) -> str:
+    """``handlers.run_hook`` in this process: imported only here, since the warm path hands the event
+    to the service."""
+    from contextware.hosts.hooks.handlers import run_hook
+
+    return run_hook(data, settings)
 
 
 def _in_process(data: str, data_dir: Path | None, event: str, settings: Settings) -> str:
-    if event in handlers.CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
+    if event in CAPTURE_EVENTS and data_dir is not None and data_dir.is_dir():
         from contextware.service import spool
 
         try:  # turns a missing service left behind, saved before this one
             spool.drain(data_dir, lambda entry: replay(entry, settings))
         except OSError:
             pass
-    return handlers.run_hook(data, settings)
+    return _run_hook(data, settings)
 
 
 def answer(data: str, settings: Settings | None = None) -> str:
@@ -91,9 +99,9 @@ def answer(data: str, settings: Settings | None = None) -> str:
     except (ValueError, RecursionError):
         payload = None
     if not isinstance(payload, dict):
-        return handlers.run_hook(data, settings)  # reports the bad input in hooks.log
+        return _run_hook(data, settings)  # reports the bad input in hooks.log
     event = str(payload.get("hook_event_name") or "")
-    if event not in handlers.HANDLERS:
+    if event not in EVENTS:
         return ""
     from contextware.hosts.hooks.once import first_answer, release
 
@@ -116,7 +124,7 @@ def _answer(data: str, payload: dict[str, Any], event: str, settings: Settings) 
         return _in_process(data, data_dir, event, settings)
     env = client.forwarded_env(settings)
     here = os.getcwd()
-    if event in handlers.CAPTURE_EVENTS:
+    if event in CAPTURE_EVENTS:
         try:
             spool.append(data_dir, {"id": os.urandom(8).hex(), "stdin": data, "cwd": here, "env": env})
         except OSError:
@@ -136,8 +144,8 @@ def _answer(data: str, payload: dict[str, Any], event: str, settings: Settings) 
         message: ServiceRequest = {"op": "hook", "stdin": data, "cwd": here, "env": env}
         reply = client.call(data_dir, message, HOOK_TIMEOUT_S, settings)
     except client.Unavailable:
-        return handlers.run_hook(data, settings)
-    return str(reply.get("stdout") or "") if reply.get("ok") else handlers.run_hook(data, settings)
+        return _run_hook(data, settings)
+    return str(reply.get("stdout") or "") if reply.get("ok") else _run_hook(data, settings)
 
 
 def main() -> None:

@@ -22,11 +22,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from contextware.hosts.hooks.event import HOST_KEY, HookEvent
+from contextware.hosts.hooks.event import HookEvent
 
 if TYPE_CHECKING:
     from contextware.core.settings import Settings
@@ -467,7 +466,7 @@ def stop(project: "Project", event: HookEvent) -> HookReply | None:
     path = event.transcript_path
     prompt = prompt_of_turn(Path(path), event.answer) if path else None
     # transcript_path is Claude Code's here, not Gemini CLI's: the answer is the one in the payload.
-    turn = replace(event, prompt=prompt or "", transcript_path="", claude_transcript=path)
+    turn = event._replace(prompt=prompt or "", transcript_path="", claude_transcript=path)
     return after_agent(project, turn)
 
 
@@ -540,10 +539,7 @@ def pre_compress(project: "Project", event: HookEvent) -> HookReply | None:
     return None
 
 
-# Events that only save (nothing to add to the turn): a caller may hand them on without waiting.
-CAPTURE_EVENTS = frozenset({"AfterAgent", "PreCompress", "Stop", "PreCompact"})
-
-HANDLERS = {
+HANDLERS = {  # one handler for each of ``event.EVENTS``
     "SessionStart": session_start,
     "BeforeAgent": before_agent,
     "AfterAgent": after_agent,
@@ -574,18 +570,6 @@ def _log_failure(event: str, exc: BaseException, project: "Project | None", sett
             f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {event or '?'} failed: {last}\n")
     except Exception:  # noqa: BLE001 - nowhere to report: stay silent, never fail the turn
         pass
-
-
-def with_host(stdin: str, host: str | None) -> str:
-    """The event with the host named by the hook's ``--host`` folded in (``HOST_KEY``), so that it
-    travels with the event wherever the event is handled; unparsable input is left as it is."""
-    if not host:
-        return stdin
-    try:
-        payload = json.loads(stdin)
-    except (ValueError, RecursionError):
-        return stdin
-    return json.dumps({**payload, HOST_KEY: host}) if isinstance(payload, dict) else stdin
 
 
 def _host(event: HookEvent) -> str:
