@@ -255,8 +255,14 @@ def measure_service(size: int, root: Path, base_env: dict, queries: int, saves: 
         return [py, _script("save_fact", repo), "--type", "log", "--session", "bench-new", "--role", "user", text]
 
     def hook_event() -> str:
+        from contextware.hosts.hooks.briefed import mark_briefed
+
+        # a session under way, a new one each run: a repeated event is answered from the
+        # once-marker (nothing), and a session's first prompt also carries the briefing
+        session = f"bench-{time.time_ns()}"
+        mark_briefed(root / "contextware_data", session)
         event = {
-            "session_id": "bench",
+            "session_id": session,
             "transcript_path": "",
             "cwd": str(root),
             "hook_event_name": "BeforeAgent",

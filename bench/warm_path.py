@@ -237,6 +237,18 @@ def mcp_discovery(root: Path, env: dict, runs: int) -> dict:
     return out
 
 
+def mid_session(root: Path) -> str:
+    """A new session id, marked as briefed in the fixture: a prompt in it is a prompt of a session
+    under way.  Every timed hook needs a session of its own: a host never sends one event twice, and
+    a repeat is answered from the once-marker (``hooks.once``: nothing at all) or leaves out the
+    memories it injected already; a session's first prompt also carries the briefing (Gemini CLI)."""
+    from contextware.hosts.hooks.briefed import mark_briefed
+
+    session = f"bench-{time.time_ns()}"
+    mark_briefed(root / "contextware_data", session)
+    return session
+
+
 def hook_events(root: Path, env: dict, runs: int) -> dict:
     """Each hook event Gemini CLI runs on a ``gemini -p`` turn, as installed, with a warm service."""
     base = {"session_id": "bench", "transcript_path": "", "cwd": str(root), "timestamp": "2026-01-01T00:00:00Z"}
@@ -255,7 +267,10 @@ def hook_events(root: Path, env: dict, runs: int) -> dict:
     for event, payload in events.items():
         samples = []
         for _ in range(runs + 1):
-            took, proc = _run([str(VENV_PY), str(REPO / "scripts" / "hook.py")], root, env, json.dumps(payload))
+            # a session of its own each run (``mid_session``); SessionStart's is a new one
+            session = f"bench-{time.time_ns()}" if event == "SessionStart" else mid_session(root)
+            sent = json.dumps({**payload, "session_id": session})
+            took, proc = _run([str(VENV_PY), str(REPO / "scripts" / "hook.py")], root, env, sent)
             assert proc.returncode == 0, proc.stderr
             samples.append(took)
         out[event] = _stats(samples[1:])
@@ -475,16 +490,22 @@ def main() -> None:
     base_env["CONTEXTWARE_HOME"] = str(home)
     on, off = {**base_env, "CONTEXTWARE_SERVICE": "auto"}, {**base_env, "CONTEXTWARE_SERVICE": "off"}
     script = lambda name: str(REPO / "scripts" / f"{name}.py")  # noqa: E731
-    event = json.dumps(
-        {
-            "session_id": "bench",
-            "transcript_path": "",
-            "cwd": str(root),
-            "hook_event_name": "BeforeAgent",
-            "timestamp": "2026-01-01T00:00:00Z",
-            "prompt": "which queue does the billing service use and why?",
-        }
-    )
+
+    def event() -> str:
+        """A prompt in a session under way (briefed already), a new one each run (see
+        ``mid_session``): every run is answered in full, as a prompt is the first time its memory
+        is relevant."""
+        return json.dumps(
+            {
+                "session_id": mid_session(root),
+                "transcript_path": "",
+                "cwd": str(root),
+                "hook_event_name": "BeforeAgent",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "prompt": "which queue does the billing service use and why?",
+            }
+        )
+
     uv_run = [uv, "run", "--project", str(REPO)] if uv else None
     counter = iter(range(10**9))
     paths = {
@@ -494,17 +515,17 @@ def main() -> None:
         ),
         "recall (direct: .venv/bin/python scripts/recall.py)": (
             lambda: [str(VENV_PY), script("recall"), "--query", "which queue does billing use?"],
-            None,
+            lambda: None,
         ),
     }
     if uv_run:
         paths["recall (uv run scripts/recall.py)"] = (
             lambda: [*uv_run, script("recall"), "--query", "which queue does billing use?"],
-            None,
+            lambda: None,
         )
         paths["save (uv run scripts/save_fact.py)"] = (
             lambda: [*uv_run, script("save_fact"), f"Bench save {time.time_ns()}-{next(counter)}: cache TTL is 5m."],
-            None,
+            lambda: None,
         )
         paths["hook_before_agent (before: uv run --no-sync scripts/hook.py)"] = (
             lambda: [str(uv), "run", "--no-sync", "--project", str(REPO), script("hook")],
@@ -526,20 +547,23 @@ def main() -> None:
         for label, env, runs in modes:
             if label == "warm service":
                 _service(root, on, "start")
-                _run(cmd(), root, env, stdin)  # one call to warm the path's own files
+                _run(cmd(), root, env, stdin())  # one call to warm the path's own files
             samples = []
             for _ in range(runs):
-                took, proc = _run(cmd(), root, env, stdin)
+                sent = stdin()
+                took, proc = _run(cmd(), root, env, sent)
                 assert proc.returncode == 0, proc.stdout + proc.stderr
-                if stdin is None:
+                if sent is None:
                     assert json.loads(proc.stdout)["ok"], proc.stdout
+                else:  # the hook answered: its full path was timed, not a silent one
+                    assert "additionalContext" in proc.stdout, proc.stdout + proc.stderr
                 samples.append(took)
             results[name][label] = _stats(samples)
         if "before:" not in name:  # the first call with no service: starts one and waits for it
             cold = []
             for _ in range(max(2, args.cold_runs // 2)):
                 _service(root, on, "stop")
-                took, proc = _run(cmd(), root, on, stdin)
+                took, proc = _run(cmd(), root, on, stdin())
                 assert proc.returncode == 0, proc.stdout + proc.stderr
                 cold.append(took)
             results[name]["cold start (auto)"] = _stats(cold)
