@@ -36,6 +36,7 @@ class Settings(NamedTuple):
     aws_region: str | None = None  # AWS_REGION, else AWS_DEFAULT_REGION: the object store's region
     hook_python: str | None = None  # CONTEXTWARE_HOOK_PYTHON: the Python installed hooks run with
     runtime_dir: str | None = None  # XDG_RUNTIME_DIR: where the service's socket folder goes (else /tmp)
+    temp_dir: str | None = None  # TMPDIR, else TEMP or TMP: where the hooks' once-markers go (else /tmp)
     user: str | None = None  # USER, else USERNAME: who deletes a memory when git names nobody
     gemini_hook: bool = False  # GEMINI_SESSION_ID or GEMINI_CWD: Gemini CLI runs this process as its hook
     forwarded: tuple[tuple[str, str], ...] = ()  # every CONTEXTWARE_* variable, as sent to the service
@@ -60,6 +61,7 @@ class Settings(NamedTuple):
             aws_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION"),
             hook_python=get(PREFIX + "HOOK_PYTHON"),
             runtime_dir=get("XDG_RUNTIME_DIR"),
+            temp_dir=get("TMPDIR") or get("TEMP") or get("TMP"),
             user=get("USER") or get("USERNAME"),
             gemini_hook=bool(get("GEMINI_SESSION_ID") or get("GEMINI_CWD")),
             forwarded=tuple(sorted((k, str(v)) for k, v in environ.items() if k.startswith(PREFIX))),
@@ -76,9 +78,15 @@ class Settings(NamedTuple):
 
     def for_caller(self, forwarded: Mapping[str, str]) -> Settings:
         """The settings of a caller that sent its ``CONTEXTWARE_*`` variables (``forwarded``): the
-        caller's own, with the others (the AWS ones, the runtime dir) kept from this process."""
+        caller's own, with the others (the AWS ones, the runtime and temporary dirs) kept from this
+        process."""
         caller = Settings.from_env({k: str(v) for k, v in forwarded.items() if k.startswith(PREFIX)})
-        return caller._replace(aws_endpoint=self.aws_endpoint, aws_region=self.aws_region, runtime_dir=self.runtime_dir)
+        return caller._replace(
+            aws_endpoint=self.aws_endpoint,
+            aws_region=self.aws_region,
+            runtime_dir=self.runtime_dir,
+            temp_dir=self.temp_dir,
+        )
 
 
 def current_settings() -> Settings:

@@ -13,9 +13,11 @@ from tests.support.repo import SCRIPTS
 from tests.support.scripts import run_script
 
 
-def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path):
+def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path, tmp_path: Path):
     run_script("save_fact", "Releases go out on Fridays only.", "--kind", "constraint", cwd=project_dir)
     event = json.dumps({"hook_event_name": "SessionStart", "session_id": "s-twice", "cwd": str(project_dir)})
+    temp = tmp_path / "user-tmp"
+    temp.mkdir()
     hooks = [
         subprocess.Popen(
             [sys.executable, str(SCRIPTS / "hook.py"), "--host", "claude"],  # Gemini briefs on the first prompt
@@ -23,12 +25,14 @@ def test_two_installs_of_one_host_inject_the_briefing_once(project_dir: Path):
             stdout=subprocess.PIPE,
             text=True,
             cwd=project_dir,
+            env={**os.environ, "TMPDIR": str(temp)},
         )
         for _ in range(2)
     ]
     outs = [hook.communicate(event, timeout=120)[0] for hook in hooks]
     answered = [out for out in outs if out.strip()]
     assert len(answered) == 1 and "Fridays" in answered[0], outs
+    assert list((temp / f"contextware-hooks-{os.getuid()}").iterdir())  # the marker is in the user's TMPDIR
 
 
 def test_a_second_install_held_up_by_a_loaded_machine_still_stays_silent(project_dir: Path):

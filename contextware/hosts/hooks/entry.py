@@ -105,11 +105,11 @@ def answer(data: str, settings: Settings | None = None) -> str:
         return ""
     from contextware.hosts.hooks.once import first_answer, release
 
-    if not first_answer(data, event):
+    if not first_answer(data, event, settings.temp_dir):
         return ""  # a second install of this host runs us for the same event: answered once already
     out = _answer(data, payload, event, settings)
     if not out:
-        release(data, event)  # nothing said: the same event sent again later is answered
+        release(data, event, settings.temp_dir)  # nothing said: the same event sent again later is answered
     return out
 
 

@@ -22,29 +22,23 @@ WINDOW_S = 3.0  # both installs' hooks start within this of each other; a later 
 ANSWER_ONCE = frozenset({"SessionStart", "BeforeAgent", "UserPromptSubmit"})
 
 
-def _temp_root() -> str:
-    """``tempfile.gettempdir()``'s first choices: the directory named by TMPDIR, TEMP or TMP, else /tmp."""
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        value = os.environ.get(name)
-        if value and os.path.isdir(value):
-            return os.path.abspath(value)
-    return "/tmp"
+def _marker_dir(temp_dir: str | None) -> str:
+    """The markers' folder in ``temp_dir`` (``Settings.temp_dir``: TMPDIR, TEMP or TMP, as
+    ``tempfile.gettempdir`` looks first), else in /tmp."""
+    root = os.path.abspath(temp_dir) if temp_dir and os.path.isdir(temp_dir) else "/tmp"
+    return os.path.join(root, f"contextware-hooks-{os.getuid()}")
 
 
-def _marker_dir() -> str:
-    return os.path.join(_temp_root(), f"contextware-hooks-{os.getuid()}")
-
-
-def _marker(data: str) -> str:
+def _marker(data: str, temp_dir: str | None) -> str:
     key = blake2b(f"{os.getppid()}\0{data}".encode("utf-8", "replace"), digest_size=12).hexdigest()
-    return os.path.join(_marker_dir(), key)
+    return os.path.join(_marker_dir(temp_dir), key)
 
 
-def release(data: str, event: str) -> None:
+def release(data: str, event: str, temp_dir: str | None = None) -> None:
     """Give back the claim of ``first_answer`` (the hook answered nothing)."""
     if event in ANSWER_ONCE:
         try:
-            os.unlink(_marker(data))
+            os.unlink(_marker(data, temp_dir))
         except OSError:
             pass
 
@@ -73,15 +67,15 @@ def _same_moment(mine: str, theirs: str, age: float) -> bool:
     return age < WINDOW_S
 
 
-def first_answer(data: str, event: str) -> bool:
+def first_answer(data: str, event: str, temp_dir: str | None = None) -> bool:
     """False when an identical ``event`` from the same host process was answered by a hook started
-    at the same moment."""
+    at the same moment.  ``temp_dir``: where the markers go (``_marker_dir``)."""
     if event not in ANSWER_ONCE:
         return True
     try:
-        where = _marker_dir()
+        where = _marker_dir(temp_dir)
         os.makedirs(where, mode=0o700, exist_ok=True)
-        path = _marker(data)
+        path = _marker(data, temp_dir)
         now, mine = time.time(), started()
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
