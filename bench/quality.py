@@ -7,6 +7,7 @@ and their reciprocal-rank fusion (RRF, k 60).
     uv run bench/quality.py --only engineering # one set (engineering, locomo)
     uv run bench/quality.py --smoke            # the tiny sets of bench/data/smoke_*: seconds, for the tests
     uv run bench/quality.py --noise-turns 5000 # also the engineering set beside 5,000 captured turns
+    uv run bench/quality.py --history-turns 5000   # ... and beside 5,000 turns of a real project's history
 
 Sets (docs/benchmarks.md describes them; split by source, whole projects or whole conversations):
 
@@ -300,6 +301,22 @@ def noise_turns(count: int, locomo: Path | None) -> list[dict]:
     return rows[:count]
 
 
+def history_turns(count: int) -> list[dict]:
+    """``count`` captured turns of a real project's history, closer to a coding agent's than
+    LoCoMo's chat: HarfBuzz's commits (``bench/long_horizon.py``: Debian's changelog, cached), each
+    commit's subject the user's turn and its message the agent's, with their real dates."""
+    from long_horizon import changelog_text, commit_rows, parse_log
+
+    rows: list[dict] = []
+    for commit in parse_log(changelog_text()):
+        rows += commit_rows(commit)
+        if len(rows) >= count:
+            break
+    if len(rows) < count:
+        raise SystemExit(f"HarfBuzz's history holds {len(rows)} turns, fewer than --history-turns {count}.")
+    return rows[:count]
+
+
 def run_engineering(path: Path, split: str, noise: list[dict] | None = None) -> dict[str, Any]:
     """The engineering set's ``split``; with ``noise`` (log rows), those captured turns are stored
     beside the memories and recall searches both (scope all), as do the baselines."""
@@ -318,7 +335,7 @@ def run_engineering(path: Path, split: str, noise: list[dict] | None = None) -> 
         project = Project.open(tmp)
         import_memory(project, render(rows), source="eng_memory.json")
         if noise:
-            import_memory(project, render(noise), source="locomo-noise")
+            import_memory(project, render(noise), source="captured-turns")
         tables, scope = (("facts", "logs"), "all") if noise else (("facts",), "facts")
         scored = score_questions(project, questions, tables, scope, hook=True)
         out = report(scored["per"], scored["ms"])
@@ -514,6 +531,13 @@ def main(argv: list[str] | None = None) -> None:
         metavar="N",
         help="also the engineering set with N captured turns of LoCoMo beside its memories (recall over both)",
     )
+    ap.add_argument(
+        "--history-turns",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the engineering set beside N turns of HarfBuzz's commit history (engineering talk)",
+    )
     args = ap.parse_args(argv)
     sets = args.only or ["engineering", "locomo"]
     results: dict[str, Any] = {}
@@ -526,6 +550,11 @@ def main(argv: list[str] | None = None) -> None:
             if args.noise_turns > 0:
                 noise = noise_turns(args.noise_turns, SMOKE_LOCOMO if args.smoke else args.locomo)
                 results[f"engineering + {len(noise):,} captured turns"] = run_engineering(eng, split, noise)
+            if args.history_turns > 0 and not args.smoke:
+                noise = history_turns(args.history_turns)
+                results[f"engineering + {len(noise):,} turns of a project's history"] = run_engineering(
+                    eng, split, noise
+                )
         if "locomo" in sets:
             path = SMOKE_LOCOMO if args.smoke else (args.locomo or locomo_path())
             if path.is_file():
@@ -533,6 +562,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 results["locomo"] = {"skipped": f"no data at {path} (bench/README.md says how to fetch it)"}
     options = f" --noise-turns {args.noise_turns}" if args.noise_turns > 0 else ""
+    options += f" --history-turns {args.history_turns}" if args.history_turns > 0 and not args.smoke else ""
     text = render_report(results, "smoke" if args.smoke else args.split, options)
     print(json.dumps(results, indent=1) if args.json else text)
     if args.split == "test" and not args.smoke and not args.no_docs and not args.only:
