@@ -41,11 +41,11 @@ LOGS: dict[str, float] = {
 }
 
 CONFIDENCE: dict[str, float] = {
-    "bias": -2.081,
-    "relevance": 0.547,
-    "agreement": 1.594,
-    "margin": 2.508,
-    "gap": 2.027,
-    "unknown": -0.731,
-    "unknown_name": -0.201,
+    "bias": -2.033,
+    "relevance": 0.509,
+    "agreement": 1.529,
+    "margin": 2.604,
+    "gap": 2.052,
+    "unknown": -0.727,
+    "unknown_name": -0.202,
 }

@@ -46,6 +46,7 @@ FEATURES = (
     "restated",  # an older fact a newer candidate restates or supersedes
     "restates",  # a newer fact that restates or supersedes another candidate
 )
+COVERAGE = FEATURES.index("coverage")
 BM25_HALF = 8.0
 NEIGHBOUR_SECONDS = 600  # turns this close in one session are neighbours
 
@@ -254,11 +255,17 @@ def scores(found: Sequence["Candidate"], query: str, f: "FusionParams", ranker: 
     turns = [i for i, c in enumerate(found) if c.collection == "logs"]
     if turns:
         # Turns among themselves: the fitted order.  Turns against other memories: the hand-set
-        # scores' values (``turn_weight`` x (cosine + ``turn_bm25`` x saturated BM25), less
-        # ``turn_baseline`` x their median), handed out in the fitted order.  The fit saw no turns
-        # that resemble a question without answering it, so its scale must not decide whether a
-        # turn outranks a fact (a reply "Noted." to "please remember X" outranked the fact X).
-        hand = sorted((ranker.turn_weight * (xs[i][0] + ranker.turn_bm25 * xs[i][1]) for i in turns), reverse=True)
+        # scores' values (``turn_weight`` x (cosine + ``turn_bm25`` x saturated BM25 x coverage),
+        # less ``turn_baseline`` x their median), handed out in the fitted order.  The fit saw no
+        # turns that resemble a question without answering it, so its scale must not decide whether
+        # a turn outranks a fact (a reply "Noted." to "please remember X" outranked the fact X).
+        # The BM25 counts as far as the turn covers the question: among thousands of turns one
+        # rare shared word scores high ("[ft] Add missing lock ..." for "why does locking take
+        # forever?") and outranked the fact that answers.
+        hand = sorted(
+            (ranker.turn_weight * (xs[i][0] + ranker.turn_bm25 * xs[i][1] * xs[i][COVERAGE]) for i in turns),
+            reverse=True,
+        )
         noise = ranker.turn_baseline * statistics.median(hand) if len(turns) > 1 else 0.0
         for i, value in zip(sorted(turns, key=lambda i: -out[i]), hand, strict=True):
             out[i] = value - noise
