@@ -41,11 +41,11 @@ LOGS: dict[str, float] = {
 }
 
 CONFIDENCE: dict[str, float] = {
-    "bias": -2.033,
-    "relevance": 0.509,
-    "agreement": 1.529,
-    "margin": 2.604,
-    "gap": 2.052,
-    "unknown": -0.727,
-    "unknown_name": -0.202,
+    "bias": -2.054,
+    "relevance": 0.543,
+    "agreement": 1.581,
+    "margin": 2.477,
+    "gap": 1.983,
+    "unknown": -0.74,
+    "unknown_name": -0.207,
 }

@@ -69,13 +69,14 @@ class RankerParams:
 
     memory: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("MEMORY")))
     logs: RankerWeights = field(default_factory=lambda: RankerWeights(**_fitted("LOGS")))
-    # Turns against other memories (not fitted: the train sets hold no turns that resemble a
-    # question without answering it): the hand-set score turn_weight x (cosine + turn_bm25 x
-    # saturated BM25 x coverage, the IDF-weighted share of the question's words the turn holds),
-    # minus turn_baseline x the median of the turn candidates' (docs/retrieval.md sections 14 and
-    # 20); the fitted weights decide only the turns' order among themselves.
+    # Turns against other memories (not fitted: fit_ranker's train sets hold no turns that resemble
+    # a question without answering it; swept by hand beside a project's history): the hand-set
+    # score turn_weight x (cosine + turn_bm25 x saturated BM25 x coverage, the IDF-weighted share
+    # of the question's words the turn holds), minus turn_baseline x the median of the turn
+    # candidates' (docs/retrieval.md sections 14 and 20); the fitted weights decide only the
+    # turns' order among themselves.  A larger turn_bm25 lifts a "Noted." reply past the fact.
     turn_weight: float = 0.9
-    turn_bm25: float = 0.75
+    turn_bm25: float = 0.5
     turn_baseline: float = 0.7
 
 
