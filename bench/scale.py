@@ -255,14 +255,10 @@ def measure_service(size: int, root: Path, base_env: dict, queries: int, saves: 
         return [py, _script("save_fact", repo), "--type", "log", "--session", "bench-new", "--role", "user", text]
 
     def hook_event() -> str:
-        from contextware.hosts.hooks.briefed import mark_briefed
+        from warm_path import mid_session  # a new session under way each run, as warm_path times it
 
-        # a session under way, a new one each run: a repeated event is answered from the
-        # once-marker (nothing), and a session's first prompt also carries the briefing
-        session = f"bench-{time.time_ns()}"
-        mark_briefed(root / "contextware_data", session)
         event = {
-            "session_id": session,
+            "session_id": mid_session(root),
             "transcript_path": "",
             "cwd": str(root),
             "hook_event_name": "BeforeAgent",

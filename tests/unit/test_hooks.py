@@ -212,3 +212,21 @@ def test_the_hook_process_hands_on_exactly_the_events_a_handler_answers():
 
     assert set(HANDLERS) == EVENTS
     assert CAPTURE_EVENTS < EVENTS
+
+
+def test_a_temp_dir_that_is_not_a_folder_keeps_the_markers_in_tmp(tmp_path: Path):
+    """``once``'s markers go to ``Settings.temp_dir`` (TMPDIR) when it is a folder, else to /tmp:
+    a TMPDIR that names nothing still answers an event once, never twice and never not at all."""
+    import os
+
+    from contextware.hosts.hooks import once
+
+    gone = str(tmp_path / "no-such-dir")
+    data = json.dumps({"hook_event_name": "BeforeAgent", "prompt": f"once {tmp_path}"})
+    try:
+        assert once.first_answer(data, "BeforeAgent", gone) is True
+        assert os.path.dirname(once._marker(data, gone)) == f"/tmp/contextware-hooks-{os.getuid()}"
+        assert once.first_answer(data, "BeforeAgent", gone) is False  # the same event, the same moment
+    finally:
+        once.release(data, "BeforeAgent", gone)
+    assert not os.path.exists(once._marker(data, gone))

@@ -266,7 +266,8 @@ def take_restated_places(hits: list[Hit], f: FusionParams) -> list[Hit]:
     follows = restatements(hits, f.restated) if f.restated <= 1.0 else {}
     if not follows:
         return hits
-    by_id = {h.id: h for h in hits if h.id in follows.values()}
+    older = set(follows.values())
+    by_id = {h.id: h for h in hits if h.id in older}
     out = []
     for h in hits:
         old = by_id.get(follows.get(h.id, ""))
